@@ -1,0 +1,65 @@
+import { createHash } from 'node:crypto'
+
+/**
+ * JSON with object keys sorted at every depth, so `{b:1,a:2}` and `{ "a": 2, "b": 1 }` read the same.
+ * Numbers print in their shortest form (`1.0`, `1e0` and `1` agree; `-0` is `0`); `undefined`
+ * members are dropped as JSON does. Values JSON cannot hold (bigint, functions, cycles) are spelled
+ * out rather than thrown, so a fingerprint of any argument value is always defined.
+ *
+ * @example
+ * canonicalJson({ b: [1, 2], a: 'x' }) // '{"a":"x","b":[1,2]}'
+ */
+export function canonicalJson(value: unknown): string {
+  const seen = new Set<object>()
+  const write = (v: unknown): string => {
+    switch (typeof v) {
+      case 'string':
+        return JSON.stringify(v)
+      case 'number':
+        return Number.isFinite(v) ? JSON.stringify(v === 0 ? 0 : v) : `"${String(v)}"`
+      case 'boolean':
+        return v ? 'true' : 'false'
+      case 'bigint':
+        return `"${v}n"`
+      case 'undefined':
+      case 'function':
+      case 'symbol':
+        return 'null'
+    }
+    if (v === null) return 'null'
+    const obj = v as object
+    if (seen.has(obj)) return '"[circular]"'
+    seen.add(obj)
+    let out: string
+    if (Array.isArray(obj)) {
+      out = `[${obj.map((item) => write(item)).join(',')}]`
+    } else if (obj instanceof Date) {
+      out = JSON.stringify(obj.toISOString())
+    } else {
+      const record = obj as Record<string, unknown>
+      const parts: string[] = []
+      for (const key of Object.keys(record).sort()) {
+        const item = record[key]
+        if (item === undefined || typeof item === 'function' || typeof item === 'symbol') continue
+        parts.push(`${JSON.stringify(key)}:${write(item)}`)
+      }
+      out = `{${parts.join(',')}}`
+    }
+    seen.delete(obj)
+    return out
+  }
+  return write(value)
+}
+
+/**
+ * A stable, short hex digest (SHA-256, 32 hex characters) of the canonical JSON of `value`.
+ *
+ * @example
+ * hashOf({ a: 1, b: 2 }) === hashOf({ b: 2, a: 1 }) // true
+ */
+export function hashOf(value: unknown): string {
+  return createHash('sha256')
+    .update(typeof value === 'string' ? value : canonicalJson(value))
+    .digest('hex')
+    .slice(0, 32)
+}

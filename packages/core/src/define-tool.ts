@@ -1,0 +1,46 @@
+import type { z } from 'zod'
+import type { ToolDefinition, ToolEffect, ToolExecuteContext } from './types.js'
+
+export interface ToolSpec<Input extends z.ZodType, Output> {
+  name: string
+  description: string
+  input: Input
+  /** Defaults to `write`: the safe assumption for a tool nobody classified. */
+  effect?: ToolEffect
+  execute(args: z.output<Input>, context: ToolExecuteContext): Output | Promise<Output>
+}
+
+const NAME = /^[A-Za-z][A-Za-z0-9_.-]{0,63}$/
+const EFFECTS: readonly ToolEffect[] = ['read', 'idempotent', 'write']
+
+/**
+ * Declares a tool. `execute` receives arguments already validated by `input`.
+ *
+ * @example
+ * const readFile = defineTool({
+ *   name: 'read_file',
+ *   description: 'Read a UTF-8 text file',
+ *   input: z.object({ path: z.string() }),
+ *   effect: 'read',
+ *   execute: async ({ path }, { signal }) => fs.readFile(path, { encoding: 'utf8', signal }),
+ * })
+ */
+export function defineTool<Input extends z.ZodType, Output>(spec: ToolSpec<Input, Output>): ToolDefinition<Input, Output> {
+  if (typeof spec !== 'object' || spec === null)
+    throw new TypeError('defineTool() takes an object { name, description, input, effect, execute }')
+  if (typeof spec.name !== 'string' || !NAME.test(spec.name)) {
+    throw new TypeError(
+      `defineTool(): name must be 1-64 letters, digits, "_", "-" or ".", starting with a letter; got ${JSON.stringify(spec.name)}`,
+    )
+  }
+  const where = `defineTool("${spec.name}")`
+  if (typeof spec.description !== 'string') throw new TypeError(`${where}: description must be a string`)
+  if (typeof spec.input !== 'object' || spec.input === null || typeof (spec.input as { safeParse?: unknown }).safeParse !== 'function') {
+    throw new TypeError(`${where}: input must be a zod schema, e.g. z.object({ path: z.string() })`)
+  }
+  const effect = spec.effect ?? 'write'
+  if (!EFFECTS.includes(effect))
+    throw new TypeError(`${where}: effect must be "read", "idempotent" or "write"; got ${JSON.stringify(effect)}`)
+  if (typeof spec.execute !== 'function') throw new TypeError(`${where}: execute must be a function (args, context) => result`)
+  return Object.freeze({ name: spec.name, description: spec.description, input: spec.input, effect, execute: spec.execute })
+}

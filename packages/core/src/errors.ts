@@ -1,0 +1,157 @@
+/** How a soft failure should be treated by the layers above it. */
+export type ErrorCategory = 'transient' | 'recoverable' | 'user' | 'fatal'
+
+/** Stable snake_case codes that shallot produces. The set is open: any snake_case string is allowed. */
+export type ToolErrorCode =
+  | 'timeout'
+  | 'rate_limited'
+  | 'upstream_error'
+  | 'network_error'
+  | 'invalid_arguments'
+  | 'not_found'
+  | 'unknown_tool'
+  | 'permission_denied'
+  | 'auth_required'
+  | 'conflict'
+  | 'circuit_open'
+  | 'repeated_failure'
+  | 'tool_panic'
+  | 'cancelled'
+  | 'outcome_unknown'
+  | 'idempotency_mismatch'
+  | 'store_unavailable'
+  | 'retry_budget_exhausted'
+  | (string & {})
+
+export interface ToolErrorOptions {
+  category?: ErrorCategory
+  hint?: string
+  retryable?: boolean
+  safeToRepeat?: boolean
+  retryAfterMs?: number
+  cause?: unknown
+  /** Extra structured facts for logs and reports; never shown to the model unless a renderer chooses to. */
+  details?: Record<string, unknown>
+}
+
+/** The JSON form of a {@link ToolError}, as it appears on a {@link ToolResult}. `cause` is never included. */
+export interface ToolErrorJSON {
+  code: string
+  category: ErrorCategory
+  message: string
+  hint?: string
+  retryable: boolean
+  safeToRepeat: boolean
+  retryAfterMs?: number
+}
+
+const TOOL_ERROR = Symbol.for('shallot.ToolError')
+const LOOP_ERROR = Symbol.for('shallot.LoopError')
+
+/** Longest message a ToolError keeps; longer text is cut with a visible marker. */
+export const MAX_MESSAGE_LENGTH = 2000
+
+function capText(text: string, max = MAX_MESSAGE_LENGTH): string {
+  return text.length <= max ? text : `${text.slice(0, max)}… [truncated ${text.length - max} chars]`
+}
+
+const DEFAULT_CATEGORY: Record<string, ErrorCategory> = {
+  timeout: 'transient',
+  rate_limited: 'transient',
+  upstream_error: 'transient',
+  network_error: 'transient',
+  store_unavailable: 'transient',
+  permission_denied: 'fatal',
+  auth_required: 'user',
+}
+
+/**
+ * The soft failure: it becomes a tool result with `ok: false` that the model reads on its next turn.
+ * Every layer throws or rethrows this; the stack turns it into a {@link ToolResult}.
+ *
+ * @example
+ * throw new ToolError('not_found', 'file src/mian.rs not found', { hint: 'list the directory first' })
+ */
+export class ToolError extends Error {
+  declare readonly [TOOL_ERROR]: true
+  override readonly name = 'ToolError'
+  readonly code: ToolErrorCode
+  readonly category: ErrorCategory
+  readonly hint: string | undefined
+  readonly retryable: boolean
+  readonly safeToRepeat: boolean
+  readonly retryAfterMs: number | undefined
+  readonly details: Record<string, unknown> | undefined
+
+  constructor(code: ToolErrorCode, message: string, options: ToolErrorOptions = {}) {
+    super(capText(message), options.cause === undefined ? undefined : { cause: options.cause })
+    Object.defineProperty(this, TOOL_ERROR, { value: true })
+    this.code = code
+    this.category = options.category ?? DEFAULT_CATEGORY[code] ?? 'recoverable'
+    this.hint = options.hint === undefined ? undefined : capText(options.hint, 500)
+    this.retryable = options.retryable ?? this.category === 'transient'
+    this.safeToRepeat = options.safeToRepeat ?? false
+    this.retryAfterMs = options.retryAfterMs
+    this.details = options.details
+  }
+
+  /** True for a ToolError from any installed copy of `@shallot/core`. */
+  static is(value: unknown): value is ToolError {
+    return typeof value === 'object' && value !== null && (value as Record<symbol, unknown>)[TOOL_ERROR] === true
+  }
+
+  toJSON(): ToolErrorJSON {
+    const json: ToolErrorJSON = {
+      code: this.code,
+      category: this.category,
+      message: this.message,
+      retryable: this.retryable,
+      safeToRepeat: this.safeToRepeat,
+    }
+    if (this.hint !== undefined) json.hint = this.hint
+    if (this.retryAfterMs !== undefined) json.retryAfterMs = this.retryAfterMs
+    return json
+  }
+}
+
+/** Why a run ended on the hard channel. */
+export type LoopErrorKind =
+  | 'cancelled'
+  | 'loop_detected'
+  | 'recovery_exhausted'
+  | 'budget_exhausted'
+  | 'user_input_required'
+  | 'fatal'
+  | 'model_failed'
+  | 'tool_crashed'
+
+export interface LoopErrorOptions {
+  cause?: unknown
+  /** Facts for the run's report: tool, fingerprint, counts, the last error. */
+  details?: Record<string, unknown>
+}
+
+/**
+ * The hard channel: the run ends and the caller's code receives this. Every layer rethrows it untouched.
+ *
+ * @example
+ * throw new LoopError('loop_detected', 'read_file failed 5 times with the same arguments', { details: { tool: 'read_file' } })
+ */
+export class LoopError extends Error {
+  declare readonly [LOOP_ERROR]: true
+  override readonly name = 'LoopError'
+  readonly kind: LoopErrorKind
+  readonly details: Record<string, unknown>
+
+  constructor(kind: LoopErrorKind, message: string, options: LoopErrorOptions = {}) {
+    super(message, options.cause === undefined ? undefined : { cause: options.cause })
+    Object.defineProperty(this, LOOP_ERROR, { value: true })
+    this.kind = kind
+    this.details = options.details ?? {}
+  }
+
+  /** True for a LoopError from any installed copy of `@shallot/core`. */
+  static is(value: unknown): value is LoopError {
+    return typeof value === 'object' && value !== null && (value as Record<symbol, unknown>)[LOOP_ERROR] === true
+  }
+}

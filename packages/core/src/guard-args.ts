@@ -1,0 +1,80 @@
+import { ToolError } from './errors.js'
+
+export interface ArgsLimits {
+  /** Largest serialized size of a call's arguments, in bytes (approximate: UTF-16 units plus syntax). */
+  maxBytes: number
+  /** Deepest nesting of objects and arrays. */
+  maxDepth: number
+}
+
+const FORBIDDEN_KEYS = new Set(['__proto__', 'constructor', 'prototype'])
+
+function refuse(message: string, hint: string): ToolError {
+  return new ToolError('invalid_arguments', message, { category: 'recoverable', retryable: false, hint })
+}
+
+/**
+ * Parses and checks untrusted arguments before any layer hashes, stores or logs them:
+ * JSON text is parsed, oversized or over-deep values and prototype-polluting keys are refused.
+ * Walks iteratively and stops at the first violation, so 10 MB costs no more than the limit.
+ */
+export function guardArgs(raw: unknown, limits: ArgsLimits): unknown {
+  let args = raw
+  if (typeof raw === 'string') {
+    if (raw.length > limits.maxBytes) {
+      throw refuse(
+        `arguments are too large: over ${limits.maxBytes} bytes`,
+        'send smaller arguments, or pass a reference (an id or a path) instead of the content',
+      )
+    }
+    const text = raw.trim()
+    if (text === '') {
+      args = {}
+    } else {
+      try {
+        args = JSON.parse(text)
+      } catch (err) {
+        throw refuse(`arguments are not valid JSON: ${(err as Error).message}`, 'send the arguments as one JSON object')
+      }
+    }
+  }
+  if (args === undefined || args === null) return {}
+  let bytes = 0
+  const stack: Array<[unknown, number]> = [[args, 1]]
+  while (stack.length > 0) {
+    const [value, depth] = stack.pop() as [unknown, number]
+    if (typeof value === 'string') {
+      bytes += value.length + 2
+    } else if (typeof value === 'object' && value !== null) {
+      if (depth > limits.maxDepth) {
+        throw refuse(`arguments are nested too deeply: over ${limits.maxDepth} levels`, 'flatten the arguments')
+      }
+      const proto = Object.getPrototypeOf(value)
+      if (!Array.isArray(value) && proto !== Object.prototype && proto !== null) {
+        throw refuse('arguments must be plain JSON values', 'send objects, arrays, strings, numbers, booleans and null only')
+      }
+      bytes += 2
+      for (const key of Object.keys(value)) {
+        if (FORBIDDEN_KEYS.has(key)) {
+          throw refuse(`arguments contain the forbidden key "${key}"`, 'remove the __proto__, constructor and prototype keys')
+        }
+        bytes += key.length + 4
+        stack.push([(value as Record<string, unknown>)[key], depth + 1])
+      }
+    } else if (typeof value === 'function' || typeof value === 'symbol' || typeof value === 'bigint') {
+      throw refuse(
+        `arguments must be plain JSON values, got a ${typeof value}`,
+        'send objects, arrays, strings, numbers, booleans and null only',
+      )
+    } else {
+      bytes += 8
+    }
+    if (bytes > limits.maxBytes) {
+      throw refuse(
+        `arguments are too large: over ${limits.maxBytes} bytes`,
+        'send smaller arguments, or pass a reference (an id or a path) instead of the content',
+      )
+    }
+  }
+  return args
+}

@@ -1,0 +1,40 @@
+export { canonicalJson, hashOf } from './canonical.js'
+export { systemClock } from './clock.js'
+export { compose, MiddlewareUsageError } from './compose.js'
+export { defineTool, type ToolSpec } from './define-tool.js'
+export { abortReason, invalidArguments, unknownTool } from './dispatcher.js'
+export {
+  type ErrorCategory,
+  LoopError,
+  type LoopErrorKind,
+  type LoopErrorOptions,
+  ToolError,
+  type ToolErrorCode,
+  type ToolErrorJSON,
+  type ToolErrorOptions,
+} from './errors.js'
+export { silentLogger } from './logger.js'
+export { OptionsError, parseOptions } from './options.js'
+export { type ErrorRenderer, renderError, renderValue, truncate } from './render.js'
+export { type CreateRunOptions, createRun, type MutableRun, StepBudget } from './run.js'
+export { describeShape, jsonSchemaOf } from './shape.js'
+export { createStack, type DispatchOptions, type Stack, type StackEvent, type StackLimits, type StackOptions } from './stack.js'
+export { closest } from './suggest.js'
+export type {
+  AnyTool,
+  Budget,
+  Clock,
+  Json,
+  Logger,
+  Middleware,
+  Next,
+  RunContext,
+  ToolCall,
+  ToolContext,
+  ToolDefinition,
+  ToolEffect,
+  ToolExecuteContext,
+  ToolOutput,
+  ToolResult,
+  TraceEvent,
+} from './types.js'

@@ -1,0 +1,62 @@
+import { nanoid } from 'nanoid'
+import { LoopError } from './errors.js'
+import type { Budget, Json, RunContext } from './types.js'
+
+/** A step budget that counts what it spends and refuses past `maxSteps`. */
+export class StepBudget implements Budget {
+  readonly maxSteps: number
+  used: number
+
+  constructor(maxSteps = Number.POSITIVE_INFINITY, used = 0) {
+    this.maxSteps = maxSteps
+    this.used = used
+  }
+
+  get remaining(): number {
+    return Math.max(0, this.maxSteps - this.used)
+  }
+
+  spend(what: string): void {
+    if (this.used >= this.maxSteps) {
+      throw new LoopError('budget_exhausted', `step budget exhausted: all ${this.maxSteps} steps are spent (next was ${what})`, {
+        details: { maxSteps: this.maxSteps, used: this.used, next: what },
+      })
+    }
+    this.used++
+  }
+}
+
+/** The mutable run record behind the read-only {@link RunContext} that layers see. */
+export interface MutableRun extends RunContext {
+  turn: number
+  readonly budget: StepBudget
+}
+
+export interface CreateRunOptions {
+  id?: string
+  signal?: AbortSignal
+  maxSteps?: number
+  stepsUsed?: number
+  state?: Record<string, Json>
+  turn?: number
+}
+
+const never = new AbortController().signal
+
+/**
+ * A run context for calling `stack.dispatch` outside an agent, e.g. to share per-run counters
+ * (stuck-loop, run-scoped breakers) across several calls.
+ *
+ * @example
+ * const run = createRun({ maxSteps: 20 })
+ * await stack.dispatch(call, { run })
+ */
+export function createRun(options: CreateRunOptions = {}): MutableRun {
+  return {
+    id: options.id ?? nanoid(12),
+    turn: options.turn ?? 0,
+    state: options.state ?? {},
+    budget: new StepBudget(options.maxSteps, options.stepsUsed),
+    signal: options.signal ?? never,
+  }
+}

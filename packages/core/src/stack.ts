@@ -1,0 +1,270 @@
+import { nanoid } from 'nanoid'
+import { z } from 'zod'
+import { systemClock } from './clock.js'
+import { compose, MiddlewareUsageError } from './compose.js'
+import { defineTool } from './define-tool.js'
+import { abortReason, createTerminal } from './dispatcher.js'
+import { LoopError, ToolError } from './errors.js'
+import { guardArgs } from './guard-args.js'
+import { silentLogger } from './logger.js'
+import { type ErrorRenderer, renderError, renderValue, truncate } from './render.js'
+import { createRun } from './run.js'
+import type { AnyTool, Clock, Logger, Middleware, RunContext, ToolCall, ToolContext, ToolResult, TraceEvent } from './types.js'
+
+/** An event from any call of the stack, with the call it belongs to. */
+export interface StackEvent extends TraceEvent {
+  readonly runId: string
+  readonly callId: string
+  readonly tool: string
+}
+
+export interface StackLimits {
+  /** Largest accepted arguments, serialized. Default 256 KiB. */
+  maxArgsBytes?: number
+  /** Deepest accepted nesting of arguments. Default 32. */
+  maxArgsDepth?: number
+  /** Longest tool output the model reads; longer output is cut with a visible marker. Default 20,000 characters. */
+  maxOutputChars?: number
+}
+
+export interface StackOptions {
+  /** The layers, outermost first. Default: none (the bare dispatcher). */
+  middleware?: Middleware | readonly Middleware[]
+  tools: readonly AnyTool[] | Readonly<Record<string, AnyTool>>
+  clock?: Clock
+  random?: () => number
+  /** A pino logger (or anything with the same methods). Default: silent. */
+  logger?: Logger
+  limits?: StackLimits
+  /** Renders a soft error as the text the model reads. Default: compact JSON. */
+  renderError?: ErrorRenderer
+}
+
+export interface DispatchOptions {
+  /** The run this call belongs to; default: the stack's own long-lived run (unlimited steps). */
+  run?: RunContext
+  /** Cancels this call only. */
+  signal?: AbortSignal
+}
+
+/** A composed stack in front of a set of tools. */
+export interface Stack {
+  readonly tools: ReadonlyMap<string, AnyTool>
+  readonly clock: Clock
+  readonly random: () => number
+  readonly logger: Logger
+  /**
+   * Runs one tool call through every layer. Resolves to a {@link ToolResult} for every soft outcome,
+   * success or failure; rejects only with a {@link LoopError}.
+   */
+  dispatch(call: ToolCall, options?: DispatchOptions): Promise<ToolResult>
+  /** Notes the layers attach to a tool for the model's next request (e.g. "unavailable"). */
+  describeTool(tool: AnyTool, run: RunContext): string | undefined
+  /** Swaps the layers. Calls in flight finish with the layers they started with. */
+  setMiddleware(middleware: Middleware | readonly Middleware[]): void
+  /** Subscribes to every call's events; returns the unsubscribe function. */
+  on(listener: (event: StackEvent) => void): () => void
+}
+
+const limitsSchema = z
+  .object({
+    maxArgsBytes: z
+      .number()
+      .int()
+      .positive()
+      .default(256 * 1024),
+    maxArgsDepth: z.number().int().positive().max(1000).default(32),
+    maxOutputChars: z.number().int().positive().default(20_000),
+  })
+  .strict()
+
+const never = new AbortController().signal
+
+function toolList(tools: StackOptions['tools']): AnyTool[] {
+  if (Array.isArray(tools)) return tools as AnyTool[]
+  if (typeof tools === 'object' && tools !== null) return Object.values(tools)
+  throw new TypeError('createStack(): tools must be an array or a record of tools made with defineTool()')
+}
+
+function toLayers(middleware: StackOptions['middleware']): Middleware {
+  if (middleware === undefined) return compose([])
+  return Array.isArray(middleware) ? compose(middleware) : compose([middleware as Middleware])
+}
+
+function combineSignals(a: AbortSignal, b: AbortSignal | undefined): AbortSignal {
+  if (b === undefined || b === never) return a
+  if (a === never) return b
+  return AbortSignal.any([a, b])
+}
+
+/**
+ * Builds a stack: the layers in front of the tools, and the terminal dispatcher behind them.
+ *
+ * @example
+ * const stack = createStack({ middleware: defaultMiddleware(), tools: [readFile] })
+ * const result = await stack.dispatch({ id: 'c1', name: 'read_file', args: { path: 'src/main.rs' } })
+ * result.ok ? use(result.value) : show(result.content)
+ */
+export function createStack(options: StackOptions): Stack {
+  if (typeof options !== 'object' || options === null) throw new TypeError('createStack() takes an options object { middleware, tools }')
+  const parsedLimits = limitsSchema.safeParse(options.limits ?? {})
+  if (!parsedLimits.success) {
+    const issue = parsedLimits.error.issues[0]
+    throw new TypeError(`createStack(): limits.${issue?.path.join('.') ?? ''} ${issue?.message ?? 'is invalid'}`)
+  }
+  const limits = parsedLimits.data
+  const argsLimits = { maxBytes: limits.maxArgsBytes, maxDepth: limits.maxArgsDepth }
+  const tools = new Map<string, AnyTool>()
+  for (const raw of toolList(options.tools)) {
+    const tool = defineTool(raw as AnyTool) as AnyTool
+    if (tools.has(tool.name)) throw new TypeError(`createStack(): two tools are named "${tool.name}"; tool names must be unique`)
+    tools.set(tool.name, tool)
+  }
+  const names = [...tools.keys()]
+  const clock = options.clock ?? systemClock
+  const random = options.random ?? Math.random
+  const logger = options.logger ?? silentLogger
+  const logging = logger !== silentLogger
+  const render = options.renderError ?? renderError
+  const terminal = createTerminal(() => names)
+  const listeners = new Set<(event: StackEvent) => void>()
+  const defaultRun = createRun({ id: 'default' })
+  let layers = toLayers(options.middleware)
+
+  function softResult(call: ToolCall, error: ToolError, attempts: number, started: number, trace: TraceEvent[]): ToolResult {
+    const json = error.toJSON()
+    return {
+      callId: call.id,
+      name: call.name,
+      ok: false,
+      content: truncate(render(json, call), limits.maxOutputChars),
+      error: json,
+      attempts,
+      durationMs: clock.now() - started,
+      replayed: false,
+      trace,
+    }
+  }
+
+  async function dispatch(rawCall: ToolCall, dispatchOptions: DispatchOptions = {}): Promise<ToolResult> {
+    if (typeof rawCall !== 'object' || rawCall === null || typeof rawCall.name !== 'string') {
+      throw new TypeError('stack.dispatch() takes a tool call { id, name, args }')
+    }
+    const run = dispatchOptions.run ?? defaultRun
+    const signal = combineSignals(run.signal, dispatchOptions.signal)
+    if (signal.aborted) throw abortReason(signal)
+    const onion = layers
+    const started = clock.now()
+    const id = typeof rawCall.id === 'string' && rawCall.id !== '' ? rawCall.id : nanoid(10)
+    const trace: TraceEvent[] = []
+    let args: unknown
+    try {
+      args = guardArgs(rawCall.args, argsLimits)
+    } catch (err) {
+      return softResult({ id, name: rawCall.name, args: undefined }, err as ToolError, 0, started, trace)
+    }
+    const call: ToolCall = { id, name: rawCall.name, args }
+    const log = logging ? logger.child({ runId: run.id, turn: run.turn, callId: id, tool: call.name }) : silentLogger
+    const ctx: ToolContext = {
+      call,
+      tool: tools.get(call.name),
+      run,
+      signal,
+      attempt: 1,
+      log,
+      clock,
+      random,
+      trace,
+      emit(type, fields) {
+        const event: TraceEvent = { ...fields, type, at: clock.now() }
+        trace.push(event)
+        if (logging) log.debug(event, type)
+        if (listeners.size > 0) {
+          const shared: StackEvent = { ...event, runId: run.id, callId: id, tool: call.name }
+          for (const listener of listeners) listener(shared)
+        }
+      },
+    }
+    let result: ToolResult
+    try {
+      await onion(ctx, () => terminal(ctx))
+      const output = ctx.result
+      if (output === undefined) {
+        throw new MiddlewareUsageError(
+          'the stack settled without a result: a middleware resolved without calling next() or setting ctx.result',
+        )
+      }
+      result = {
+        callId: id,
+        name: call.name,
+        ok: true,
+        content: truncate(renderValue(output.value), limits.maxOutputChars),
+        value: output.value,
+        attempts: ctx.attempt,
+        durationMs: clock.now() - started,
+        replayed: output.replayed === true,
+        trace,
+      }
+    } catch (err) {
+      const hard = toHard(err, signal, call.name)
+      if (hard !== undefined) {
+        if (logging)
+          log.warn(
+            { attempts: ctx.attempt, durationMs: clock.now() - started, outcome: 'hard_error', kind: hard.kind },
+            'tool call ended the run',
+          )
+        throw hard
+      }
+      result = softResult(call, err as ToolError, ctx.attempt, started, trace)
+    }
+    if (logging) {
+      log.info(
+        {
+          attempts: result.attempts,
+          durationMs: result.durationMs,
+          outcome: result.ok ? 'ok' : 'soft_error',
+          replayed: result.replayed,
+          code: result.error?.code,
+          category: result.error?.category,
+        },
+        'tool call',
+      )
+    }
+    return result
+  }
+
+  return {
+    tools,
+    clock,
+    random,
+    logger,
+    dispatch,
+    describeTool: (tool, run) => layers.describeTool?.(tool, run),
+    setMiddleware(middleware) {
+      layers = toLayers(middleware)
+    },
+    on(listener) {
+      listeners.add(listener)
+      return () => listeners.delete(listener)
+    },
+  }
+}
+
+/** Sorts a thrown value onto a channel: `undefined` for a soft ToolError, else the LoopError that ends the run. */
+function toHard(err: unknown, signal: AbortSignal, tool: string): LoopError | undefined {
+  if (LoopError.is(err)) return err
+  if (signal.aborted) {
+    const reason = abortReason(signal)
+    if (LoopError.is(reason)) return reason
+  }
+  if (ToolError.is(err)) return undefined
+  const what = err instanceof Error ? `${err.name}: ${err.message}` : typeof err
+  return new LoopError(
+    'tool_crashed',
+    `Tool "${tool}" threw ${what}, and no layer turned it into a soft error; add panicCatcher() to the stack`,
+    {
+      cause: err,
+      details: { tool },
+    },
+  )
+}

@@ -1,0 +1,145 @@
+import type { z } from 'zod'
+import type { ToolErrorJSON } from './errors.js'
+
+/** Plain JSON: what run state and checkpoints may hold. */
+export type Json = null | boolean | number | string | Json[] | { [key: string]: Json }
+
+/** A tool call as the model sent it. `args` is untrusted until the dispatcher validates it. */
+export interface ToolCall {
+  readonly id: string
+  readonly name: string
+  readonly args: unknown
+}
+
+/**
+ * What repeating a call does to the world.
+ * - `read`: nothing; repeat freely.
+ * - `idempotent`: repeating is harmless (or the tool forwards `idempotencyKey` upstream).
+ * - `write`: never repeated once the world may have seen it, unless the error is `safeToRepeat`.
+ */
+export type ToolEffect = 'read' | 'idempotent' | 'write'
+
+/** The minimal pino-compatible logger shallot writes to. A pino logger fits as is. */
+export interface Logger {
+  debug(obj: object, msg?: string): void
+  info(obj: object, msg?: string): void
+  warn(obj: object, msg?: string): void
+  error(obj: object, msg?: string): void
+  child(bindings: Record<string, unknown>): Logger
+}
+
+/** Monotonic time and abortable sleep, injected so tests run on virtual time. */
+export interface Clock {
+  /** Monotonic milliseconds; only differences are meaningful. */
+  now(): number
+  /** Resolves after `ms`, or rejects with `signal.reason` as soon as `signal` aborts. Leaves nothing behind. */
+  sleep(ms: number, signal?: AbortSignal): Promise<void>
+}
+
+/** What `execute` receives besides its parsed arguments. */
+export interface ToolExecuteContext {
+  readonly signal: AbortSignal
+  readonly idempotencyKey: string | undefined
+  readonly attempt: number
+  readonly log: Logger
+}
+
+/** A tool the model may call. Build one with `defineTool` so `execute`'s arguments are typed by `input`. */
+export interface ToolDefinition<Input extends z.ZodType = z.ZodType, Output = unknown> {
+  readonly name: string
+  readonly description: string
+  readonly input: Input
+  readonly effect: ToolEffect
+  execute(args: z.output<Input>, context: ToolExecuteContext): Output | Promise<Output>
+}
+
+/** Any tool, whatever its input and output types. */
+// biome-ignore lint/suspicious/noExplicitAny: a registry holds tools of every input type
+export type AnyTool = ToolDefinition<any, unknown>
+
+/** The run's step budget: every model call and every tool attempt spends one step. */
+export interface Budget {
+  readonly maxSteps: number
+  readonly used: number
+  readonly remaining: number
+  /** Spends one step, or throws `LoopError('budget_exhausted')` when none is left. */
+  spend(what: string): void
+}
+
+/** Per-run facts every call of the run shares. */
+export interface RunContext {
+  readonly id: string
+  /** 1-based index of the turn being dispatched; 0 outside an agent. */
+  readonly turn: number
+  /** Plain JSON, checkpointed after every completed turn; middlewares keep per-run counters here under their own key. */
+  readonly state: Record<string, Json>
+  readonly budget: Budget
+  /** Aborts when the run is cancelled. */
+  readonly signal: AbortSignal
+}
+
+/** One thing that happened during a call, in the order it happened; kept on the ToolResult. */
+export interface TraceEvent {
+  readonly type: string
+  /** `clock.now()` when it happened. */
+  readonly at: number
+  readonly [field: string]: unknown
+}
+
+/** What the terminal dispatcher (or a replaying layer) leaves on `ctx.result`. */
+export interface ToolOutput {
+  value: unknown
+  /** True when a layer answered from a stored earlier result instead of running the tool. */
+  replayed?: boolean
+}
+
+/** The shared object every middleware of one call sees. Extend it by declaration merging. */
+export interface ToolContext {
+  readonly call: ToolCall
+  /** `undefined` when the model asked for a tool that does not exist. */
+  readonly tool: AnyTool | undefined
+  readonly run: RunContext
+  /** Run cancellation combined with this attempt's deadline. A layer may replace it for the layers inside. */
+  signal: AbortSignal
+  /** 1-based; bumped by retry before each repeat. */
+  attempt: number
+  /** Set by idempotency; forwarded to the tool. */
+  idempotencyKey?: string
+  result?: ToolOutput
+  readonly log: Logger
+  readonly clock: Clock
+  readonly random: () => number
+  /** Events so far, in order. */
+  readonly trace: TraceEvent[]
+  /** Records an event on the trace and hands it to the stack's listeners. */
+  emit(type: string, fields?: Record<string, unknown>): void
+}
+
+/** The inner layers, as seen from one layer. May be called again once the previous call settled. */
+export type Next = () => Promise<void>
+
+/**
+ * One layer of the onion. First in a list is outermost.
+ * `describeTool` (optional) lets a layer annotate a tool for the model's next request, e.g. "unavailable".
+ */
+export interface Middleware {
+  (ctx: ToolContext, next: Next): Promise<void>
+  describeTool?: ((tool: AnyTool, run: RunContext) => string | undefined) | undefined
+}
+
+/** What `stack.dispatch` resolves to for every soft outcome, success or failure. */
+export interface ToolResult {
+  readonly callId: string
+  readonly name: string
+  readonly ok: boolean
+  /** The text the model reads. */
+  readonly content: string
+  /** The tool's return value (successes only). */
+  readonly value?: unknown
+  /** The structured soft error (failures only). */
+  readonly error?: ToolErrorJSON
+  readonly attempts: number
+  readonly durationMs: number
+  readonly replayed: boolean
+  readonly trace: readonly TraceEvent[]
+}

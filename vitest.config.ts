@@ -1,0 +1,31 @@
+import { existsSync, readdirSync } from 'node:fs'
+import { defineConfig } from 'vitest/config'
+
+// Workspace packages resolve to their TypeScript sources in tests (the "shallot-source" export
+// condition), so tests never run against a stale build.
+const conditions = ['shallot-source', 'import', 'module', 'node', 'default']
+
+const projectDirs = ['packages', 'examples'].flatMap((root) =>
+  existsSync(root)
+    ? readdirSync(root, { withFileTypes: true })
+        .filter((entry) => entry.isDirectory() && existsSync(`${root}/${entry.name}/package.json`))
+        .map((entry) => `${root}/${entry.name}`)
+    : [],
+)
+
+export default defineConfig({
+  resolve: { conditions },
+  ssr: { resolve: { conditions, externalConditions: conditions } },
+  test: {
+    // An unhandled rejection anywhere fails the run (vitest's default, stated so nobody turns it off).
+    dangerouslyIgnoreUnhandledErrors: false,
+    restoreMocks: true,
+    projects: projectDirs.map((dir) => ({
+      extends: true,
+      test: {
+        name: dir.split('/')[1] as string,
+        include: [`${dir}/src/**/*.test.ts`, `${dir}/test/**/*.test.ts`],
+      },
+    })),
+  },
+})
