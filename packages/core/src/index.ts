@@ -1,4 +1,6 @@
+export { type Agent, type AgentLimits, type AgentOptions, createAgent, type RunOutcome } from './agent.js'
 export { canonicalJson, hashOf } from './canonical.js'
+export { type CallRecord, type CheckpointStore, memoryCheckpoints, type RunSnapshot, type TurnRecord } from './checkpoints.js'
 export { systemClock } from './clock.js'
 export { compose, MiddlewareUsageError } from './compose.js'
 export { defineTool, type ToolSpec } from './define-tool.js'
@@ -14,8 +16,11 @@ export {
   type ToolErrorOptions,
 } from './errors.js'
 export { silentLogger } from './logger.js'
+export type { Message, ModelAdapter, ModelRequest, ModelResponse, ModelTool } from './model.js'
+export { isTransientModelError, type ModelRetry } from './model-call.js'
 export { OptionsError, parseOptions } from './options.js'
 export { type ErrorRenderer, renderError, renderValue, truncate } from './render.js'
+export { buildReport, type RunReport } from './report.js'
 export { type CreateRunOptions, createRun, type MutableRun, StepBudget } from './run.js'
 export { describeShape, jsonSchemaOf } from './shape.js'
 export { createStack, type DispatchOptions, type Stack, type StackEvent, type StackLimits, type StackOptions } from './stack.js'

@@ -1,2 +1,12 @@
+export { type ChaosOptions, type ChaosStats, chaosTool, type FaultKind, faultError } from './chaos-tool.js'
 export { type ManualClock, manualClock } from './manual-clock.js'
+export {
+  type ScriptContext,
+  type ScriptedCall,
+  type ScriptedModel,
+  type ScriptedModelOptions,
+  type ScriptedTurn,
+  type ScriptStep,
+  scriptedModel,
+} from './scripted-model.js'
 export { seededRandom } from './seeded-random.js'

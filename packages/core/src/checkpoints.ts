@@ -1,0 +1,62 @@
+import type { Message } from './model.js'
+import type { Json } from './types.js'
+
+/** One tool call of a completed turn, as the report tells it. */
+export interface CallRecord {
+  readonly id: string
+  readonly name: string
+  readonly ok: boolean
+  readonly code?: string
+  readonly attempts: number
+  readonly replayed: boolean
+}
+
+export interface TurnRecord {
+  readonly turn: number
+  readonly text?: string
+  readonly calls: readonly CallRecord[]
+}
+
+/** Everything needed to continue a run at its next turn. Plain JSON. */
+export interface RunSnapshot {
+  readonly version: 1
+  readonly runId: string
+  readonly input: string
+  readonly status: 'running' | 'completed' | 'stopped'
+  /** The last completed turn. */
+  readonly turn: number
+  readonly stepsUsed: number
+  readonly state: Record<string, Json>
+  readonly transcript: readonly Message[]
+  readonly turns: readonly TurnRecord[]
+  readonly output?: string
+}
+
+/** Where snapshots go: one per run id, replaced after every completed turn. */
+export interface CheckpointStore {
+  save(snapshot: RunSnapshot): void | Promise<void>
+  load(runId: string): RunSnapshot | undefined | Promise<RunSnapshot | undefined>
+}
+
+/**
+ * Checkpoints in memory (copied on save and load, so nobody shares mutable state with a snapshot).
+ *
+ * @example
+ * const checkpoints = memoryCheckpoints()
+ * const agent = createAgent({ model, tools, checkpoints })
+ */
+export function memoryCheckpoints(): CheckpointStore & { readonly size: number } {
+  const snapshots = new Map<string, string>()
+  return {
+    save(snapshot) {
+      snapshots.set(snapshot.runId, JSON.stringify(snapshot))
+    },
+    load(runId) {
+      const text = snapshots.get(runId)
+      return text === undefined ? undefined : (JSON.parse(text) as RunSnapshot)
+    },
+    get size() {
+      return snapshots.size
+    },
+  }
+}

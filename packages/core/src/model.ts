@@ -1,0 +1,44 @@
+import type { ToolCall } from './types.js'
+
+/** One entry of a run's transcript. Plain JSON, so it checkpoints as is. */
+export type Message =
+  | { readonly role: 'user'; readonly content: string }
+  | { readonly role: 'assistant'; readonly content?: string; readonly toolCalls: readonly ToolCall[] }
+  | { readonly role: 'tool'; readonly callId: string; readonly name: string; readonly content: string; readonly ok: boolean }
+
+/** A tool as the model sees it in a request. */
+export interface ModelTool {
+  readonly name: string
+  /** The tool's description, with any note a layer attached (e.g. "UNAVAILABLE: circuit open"). */
+  readonly description: string
+  readonly inputSchema: Record<string, unknown>
+  /** The layers' note, when there is one. */
+  readonly note?: string
+}
+
+export interface ModelRequest {
+  readonly messages: readonly Message[]
+  readonly tools: readonly ModelTool[]
+  readonly signal: AbortSignal
+}
+
+export interface ModelResponse {
+  readonly text?: string
+  /** No tool calls means the model is done and `text` is the run's output. */
+  readonly toolCalls?: readonly ToolCall[]
+}
+
+/**
+ * The one method shallot needs from a model.
+ *
+ * @example
+ * const model: ModelAdapter = {
+ *   async generate({ messages, tools, signal }) {
+ *     const reply = await client.chat({ messages: toProvider(messages), tools, signal })
+ *     return { text: reply.text, toolCalls: reply.toolCalls }
+ *   },
+ * }
+ */
+export interface ModelAdapter {
+  generate(request: ModelRequest): Promise<ModelResponse>
+}

@@ -1,0 +1,84 @@
+import type { CallRecord, TurnRecord } from './checkpoints.js'
+import type { LoopError, LoopErrorKind } from './errors.js'
+
+/** What a human reads when a run stops: the task, what was done, what failed, why, and what to do next. */
+export interface RunReport {
+  readonly runId: string
+  readonly task: string
+  readonly completedTurns: number
+  readonly completedCalls: ReadonlyArray<CallRecord & { readonly turn: number }>
+  readonly failed: { readonly kind: LoopErrorKind; readonly message: string; readonly details: Record<string, unknown> }
+  readonly why: string
+  readonly nextSteps: string
+  /** The whole report as plain text. */
+  readonly text: string
+}
+
+const WHY: Record<LoopErrorKind, string> = {
+  cancelled: 'the caller cancelled the run',
+  loop_detected: 'the model kept repeating a call that failed the same way, so it was not adapting',
+  recovery_exhausted: 'retries of a failing call went past the hard ceiling',
+  budget_exhausted: 'the run spent its whole step or turn budget',
+  user_input_required: 'a tool needs something only a person can provide',
+  fatal: 'a tool failed in a way no retry or rewording can fix',
+  model_failed: 'the model call kept failing after its own retries',
+  tool_crashed: 'a tool threw an error that no layer turned into a soft error',
+}
+
+function detail(error: LoopError, key: string): string {
+  const value = error.details[key]
+  return typeof value === 'string' || typeof value === 'number' ? String(value) : ''
+}
+
+function nextSteps(error: LoopError, runId: string): string {
+  const tool = detail(error, 'tool')
+  const resume = `then resume it with agent.resume('${runId}')`
+  switch (error.kind) {
+    case 'cancelled':
+      return `Nothing is broken. If the work is still wanted, ${resume}.`
+    case 'loop_detected':
+      return `Look at the last error of ${tool || 'the repeated tool'} (below). Fix the data or the tool it points at, or add guidance to the task, ${resume}.`
+    case 'recovery_exhausted':
+      return `Check the health of ${tool || 'the failing tool'} and its upstream service; ${resume} once it answers again.`
+    case 'budget_exhausted':
+      return `If the completed turns show progress, raise limits.maxSteps or limits.maxTurns, otherwise narrow the task; ${resume}.`
+    case 'user_input_required':
+      return `Provide what the tool asks for (for example credentials or a confirmation), ${resume}.`
+    case 'fatal':
+      return `Fix the cause outside the agent (permissions, configuration, a missing resource), ${resume}.`
+    case 'model_failed':
+      return `Check the model provider (status, credentials, quota), ${resume}.`
+    case 'tool_crashed':
+      return `Fix ${tool || 'the tool'} or add panicCatcher() to the stack so crashes reach the model as soft errors, ${resume}.`
+  }
+}
+
+/** Builds the report of a stopped run from its committed turns and the error that stopped it. */
+export function buildReport(runId: string, task: string, turns: readonly TurnRecord[], error: LoopError): RunReport {
+  const completedCalls = turns.flatMap((t) => t.calls.map((c) => ({ ...c, turn: t.turn })))
+  const why = WHY[error.kind]
+  const steps = nextSteps(error, runId)
+  const lines = [
+    `Run ${runId} stopped: ${error.kind}`,
+    `Task: ${task}`,
+    `Completed: ${turns.length} turn${turns.length === 1 ? '' : 's'}, ${completedCalls.length} tool call${completedCalls.length === 1 ? '' : 's'}`,
+    ...completedCalls.map(
+      (c) =>
+        `  turn ${c.turn}: ${c.name} ${c.ok ? 'ok' : `failed (${c.code ?? 'error'})`}${c.attempts > 1 ? `, ${c.attempts} attempts` : ''}${c.replayed ? ', replayed' : ''}`,
+    ),
+    `Failed: ${error.message}`,
+    ...Object.entries(error.details).map(([key, value]) => `  ${key}: ${typeof value === 'string' ? value : JSON.stringify(value)}`),
+    `Why: ${why}`,
+    `Next: ${steps}`,
+  ]
+  return {
+    runId,
+    task,
+    completedTurns: turns.length,
+    completedCalls,
+    failed: { kind: error.kind, message: error.message, details: error.details },
+    why,
+    nextSteps: steps,
+    text: lines.join('\n'),
+  }
+}
