@@ -83,12 +83,19 @@ export function compose(middleware: readonly Middleware[]): Middleware {
       } catch (err) {
         return Promise.reject(err)
       }
-      return out.then(() => {
-        if (pending !== undefined) {
-          pending.catch(noop)
-          throw new MiddlewareUsageError(`${nameOf(fn)} returned before its next() settled; await next() (or return its promise)`)
-        }
-      })
+      return out.then(
+        () => {
+          if (pending !== undefined) {
+            pending.catch(noop)
+            throw new MiddlewareUsageError(`${nameOf(fn)} returned before its next() settled; await next() (or return its promise)`)
+          }
+        },
+        (err: unknown) => {
+          // The layer gave up on its inner call; whatever that call does later must not surface as an unhandled rejection.
+          if (pending !== undefined) pending.catch(noop)
+          throw err
+        },
+      )
     }
   }
 
