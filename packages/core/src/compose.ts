@@ -14,6 +14,8 @@ function nameOf(fn: unknown): string {
 function describeValue(value: unknown): string {
   if (value === null) return 'null'
   if (Array.isArray(value)) return 'an array'
+  // Never print a function's source: it can be long and says nothing the name does not.
+  if (typeof value === 'function') return `function ${value.name || '(anonymous)'}`
   return typeof value === 'object' ? 'an object' : `${typeof value} ${String(value)}`
 }
 
