@@ -13,24 +13,20 @@ const projectDirs = ['packages', 'examples'].flatMap((root) =>
     : [],
 )
 
+const jsonReport = process.env.SHALLOT_VITEST_JSON
+
 export default defineConfig({
   resolve: { conditions },
   ssr: { resolve: { conditions, externalConditions: conditions } },
   test: {
-    // CI asks for a JSON report beside the usual output, to count what ran.
-    ...(process.env.SHALLOT_VITEST_JSON
-      ? { reporters: ['default', 'json'], outputFile: { json: process.env.SHALLOT_VITEST_JSON } }
-      : {}),
     // An unhandled rejection anywhere fails the run (vitest's default, stated so nobody turns it off).
     dangerouslyIgnoreUnhandledErrors: false,
     restoreMocks: true,
+    // CI asks for a JSON report beside the usual output, to count what ran.
+    ...(jsonReport ? { reporters: ['default', 'json'], outputFile: { json: jsonReport } } : {}),
     projects: projectDirs.map((dir) => ({
       extends: true,
       test: {
-    // CI asks for a JSON report beside the usual output, to count what ran.
-    ...(process.env.SHALLOT_VITEST_JSON
-      ? { reporters: ['default', 'json'], outputFile: { json: process.env.SHALLOT_VITEST_JSON } }
-      : {}),
         name: dir.split('/')[1] as string,
         include: [`${dir}/src/**/*.test.ts`, `${dir}/test/**/*.test.ts`],
       },
