@@ -1,0 +1,178 @@
+import { abortReason, LoopError, type Middleware, type Next, parseOptions, type ToolContext, ToolError } from '@shallot/core'
+import { z } from 'zod'
+import type { Backoff } from './backoff/backoff.js'
+import { backoffFromPolicy } from './backoff-from-policy.js'
+import { memoryRetryBudget } from './memory-retry-budget.js'
+import { MAX_TOTAL_CALLS, planRetry, type RetryStopReason } from './plan-retry.js'
+import { isRetryBudgetStore, type RetryBudgetStore } from './retry-budget-store.js'
+import { BACKOFF_NAMES, checkPolicy, retryPolicyShape, unknownBackoffMessage } from './retry-policy.js'
+
+function isBackoff(value: unknown): value is Backoff {
+  return typeof value === 'object' && value !== null && typeof (value as { next?: unknown }).next === 'function'
+}
+
+const backoffOption = z.union([z.enum(BACKOFF_NAMES), z.custom<Backoff>(isBackoff)], {
+  error: (issue) => unknownBackoffMessage(issue.input, true),
+})
+
+/** `retry()`'s options: the plain-data policy, plus a backoff object and a retry budget store where code wants them. */
+export const retryOptionsSchema = z
+  .object({
+    ...retryPolicyShape,
+    backoff: backoffOption.default('full-jitter'),
+    /** Token bucket against retry storms; default a fresh `memoryRetryBudget()` per `retry()`; `false` turns it off. */
+    retryBudget: z
+      .union([z.literal(false), z.custom<RetryBudgetStore>(isRetryBudgetStore)], {
+        error: 'must be a RetryBudgetStore (tryTake, refill, available), e.g. memoryRetryBudget(), or false',
+      })
+      .optional(),
+  })
+  .strict()
+  .superRefine((options, ctx) => {
+    checkPolicy(options, ctx)
+    if (!isBackoff(options.backoff)) return
+    for (const key of ['baseMs', 'capMs'] as const) {
+      if (options[key] !== undefined) {
+        ctx.addIssue({
+          code: 'custom',
+          path: [key],
+          message: `has no effect with a backoff object; give it to the backoff instead, e.g. fullJitter({ ${key}: ${options[key]} })`,
+        })
+      }
+    }
+  })
+
+export type RetryOptions = z.input<typeof retryOptionsSchema>
+
+/** How many calls a timeout gets unless `perCode.timeout` says otherwise: the original one and one retry. */
+const DEFAULT_TIMEOUT_ATTEMPTS = 2
+
+/**
+ * Repeats a failed tool call when the error says it is transient and repeating is safe: `retryable` errors only,
+ * and for a `write` tool only `safeToRepeat` ones. Waits with full-jitter backoff by default (`retryAfterMs` is a floor),
+ * abortably on the run's signal; never more than 6 calls in all (past that the run ends with `recovery_exhausted`);
+ * a token bucket stops retry storms. When it gives up, the last error goes back to the model unedited.
+ * Takes the plain-data policy, or a backoff object alone.
+ *
+ * @example
+ * createStack({ middleware: [retry({ maxAttempts: 4, perCode: { rate_limited: { maxAttempts: 5 } } }), timeout({ ms: 5000 })], tools })
+ * createStack({ middleware: [retry(decorrelatedJitter({ baseMs: 100, capMs: 2000 }))], tools })
+ */
+export function retry(options?: RetryOptions | Backoff): Middleware {
+  const parsed = parseOptions('retry()', retryOptionsSchema, isBackoff(options) ? { backoff: options } : options)
+  const backoff = isBackoff(parsed.backoff) ? parsed.backoff : backoffFromPolicy({ ...parsed, backoff: parsed.backoff })
+  const maxAttempts = parsed.maxAttempts
+  const attemptsByCode = new Map(Object.entries(parsed.perCode).map(([code, { maxAttempts }]) => [code, maxAttempts]))
+  if (!attemptsByCode.has('timeout')) attemptsByCode.set('timeout', Math.min(DEFAULT_TIMEOUT_ATTEMPTS, maxAttempts))
+  const maxElapsedMs = parsed.maxElapsedMs ?? Number.POSITIVE_INFINITY
+  const timed = maxElapsedMs !== Number.POSITIVE_INFINITY
+  const costs = parsed.retryBudgetCosts
+  const store = parsed.retryBudget === false ? undefined : (parsed.retryBudget ?? memoryRetryBudget())
+  const refund = store === undefined ? 0 : costs.success
+
+  function stopSoftly(ctx: ToolContext, error: ToolError, reason: RetryStopReason): never {
+    if (reason !== 'not_retryable') ctx.emit('retry_stopped', { attempt: ctx.attempt, code: error.code, reason })
+    throw error
+  }
+
+  async function spendRetryTokens(ctx: ToolContext, error: ToolError): Promise<boolean> {
+    if (store === undefined) return true
+    const cost = error.code === 'timeout' ? costs.timeout : costs.retry
+    try {
+      const taken = store.tryTake(cost)
+      return typeof taken === 'boolean' ? taken : await taken
+    } catch (err) {
+      // A budget that cannot be read fails closed: no retry beats an unbounded storm.
+      ctx.log.warn({ err }, 'retry budget store failed; not retrying')
+      return false
+    }
+  }
+
+  function giveBack(ctx: ToolContext): void {
+    try {
+      const done = store?.refill(refund)
+      if (done instanceof Promise) done.catch((err: unknown) => ctx.log.warn({ err }, 'retry budget store failed to refill'))
+    } catch (err) {
+      ctx.log.warn({ err }, 'retry budget store failed to refill')
+    }
+  }
+
+  return async function retry(ctx: ToolContext, next: Next): Promise<void> {
+    // Inner layers may swap ctx.signal for their own deadline; waits and repeats use the signal this call came with.
+    const signal = ctx.signal
+    const started = timed ? ctx.clock.now() : 0
+    let calls = 1
+    let previousMs: number | undefined
+    for (;;) {
+      try {
+        await next()
+      } catch (err) {
+        if (!ToolError.is(err)) throw err
+        if (signal.aborted) throw abortReason(signal)
+        const plan = planRetry(
+          backoff,
+          {
+            error: err,
+            effect: ctx.tool?.effect,
+            calls,
+            totalCalls: ctx.attempt,
+            maxAttempts: attemptsByCode.get(err.code) ?? maxAttempts,
+            elapsedMs: timed ? ctx.clock.now() - started : 0,
+            maxElapsedMs,
+            previousMs,
+          },
+          ctx.random,
+        )
+        if (!plan.retry) {
+          if (plan.reason === 'recovery_ceiling') throw recoveryExhausted(ctx, err)
+          stopSoftly(ctx, err, plan.reason)
+        }
+        if (ctx.run.budget.remaining <= 0) throw stepBudgetExhausted(ctx, err)
+        if (!(await spendRetryTokens(ctx, err))) stopSoftly(ctx, err, 'retry_budget_empty')
+        const attempt = ctx.attempt + 1
+        ctx.emit('retry', { attempt, delayMs: plan.delayMs, code: err.code })
+        ctx.log.info({ attempt, delayMs: plan.delayMs, code: err.code }, 'retrying tool call')
+        await wait(ctx, plan.delayMs, signal)
+        previousMs = plan.delayMs
+        calls++
+        ctx.attempt = attempt
+        ctx.signal = signal
+        delete ctx.result
+        continue
+      }
+      if (refund > 0) giveBack(ctx)
+      return
+    }
+  }
+}
+
+async function wait(ctx: ToolContext, ms: number, signal: AbortSignal): Promise<void> {
+  try {
+    if (ms > 0) await ctx.clock.sleep(ms, signal)
+  } catch (err) {
+    if (signal.aborted) throw abortReason(signal)
+    throw err
+  }
+  if (signal.aborted) throw abortReason(signal)
+}
+
+function recoveryExhausted(ctx: ToolContext, error: ToolError): LoopError {
+  const tool = ctx.call.name
+  ctx.emit('retry_stopped', { attempt: ctx.attempt, code: error.code, reason: 'recovery_ceiling' })
+  return new LoopError(
+    'recovery_exhausted',
+    `Tool "${tool}" failed ${ctx.attempt} times (last: ${error.code}) and the retry policy wanted more; ` +
+      `no policy may call a tool more than ${MAX_TOTAL_CALLS} times`,
+    { cause: error, details: { attempts: ctx.attempt, tool, lastError: error.toJSON() } },
+  )
+}
+
+function stepBudgetExhausted(ctx: ToolContext, error: ToolError): LoopError {
+  const { maxSteps, used } = ctx.run.budget
+  const next = `tool:${ctx.call.name}`
+  ctx.emit('retry_stopped', { attempt: ctx.attempt, code: error.code, reason: 'step_budget' })
+  return new LoopError('budget_exhausted', `step budget exhausted: all ${maxSteps} steps are spent (next was a retry of ${next})`, {
+    cause: error,
+    details: { maxSteps, used, next, lastError: error.toJSON() },
+  })
+}
