@@ -3,6 +3,7 @@ export { canonicalJson, hashOf } from './canonical.js'
 export { type CallRecord, type CheckpointStore, memoryCheckpoints, type RunSnapshot, type TurnRecord } from './checkpoints.js'
 export { systemClock } from './clock.js'
 export { compose, MiddlewareUsageError } from './compose.js'
+export { defineMiddleware, isMiddlewareDefinition, type MiddlewareDefinition, type MiddlewareEnv } from './define-middleware.js'
 export { defineTool, type ToolSpec } from './define-tool.js'
 export { abortReason, invalidArguments, unknownTool } from './dispatcher.js'
 export {
