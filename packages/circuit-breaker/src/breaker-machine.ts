@@ -1,0 +1,234 @@
+import type { Json } from '@shallot/core'
+import type { FailurePolicy } from './failure-policy.js'
+
+/** Where a circuit is: `closed` lets calls through, `open` refuses them, `half-open` lets probes through. */
+export type Circuit = 'closed' | 'open' | 'half-open'
+
+/**
+ * One breaker's whole state, as plain JSON so a run-scoped breaker checkpoints it and a shared
+ * store can serialize it. Times are `clock.now()` values of the monotonic clock.
+ */
+export type BreakerState = {
+  circuit: Circuit
+  /** Bumped each time the circuit opens: a call admitted under an older generation decides nothing. */
+  generation: number
+  /** The policy's counts while closed. */
+  counts: Json
+  /** Failures behind the current opening: the N in "open after N failures". */
+  failures: number
+  /** When the circuit last opened, and for how long it stays open. */
+  openedAt: number
+  openMs: number
+  /** Openings since the circuit last closed; drives cooldown growth. */
+  opens: number
+  /** Probes holding a half-open slot: `[probeId, startedAt]`. */
+  probes: [number, number][]
+  /** The last probe id handed out. */
+  seq: number
+}
+
+/** A move from one circuit to another, and why. */
+export interface Transition {
+  readonly from: Circuit
+  readonly to: Circuit
+  readonly reason: string
+}
+
+/** What a call was admitted as: a call of a closed circuit (`probe` 0) or a half-open probe. */
+export interface Ticket {
+  readonly generation: number
+  readonly probe: number
+}
+
+export interface Admission extends Ticket {
+  readonly pass: boolean
+  readonly state: BreakerState
+  /** Refusals: how long until the circuit could let this call through, when known. */
+  readonly retryAfterMs: number | undefined
+  readonly changes: readonly Transition[]
+  /** Probes that held a slot past `maxHalfOpenMs` and lost it now. */
+  readonly expired: number
+}
+
+/** `failure` and `success` are verdicts; `neutral` (a model mistake, a cancellation) is none. */
+export type Outcome = 'success' | 'failure' | 'neutral'
+
+export interface Settlement {
+  readonly state: BreakerState
+  readonly change: Transition | undefined
+  /** The outcome was a verdict but the ticket is from an older generation or a lost slot, so it decided nothing. */
+  readonly stale: boolean
+}
+
+export interface BreakerMachineConfig {
+  policy: FailurePolicy
+  cooldownMs: number
+  cooldownGrowth: number
+  maxCooldownMs: number
+  halfOpenProbes: number
+  maxHalfOpenMs: number
+}
+
+/** The pure breaker: no I/O, no timers, no clock of its own; every method takes `now` and returns new state. */
+export interface BreakerMachine {
+  readonly initial: BreakerState
+  /** Lets a call in, or refuses it. Moves open to half-open on the first call after the cooldown. */
+  admit(state: BreakerState | undefined, now: number): Admission
+  /** Applies the outcome of an admitted call. */
+  settle(state: BreakerState | undefined, ticket: Ticket, outcome: Outcome, now: number, retryAfterMs?: number): Settlement
+  /** Milliseconds until an open circuit half-opens (0 when it may now); `undefined` when not open. */
+  remainingMs(state: BreakerState, now: number): number | undefined
+  /** True when `value` (read back from a checkpoint) is a state this machine can use. */
+  isState(value: Json | undefined): value is BreakerState
+}
+
+const NONE: readonly Transition[] = Object.freeze([])
+const CIRCUITS: readonly string[] = ['closed', 'open', 'half-open']
+const isCount = (n: unknown): n is number => Number.isInteger(n) && (n as number) >= 0
+const isTime = (n: unknown): n is number => typeof n === 'number' && Number.isFinite(n)
+
+/**
+ * Builds the breaker's state machine from validated options.
+ *
+ * @example
+ * const machine = breakerMachine({ policy: consecutive({ threshold: 2 }), cooldownMs: 30_000, cooldownGrowth: 1,
+ *   maxCooldownMs: 300_000, halfOpenProbes: 1, maxHalfOpenMs: 60_000 })
+ * const a = machine.admit(undefined, 0) // { pass: true, probe: 0, ... }
+ * const s = machine.settle(a.state, a, 'failure', 5).state
+ */
+export function breakerMachine(config: BreakerMachineConfig): BreakerMachine {
+  const { policy, cooldownMs, cooldownGrowth, maxCooldownMs, halfOpenProbes, maxHalfOpenMs } = config
+  const initial: BreakerState = {
+    circuit: 'closed',
+    generation: 0,
+    counts: policy.initial(),
+    failures: 0,
+    openedAt: 0,
+    openMs: 0,
+    opens: 0,
+    probes: [],
+    seq: 0,
+  }
+
+  // A time later than `now` was written under another clock (a checkpoint from another process):
+  // restart the cooldown from now rather than stay open for however far apart the clocks are.
+  function rebase(state: BreakerState, now: number): BreakerState {
+    const counts = policy.rebase(state.counts, now)
+    const future = state.openedAt > now || state.probes.some(([, at]) => at > now)
+    if (!future) return counts === state.counts ? state : { ...state, counts }
+    return { ...state, counts, openedAt: Math.min(state.openedAt, now), probes: [] }
+  }
+
+  function open(state: BreakerState, failures: number, now: number, retryAfterMs: number | undefined): BreakerState {
+    const opens = state.opens + 1
+    const cooldown = Math.min(maxCooldownMs, cooldownMs * cooldownGrowth ** (opens - 1))
+    // A server that said how long to back off knows better than the default cooldown.
+    const pushback = retryAfterMs === undefined ? 0 : Math.min(retryAfterMs, maxCooldownMs)
+    return {
+      ...state,
+      circuit: 'open',
+      generation: state.generation + 1,
+      counts: policy.initial(),
+      failures,
+      openedAt: now,
+      openMs: Math.ceil(Math.max(cooldown, pushback)),
+      opens,
+      probes: [],
+    }
+  }
+
+  function refuse(state: BreakerState, retryAfterMs: number | undefined, changes: readonly Transition[], expired: number): Admission {
+    return { pass: false, state, generation: state.generation, probe: 0, retryAfterMs, changes, expired }
+  }
+
+  return {
+    initial,
+
+    admit(stored, now) {
+      let state = stored === undefined ? initial : rebase(stored, now)
+      if (state.circuit === 'closed') {
+        return { pass: true, state, generation: state.generation, probe: 0, retryAfterMs: undefined, changes: NONE, expired: 0 }
+      }
+      let changes = NONE
+      if (state.circuit === 'open') {
+        const remaining = state.openedAt + state.openMs - now
+        if (remaining > 0) return refuse(state, remaining, NONE, 0)
+        state = { ...state, circuit: 'half-open', probes: [] }
+        changes = [{ from: 'open', to: 'half-open', reason: `cooldown of ${state.openMs} ms elapsed` }]
+      }
+      const held = state.probes.filter(([, at]) => now - at < maxHalfOpenMs)
+      const expired = state.probes.length - held.length
+      if (held.length < halfOpenProbes) {
+        const probe = state.seq + 1
+        held.push([probe, now])
+        state = { ...state, probes: held, seq: probe }
+        return { pass: true, state, generation: state.generation, probe, retryAfterMs: undefined, changes, expired }
+      }
+      if (expired > 0) state = { ...state, probes: held }
+      const oldest = Math.min(...held.map(([, at]) => at))
+      return refuse(state, oldest + maxHalfOpenMs - now, changes, expired)
+    },
+
+    settle(stored, ticket, outcome, now, retryAfterMs) {
+      const state = stored === undefined ? initial : rebase(stored, now)
+      const verdict = outcome !== 'neutral'
+      if (ticket.probe === 0) {
+        if (state.circuit !== 'closed' || state.generation !== ticket.generation) return { state, change: undefined, stale: verdict }
+        if (!verdict) return { state, change: undefined, stale: false }
+        const counts = policy.record(state.counts, outcome === 'failure', now)
+        if (counts === state.counts) return { state, change: undefined, stale: false }
+        const reason = outcome === 'failure' ? policy.shouldOpen(counts, now) : undefined
+        if (reason === undefined) return { state: { ...state, counts }, change: undefined, stale: false }
+        return {
+          state: open(state, policy.failures(counts, now), now, retryAfterMs),
+          change: { from: 'closed', to: 'open', reason },
+          stale: false,
+        }
+      }
+      const slot = state.probes.findIndex(([id]) => id === ticket.probe)
+      const held = slot >= 0 && state.circuit === 'half-open' && now - (state.probes[slot] as [number, number])[1] < maxHalfOpenMs
+      if (!held || state.generation !== ticket.generation) return { state, change: undefined, stale: verdict }
+      if (outcome === 'neutral') {
+        return { state: { ...state, probes: state.probes.filter((_, i) => i !== slot) }, change: undefined, stale: false }
+      }
+      if (outcome === 'success') {
+        return {
+          state: { ...state, circuit: 'closed', counts: policy.initial(), failures: 0, opens: 0, probes: [] },
+          change: { from: 'half-open', to: 'closed', reason: 'probe succeeded' },
+          stale: false,
+        }
+      }
+      return {
+        state: open(state, state.failures + 1, now, retryAfterMs),
+        change: { from: 'half-open', to: 'open', reason: 'probe failed' },
+        stale: false,
+      }
+    },
+
+    remainingMs(state, now) {
+      if (state.circuit !== 'open') return undefined
+      // An opening stamped later than now came from another clock; admit() restarts its cooldown.
+      if (state.openedAt > now) return state.openMs
+      return Math.max(0, state.openedAt + state.openMs - now)
+    },
+
+    isState(value): value is BreakerState {
+      if (typeof value !== 'object' || value === null || Array.isArray(value)) return false
+      const s = value as Record<string, Json | undefined>
+      return (
+        CIRCUITS.includes(s.circuit as string) &&
+        isCount(s.generation) &&
+        s.counts !== undefined &&
+        policy.isCounts(s.counts) &&
+        isCount(s.failures) &&
+        isTime(s.openedAt) &&
+        isTime(s.openMs) &&
+        (s.openMs as number) >= 0 &&
+        isCount(s.opens) &&
+        isCount(s.seq) &&
+        Array.isArray(s.probes) &&
+        s.probes.every((p) => Array.isArray(p) && p.length === 2 && isCount(p[0]) && isTime(p[1]))
+      )
+    },
+  }
+}

@@ -1,0 +1,230 @@
+import { abortReason, type Clock, LoopError, type Middleware, parseOptions, type ToolContext, ToolError } from '@shallot/core'
+import { z } from 'zod'
+import { type BreakerState, breakerMachine, type Outcome, type Ticket, type Transition } from './breaker-machine.js'
+import type { BreakerStore } from './breaker-store.js'
+import { circuitOpenError } from './circuit-open-error.js'
+import { consecutive } from './consecutive.js'
+import type { FailurePolicy } from './failure-policy.js'
+import { indictsTool } from './indicts-tool.js'
+import { memoryBreakerStore } from './memory-breaker-store.js'
+import { runStateStore } from './run-state-store.js'
+
+/** What `onStateChange` receives, and what the `breaker.state` event carries (plus `at` and `runId`). */
+export interface BreakerStateChange extends Transition {
+  readonly key: string
+  /** `clock.now()` when it happened. */
+  readonly at: number
+  /** The run whose call caused it. */
+  readonly runId: string
+}
+
+const fn = <T>(shape: string) => z.custom<T>((v) => typeof v === 'function', { message: `must be a function ${shape}` })
+const isPolicy = (v: unknown) =>
+  typeof v === 'object' && v !== null && ['initial', 'record', 'shouldOpen', 'failures'].every((m) => typeof (v as never)[m] === 'function')
+const isStore = (v: unknown) => typeof v === 'object' && v !== null && typeof (v as BreakerStore).update === 'function'
+
+/** Options of {@link circuitBreaker}. */
+export const circuitBreakerOptionsSchema = z
+  .strictObject({
+    /** Which breaker a call belongs to. Default: the tool's name. Return `undefined` to let a call bypass the breaker. */
+    key: fn<(ctx: ToolContext) => string | undefined>('(ctx) => string | undefined').optional(),
+    /** When the circuit opens. Default `consecutive({ threshold: 5 })`. */
+    policy: z
+      .custom<FailurePolicy>(isPolicy, {
+        message: 'must be consecutive({ threshold }) or sampling({ failureRatio, minimumThroughput, windowMs })',
+      })
+      .optional(),
+    /** How long the circuit stays open before one probe may test the tool. Default 30,000 ms. */
+    cooldownMs: z.number().int().positive().default(30_000),
+    /** Each reopening without a successful close multiplies the cooldown by this. Default 1 (no growth). */
+    cooldownGrowth: z.number().min(1).max(100).default(1),
+    /** Ceiling of the grown cooldown and of a failure's `retryAfterMs`. Default 10 × `cooldownMs`. */
+    maxCooldownMs: z.number().int().positive().optional(),
+    /** Probes that may run at once while half-open; the rest are refused. Default 1. */
+    halfOpenProbes: z.number().int().min(1).max(1000).default(1),
+    /** A probe still running after this loses its slot (and its verdict) to the next call. Default 60,000 ms. */
+    maxHalfOpenMs: z.number().int().positive().default(60_000),
+    /** `stack`: one breaker per key for every run of this middleware. `run`: counts live in each run's state. Default `stack`. */
+    scope: z.enum(['stack', 'run']).default('stack'),
+    /** Most breakers kept (per stack, or per run); the least recently used is forgotten. Default 1000. */
+    maxKeys: z.number().int().min(1).default(1000),
+    /** Where stack-scoped state lives. Default: this process's memory. */
+    store: z.custom<BreakerStore>(isStore, { message: 'must be a BreakerStore { get(key), update(key, change) }' }).optional(),
+    /** Which errors count against the circuit. Default {@link indictsTool}. Hard errors and caller cancellation never do. */
+    isFailure: fn<(error: unknown, ctx: ToolContext) => boolean>('(error, ctx) => boolean').optional(),
+    /** Called on every state change, after it is logged and emitted. */
+    onStateChange: fn<(change: BreakerStateChange) => void>('(change) => void').optional(),
+  })
+  .superRefine((o, issues) => {
+    if (o.maxCooldownMs !== undefined && o.maxCooldownMs < o.cooldownMs) {
+      issues.addIssue({ code: 'custom', path: ['maxCooldownMs'], message: `must be at least cooldownMs (${o.cooldownMs})` })
+    }
+    if (o.store !== undefined && o.scope === 'run') {
+      issues.addIssue({
+        code: 'custom',
+        path: ['store'],
+        message: "applies only to scope 'stack'; a run-scoped breaker keeps its state in run.state",
+      })
+    }
+  })
+
+export type CircuitBreakerOptions = z.input<typeof circuitBreakerOptionsSchema>
+
+type Step<R> = (current: BreakerState | undefined) => R & { state: BreakerState }
+
+const isPromise = <T>(value: T | Promise<T>): value is Promise<T> => typeof (value as { then?: unknown })?.then === 'function'
+
+/**
+ * A per-tool circuit breaker: after repeated failures that indict a tool, calls to it are refused
+ * with a soft `circuit_open` the model can route around; after the cooldown one probe (or
+ * `halfOpenProbes`) tests the tool, and its success closes the circuit. No timers: the move to
+ * half-open happens on the first call after the cooldown, by the injected monotonic clock.
+ * Place it outside retry, so it counts logical failures after retries.
+ *
+ * @example
+ * const stack = createStack({
+ *   middleware: [circuitBreaker({ policy: consecutive({ threshold: 2 }), cooldownMs: 30_000 }), retry(), timeout({ ms: 5000 })],
+ *   tools: [search, getTicket],
+ * })
+ */
+export function circuitBreaker(options?: CircuitBreakerOptions): Middleware {
+  const o = parseOptions('circuitBreaker()', circuitBreakerOptionsSchema, options)
+  const machine = breakerMachine({
+    policy: o.policy ?? consecutive(),
+    cooldownMs: o.cooldownMs,
+    cooldownGrowth: o.cooldownGrowth,
+    maxCooldownMs: o.maxCooldownMs ?? o.cooldownMs * 10,
+    halfOpenProbes: o.halfOpenProbes,
+    maxHalfOpenMs: o.maxHalfOpenMs,
+  })
+  const local = memoryBreakerStore({ maxKeys: o.maxKeys })
+  const runStates = o.scope === 'run' ? runStateStore(machine, o.maxKeys) : undefined
+  const { key: keyOf, store: shared, onStateChange } = o
+  const isFailure = o.isFailure ?? indictsTool
+  const keysByTool = new Map<string, string>()
+  let lastClock: Clock | undefined
+
+  function apply<R>(ctx: ToolContext, key: string, step: Step<R>): (R & { state: BreakerState }) | Promise<R & { state: BreakerState }> {
+    if (shared !== undefined) return applyShared(ctx, key, step)
+    const current = runStates === undefined ? local.get(key) : runStates.get(ctx.run, key)
+    const result = step(current)
+    if (result.state !== current) {
+      if (runStates === undefined) local.set(key, result.state)
+      else runStates.set(ctx.run, key, result.state)
+    }
+    return result
+  }
+
+  async function applyShared<R>(ctx: ToolContext, key: string, step: Step<R>): Promise<R & { state: BreakerState }> {
+    let result = undefined as (R & { state: BreakerState }) | undefined
+    try {
+      const state = await (shared as BreakerStore).update(key, (current) => (result = step(current)).state)
+      if (result === undefined) throw new TypeError('store.update() resolved without calling change()')
+      local.set(key, state)
+      return result
+    } catch (err) {
+      // The store is down: decide this call on the local state, which mirrors every state the store returned.
+      ctx.log.warn({ key, err }, 'circuit breaker store failed; using local state')
+      ctx.emit('breaker.store_error', { key, message: err instanceof Error ? err.message : String(err) })
+      local.update(key, (current) => (result = step(current)).state)
+      return result as R & { state: BreakerState }
+    }
+  }
+
+  function report(ctx: ToolContext, key: string, changes: readonly Transition[]): void {
+    for (const { from, to, reason } of changes) {
+      const fields = { key, from, to, reason }
+      ctx.log.info(fields, 'circuit breaker state change')
+      ctx.emit('breaker.state', fields)
+      if (onStateChange === undefined) continue
+      try {
+        onStateChange({ ...fields, at: ctx.clock.now(), runId: ctx.run.id })
+      } catch (err) {
+        ctx.log.error({ key, err }, 'circuit breaker onStateChange threw')
+      }
+    }
+  }
+
+  function judge(ctx: ToolContext, key: string, error: unknown, signal: AbortSignal): Outcome {
+    if (LoopError.is(error)) return 'neutral'
+    let verdictOn = error
+    if (signal.aborted) {
+      // The caller's own cancellation says nothing about the tool; an outer deadline (a ToolError) might.
+      const reason = abortReason(signal)
+      if (LoopError.is(reason)) return 'neutral'
+      verdictOn = reason
+    }
+    try {
+      return isFailure(verdictOn, ctx) ? 'failure' : 'neutral'
+    } catch (err) {
+      ctx.log.error({ key, err }, 'circuit breaker isFailure threw; not counting this error')
+      return 'neutral'
+    }
+  }
+
+  function settle(ctx: ToolContext, key: string, ticket: Ticket, outcome: Outcome, error: unknown): void | Promise<void> {
+    if (outcome === 'neutral' && ticket.probe === 0) return
+    const now = ctx.clock.now()
+    const retryAfterMs = outcome === 'failure' && ToolError.is(error) ? error.retryAfterMs : undefined
+    const done = apply(ctx, key, (current) => machine.settle(current, ticket, outcome, now, retryAfterMs))
+    const after = ({ stale, change }: { stale: boolean; change: Transition | undefined }) => {
+      if (stale) ctx.emit('breaker.stale', { key, outcome, probe: ticket.probe })
+      else if (outcome === 'failure') ctx.emit('breaker.failure', { key, code: ToolError.is(error) ? error.code : 'thrown' })
+      else if (outcome === 'neutral') ctx.emit('breaker.probe_released', { key, probe: ticket.probe })
+      if (change !== undefined) report(ctx, key, [change])
+    }
+    if (isPromise(done)) return done.then(after)
+    after(done)
+  }
+
+  const middleware: Middleware = async function circuitBreaker(ctx, next) {
+    const tool = ctx.tool
+    if (tool === undefined) return next()
+    const key = keyOf === undefined ? tool.name : keyOf(ctx)
+    if (key === undefined) return next()
+    if (keyOf !== undefined && keysByTool.get(tool.name) !== key) {
+      if (keysByTool.size >= o.maxKeys) keysByTool.delete(keysByTool.keys().next().value as string)
+      keysByTool.set(tool.name, key)
+    }
+    lastClock = ctx.clock
+    const signal = ctx.signal
+    const now = ctx.clock.now()
+    const pending = apply(ctx, key, (current) => machine.admit(current, now))
+    const admission = isPromise(pending) ? await pending : pending
+    report(ctx, key, admission.changes)
+    if (admission.expired > 0) ctx.emit('breaker.probe_expired', { key, count: admission.expired })
+    if (!admission.pass) {
+      const { circuit, failures } = admission.state
+      ctx.emit('breaker.refused', { key, circuit, retryAfterMs: admission.retryAfterMs })
+      throw circuitOpenError({
+        tool: tool.name,
+        key,
+        circuit: circuit as 'open' | 'half-open',
+        failures,
+        retryAfterMs: admission.retryAfterMs,
+      })
+    }
+    if (admission.probe !== 0) ctx.emit('breaker.probe', { key, probe: admission.probe })
+    try {
+      await next()
+    } catch (err) {
+      const settled = settle(ctx, key, admission, judge(ctx, key, err, signal), err)
+      if (settled !== undefined) await settled
+      throw err
+    }
+    const settled = settle(ctx, key, admission, 'success', undefined)
+    if (settled !== undefined) await settled
+  }
+
+  middleware.describeTool = function describeTool(tool, run) {
+    const key = keyOf === undefined ? tool.name : keysByTool.get(tool.name)
+    if (key === undefined) return undefined
+    const state = runStates === undefined ? local.peek(key) : runStates.get(run, key)
+    if (state === undefined || state.circuit !== 'open') return undefined
+    const remaining = lastClock === undefined ? state.openMs : machine.remainingMs(state, lastClock.now())
+    if (remaining === undefined || remaining <= 0) return undefined
+    const which = key === tool.name ? '' : ` (${key})`
+    return `UNAVAILABLE${which}: circuit open, retry in ${Math.ceil(remaining / 1000)}s`
+  }
+  return middleware
+}

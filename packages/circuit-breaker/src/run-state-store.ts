@@ -1,0 +1,53 @@
+import type { Json, RunContext } from '@shallot/core'
+import type { BreakerMachine, BreakerState } from './breaker-machine.js'
+
+/** The key of `run.state` under which run-scoped breakers keep their states. */
+export const RUN_STATE_KEY = 'circuit-breaker'
+
+/** Run-scoped breaker states, kept as JSON in `run.state['circuit-breaker']` so checkpoints carry them. */
+export interface RunStateStore {
+  get(run: RunContext, key: string): BreakerState | undefined
+  set(run: RunContext, key: string, state: BreakerState): void
+}
+
+type Bucket = { [key: string]: Json }
+
+function bucketOf(run: RunContext, create: boolean): Bucket | undefined {
+  const bucket = run.state[RUN_STATE_KEY]
+  if (typeof bucket === 'object' && bucket !== null && !Array.isArray(bucket)) return bucket
+  if (!create) return undefined
+  const fresh: Bucket = {}
+  run.state[RUN_STATE_KEY] = fresh
+  return fresh
+}
+
+/**
+ * Reads and writes breaker states in the run's JSON state, at most `maxKeys` of them. A write moves
+ * its key last; past `maxKeys` the least recently written closed circuit is forgotten first, so a
+ * circuit that is open (and refusing, which writes nothing) is the last thing to be dropped.
+ * A value that is not a state this breaker wrote (a corrupt or foreign checkpoint) reads as none.
+ *
+ * @example
+ * const states = runStateStore(machine, 1000)
+ * states.set(ctx.run, 'search', machine.initial)
+ */
+export function runStateStore(machine: Pick<BreakerMachine, 'isState'>, maxKeys: number): RunStateStore {
+  return {
+    get(run, key) {
+      const value = bucketOf(run, false)?.[key]
+      return machine.isState(value) ? value : undefined
+    },
+    set(run, key, state) {
+      const bucket = bucketOf(run, true) as Bucket
+      const known = Object.hasOwn(bucket, key)
+      if (known) delete bucket[key]
+      bucket[key] = state
+      if (known) return
+      const keys = Object.keys(bucket)
+      if (keys.length <= maxKeys) return
+      const victim =
+        keys.find((k) => k !== key && (bucket[k] as { circuit?: unknown } | null)?.circuit === 'closed') ?? keys.find((k) => k !== key)
+      if (victim !== undefined) delete bucket[victim]
+    },
+  }
+}
