@@ -1,0 +1,140 @@
+import { canonicalJson, hashOf, LoopError, type Middleware, parseOptions, type ToolContext, ToolError } from '@shallot/core'
+import { z } from 'zod'
+import { fingerprint } from './fingerprint.js'
+import { entryOf, hasTool, judge, ledgerOf, recordFailure, recordSuccess, touch } from './loop-ledger.js'
+import { normalizeMessage } from './normalize-message.js'
+import { loopDetected, refusal } from './refusal.js'
+
+const count = (min: number) => z.number().int().min(min)
+
+/**
+ * Options of {@link stuckLoop}. Every threshold that leads to a refusal must stay below `stopAfter`,
+ * so the model always reads a refusal before the run ends; the defaults of `flailAfter` and
+ * `stopAfter` follow `refuseAfter` so that changing one option alone stays valid.
+ */
+export const stuckLoopOptionsSchema = z
+  .object({
+    /** Identical failures (same arguments, same outcome) after which the next identical call is refused. Default 2. */
+    refuseAfter: count(1).default(2),
+    /** Failures of the same arguments, whatever the error, after which the next identical call is refused. Default `refuseAfter + 1` (3), kept below `stopAfter`. */
+    flailAfter: count(1).optional(),
+    /** Identical attempts of a refused streak, refusals included, at which the run ends with `loop_detected`. Default `refuseAfter + 3` (5). */
+    stopAfter: count(2).optional(),
+    /** Identical successful results (same arguments, same value) after which the next identical call is refused. Off by default. */
+    successRepeatLimit: count(1).optional(),
+    /** How many distinct fingerprints the run remembers; the least recently seen is forgotten first. Default 50. */
+    window: count(1).max(10_000).default(50),
+  })
+  .strict()
+  .transform((o, check) => {
+    const stopAfter = o.stopAfter ?? o.refuseAfter + 3
+    const flailAfter = o.flailAfter ?? Math.max(o.refuseAfter, Math.min(o.refuseAfter + 1, stopAfter - 1))
+    const limits = { refuseAfter: o.refuseAfter, flailAfter, stopAfter, successRepeatLimit: o.successRepeatLimit, window: o.window }
+    if (flailAfter < o.refuseAfter) {
+      check.addIssue({
+        code: 'custom',
+        path: ['flailAfter'],
+        message: `must be at least refuseAfter (${o.refuseAfter}): identical failures are also failures`,
+      })
+    }
+    for (const key of ['refuseAfter', 'flailAfter', 'successRepeatLimit'] as const) {
+      const value = limits[key]
+      if (value !== undefined && value >= stopAfter) {
+        check.addIssue({
+          code: 'custom',
+          path: [key],
+          message: `must be below stopAfter (${stopAfter}), so the model reads a refusal before the run ends; raise stopAfter`,
+        })
+      }
+    }
+    return limits
+  })
+
+/** What {@link stuckLoop} accepts. */
+export type StuckLoopOptions = z.input<typeof stuckLoopOptionsSchema>
+
+const MAX_ERROR_TEXT = 300
+
+function describeThrown(err: unknown): { code: string; message: string; hint: string } {
+  if (ToolError.is(err)) return { code: err.code, message: err.message, hint: err.hint ?? '' }
+  // Not a ToolError: the panic catcher outside will turn it into tool_panic; odd throwables must not throw here.
+  let message: string
+  try {
+    message = err instanceof Error ? String(err.message) : typeof err === 'string' ? err : typeof err
+  } catch {
+    message = 'unknown error'
+  }
+  return { code: 'tool_panic', message, hint: '' }
+}
+
+function cap(text: string): string {
+  return text.length <= MAX_ERROR_TEXT ? text : `${text.slice(0, MAX_ERROR_TEXT)}…`
+}
+
+/**
+ * Stops a model that will not adapt. Each call is fingerprinted (tool + canonical arguments) and
+ * its outcome (error code + normalized message) is counted in `run.state['stuck-loop']`. After
+ * `refuseAfter` identical failures, or `flailAfter` failures of any kind, the next identical call
+ * is refused before it runs with a soft `repeated_failure`; when identical attempts, refusals
+ * included, reach `stopAfter`, the run ends with `LoopError('loop_detected')`. A success forgets
+ * the fingerprint's failures. Place it just inside the panic catcher, so it sees outcomes after retries.
+ *
+ * Events: `stuck-loop.refused`, `stuck-loop.stopped`.
+ *
+ * @example
+ * const stack = createStack({ middleware: [panicCatcher(), stuckLoop({ refuseAfter: 2, stopAfter: 5 }), retry()], tools })
+ * const run = createRun()
+ * await stack.dispatch(call, { run }) // the third identical failing call is refused without running
+ */
+export function stuckLoop(options: StuckLoopOptions = {}): Middleware {
+  const limits = parseOptions('stuckLoop()', stuckLoopOptionsSchema, options)
+  const watchSuccess = limits.successRepeatLimit !== undefined
+
+  return async function stuckLoop(ctx: ToolContext, next: () => Promise<void>): Promise<void> {
+    const name = ctx.call.name
+    const state = ctx.run.state
+    let fp: string | undefined
+    const before = ledgerOf(state)
+    // Happy path: no history for this tool means no fingerprint is needed before the call.
+    if (before !== undefined && (watchSuccess || hasTool(before, name))) {
+      fp = fingerprint(name, ctx.call.args)
+      const entry = entryOf(before, fp)
+      const verdict = entry === undefined ? undefined : judge(entry, limits)
+      if (entry !== undefined && verdict !== undefined) {
+        touch(before, fp, name, limits.window)
+        entry.attempts = verdict.count
+        const fields = { reason: verdict.reason, fingerprint: fp, count: verdict.count, lastError: entry.lastError }
+        if (verdict.action === 'stop') {
+          ctx.emit('stuck-loop.stopped', fields)
+          ctx.log.warn(fields, 'stuck-loop stopped the run: the model keeps repeating a call')
+          throw loopDetected(name, fp, verdict, entry)
+        }
+        ctx.emit('stuck-loop.refused', fields)
+        ctx.log.warn(fields, 'stuck-loop refused a repeated call')
+        throw refusal(name, fp, verdict, entry)
+      }
+    }
+
+    try {
+      await next()
+    } catch (err) {
+      if (LoopError.is(err)) throw err
+      const failure = describeThrown(err)
+      fp ??= fingerprint(name, ctx.call.args)
+      const entry = touch(ledgerOf(state, true), fp, name, limits.window)
+      recordFailure(
+        entry,
+        `e${hashOf(`${failure.code}\n${normalizeMessage(failure.message)}`)}`,
+        cap(`${failure.code}: ${failure.message}`),
+        failure.hint,
+      )
+      throw err
+    }
+
+    // Re-read: calls running in parallel may have written the ledger while this one ran.
+    const after = ledgerOf(state, watchSuccess)
+    if (after === undefined || (fp === undefined && !watchSuccess && !hasTool(after, name))) return
+    fp ??= fingerprint(name, ctx.call.args)
+    recordSuccess(after, fp, watchSuccess ? `v${hashOf(canonicalJson(ctx.result?.value))}` : undefined, name, limits.window)
+  }
+}
