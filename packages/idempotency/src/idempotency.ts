@@ -1,0 +1,218 @@
+import {
+  abortReason,
+  canonicalJson,
+  type Json,
+  type Middleware,
+  type Next,
+  parseOptions,
+  type ToolContext,
+  type ToolEffect,
+  type ToolError,
+} from '@shallot/core'
+import { argsHashOf, derivedKey, keyProblem, scopeProblem, storeKeyOf } from './idempotency-key.js'
+import { type IdempotencyOptions, idempotencyOptionsSchema } from './idempotency-options.js'
+import type { BeginResult, StoredResult } from './idempotency-store.js'
+import { memoryStore } from './memory-store.js'
+import { parsedArgs } from './parsed-args.js'
+import { idempotencyMismatch, invalidKey, invalidScope, outcomeUnknown, stillInFlight, storeUnavailable } from './refusals.js'
+import { settleAction } from './settle-action.js'
+import { type SharedOutcome, sharedCalls, waitFor } from './shared-calls.js'
+
+/** One guarded call, as this layer tracks it. */
+interface Guarded {
+  readonly tool: string
+  readonly effect: ToolEffect
+  readonly key: string
+  readonly storeKey: string
+  readonly argsHash: string
+}
+
+/**
+ * No side effect twice. Gives every `write` and `idempotent` call one key, stable across retries
+ * and resumes (`ctx.idempotencyKey`, forwarded to the tool); replays a stored success instead of
+ * running the tool again (`replayed: true`); makes a duplicate wait for the identical call in
+ * flight; refuses an identical call whose first attempt may have reached the world
+ * (`outcome_unknown`) and an explicit key reused with other arguments (`idempotency_mismatch`).
+ * Sits outside circuit breaker and retry, so it sees each logical call's final outcome.
+ *
+ * @example
+ * const stack = createStack({
+ *   tools: [chargeCard],
+ *   middleware: [panicCatcher(), stuckLoop(), idempotency({ store: sqliteStore({ path: 'agent.db' }), scope: 'tenant-a' }), retry(), timeout()],
+ * })
+ */
+export function idempotency(options?: IdempotencyOptions): Middleware {
+  const opts = parseOptions('idempotency()', idempotencyOptionsSchema, options)
+  const store = opts.store ?? memoryStore()
+  const calls = sharedCalls(store)
+  const guardedEffects = new Set<ToolEffect>(opts.effects)
+  const { ttlMs, leaseMs, waitMs, pollMs } = opts
+
+  function refuse(ctx: ToolContext, call: Pick<Guarded, 'key'> | undefined, error: ToolError): ToolError {
+    ctx.emit('idempotency.refused', { key: call?.key, code: error.code })
+    ctx.log.info({ key: call?.key, code: error.code }, 'idempotency refused a call')
+    return error
+  }
+
+  function replay(ctx: ToolContext, call: Guarded, value: unknown, from: 'store' | 'in_process'): void {
+    ctx.result = { value, replayed: true }
+    ctx.emit('idempotency.replayed', { key: call.key, from })
+    ctx.log.info({ key: call.key, from }, 'replayed a stored result instead of running the tool')
+  }
+
+  function storeFailed(ctx: ToolContext, call: Guarded, op: string, err: unknown): void {
+    ctx.emit('idempotency.store_error', { key: call.key, op })
+    ctx.log.warn({ key: call.key, op, err }, 'idempotency store failed')
+  }
+
+  function scopeOf(ctx: ToolContext, tool: string): string {
+    if (typeof opts.scope === 'string') return opts.scope
+    const scope = opts.scope(ctx)
+    const problem = scopeProblem(scope)
+    if (problem !== undefined) throw refuse(ctx, undefined, invalidScope(tool, problem))
+    return scope
+  }
+
+  function keyOf(ctx: ToolContext, tool: string, scope: string, argsHash: string, args: unknown): string {
+    let key: unknown
+    let source: string
+    if (opts.key !== undefined) {
+      key = opts.key(ctx, args)
+      source = 'the key function'
+    } else if (opts.keyFrom !== undefined) {
+      key = typeof args === 'object' && args !== null ? (args as Record<string, unknown>)[opts.keyFrom] : undefined
+      source = `argument "${opts.keyFrom}"`
+      if (key === undefined) throw refuse(ctx, undefined, invalidKey(tool, 'is missing', source))
+      if (typeof key === 'number' && Number.isFinite(key)) key = String(key)
+    } else {
+      return derivedKey(scope, ctx.run.id, tool, argsHash)
+    }
+    const problem = keyProblem(key)
+    if (problem !== undefined) throw refuse(ctx, undefined, invalidKey(tool, problem, source))
+    return key as string
+  }
+
+  async function sleep(ctx: ToolContext, ms: number): Promise<void> {
+    try {
+      await ctx.clock.sleep(ms, ctx.signal)
+    } catch (err) {
+      throw ctx.signal.aborted ? abortReason(ctx.signal) : err
+    }
+  }
+
+  /** Claims the key in the store: its token, or the stored result to replay. Polls while another process holds it. */
+  async function claim(ctx: ToolContext, call: Guarded): Promise<string | StoredResult> {
+    const started = ctx.clock.now()
+    let waiting = false
+    for (;;) {
+      let begun: BeginResult
+      try {
+        begun = await store.begin(call.storeKey, call.argsHash, leaseMs, ttlMs)
+      } catch (err) {
+        storeFailed(ctx, call, 'begin', err)
+        throw refuse(ctx, call, storeUnavailable(call.tool, err))
+      }
+      switch (begun.status) {
+        case 'new':
+          return begun.token
+        case 'done':
+          return begun.result
+        case 'mismatch':
+          throw refuse(ctx, call, idempotencyMismatch(call.tool, call.key))
+        case 'unknown':
+          throw refuse(ctx, call, outcomeUnknown(call.tool, begun.reason, call.key))
+        case 'in_flight': {
+          const waited = ctx.clock.now() - started
+          if (waited >= waitMs) throw refuse(ctx, call, stillInFlight(call.tool, call.key, waited))
+          if (!waiting) ctx.emit('idempotency.waiting', { key: call.key, where: 'store' })
+          waiting = true
+          await sleep(ctx, Math.min(pollMs, waitMs - waited))
+          break
+        }
+        default: {
+          const err = new TypeError(`store.begin() answered an unknown status: ${JSON.stringify(begun)}`)
+          storeFailed(ctx, call, 'begin', err)
+          throw refuse(ctx, call, storeUnavailable(call.tool, err))
+        }
+      }
+    }
+  }
+
+  /** Settles the record of a call that failed; never throws, so the call's own error is what propagates. */
+  async function settleFailure(ctx: ToolContext, call: Guarded, token: string, error: unknown, reachedTool: boolean): Promise<void> {
+    const action = settleAction(call.effect, error, reachedTool)
+    try {
+      const owned = action === 'release' ? await store.release(call.storeKey, token) : await store.markUnknown(call.storeKey, token, ttlMs)
+      if (!owned) ctx.emit('idempotency.token_lost', { key: call.key, op: action })
+      else if (action === 'release') ctx.emit('idempotency.released', { key: call.key })
+      else {
+        ctx.emit('idempotency.outcome_unknown', { key: call.key })
+        ctx.log.warn({ key: call.key }, 'a write failed after it may have reached the world; identical calls will be refused')
+      }
+    } catch (err) {
+      storeFailed(ctx, call, action === 'release' ? 'release' : 'markUnknown', err)
+    }
+  }
+
+  /** Runs the call as the one owner of its key in this process; resolves to what waiting duplicates should see. */
+  async function lead(ctx: ToolContext, next: Next, call: Guarded): Promise<SharedOutcome> {
+    const claimed = await claim(ctx, call)
+    if (typeof claimed !== 'string') {
+      replay(ctx, call, claimed.value, 'store')
+      return { argsHash: call.argsHash, ok: true, json: claimed.value === undefined ? undefined : JSON.stringify(claimed.value) }
+    }
+    // A budget step is spent right before every attempt reaches the tool: if none was spent, nothing ran.
+    const stepsBefore = ctx.run.budget.used
+    try {
+      await next()
+    } catch (err) {
+      await settleFailure(ctx, call, claimed, err, ctx.run.budget.used !== stepsBefore)
+      throw err
+    }
+    const value = ctx.result?.value
+    const json = value === undefined ? undefined : canonicalJson(value)
+    const stored: StoredResult = json === undefined ? {} : { value: JSON.parse(json) as Json }
+    try {
+      const owned = await store.complete(call.storeKey, claimed, stored, ttlMs)
+      ctx.emit(owned ? 'idempotency.stored' : 'idempotency.token_lost', { key: call.key, op: 'complete' })
+    } catch (err) {
+      storeFailed(ctx, call, 'complete', err)
+    }
+    return { argsHash: call.argsHash, ok: true, json }
+  }
+
+  return async function idempotency(ctx: ToolContext, next: Next): Promise<void> {
+    const tool = ctx.tool
+    if (tool === undefined || !guardedEffects.has(tool.effect)) return next()
+    const parsed = await parsedArgs(tool, ctx.call.args)
+    if (parsed === undefined) return next()
+    const scope = scopeOf(ctx, tool.name)
+    const argsHash = argsHashOf(tool.name, parsed.args)
+    const key = keyOf(ctx, tool.name, scope, argsHash, parsed.args)
+    ctx.idempotencyKey = key
+    const call: Guarded = { tool: tool.name, effect: tool.effect, key, storeKey: storeKeyOf(scope, key), argsHash }
+
+    for (let running = calls.get(call.storeKey); running !== undefined; running = calls.get(call.storeKey)) {
+      ctx.emit('idempotency.waiting', { key, where: 'in_process' })
+      const outcome = await waitFor(running, ctx.signal)
+      if (outcome?.ok === true && outcome.argsHash === argsHash) {
+        replay(ctx, call, outcome.json === undefined ? undefined : JSON.parse(outcome.json), 'in_process')
+        return
+      }
+    }
+    let settle!: (outcome: SharedOutcome | undefined) => void
+    calls.set(
+      call.storeKey,
+      new Promise((resolve) => {
+        settle = resolve
+      }),
+    )
+    let outcome: SharedOutcome | undefined
+    try {
+      outcome = await lead(ctx, next, call)
+    } finally {
+      calls.delete(call.storeKey)
+      settle(outcome)
+    }
+  }
+}

@@ -1,0 +1,112 @@
+import { ToolError } from '@shallot/core'
+
+/**
+ * The soft answer to an identical call whose first attempt may or may not have reached the world.
+ * Not retryable and not safe to repeat: the model must look before it acts again.
+ *
+ * @example
+ * throw outcomeUnknown('charge_card', 'recorded', key)
+ */
+export function outcomeUnknown(tool: string, reason: 'recorded' | 'lease_expired', key: string): ToolError {
+  const why =
+    reason === 'recorded' ? 'it failed in a way that does not show whether it took effect' : 'its worker stopped before reporting back'
+  return new ToolError(
+    'outcome_unknown',
+    `An identical earlier call of ${tool} may or may not have taken effect (${why}), so this call was not run. Repeating it will be refused the same way.`,
+    {
+      category: 'recoverable',
+      retryable: false,
+      safeToRepeat: false,
+      hint: 'check whether the first attempt took effect (e.g. look the order up) before repeating; if you cannot tell, ask the user',
+      details: { key, reason },
+    },
+  )
+}
+
+/**
+ * The soft answer to an explicit idempotency key reused with different arguments. The tool did not run.
+ *
+ * @example
+ * throw idempotencyMismatch('charge_card', 'order-42')
+ */
+export function idempotencyMismatch(tool: string, key: string): ToolError {
+  return new ToolError(
+    'idempotency_mismatch',
+    `The idempotency key "${key}" was already used for ${tool} with different arguments, so this call was not run.`,
+    {
+      category: 'recoverable',
+      retryable: false,
+      safeToRepeat: true,
+      hint: 'repeat the earlier call with exactly the same arguments, or use a new idempotency key for a different request',
+      details: { key },
+    },
+  )
+}
+
+/**
+ * The soft answer when an identical call in another worker is still running after the wait limit.
+ *
+ * @example
+ * throw stillInFlight('charge_card', key, 10_000)
+ */
+export function stillInFlight(tool: string, key: string, waitedMs: number): ToolError {
+  return new ToolError(
+    'conflict',
+    `An identical call of ${tool} is still in progress elsewhere (waited ${waitedMs} ms), so this call was not run.`,
+    {
+      category: 'transient',
+      retryable: true,
+      safeToRepeat: true,
+      hint: 'wait, then repeat the identical call to receive the first call’s result',
+      details: { key, waitedMs },
+    },
+  )
+}
+
+/**
+ * The soft answer to an idempotency key that is missing or malformed. The tool did not run.
+ *
+ * @example
+ * throw invalidKey('charge_card', 'is empty', 'argument "orderRef"')
+ */
+export function invalidKey(tool: string, problem: string, source: string): ToolError {
+  return new ToolError('invalid_arguments', `The idempotency key for ${tool} (from ${source}) ${problem}.`, {
+    category: 'recoverable',
+    retryable: false,
+    safeToRepeat: true,
+    hint: 'an idempotency key is 1-255 printable ASCII characters, unique per request, e.g. "order-2026-00042"',
+  })
+}
+
+/**
+ * The answer when the store failed before the call started. Fails closed: a write never runs
+ * without its record. Transient and safe to repeat, since nothing ran.
+ *
+ * @example
+ * throw storeUnavailable('charge_card', err)
+ */
+export function storeUnavailable(tool: string, cause: unknown): ToolError {
+  return new ToolError('store_unavailable', `The idempotency store did not answer, so ${tool} was not run.`, {
+    category: 'transient',
+    retryable: true,
+    safeToRepeat: true,
+    hint: 'try the identical call again in a moment',
+    cause,
+  })
+}
+
+/**
+ * The answer when a `scope` function returns something that cannot be a scope: a configuration
+ * fault the model cannot fix, so the category is `fatal`. The tool did not run.
+ *
+ * @example
+ * throw invalidScope('charge_card', 'must be 1-128 printable ASCII characters without spaces, got ""')
+ */
+export function invalidScope(tool: string, problem: string): ToolError {
+  return new ToolError('invalid_scope', `The idempotency scope for ${tool} ${problem}, so the call was not run.`, {
+    category: 'fatal',
+    retryable: false,
+    safeToRepeat: true,
+    hint: 'this needs a fix in the agent configuration (idempotency scope), not a different call',
+  })
+}
