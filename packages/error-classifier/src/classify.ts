@@ -1,0 +1,51 @@
+import { parseOptions, type ToolError } from '@shallot/core'
+import { type Classifier, type ClassifyOptions, classifyOptionsSchema, createClassifier } from './create-classifier.js'
+
+/** Options for one {@link classify} call: the classifier options plus the tool's name for panic messages. */
+export interface ClassifyCallOptions extends ClassifyOptions {
+  /** The tool that threw, named in `tool_panic` messages. */
+  tool?: string
+}
+
+const compiled = new WeakMap<object, Classifier>()
+let defaults: Classifier | undefined
+
+function classifierFor(options: ClassifyCallOptions | undefined): Classifier {
+  if (options === undefined) {
+    defaults ??= createClassifier(parseOptions('classify()', classifyOptionsSchema, {}))
+    return defaults
+  }
+  let classifier = compiled.get(options)
+  if (classifier === undefined) {
+    const { tool: _tool, ...rest } = options
+    classifier = createClassifier(parseOptions('classify()', classifyOptionsSchema, rest))
+    compiled.set(options, classifier)
+  }
+  return classifier
+}
+
+/**
+ * Maps any thrown value to a soft {@link ToolError} with the right code, category, retry flags and
+ * clamped `retryAfterMs`, its text redacted and capped. A pure function: same input, same output
+ * (an HTTP-date `Retry-After` is read against `options.now`). Throwables no rule recognises become
+ * `tool_panic`; use {@link tryClassify} to tell them apart.
+ *
+ * @example
+ * classify(Object.assign(new Error('Too Many Requests'), { status: 429, headers: { 'retry-after': '7' } }))
+ * // ToolError { code: 'rate_limited', category: 'transient', retryable: true, safeToRepeat: true, retryAfterMs: 7000 }
+ */
+export function classify(error: unknown, options?: ClassifyCallOptions): ToolError {
+  return classifierFor(options).classify(error, options?.tool)
+}
+
+/**
+ * Like {@link classify}, but returns `undefined` when no rule recognises the throwable, so the caller
+ * can leave it to a panic catcher.
+ *
+ * @example
+ * tryClassify(new Error('boom')) // undefined
+ * tryClassify({ code: 'ECONNRESET' })?.code // 'network_error'
+ */
+export function tryClassify(error: unknown, options?: ClassifyCallOptions): ToolError | undefined {
+  return classifierFor(options).tryClassify(error, options?.tool)
+}

@@ -1,0 +1,160 @@
+// biome-ignore-all lint/suspicious/noThenProperty: rules are { match, then } as the issue specifies; `then` is data, never callable, so no rule is a thenable
+import { ToolError, type ToolErrorOptions } from '@shallot/core'
+import { z } from 'zod'
+import { describeError } from './describe-error.js'
+import { type ErrorFacts, errorFacts, headerOf } from './error-facts.js'
+import { matchRule, type RuleMatcher } from './match-rule.js'
+import { parseRetryAfter, parseRetryAfterMs } from './retry-after.js'
+import { builtinRules, type ClassifierRule, classifierRuleSchema } from './rules.js'
+import { sanitizeText } from './sanitize-text.js'
+
+/** Options shared by {@link classify}, {@link createClassifier} and the `errorClassifier()` middleware. */
+export const classifyOptionsSchema = z
+  .object({
+    /** Your rules; tried before the built-in ones, first match wins. */
+    rules: z.array(classifierRuleSchema).max(1000).default([]),
+    /** Set false to use only your rules. */
+    builtins: z.boolean().default(true),
+    /** Longest message or hint the model reads, marker included. */
+    maxLength: z.number().int().min(40).max(100_000).default(500),
+    /** Longest `retryAfterMs` a server can ask for; longer values are clamped. */
+    maxRetryAfterMs: z
+      .number()
+      .int()
+      .nonnegative()
+      .max(24 * 3600 * 1000)
+      .default(60_000),
+    /** Wall-clock epoch milliseconds for HTTP-date `Retry-After` values. Default `Date.now`. */
+    now: z
+      .custom<() => number>((value) => typeof value === 'function', { message: 'must be a function returning epoch milliseconds' })
+      .optional(),
+    /** Literal strings (your API keys, say) always redacted from the text. */
+    secrets: z.array(z.string()).max(1000).default([]),
+  })
+  .strict()
+
+export type ClassifyOptions = z.input<typeof classifyOptionsSchema>
+type ParsedOptions = z.output<typeof classifyOptionsSchema>
+
+/** A classifier compiled once from options. */
+export interface Classifier {
+  /** The ToolError for `error`, or `undefined` when no rule matches. `tool` names the tool in panic messages. */
+  tryClassify(error: unknown, tool?: string): ToolError | undefined
+  /** The ToolError for `error`; unmatched throwables become `tool_panic`. */
+  classify(error: unknown, tool?: string): ToolError
+  /** `error` with its message and hint sanitized; the same instance when nothing changed. */
+  sanitize(error: ToolError): ToolError
+}
+
+interface CompiledRule {
+  readonly id: string
+  readonly then: ClassifierRule['then']
+  readonly matches: RuleMatcher
+}
+
+const EMPTY_FACTS: ErrorFacts = {
+  status: undefined,
+  statusText: undefined,
+  headers: undefined,
+  codes: [],
+  names: [],
+  messages: [],
+  issues: undefined,
+  detail: undefined,
+}
+
+function safeFacts(error: unknown): ErrorFacts {
+  try {
+    return errorFacts(error)
+  } catch {
+    return EMPTY_FACTS
+  }
+}
+
+const fallback: CompiledRule = {
+  id: 'fallback',
+  then: { code: 'tool_panic', category: 'recoverable', retryable: false },
+  matches: () => true,
+}
+
+/**
+ * Compiles options (already validated, e.g. by `parseOptions`) into a {@link Classifier}: rules are
+ * turned into predicates once, so classifying costs one pass over the cause chain and the rules.
+ *
+ * @example
+ * const { classify } = createClassifier(classifyOptionsSchema.parse({ rules: [{ match: { status: 404 }, then: { code: 'no_such_order', category: 'recoverable' } }] }))
+ * classify({ status: 404 }).code // 'no_such_order'
+ */
+export function createClassifier(options: ParsedOptions): Classifier {
+  const sources = options.builtins ? [...options.rules, ...builtinRules] : options.rules
+  const userCount = options.rules.length
+  const rules: CompiledRule[] = sources.map((rule, i) => ({
+    id: rule.id ?? (i < userCount ? `rules[${i}]` : `builtin[${i - userCount}]`),
+    then: rule.then,
+    matches: matchRule(rule),
+  }))
+  const now = options.now ?? Date.now
+  const textOptions = { maxLength: options.maxLength, secrets: options.secrets }
+
+  function retryAfterOf(facts: ErrorFacts): number | undefined {
+    if (facts.headers === undefined) return undefined
+    const ms = parseRetryAfterMs(headerOf(facts.headers, 'retry-after-ms'), options.maxRetryAfterMs)
+    if (ms !== undefined) return ms
+    return parseRetryAfter(headerOf(facts.headers, 'retry-after'), { now: now(), maxMs: options.maxRetryAfterMs })
+  }
+
+  function build(error: unknown, facts: ErrorFacts, rule: CompiledRule, tool: string | undefined): ToolError {
+    const { code, category, retryable, safeToRepeat, hint } = rule.then
+    const details: Record<string, unknown> = { rule: rule.id }
+    if (facts.status !== undefined) details.status = facts.status
+    if (facts.codes.length > 0) details.errorCodes = facts.codes
+    const init: ToolErrorOptions = {
+      category,
+      retryable: retryable ?? category === 'transient',
+      safeToRepeat: safeToRepeat ?? false,
+      cause: error,
+      details,
+    }
+    if (hint !== undefined) init.hint = sanitizeText(hint, textOptions)
+    const retryAfterMs = retryAfterOf(facts)
+    if (retryAfterMs !== undefined) init.retryAfterMs = retryAfterMs
+    return new ToolError(code, sanitizeText(describeError(facts, code, tool), textOptions), init)
+  }
+
+  function find(facts: ErrorFacts): CompiledRule | undefined {
+    let lower: string | undefined
+    const lowerText = () => {
+      // Matching reads at most the first 4 KB of text: enough for any needle, bounded on any input.
+      lower ??= facts.messages.join('\n').slice(0, 4096).toLowerCase()
+      return lower
+    }
+    return rules.find((rule) => rule.matches(facts, lowerText))
+  }
+
+  return {
+    tryClassify(error, tool) {
+      const facts = safeFacts(error)
+      const rule = find(facts)
+      return rule === undefined ? undefined : build(error, facts, rule, tool)
+    },
+    classify(error, tool) {
+      const facts = safeFacts(error)
+      return build(error, facts, find(facts) ?? fallback, tool)
+    },
+    sanitize(error) {
+      const message = sanitizeText(error.message, textOptions)
+      const hint = error.hint === undefined ? undefined : sanitizeText(error.hint, textOptions)
+      if (message === error.message && hint === error.hint) return error
+      const init: ToolErrorOptions = {
+        category: error.category,
+        retryable: error.retryable,
+        safeToRepeat: error.safeToRepeat,
+        cause: error,
+      }
+      if (hint !== undefined) init.hint = hint
+      if (error.retryAfterMs !== undefined) init.retryAfterMs = error.retryAfterMs
+      if (error.details !== undefined) init.details = error.details
+      return new ToolError(error.code, message, init)
+    },
+  }
+}

@@ -1,0 +1,77 @@
+import { type ErrorFacts, read } from './error-facts.js'
+
+const REASONS: Readonly<Record<number, string>> = {
+  400: 'Bad Request',
+  401: 'Unauthorized',
+  403: 'Forbidden',
+  404: 'Not Found',
+  408: 'Request Timeout',
+  409: 'Conflict',
+  410: 'Gone',
+  422: 'Unprocessable Content',
+  429: 'Too Many Requests',
+  500: 'Internal Server Error',
+  502: 'Bad Gateway',
+  503: 'Service Unavailable',
+  504: 'Gateway Timeout',
+}
+
+const MAX_ISSUES = 20
+
+/** Drops stack-frame lines ("    at fn (/path:1:2)"): the model acts on the message, never on the trace. */
+function withoutStackFrames(text: string): string {
+  if (!text.includes('\n')) return text
+  const lines = text.split('\n').filter((line) => !/^\s+at /.test(line))
+  return lines.join('\n').trimEnd()
+}
+
+function formatPath(path: unknown): string {
+  if (!Array.isArray(path) || path.length === 0) return '(root)'
+  return path
+    .slice(0, 10)
+    .map((p, i) => (typeof p === 'number' ? `[${p}]` : i === 0 ? String(p) : `.${String(p)}`))
+    .join('')
+}
+
+function zodText(issues: readonly unknown[], tool: string | undefined): string {
+  const listed = issues.slice(0, MAX_ISSUES).map((issue) => {
+    const message = read(issue, 'message')
+    return `${formatPath(read(issue, 'path'))}: ${typeof message === 'string' ? message : 'invalid'}`
+  })
+  const more = issues.length > MAX_ISSUES ? `; and ${issues.length - MAX_ISSUES} more` : ''
+  return `Invalid arguments${tool === undefined ? '' : ` for ${tool}`}: ${listed.join('; ')}${more}`
+}
+
+/** The first name that is not the generic `Error`, for "TypeError: …" prefixes. */
+function errorName(facts: ErrorFacts): string | undefined {
+  return facts.names.find((name) => name !== 'Error' && name !== 'Object')
+}
+
+/**
+ * Writes the message the model reads for a classified error, before sanitizing: the HTTP status
+ * and reason when the error's own text lacks them, the messages along the cause chain
+ * (`fetch failed: connect ECONNREFUSED …`), a ZodError's issues, or a tool panic in
+ * panicCatcher's words. Stack frames are dropped.
+ *
+ * @example
+ * describeError(errorFacts(new TypeError('fetch failed', { cause: new Error('connect ECONNREFUSED 10.0.0.5:443') })), 'network_error', 'search')
+ * // 'fetch failed: connect ECONNREFUSED 10.0.0.5:443'
+ */
+export function describeError(facts: ErrorFacts, code: string, tool: string | undefined): string {
+  if (facts.issues !== undefined && facts.issues.length > 0) return zodText(facts.issues, tool)
+  const base = withoutStackFrames(facts.messages.join(': '))
+  if (code === 'tool_panic') {
+    const name = errorName(facts)
+    const what = base === '' ? '(unknown payload)' : name === undefined || base.startsWith(name) ? base : `${name}: ${base}`
+    return `Tool "${tool ?? 'unknown'}" panicked: ${what}`
+  }
+  let text = base
+  if (facts.status !== undefined && !text.includes(String(facts.status))) {
+    const reason = facts.statusText ?? REASONS[facts.status]
+    const saysReason = reason !== undefined && text.toLowerCase().includes(reason.toLowerCase())
+    const head = reason === undefined || saysReason ? `HTTP ${facts.status}` : `HTTP ${facts.status} ${reason}`
+    text = text === '' ? head : `${head}: ${text}`
+  }
+  if (facts.detail !== undefined && !text.includes(facts.detail)) text = text === '' ? facts.detail : `${text} (${facts.detail})`
+  return text === '' ? (errorName(facts) ?? code) : text
+}

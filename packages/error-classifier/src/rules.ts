@@ -1,0 +1,156 @@
+// biome-ignore-all lint/suspicious/noThenProperty: rules are { match, then } as the issue specifies; `then` is data, never callable, so no rule is a thenable
+import { z } from 'zod'
+
+const httpStatus = z.number().int().min(100).max(599)
+const oneOrMore = z.union([z.string().min(1).max(200), z.array(z.string().min(1).max(200)).min(1).max(100)])
+
+/** What a rule looks for. Every field given must match; a list matches any of its entries. */
+export const classifierMatchSchema = z
+  .object({
+    /** An HTTP status, a list of them, or a family: `'4xx'`, `'5xx'`. */
+    status: z.union([httpStatus, z.array(httpStatus).min(1).max(100), z.enum(['1xx', '2xx', '3xx', '4xx', '5xx'])]).optional(),
+    /** A string `code` on the error or any of its causes (`ECONNREFUSED`). */
+    code: oneOrMore.optional(),
+    /** The thrown value's `name` or constructor name (`AbortError`, `ZodError`). */
+    name: oneOrMore.optional(),
+    /** Case-insensitive text in the error's or its causes' messages. */
+    messageIncludes: oneOrMore.optional(),
+  })
+  .strict()
+
+/** What a matching rule produces. `retryable` defaults to `category === 'transient'`, `safeToRepeat` to false. */
+export const classifierOutcomeSchema = z
+  .object({
+    code: z.string().regex(/^[a-z][a-z0-9_]{0,63}$/, 'must be snake_case, like "rate_limited"'),
+    category: z.enum(['transient', 'recoverable', 'user', 'fatal']),
+    retryable: z.boolean().optional(),
+    safeToRepeat: z.boolean().optional(),
+    hint: z.string().min(1).max(500).optional(),
+  })
+  .strict()
+
+/**
+ * One classification rule, as data (the config file holds these). User rules run before the
+ * built-in ones; the first rule that matches wins.
+ *
+ * @example
+ * classifierRuleSchema.parse({ match: { status: 404 }, then: { code: 'no_such_order', category: 'recoverable', hint: 'ids look like ORD-2026-NNNNN' } })
+ */
+export const classifierRuleSchema = z
+  .object({
+    /** Names the rule in events and `details.rule`. */
+    id: z.string().min(1).max(100).optional(),
+    match: classifierMatchSchema,
+    then: classifierOutcomeSchema,
+  })
+  .strict()
+
+/** A list of rules, as the config package reads them. */
+export const classifierRulesSchema = z.array(classifierRuleSchema).max(1000)
+
+/** A rule as you write it. */
+export type ClassifierRule = z.input<typeof classifierRuleSchema>
+
+const NEVER_CONNECTED = ['ECONNREFUSED', 'ENOTFOUND', 'EAI_AGAIN', 'EHOSTUNREACH', 'ENETUNREACH', 'UND_ERR_CONNECT_TIMEOUT']
+const MAYBE_REACHED = [
+  'ECONNRESET',
+  'EPIPE',
+  'ETIMEDOUT',
+  'ECONNABORTED',
+  'UND_ERR_HEADERS_TIMEOUT',
+  'UND_ERR_BODY_TIMEOUT',
+  'UND_ERR_SOCKET',
+  'UND_ERR_CLOSED',
+]
+const UNREACHABLE_HINT = 'the service could not be reached; try again shortly'
+
+/**
+ * The built-in rules, in the order they are tried (after any user rules). Exported so the config
+ * package, docs and tests read the same table.
+ *
+ * @example
+ * builtinRules.find((rule) => rule.id === 'http_429')?.then.code // 'rate_limited'
+ */
+export const builtinRules: readonly ClassifierRule[] = Object.freeze([
+  {
+    id: 'abort',
+    match: { name: ['AbortError', 'APIUserAbortError'] },
+    then: { code: 'cancelled', category: 'recoverable', retryable: false },
+  },
+  {
+    id: 'timeout',
+    match: { name: ['TimeoutError', 'APIConnectionTimeoutError'] },
+    then: { code: 'timeout', category: 'transient', hint: 'try again, or ask for less at once' },
+  },
+  {
+    id: 'zod',
+    match: { name: 'ZodError' },
+    then: { code: 'invalid_arguments', category: 'recoverable', retryable: false, hint: 'fix the listed fields and call again' },
+  },
+  {
+    id: 'http_429',
+    match: { status: 429 },
+    then: { code: 'rate_limited', category: 'transient', safeToRepeat: true, hint: 'wait before calling this tool again' },
+  },
+  {
+    id: 'http_400',
+    match: { status: [400, 422] },
+    then: { code: 'invalid_arguments', category: 'recoverable', hint: 'the service rejected the request; fix the arguments' },
+  },
+  {
+    id: 'http_401',
+    match: { status: 401 },
+    then: { code: 'auth_required', category: 'user', hint: "the tool's credentials were refused; a person has to fix them" },
+  },
+  {
+    id: 'http_403',
+    match: { status: 403 },
+    then: { code: 'permission_denied', category: 'fatal', hint: 'this account may not do that; do not retry' },
+  },
+  {
+    id: 'http_404',
+    match: { status: [404, 410] },
+    then: { code: 'not_found', category: 'recoverable', hint: 'check the identifier or path' },
+  },
+  { id: 'http_408', match: { status: 408 }, then: { code: 'timeout', category: 'transient' } },
+  {
+    id: 'http_409',
+    match: { status: 409 },
+    then: { code: 'conflict', category: 'recoverable', hint: 'the resource changed; read it again before writing' },
+  },
+  { id: 'http_5xx', match: { status: [500, 502, 503, 504] }, then: { code: 'upstream_error', category: 'transient' } },
+  { id: 'http_4xx', match: { status: '4xx' }, then: { code: 'http_error', category: 'recoverable' } },
+  { id: 'http_5xx_other', match: { status: '5xx' }, then: { code: 'upstream_error', category: 'transient' } },
+  {
+    id: 'never_connected',
+    match: { code: NEVER_CONNECTED },
+    then: { code: 'network_error', category: 'transient', safeToRepeat: true, hint: UNREACHABLE_HINT },
+  },
+  { id: 'connection_lost', match: { code: MAYBE_REACHED }, then: { code: 'network_error', category: 'transient', hint: UNREACHABLE_HINT } },
+  { id: 'enoent', match: { code: 'ENOENT' }, then: { code: 'not_found', category: 'recoverable', hint: 'check the path' } },
+  {
+    id: 'not_a_file',
+    match: { code: ['EISDIR', 'ENOTDIR'] },
+    then: { code: 'invalid_arguments', category: 'recoverable', hint: 'check whether the path is a file or a directory' },
+  },
+  {
+    id: 'fetch_failed',
+    match: { name: 'TypeError', messageIncludes: 'fetch failed' },
+    then: { code: 'network_error', category: 'transient', hint: UNREACHABLE_HINT },
+  },
+  {
+    id: 'sdk_connection',
+    match: { name: 'APIConnectionError' },
+    then: { code: 'network_error', category: 'transient', hint: UNREACHABLE_HINT },
+  },
+  {
+    id: 'tool_bug',
+    match: { name: ['TypeError', 'ReferenceError', 'RangeError'] },
+    then: {
+      code: 'tool_panic',
+      category: 'recoverable',
+      retryable: false,
+      hint: 'this is a bug in the tool, not in your call; try another way',
+    },
+  },
+] satisfies ClassifierRule[])
