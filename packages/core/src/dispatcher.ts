@@ -66,9 +66,8 @@ async function parseArgs(tool: AnyTool, args: unknown): Promise<unknown> {
 
 /**
  * The innermost step of every stack: validates the arguments with the tool's schema, spends one
- * step of the run's budget, runs the tool and sets `ctx.result`. A result or a failure that arrives
- * after this attempt's signal aborted is replaced by the abort reason, so a timed-out attempt can
- * never change state.
+ * step of the run's budget, runs the tool and sets `ctx.result`. A result that arrives after this
+ * attempt's signal aborted is dropped, so a timed-out attempt can never change state.
  */
 export function createTerminal(toolNames: () => readonly string[]) {
   return async function terminal(ctx: ToolContext): Promise<void> {
@@ -78,19 +77,12 @@ export function createTerminal(toolNames: () => readonly string[]) {
     if (signal.aborted) throw abortReason(signal)
     const args = await parseArgs(tool, ctx.call.args)
     ctx.run.budget.spend(`tool:${tool.name}`)
-    let value: unknown
-    try {
-      value = await tool.execute(args, {
-        signal,
-        idempotencyKey: ctx.idempotencyKey,
-        attempt: ctx.attempt,
-        log: ctx.log,
-      })
-    } catch (err) {
-      // A failure after the abort is the tool reacting to it ("socket hang up"), not news: report the abort.
-      if (signal.aborted) throw abortReason(signal)
-      throw err
-    }
+    const value = await tool.execute(args, {
+      signal,
+      idempotencyKey: ctx.idempotencyKey,
+      attempt: ctx.attempt,
+      log: ctx.log,
+    })
     if (signal.aborted) throw abortReason(signal)
     ctx.result = { value }
   }
