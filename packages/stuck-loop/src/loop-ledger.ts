@@ -25,7 +25,7 @@ export type LoopEntry = {
 /** The per-run record under `run.state['stuck-loop']`. */
 export type LoopLedger = {
   version: 1
-  /** Counts every touch; orders entries without relying on key order, which JSON stores may not keep. */
+  /** Bumped by every touch and every removal; orders entries without relying on key order, which JSON stores may not keep. */
   tick: number
   calls: { [fingerprint: string]: LoopEntry }
 }
@@ -81,12 +81,23 @@ export function ledgerOf(state: Record<string, Json>, create = false): LoopLedge
   return fresh
 }
 
+// Which tools have entries, per ledger, valid while the ledger's tick is unchanged: every change
+// of the entry set bumps the tick, so the happy path answers without walking the entries.
+const toolIndex = new WeakMap<LoopLedger, { tick: number; tools: Set<string> }>()
+
 /** True when any entry belongs to `tool`: without one, a call of `tool` needs no fingerprint. */
 export function hasTool(ledger: LoopLedger, tool: string): boolean {
-  for (const fp in ledger.calls) {
-    if (ledger.calls[fp]?.tool === tool) return true
+  let index = toolIndex.get(ledger)
+  if (index === undefined || index.tick !== ledger.tick) {
+    const tools = new Set<string>()
+    for (const fp in ledger.calls) {
+      const name = ledger.calls[fp]?.tool
+      if (typeof name === 'string') tools.add(name)
+    }
+    index = { tick: ledger.tick, tools }
+    toolIndex.set(ledger, index)
   }
-  return false
+  return index.tools.has(tool)
 }
 
 /** The entry for `fp`, dropping it if it does not have the expected shape. */
@@ -95,6 +106,7 @@ export function entryOf(ledger: LoopLedger, fp: string): LoopEntry | undefined {
   const entry = ledger.calls[fp]
   if (isEntry(entry)) return entry
   delete ledger.calls[fp]
+  ledger.tick++
   return undefined
 }
 
@@ -160,7 +172,10 @@ export function recordFailure(entry: LoopEntry, outcome: string, lastError: stri
  */
 export function recordSuccess(ledger: LoopLedger, fp: string, value: string | undefined, tool: string, window: number): void {
   if (value === undefined) {
-    if (Object.hasOwn(ledger.calls, fp)) delete ledger.calls[fp]
+    if (Object.hasOwn(ledger.calls, fp)) {
+      delete ledger.calls[fp]
+      ledger.tick++
+    }
     return
   }
   const entry = touch(ledger, fp, tool, window)
@@ -187,6 +202,7 @@ export function recordSuccess(ledger: LoopLedger, fp: string, value: string | un
 export function resetStuckLoop(state: Record<string, Json>, options: { tool?: string } = {}): void {
   const ledger = ledgerOf(state)
   if (ledger === undefined) return
+  ledger.tick++
   if (options.tool === undefined) {
     ledger.calls = {}
     return

@@ -178,6 +178,16 @@ describe('stuckLoop: what counts as identical', () => {
     expect(third.error?.message).toContain('upstream took 998ms')
   })
 
+  it("notices a tool's first failure after other tools already failed", async () => {
+    const { world, stack, run, read } = setup()
+    await stack.dispatch({ id: 'u', name: 'other_tool', args: {} }, { run })
+    await read({ path: 'ok.rs' })
+    await read({ path: 'x' })
+    await read({ path: 'x' })
+    expect((await read({ path: 'x' })).error?.code).toBe('repeated_failure')
+    expect(world.invocations).toBe(3)
+  })
+
   it('counts calls of an unknown tool, so a misspelled name cannot loop forever', async () => {
     const { stack, run } = setup()
     const call = { id: 'c', name: 'raed_file', args: { path: 'a' } }
