@@ -13,8 +13,10 @@ export function equalJitter(options?: ExponentialOptions): Backoff {
   return {
     capMs,
     next(attempt, _error, random) {
-      const half = exponentialCeiling(baseMs, capMs, attempt) / 2
-      return half + unitDraw(random) * half
+      const ceiling = exponentialCeiling(baseMs, capMs, attempt)
+      const half = ceiling / 2
+      // min(): with subnormal ceilings the halves do not add back up exactly.
+      return Math.min(ceiling, half + unitDraw(random) * (ceiling - half))
     },
   }
 }
