@@ -13,6 +13,13 @@ function refuse(message: string, hint: string): ToolError {
   return new ToolError('invalid_arguments', message, { category: 'recoverable', retryable: false, hint })
 }
 
+function tooLarge(maxBytes: number): ToolError {
+  return refuse(
+    `arguments are too large: over ${maxBytes} bytes`,
+    'send smaller arguments, or pass a reference (an id or a path) instead of the content',
+  )
+}
+
 /**
  * Parses and checks untrusted arguments before any layer hashes, stores or logs them:
  * JSON text is parsed, oversized or over-deep values and prototype-polluting keys are refused.
@@ -21,12 +28,7 @@ function refuse(message: string, hint: string): ToolError {
 export function guardArgs(raw: unknown, limits: ArgsLimits): unknown {
   let args = raw
   if (typeof raw === 'string') {
-    if (raw.length > limits.maxBytes) {
-      throw refuse(
-        `arguments are too large: over ${limits.maxBytes} bytes`,
-        'send smaller arguments, or pass a reference (an id or a path) instead of the content',
-      )
-    }
+    if (raw.length > limits.maxBytes) throw tooLarge(limits.maxBytes)
     const text = raw.trim()
     if (text === '') {
       args = {}
@@ -49,17 +51,29 @@ export function guardArgs(raw: unknown, limits: ArgsLimits): unknown {
       if (depth > limits.maxDepth) {
         throw refuse(`arguments are nested too deeply: over ${limits.maxDepth} levels`, 'flatten the arguments')
       }
-      const proto = Object.getPrototypeOf(value)
-      if (!Array.isArray(value) && proto !== Object.prototype && proto !== null) {
-        throw refuse('arguments must be plain JSON values', 'send objects, arrays, strings, numbers, booleans and null only')
-      }
       bytes += 2
-      for (const key of Object.keys(value)) {
-        if (FORBIDDEN_KEYS.has(key)) {
-          throw refuse(`arguments contain the forbidden key "${key}"`, 'remove the __proto__, constructor and prototype keys')
+      if (Array.isArray(value)) {
+        // By index, counting holes as null: a sparse array of huge length must not pass as empty,
+        // and a wide one must be refused after reading about as much as the cap, not all of it.
+        const length = value.length
+        for (let i = 0; i < length; i++) {
+          bytes += 1
+          if (bytes > limits.maxBytes) throw tooLarge(limits.maxBytes)
+          stack.push([value[i], depth + 1])
         }
-        bytes += key.length + 4
-        stack.push([(value as Record<string, unknown>)[key], depth + 1])
+      } else {
+        const proto = Object.getPrototypeOf(value)
+        if (proto !== Object.prototype && proto !== null) {
+          throw refuse('arguments must be plain JSON values', 'send objects, arrays, strings, numbers, booleans and null only')
+        }
+        for (const key of Object.keys(value)) {
+          if (FORBIDDEN_KEYS.has(key)) {
+            throw refuse(`arguments contain the forbidden key "${key}"`, 'remove the __proto__, constructor and prototype keys')
+          }
+          bytes += key.length + 4
+          if (bytes > limits.maxBytes) throw tooLarge(limits.maxBytes)
+          stack.push([(value as Record<string, unknown>)[key], depth + 1])
+        }
       }
     } else if (typeof value === 'function' || typeof value === 'symbol' || typeof value === 'bigint') {
       throw refuse(
@@ -69,12 +83,7 @@ export function guardArgs(raw: unknown, limits: ArgsLimits): unknown {
     } else {
       bytes += 8
     }
-    if (bytes > limits.maxBytes) {
-      throw refuse(
-        `arguments are too large: over ${limits.maxBytes} bytes`,
-        'send smaller arguments, or pass a reference (an id or a path) instead of the content',
-      )
-    }
+    if (bytes > limits.maxBytes) throw tooLarge(limits.maxBytes)
   }
   return args
 }
