@@ -9,8 +9,9 @@ export interface ArgsLimits {
 
 const FORBIDDEN_KEYS = new Set(['__proto__', 'constructor', 'prototype'])
 
+/** Refused before any layer or tool saw the call, so nothing reached the world: safe to repeat, like a schema refusal. */
 function refuse(message: string, hint: string): ToolError {
-  return new ToolError('invalid_arguments', message, { category: 'recoverable', retryable: false, hint })
+  return new ToolError('invalid_arguments', message, { category: 'recoverable', retryable: false, safeToRepeat: true, hint })
 }
 
 function tooLarge(maxBytes: number): ToolError {
