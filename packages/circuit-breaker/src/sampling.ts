@@ -14,7 +14,7 @@ export const samplingOptionsSchema = z
     /** How many slices the window is cut into; old slices drop out whole. Default 10. */
     buckets: z.number().int().min(1).max(1000).default(10),
   })
-  .refine((o) => o.windowMs >= o.buckets, { message: 'windowMs must be at least buckets (one millisecond per bucket)', path: ['windowMs'] })
+  .refine((o) => o.windowMs >= o.buckets, { message: 'must be at least buckets (one millisecond per bucket)', path: ['windowMs'] })
 
 export type SamplingOptions = z.input<typeof samplingOptionsSchema>
 

@@ -1,0 +1,194 @@
+import { createRun, createStack, defineTool, type Logger, OptionsError, ToolError } from '@shallot/core'
+import { manualClock } from '@shallot/testing'
+import { describe, expect, it } from 'vitest'
+import { z } from 'zod'
+import { type BreakerStateChange, circuitBreaker, consecutive, sampling } from './index.js'
+
+/** A tool that fails while `sick.value` is true. */
+function sickTool() {
+  const sick = { value: true, calls: 0 }
+  const tool = defineTool({
+    name: 'search',
+    description: 'Search the web',
+    input: z.object({}),
+    effect: 'read',
+    execute: () => {
+      sick.calls++
+      if (sick.value) throw new ToolError('upstream_error', 'search answered 503')
+      return 'hits'
+    },
+  })
+  return { tool, sick }
+}
+
+const call = (id: string) => ({ id, name: 'search', args: {} })
+
+function capturingLogger() {
+  const lines: Array<{ level: string; obj: object; msg: string | undefined }> = []
+  const logger: Logger = {
+    debug: () => {},
+    info: (obj, msg) => void lines.push({ level: 'info', obj, msg }),
+    warn: (obj, msg) => void lines.push({ level: 'warn', obj, msg }),
+    error: (obj, msg) => void lines.push({ level: 'error', obj, msg }),
+    child: () => logger,
+  }
+  return { logger, lines }
+}
+
+describe('state changes', () => {
+  it('logs, emits and reports every state change with key, from, to and reason, in order', async () => {
+    const clock = manualClock()
+    const { tool, sick } = sickTool()
+    const { logger, lines } = capturingLogger()
+    const changes: BreakerStateChange[] = []
+    const breaker = circuitBreaker({ policy: consecutive({ threshold: 2 }), cooldownMs: 1000, onStateChange: (c) => changes.push(c) })
+    const stack = createStack({ middleware: [breaker], tools: [tool], clock, logger })
+    await stack.dispatch(call('1'))
+    const opening = await stack.dispatch(call('2'))
+    expect(opening.trace.map((e) => e.type)).toEqual(['breaker.failure', 'breaker.state'])
+    expect(opening.trace[1]).toMatchObject({ key: 'search', from: 'closed', to: 'open', reason: '2 consecutive failures' })
+    await clock.advance(1000)
+    sick.value = false
+    const probe = await stack.dispatch(call('3'))
+    expect(probe.trace.map((e) => (e.type === 'breaker.state' ? `${e.from}->${e.to}` : e.type))).toEqual([
+      'open->half-open',
+      'breaker.probe',
+      'half-open->closed',
+    ])
+
+    expect(changes).toEqual([
+      { key: 'search', from: 'closed', to: 'open', reason: '2 consecutive failures', at: 0, runId: 'default' },
+      { key: 'search', from: 'open', to: 'half-open', reason: 'cooldown of 1000 ms elapsed', at: 1000, runId: 'default' },
+      { key: 'search', from: 'half-open', to: 'closed', reason: 'probe succeeded', at: 1000, runId: 'default' },
+    ])
+    const logged = lines.filter((l) => l.msg === 'circuit breaker state change').map((l) => l.obj)
+    expect(logged).toEqual(changes.map(({ key, from, to, reason }) => ({ key, from, to, reason })))
+  })
+
+  it('logs a throwing onStateChange and carries on', async () => {
+    const { tool } = sickTool()
+    const { logger, lines } = capturingLogger()
+    const breaker = circuitBreaker({
+      policy: consecutive({ threshold: 1 }),
+      onStateChange: () => {
+        throw new Error('dashboard is down')
+      },
+    })
+    const stack = createStack({ middleware: [breaker], tools: [tool], logger })
+    expect((await stack.dispatch(call('1'))).error?.code).toBe('upstream_error')
+    expect((await stack.dispatch(call('2'))).error?.code).toBe('circuit_open')
+    expect(lines.some((l) => l.level === 'error' && l.msg === 'circuit breaker onStateChange threw')).toBe(true)
+  })
+})
+
+describe('describeTool', () => {
+  it('marks an open tool UNAVAILABLE with the seconds left, until it half-opens', async () => {
+    const clock = manualClock()
+    const { tool } = sickTool()
+    const stack = createStack({ middleware: [circuitBreaker({ policy: consecutive({ threshold: 1 }) })], tools: [tool], clock })
+    const run = createRun()
+    expect(stack.describeTool(tool, run)).toBeUndefined()
+    await stack.dispatch(call('1'))
+    expect(stack.describeTool(tool, run)).toBe('UNAVAILABLE: circuit open, retry in 30s')
+    await clock.advance(17_500)
+    expect(stack.describeTool(tool, run)).toBe('UNAVAILABLE: circuit open, retry in 13s')
+    await clock.advance(12_500)
+    expect(stack.describeTool(tool, run)).toBeUndefined()
+  })
+
+  it("reads a run-scoped breaker's state from the run it is asked about", async () => {
+    const { tool } = sickTool()
+    const stack = createStack({ middleware: [circuitBreaker({ policy: consecutive({ threshold: 1 }), scope: 'run' })], tools: [tool] })
+    const [sickRun, otherRun] = [createRun(), createRun()]
+    await stack.dispatch(call('1'), { run: sickRun })
+    expect(stack.describeTool(tool, sickRun)).toMatch(/^UNAVAILABLE: circuit open, retry in \d+s$/)
+    expect(stack.describeTool(tool, otherRun)).toBeUndefined()
+  })
+})
+
+describe('half-open and cooldown', () => {
+  it('admits exactly halfOpenProbes concurrent probes', async () => {
+    const clock = manualClock()
+    let calls = 0
+    const gate: Array<() => void> = []
+    const tool = defineTool({
+      name: 'search',
+      description: '',
+      input: z.object({}),
+      effect: 'read',
+      execute: () => {
+        calls++
+        if (calls === 1) throw new ToolError('timeout', 'slow')
+        return new Promise<string>((resolve) => gate.push(() => resolve('hits')))
+      },
+    })
+    const stack = createStack({
+      middleware: [circuitBreaker({ policy: consecutive({ threshold: 1 }), cooldownMs: 1000, halfOpenProbes: 3 })],
+      tools: [tool],
+      clock,
+    })
+    await stack.dispatch(call('1'))
+    await clock.advance(1000)
+    const results = Array.from({ length: 10 }, (_, i) => stack.dispatch(call(`p${i}`)))
+    await clock.advance(0)
+    expect(calls).toBe(4)
+    for (const open of gate) open()
+    const settled = await Promise.all(results)
+    expect(settled.filter((r) => r.ok)).toHaveLength(3)
+  })
+
+  it('grows the cooldown each time a probe fails, and honours a longer retryAfterMs from the failure', async () => {
+    const clock = manualClock()
+    const { tool } = sickTool()
+    const stack = createStack({
+      middleware: [circuitBreaker({ policy: consecutive({ threshold: 1 }), cooldownMs: 1000, cooldownGrowth: 2, maxCooldownMs: 3000 })],
+      tools: [tool],
+      clock,
+    })
+    await stack.dispatch(call('1'))
+    const waits: Array<number | undefined> = []
+    for (let i = 0; i < 3; i++) {
+      const refused = await stack.dispatch(call(`r${i}`))
+      waits.push(refused.error?.retryAfterMs)
+      await clock.advance(refused.error?.retryAfterMs ?? 0)
+      await stack.dispatch(call(`probe${i}`))
+    }
+    expect(waits).toEqual([1000, 2000, 3000])
+
+    const limited = createStack({ middleware: [circuitBreaker({ policy: consecutive({ threshold: 1 }) })], tools: [rateLimited()], clock })
+    await limited.dispatch({ id: 'x', name: 'quota', args: {} })
+    expect((await limited.dispatch({ id: 'y', name: 'quota', args: {} })).error?.retryAfterMs).toBe(120_000)
+  })
+})
+
+function rateLimited() {
+  return defineTool({
+    name: 'quota',
+    description: '',
+    input: z.object({}),
+    execute: () => {
+      throw new ToolError('rate_limited', '429 Too Many Requests', { retryAfterMs: 120_000 })
+    },
+  })
+}
+
+describe('options', () => {
+  it.each([
+    [{ cooldownMs: -1 }, /option cooldownMs: .*\(got -1\)/],
+    [{ threshold: 3 }, /threshold/],
+    [{ policy: { threshold: 3 } }, /option policy: must be consecutive/],
+    [{ cooldownMs: 5000, maxCooldownMs: 1000 }, /option maxCooldownMs: must be at least cooldownMs \(5000\)/],
+    [{ halfOpenProbes: 0 }, /option halfOpenProbes/],
+    [{ scope: 'global' }, /option scope/],
+    [{ isFailure: true }, /option isFailure: must be a function/],
+  ])('refuses %j with a message that names the option', (options, message) => {
+    expect(() => circuitBreaker(options as never)).toThrow(OptionsError)
+    expect(() => circuitBreaker(options as never)).toThrow(message)
+  })
+
+  it('validates policy options too', () => {
+    expect(() => consecutive({ threshold: 0 })).toThrow(/consecutive\(\): option threshold/)
+    expect(() => sampling({ failureRatio: 1.5 })).toThrow(/sampling\(\): option failureRatio/)
+    expect(() => sampling({ windowMs: 5, buckets: 10 })).toThrow(/option windowMs: must be at least buckets/)
+  })
+})

@@ -1,0 +1,195 @@
+import { createRun, createStack, defineTool, type Json, type Logger, OptionsError, ToolError } from '@shallot/core'
+import { manualClock } from '@shallot/testing'
+import { describe, expect, it } from 'vitest'
+import { z } from 'zod'
+import { type BreakerStore, circuitBreaker, consecutive, memoryBreakerStore, RUN_STATE_KEY } from './index.js'
+
+/** `fetch_url` fails for every host listed in `down`. */
+function fetchTool(down: Set<string>) {
+  let calls = 0
+  const tool = defineTool({
+    name: 'fetch_url',
+    description: 'Fetch a URL',
+    input: z.object({ url: z.string() }),
+    effect: 'read',
+    execute: ({ url }) => {
+      calls++
+      if (down.has(new URL(url).host)) throw new ToolError('upstream_error', `${url} answered 503`)
+      return `body of ${url}`
+    },
+  })
+  return {
+    tool,
+    get calls() {
+      return calls
+    },
+  }
+}
+
+const get = (host: string, id = host) => ({ id, name: 'fetch_url', args: { url: `https://${host}/x` } })
+const hostKey = (ctx: { call: { args: unknown } }) => new URL((ctx.call.args as { url: string }).url).host
+const code = async (p: Promise<{ error?: { code: string } }>) => (await p).error?.code ?? 'ok'
+
+describe('scope', () => {
+  it('shares one breaker across every run of the stack by default', async () => {
+    const f = fetchTool(new Set(['a.test']))
+    const stack = createStack({ middleware: [circuitBreaker({ policy: consecutive({ threshold: 2 }) })], tools: [f.tool] })
+    const [runA, runB] = [createRun({ id: 'a' }), createRun({ id: 'b' })]
+    await stack.dispatch(get('a.test'), { run: runA })
+    await stack.dispatch(get('a.test'), { run: runB })
+    expect(await code(stack.dispatch(get('a.test'), { run: createRun() }))).toBe('circuit_open')
+  })
+
+  it("keeps a run-scoped breaker's counts as JSON in that run's state, apart from other runs", async () => {
+    const f = fetchTool(new Set(['a.test']))
+    const stack = createStack({ middleware: [circuitBreaker({ policy: consecutive({ threshold: 2 }), scope: 'run' })], tools: [f.tool] })
+    const [runA, runB] = [createRun({ id: 'a' }), createRun({ id: 'b' })]
+    await stack.dispatch(get('a.test'), { run: runA })
+    await stack.dispatch(get('a.test'), { run: runB })
+    await stack.dispatch(get('a.test'), { run: runA })
+    expect(await code(stack.dispatch(get('a.test'), { run: runA }))).toBe('circuit_open')
+    expect(await code(stack.dispatch(get('a.test'), { run: runB }))).toBe('upstream_error')
+    const state = runA.state[RUN_STATE_KEY] as Record<string, Json>
+    expect(state.fetch_url).toMatchObject({ circuit: 'open', failures: 2 })
+    expect(JSON.parse(JSON.stringify(runA.state))).toEqual(runA.state)
+  })
+
+  it('resumes a run-scoped count from a checkpoint', async () => {
+    const f = fetchTool(new Set(['a.test']))
+    const clock = manualClock()
+    const middleware = () => [circuitBreaker({ policy: consecutive({ threshold: 2 }), scope: 'run' })]
+    const before = createRun({ id: 'r' })
+    await createStack({ middleware: middleware(), tools: [f.tool], clock }).dispatch(get('a.test'), { run: before })
+    const checkpoint = JSON.parse(JSON.stringify(before.state)) as Record<string, Json>
+
+    const resumed = createRun({ id: 'r', state: checkpoint })
+    const stack = createStack({ middleware: middleware(), tools: [f.tool], clock })
+    await stack.dispatch(get('a.test'), { run: resumed })
+    expect(await code(stack.dispatch(get('a.test'), { run: resumed }))).toBe('circuit_open')
+    expect(f.calls).toBe(2)
+  })
+
+  it("restarts the cooldown of a checkpoint written under another process's clock instead of staying open until that clock's time", async () => {
+    const f = fetchTool(new Set(['a.test']))
+    const options = { policy: consecutive({ threshold: 1 }), scope: 'run' as const }
+    const before = createRun({ id: 'r' })
+    const old = createStack({ middleware: [circuitBreaker(options)], tools: [f.tool], clock: manualClock(50_000_000) })
+    await old.dispatch(get('a.test'), { run: before })
+
+    const clock = manualClock(0)
+    const resumed = createRun({ id: 'r', state: JSON.parse(JSON.stringify(before.state)) })
+    const breaker = circuitBreaker(options)
+    const stack = createStack({ middleware: [breaker], tools: [f.tool], clock })
+    expect(stack.describeTool(f.tool, resumed)).toBe('UNAVAILABLE: circuit open, retry in 30s')
+    expect((await stack.dispatch(get('a.test'), { run: resumed })).error?.retryAfterMs).toBe(30_000)
+    await clock.advance(30_000)
+    await stack.dispatch(get('a.test'), { run: resumed })
+    expect(f.calls).toBe(2)
+  })
+
+  it('reads a corrupt checkpoint entry as a closed circuit and overwrites it', async () => {
+    const f = fetchTool(new Set(['a.test']))
+    const run = createRun({ state: { [RUN_STATE_KEY]: { fetch_url: 'garbage' } } })
+    const stack = createStack({ middleware: [circuitBreaker({ policy: consecutive({ threshold: 1 }), scope: 'run' })], tools: [f.tool] })
+    expect(await code(stack.dispatch(get('a.test'), { run }))).toBe('upstream_error')
+    expect(await code(stack.dispatch(get('a.test'), { run }))).toBe('circuit_open')
+  })
+
+  it('refuses a store for a run-scoped breaker', () => {
+    expect(() => circuitBreaker({ scope: 'run', store: memoryBreakerStore() })).toThrow(OptionsError)
+  })
+})
+
+describe('keys', () => {
+  it('keeps one circuit per key, so one sick host does not block the others', async () => {
+    const f = fetchTool(new Set(['down.test']))
+    const breaker = circuitBreaker({ key: hostKey, policy: consecutive({ threshold: 1 }) })
+    const stack = createStack({ middleware: [breaker], tools: [f.tool] })
+    await stack.dispatch(get('down.test'))
+    const refused = await stack.dispatch(get('down.test'))
+    expect(refused.error?.message).toMatch(
+      /^tool 'fetch_url' \(down\.test\) temporarily unavailable: circuit breaker open after 1 failure\./,
+    )
+    expect(stack.describeTool(f.tool, createRun())).toBe('UNAVAILABLE (down.test): circuit open, retry in 30s')
+    expect(await code(stack.dispatch(get('up.test')))).toBe('ok')
+    expect(stack.describeTool(f.tool, createRun())).toBeUndefined()
+  })
+
+  it('lets a call whose key is undefined bypass the breaker', async () => {
+    const f = fetchTool(new Set(['down.test']))
+    const stack = createStack({
+      middleware: [circuitBreaker({ key: () => undefined, policy: consecutive({ threshold: 1 }) })],
+      tools: [f.tool],
+    })
+    for (let i = 0; i < 5; i++) expect(await code(stack.dispatch(get('down.test', `${i}`)))).toBe('upstream_error')
+  })
+
+  it('forgets the least recently used key past maxKeys, never one in use', async () => {
+    const f = fetchTool(new Set(['a.test', 'b.test', 'c.test']))
+    const stack = createStack({
+      middleware: [circuitBreaker({ key: hostKey, policy: consecutive({ threshold: 1 }), maxKeys: 2 })],
+      tools: [f.tool],
+    })
+    await stack.dispatch(get('a.test'))
+    await stack.dispatch(get('b.test'))
+    expect(await code(stack.dispatch(get('a.test')))).toBe('circuit_open') // a is now the most recently used
+    await stack.dispatch(get('c.test')) // evicts b
+    expect(await code(stack.dispatch(get('a.test')))).toBe('circuit_open')
+    expect(await code(stack.dispatch(get('b.test')))).toBe('upstream_error')
+  })
+
+  it("bounds a run-scoped breaker's keys in run.state, dropping closed circuits before open ones", async () => {
+    const f = fetchTool(new Set(['down.test']))
+    const stack = createStack({
+      middleware: [circuitBreaker({ key: hostKey, policy: consecutive({ threshold: 1 }), scope: 'run', maxKeys: 3 })],
+      tools: [f.tool],
+    })
+    const run = createRun()
+    await stack.dispatch(get('down.test'), { run })
+    for (let i = 0; i < 20; i++) await stack.dispatch(get(`h${i}.test`), { run })
+    const bucket = run.state[RUN_STATE_KEY] as Record<string, Json>
+    expect(Object.keys(bucket).length).toBeLessThanOrEqual(3)
+    expect(await code(stack.dispatch(get('down.test'), { run }))).toBe('circuit_open')
+  })
+})
+
+describe('store', () => {
+  it('shares circuits between two stacks through one store, even an async one', async () => {
+    const shared = memoryBreakerStore()
+    const store: BreakerStore = { get: async (key) => shared.get(key), update: async (key, change) => shared.update(key, change) }
+    const f = fetchTool(new Set(['a.test']))
+    const options = { store, policy: consecutive({ threshold: 2 }) }
+    const worker1 = createStack({ middleware: [circuitBreaker(options)], tools: [f.tool] })
+    const worker2 = createStack({ middleware: [circuitBreaker(options)], tools: [f.tool] })
+    await worker1.dispatch(get('a.test'))
+    await worker2.dispatch(get('a.test'))
+    expect(await code(worker1.dispatch(get('a.test')))).toBe('circuit_open')
+    expect(worker2.describeTool(f.tool, createRun())).toMatch(/^UNAVAILABLE/)
+    expect((await store.get('fetch_url'))?.circuit).toBe('open')
+  })
+
+  it('falls back to local state, logs and emits when the store fails', async () => {
+    const warnings: string[] = []
+    const logger: Logger = {
+      debug() {},
+      info() {},
+      warn: (_obj, msg) => void warnings.push(msg ?? ''),
+      error() {},
+      child: () => logger,
+    }
+    const store: BreakerStore = {
+      get: () => undefined,
+      update: () => Promise.reject(new Error('ECONNREFUSED redis:6379')),
+    }
+    const f = fetchTool(new Set(['a.test']))
+    const stack = createStack({ middleware: [circuitBreaker({ store, policy: consecutive({ threshold: 2 }) })], tools: [f.tool], logger })
+    const types: string[] = []
+    stack.on((e) => types.push(e.type))
+    await stack.dispatch(get('a.test'))
+    await stack.dispatch(get('a.test'))
+    expect(await code(stack.dispatch(get('a.test')))).toBe('circuit_open')
+    expect(f.calls).toBe(2)
+    expect(types.filter((t) => t === 'breaker.store_error')).toHaveLength(5)
+    expect(warnings).toContain('circuit breaker store failed; using local state')
+  })
+})
