@@ -14,8 +14,12 @@ export const memoryStoreOptionsSchema = z
 
 export type MemoryStoreOptions = z.input<typeof memoryStoreOptionsSchema>
 
-/** The in-process store: one process only, gone when the process ends. */
+/** The in-process store: one process only, gone when the process ends. Every method answers synchronously. */
 export interface MemoryStore extends IdempotencyStore {
+  begin(key: string, argsHash: string, leaseMs: number, ttlMs: number): BeginResult
+  complete(key: string, token: string, result: StoredResult, ttlMs: number): boolean
+  release(key: string, token: string): boolean
+  markUnknown(key: string, token: string, ttlMs: number): boolean
   /** Records held now, expired ones not yet dropped included. */
   readonly size: number
   /** Drops every record. */

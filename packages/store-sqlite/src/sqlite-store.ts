@@ -1,0 +1,152 @@
+import { randomUUID } from 'node:crypto'
+import { parseOptions } from '@shallot/core'
+import type { BeginResult, IdempotencyStore, StoredResult } from '@shallot/idempotency'
+import Database from 'better-sqlite3'
+import { z } from 'zod'
+
+/** An open better-sqlite3 connection (an interface, so declarations can name it). */
+export interface SqliteDatabase extends Database.Database {}
+
+const isFunction = (value: unknown) => typeof value === 'function'
+const isDatabase = (value: unknown) =>
+  typeof value === 'object' &&
+  value !== null &&
+  isFunction((value as SqliteDatabase).prepare) &&
+  isFunction((value as SqliteDatabase).pragma)
+
+/** Options of {@link sqliteStore}: give `path` or an open `database`, not both. */
+export const sqliteStoreOptionsSchema = z
+  .object({
+    /** The database file, created when missing. Every process that shares it shares the records. */
+    path: z.string().min(1).optional(),
+    /** An open better-sqlite3 connection instead of `path`; the store never closes it. */
+    database: z.custom<SqliteDatabase>(isDatabase, 'must be an open better-sqlite3 Database').optional(),
+    /** The table of records, created when missing. Default `shallot_idempotency`. */
+    tableName: z
+      .string()
+      .regex(/^[A-Za-z_][A-Za-z0-9_]{0,62}$/, 'must be a plain SQL identifier: letters, digits and "_", not starting with a digit')
+      .default('shallot_idempotency'),
+    /** Wall-clock milliseconds for leases and TTLs, the one clock all processes on the file share. Default `Date.now`. */
+    now: z.custom<() => number>(isFunction, 'must be a function () => number').optional(),
+    /** How long a statement waits for another process's write lock before failing. Default 5000 ms. */
+    busyTimeoutMs: z.number().int().nonnegative().default(5000),
+  })
+  .strict()
+  .refine((o) => (o.path === undefined) !== (o.database === undefined), {
+    message: 'give either path or database (exactly one)',
+    path: ['path'],
+  })
+
+export type SqliteStoreOptions = z.input<typeof sqliteStoreOptionsSchema>
+
+/** A durable idempotency store on one SQLite file. Every method answers synchronously (better-sqlite3 is synchronous). */
+export interface SqliteStore extends IdempotencyStore {
+  begin(key: string, argsHash: string, leaseMs: number, ttlMs: number): BeginResult
+  complete(key: string, token: string, result: StoredResult, ttlMs: number): boolean
+  release(key: string, token: string): boolean
+  markUnknown(key: string, token: string, ttlMs: number): boolean
+  /** The connection in use. */
+  readonly database: SqliteDatabase
+  /** Closes the connection if the store opened it (from `path`); a connection passed in stays open. */
+  close(): void
+}
+
+interface Row {
+  args_hash: string
+  state: 'pending' | 'done' | 'unknown'
+  token: string
+  lease_until: number
+  expires_at: number
+  result: string | null
+}
+
+/** Expired rows dropped per new record: enough to keep up, small enough to keep `begin` short. */
+const SWEEP_BATCH = 16
+
+/**
+ * The idempotency store protocol on better-sqlite3 (12.x): WAL journal, a busy timeout, and
+ * `BEGIN IMMEDIATE` around `begin`, so several processes can share one file safely and records
+ * survive restarts. Leases and TTLs run on the wall clock (`Date.now`), the only clock processes
+ * share: keep the machines' clocks in sync if the file is on shared storage (better: don't).
+ *
+ * @example
+ * const store = sqliteStore({ path: 'agent-state.db' })
+ * const stack = createStack({ tools: [chargeCard], middleware: [idempotency({ store })] })
+ */
+export function sqliteStore(options: SqliteStoreOptions): SqliteStore {
+  const opts = parseOptions('sqliteStore()', sqliteStoreOptionsSchema, options)
+  const owned = opts.database === undefined
+  const db = opts.database ?? new Database(opts.path as string)
+  const now = opts.now ?? Date.now
+  const table = `"${opts.tableName}"`
+  try {
+    db.pragma(`busy_timeout = ${opts.busyTimeoutMs}`)
+    db.pragma('journal_mode = WAL')
+    if (owned) db.pragma('synchronous = FULL')
+    db.exec(
+      `CREATE TABLE IF NOT EXISTS ${table} (
+        key TEXT PRIMARY KEY NOT NULL,
+        args_hash TEXT NOT NULL,
+        state TEXT NOT NULL CHECK (state IN ('pending', 'done', 'unknown')),
+        token TEXT NOT NULL,
+        lease_until INTEGER NOT NULL,
+        expires_at INTEGER NOT NULL,
+        result TEXT
+      ) WITHOUT ROWID;
+      CREATE INDEX IF NOT EXISTS "${opts.tableName}_expires_at" ON ${table} (expires_at);`,
+    )
+  } catch (err) {
+    if (owned) db.close()
+    throw err
+  }
+
+  const select = db.prepare<[string], Row>(`SELECT args_hash, state, token, lease_until, expires_at, result FROM ${table} WHERE key = ?`)
+  const insert = db.prepare<[string, string, string, number, number]>(
+    `INSERT OR REPLACE INTO ${table} (key, args_hash, state, token, lease_until, expires_at, result) VALUES (?, ?, 'pending', ?, ?, ?, NULL)`,
+  )
+  const sweep = db.prepare<[number]>(
+    `DELETE FROM ${table} WHERE key IN (SELECT key FROM ${table} WHERE expires_at <= ? LIMIT ${SWEEP_BATCH})`,
+  )
+  // Every settle is one statement (atomic on its own) that matches only a live pending row of this token.
+  const owner = `key = @key AND token = @token AND state = 'pending' AND expires_at > @now`
+  const toDone = db.prepare(`UPDATE ${table} SET state = 'done', result = @result, expires_at = @expiresAt WHERE ${owner}`)
+  const toUnknown = db.prepare(`UPDATE ${table} SET state = 'unknown', expires_at = @expiresAt WHERE ${owner}`)
+  const remove = db.prepare(`DELETE FROM ${table} WHERE ${owner}`)
+
+  const beginTx = db.transaction((key: string, argsHash: string, leaseMs: number, ttlMs: number): BeginResult => {
+    const at = now()
+    const row = select.get(key)
+    if (row === undefined || row.expires_at <= at) {
+      sweep.run(at)
+      const token = randomUUID()
+      insert.run(key, argsHash, token, at + leaseMs, at + leaseMs + ttlMs)
+      return { status: 'new', token }
+    }
+    if (row.args_hash !== argsHash) return { status: 'mismatch' }
+    if (row.state === 'done') return { status: 'done', result: row.result === null ? {} : (JSON.parse(row.result) as StoredResult) }
+    if (row.state === 'unknown') return { status: 'unknown', reason: 'recorded' }
+    return row.lease_until > at ? { status: 'in_flight' } : { status: 'unknown', reason: 'lease_expired' }
+  })
+
+  return {
+    database: db,
+    begin(key, argsHash, leaseMs, ttlMs) {
+      // IMMEDIATE takes the write lock before reading, so two processes cannot both see the key free.
+      return beginTx.immediate(key, argsHash, leaseMs, ttlMs)
+    },
+    complete(key, token, result, ttlMs) {
+      const at = now()
+      return toDone.run({ key, token, now: at, result: JSON.stringify(result), expiresAt: at + ttlMs }).changes === 1
+    },
+    release(key, token) {
+      return remove.run({ key, token, now: now() }).changes === 1
+    },
+    markUnknown(key, token, ttlMs) {
+      const at = now()
+      return toUnknown.run({ key, token, now: at, expiresAt: at + ttlMs }).changes === 1
+    },
+    close() {
+      if (owned && db.open) db.close()
+    },
+  }
+}
