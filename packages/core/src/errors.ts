@@ -52,7 +52,11 @@ const LOOP_ERROR = Symbol.for('shallot.LoopError')
 export const MAX_MESSAGE_LENGTH = 2000
 
 function capText(text: string, max = MAX_MESSAGE_LENGTH): string {
-  return text.length <= max ? text : `${text.slice(0, max)}… [truncated ${text.length - max} chars]`
+  if (text.length <= max) return text
+  // Never cut between the two halves of a surrogate pair: a lone half is not valid Unicode.
+  const code = text.charCodeAt(max - 1)
+  const end = code >= 0xd800 && code <= 0xdbff ? max - 1 : max
+  return `${text.slice(0, end)}… [truncated ${text.length - end} chars]`
 }
 
 const DEFAULT_CATEGORY: Record<string, ErrorCategory> = {

@@ -33,5 +33,8 @@ export function renderValue(value: unknown): string {
 /** Cuts text over `max` characters, leaving a marker that says how much was cut. */
 export function truncate(text: string, max: number): string {
   if (text.length <= max) return text
-  return `${text.slice(0, max)}\n… [output truncated: ${text.length - max} more characters]`
+  // Never cut between the two halves of a surrogate pair: a lone half is not valid Unicode.
+  const code = text.charCodeAt(max - 1)
+  const end = code >= 0xd800 && code <= 0xdbff ? max - 1 : max
+  return `${text.slice(0, end)}\n… [output truncated: ${text.length - end} more characters]`
 }
