@@ -32,9 +32,13 @@ export function canonicalJson(value: unknown): string {
     seen.add(obj)
     let out: string
     if (Array.isArray(obj)) {
-      out = `[${obj.map((item) => write(item)).join(',')}]`
+      // By index, not map(): map skips the holes of a sparse array and join would write `[,1]`.
+      const items: string[] = []
+      for (let i = 0; i < obj.length; i++) items.push(write(obj[i]))
+      out = `[${items.join(',')}]`
     } else if (obj instanceof Date) {
-      out = JSON.stringify(obj.toISOString())
+      // An invalid date is null, as in JSON.stringify; toISOString() would throw.
+      out = Number.isNaN(obj.getTime()) ? 'null' : JSON.stringify(obj.toISOString())
     } else {
       const record = obj as Record<string, unknown>
       const parts: string[] = []
