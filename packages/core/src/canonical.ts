@@ -57,13 +57,11 @@ export function canonicalJson(value: unknown): string {
 
 /**
  * A stable, short hex digest (SHA-256, 32 hex characters) of the canonical JSON of `value`.
+ * A string is hashed as the JSON string it is, so `'1'` and `1` never share a digest.
  *
  * @example
  * hashOf({ a: 1, b: 2 }) === hashOf({ b: 2, a: 1 }) // true
  */
 export function hashOf(value: unknown): string {
-  return createHash('sha256')
-    .update(typeof value === 'string' ? value : canonicalJson(value))
-    .digest('hex')
-    .slice(0, 32)
+  return createHash('sha256').update(canonicalJson(value)).digest('hex').slice(0, 32)
 }
