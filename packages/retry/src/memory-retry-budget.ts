@@ -2,9 +2,15 @@ import { parseOptions } from '@shallot/core'
 import { z } from 'zod'
 import type { RetryBudgetStore } from './retry-budget-store.js'
 
-/** Options of {@link memoryRetryBudget}. */
+/**
+ * Options of {@link memoryRetryBudget}: `capacity` in tokens (default 500).
+ *
+ * @example
+ * memoryRetryBudgetOptionsSchema.parse({}) // { capacity: 500 }
+ */
 export const memoryRetryBudgetOptionsSchema = z.object({ capacity: z.number().min(0).max(1_000_000_000).default(500) }).strict()
 
+/** What {@link memoryRetryBudget} accepts. */
 export type MemoryRetryBudgetOptions = z.input<typeof memoryRetryBudgetOptionsSchema>
 
 /** An in-memory retry budget: a token bucket that starts full. */

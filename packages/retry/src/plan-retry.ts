@@ -2,10 +2,20 @@ import type { ToolEffect, ToolError } from '@shallot/core'
 import { type Backoff, MAX_DELAY_MS } from './backoff/backoff.js'
 import { canRepeat } from './can-repeat.js'
 
-/** Retries granted past the original call, whatever the policy says (the seeds' `MAX_RECOVERY_ATTEMPTS`). */
+/**
+ * Retries granted past the original call, whatever the policy says (the seeds' `MAX_RECOVERY_ATTEMPTS`).
+ *
+ * @example
+ * retry({ maxAttempts: 100 }) // the 6th failure ends the run: LoopError('recovery_exhausted', { attempts: 6 })
+ */
 export const MAX_RECOVERY_ATTEMPTS = 5
 
-/** The hard ceiling on calls of one logical tool call: the original one plus {@link MAX_RECOVERY_ATTEMPTS}. */
+/**
+ * The hard ceiling on calls of one logical tool call: the original one plus {@link MAX_RECOVERY_ATTEMPTS}.
+ *
+ * @example
+ * if (loopError.details.attempts === MAX_TOTAL_CALLS) report('the tool kept failing')
+ */
 export const MAX_TOTAL_CALLS = MAX_RECOVERY_ATTEMPTS + 1
 
 /**

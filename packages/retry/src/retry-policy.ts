@@ -2,7 +2,12 @@ import { closest } from '@shallot/core'
 import { z } from 'zod'
 import { checkBaseCap, delayMsSchema } from './backoff/backoff.js'
 
-/** The named backoffs a policy (or a config file) may choose. */
+/**
+ * The named backoffs a policy (or a config file) may choose.
+ *
+ * @example
+ * BACKOFF_NAMES.includes(config.backoff)
+ */
 export const BACKOFF_NAMES = ['full-jitter', 'equal-jitter', 'decorrelated-jitter', 'exponential', 'constant', 'none'] as const
 
 /** One of {@link BACKOFF_NAMES}. */

@@ -175,6 +175,20 @@ describe('retry: counted executions through a real stack', () => {
   })
 })
 
+describe('retry: the quickstart scene', () => {
+  it('a flaky read tool fails twice with 503 and succeeds on the third attempt, after two jittered waits', async () => {
+    const { seen, dispatch, clock } = setup('read', [unavailable(), unavailable(), 'ok'])
+    const result = await dispatch()
+    expect(result).toMatchObject({ ok: true, attempts: 3, value: 'done on call 3' })
+    expect(seen.executions).toBe(3)
+    const delays = result.trace.filter((e) => e.type === 'retry').map((e) => e.delayMs as number)
+    expect(delays).toHaveLength(2)
+    expect(delays[0]).toBeLessThanOrEqual(500)
+    expect(delays[1]).toBeLessThanOrEqual(1000)
+    expect(clock.now()).toBeCloseTo((delays[0] ?? 0) + (delays[1] ?? 0), 6)
+  })
+})
+
 describe('retry: policy', () => {
   it('honours maxAttempts and perCode overrides', async () => {
     const a = setup('read', [unavailable()], { maxAttempts: 2 })

@@ -15,7 +15,12 @@ const backoffOption = z.union([z.enum(BACKOFF_NAMES), z.custom<Backoff>(isBackof
   error: (issue) => unknownBackoffMessage(issue.input, true),
 })
 
-/** `retry()`'s options: the plain-data policy, plus a backoff object and a retry budget store where code wants them. */
+/**
+ * `retry()`'s options: the plain-data policy, plus a backoff object and a retry budget store where code wants them.
+ *
+ * @example
+ * retryOptionsSchema.safeParse({ backoff: fullJitter(), retryBudget: memoryRetryBudget() }).success // true
+ */
 export const retryOptionsSchema = z
   .object({
     ...retryPolicyShape,
@@ -42,6 +47,7 @@ export const retryOptionsSchema = z
     }
   })
 
+/** What `retry()` accepts (every field optional). */
 export type RetryOptions = z.input<typeof retryOptionsSchema>
 
 /** How many calls a timeout gets unless `perCode.timeout` says otherwise: the original one and one retry. */
@@ -89,12 +95,14 @@ export function retry(options?: RetryOptions | Backoff): Middleware {
   }
 
   function giveBack(ctx: ToolContext): void {
+    let done: unknown
     try {
-      const done = store?.refill(refund)
-      if (done instanceof Promise) done.catch((err: unknown) => ctx.log.warn({ err }, 'retry budget store failed to refill'))
+      done = store?.refill(refund)
     } catch (err) {
-      ctx.log.warn({ err }, 'retry budget store failed to refill')
+      refillFailed(ctx, err)
+      return
     }
+    if (isThenable(done)) done.then(undefined, (err: unknown) => refillFailed(ctx, err))
   }
 
   return async function retry(ctx: ToolContext, next: Next): Promise<void> {
@@ -144,6 +152,15 @@ export function retry(options?: RetryOptions | Backoff): Middleware {
       return
     }
   }
+}
+
+function isThenable(value: unknown): value is PromiseLike<unknown> {
+  return typeof (value as PromiseLike<unknown> | undefined)?.then === 'function'
+}
+
+// A lost refill only makes the bucket stricter for a while; it must never fail the call that succeeded.
+function refillFailed(ctx: ToolContext, err: unknown): void {
+  ctx.log.warn({ err }, 'retry budget store failed to refill')
 }
 
 async function wait(ctx: ToolContext, ms: number, signal: AbortSignal): Promise<void> {

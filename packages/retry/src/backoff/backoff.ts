@@ -1,7 +1,12 @@
 import type { ToolError } from '@shallot/core'
 import { z } from 'zod'
 
-/** What a backoff answers: wait this many milliseconds, then repeat; or `'stop'`: do not repeat. */
+/**
+ * What a backoff answers: wait this many milliseconds, then repeat; or `'stop'`: do not repeat.
+ *
+ * @example
+ * const decision: BackoffDecision = attempt > 3 ? 'stop' : 1000
+ */
 export type BackoffDecision = number | 'stop'
 
 /**
@@ -20,18 +25,28 @@ export interface Backoff {
   readonly capMs?: number
 }
 
-/** Longest single wait: the largest delay a JavaScript timer can hold (about 24.8 days); longer would fire at once. */
+/**
+ * Longest single wait: the largest delay a JavaScript timer can hold (about 24.8 days); longer would fire at once.
+ *
+ * @example
+ * constant(MAX_DELAY_MS + 1) // throws OptionsError: constant(): option ms: must be at most 2147483647 ms …
+ */
 export const MAX_DELAY_MS = 2_147_483_647
 
-/** A delay option: finite, not negative, at most {@link MAX_DELAY_MS}. */
+/**
+ * A delay option: finite, not negative, at most {@link MAX_DELAY_MS}.
+ *
+ * @example
+ * z.object({ ms: delayMsSchema })
+ */
 export const delayMsSchema = z
   .number()
   .min(0)
   .max(MAX_DELAY_MS, { error: `must be at most ${MAX_DELAY_MS} ms (the longest timer delay)` })
 
-/** Default first ceiling of the exponential family. */
+/** Default first ceiling of the exponential family (internal). */
 export const DEFAULT_BASE_MS = 500
-/** Default largest delay of the exponential family. */
+/** Default largest delay of the exponential family (internal). */
 export const DEFAULT_CAP_MS = 8000
 
 /**
@@ -48,13 +63,19 @@ export function checkBaseCap(options: { baseMs?: number | undefined; capMs?: num
   ctx.addIssue({ code: 'custom', path: ['baseMs'], message: `must not exceed capMs (${capMs})${note}` })
 }
 
-/** Options of the exponential family: `baseMs` (first ceiling, default 500) and `capMs` (largest ceiling, default 8000). */
+/**
+ * Options of the exponential family: `baseMs` (first ceiling, default 500) and `capMs` (largest ceiling, default 8000).
+ *
+ * @example
+ * exponentialOptionsSchema.parse({ capMs: 4000 }) // { baseMs: 500, capMs: 4000 }
+ */
 export const exponentialOptionsSchema = z
   .object({ baseMs: delayMsSchema.optional(), capMs: delayMsSchema.optional() })
   .strict()
   .superRefine(checkBaseCap)
   .transform((options) => ({ baseMs: options.baseMs ?? DEFAULT_BASE_MS, capMs: options.capMs ?? DEFAULT_CAP_MS }))
 
+/** What `fullJitter`, `equalJitter`, `decorrelatedJitter` and `exponential` accept. */
 export type ExponentialOptions = z.input<typeof exponentialOptionsSchema>
 
 /**
