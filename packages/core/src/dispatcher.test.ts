@@ -163,6 +163,13 @@ describe('dispatcher: results and soft errors', () => {
     expect(result.value).toBe('x'.repeat(250))
   })
 
+  it('never cuts tool output between the halves of a surrogate pair', async () => {
+    const emoji = defineTool({ name: 'emoji', description: '', input: z.object({}), effect: 'read', execute: () => `a${'😀'.repeat(10)}` })
+    const stack = createStack({ tools: [emoji], limits: { maxOutputChars: 4 } })
+    const result = await stack.dispatch({ id: 'c1', name: 'emoji', args: {} })
+    expect(result.content).toBe('a😀\n… [output truncated: 18 more characters]')
+  })
+
   it('caps output at 20,000 characters by default and renders non-string values as compact JSON', async () => {
     const huge = defineTool({
       name: 'huge',

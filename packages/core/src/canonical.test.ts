@@ -1,0 +1,120 @@
+import { createHash } from 'node:crypto'
+import fc from 'fast-check'
+import { describe, expect, it } from 'vitest'
+import { canonicalJson, hashOf, type Json } from './index.js'
+
+/** The same JSON value with the keys of every object in another order, chosen by `order`. */
+function reorder(value: Json, order: (keys: string[]) => string[]): Json {
+  if (Array.isArray(value)) return value.map((item) => reorder(item, order))
+  if (value === null || typeof value !== 'object') return value
+  // fromEntries defines own properties, so a generated "__proto__" key stays a plain key.
+  return Object.fromEntries(order(Object.keys(value)).map((key) => [key, reorder(value[key] as Json, order)]))
+}
+
+/** What JSON itself cannot tell apart: -0 and 0. */
+function normalise(value: Json): Json {
+  if (typeof value === 'number') return value === 0 ? 0 : value
+  if (Array.isArray(value)) return value.map(normalise)
+  if (value === null || typeof value !== 'object') return value
+  return Object.fromEntries(Object.entries(value).map(([key, item]) => [key, normalise(item)]))
+}
+
+const sha = (text: string) => createHash('sha256').update(text).digest('hex').slice(0, 32)
+
+describe('canonicalJson: laws', () => {
+  it('does not depend on the order of keys, at any depth', () => {
+    fc.assert(
+      fc.property(fc.jsonValue(), fc.gen(), (value, g) => {
+        const shuffled = reorder(value as Json, (keys) => g(fc.shuffledSubarray, keys, { minLength: keys.length }))
+        expect(canonicalJson(shuffled)).toBe(canonicalJson(value))
+      }),
+    )
+  })
+
+  it('does not depend on whitespace or formatting of the JSON text it came from', () => {
+    fc.assert(
+      fc.property(fc.jsonValue(), (value) => {
+        expect(canonicalJson(JSON.parse(JSON.stringify(value, null, 2)))).toBe(canonicalJson(value))
+      }),
+    )
+  })
+
+  it('is valid JSON that reads back as the same value', () => {
+    fc.assert(
+      fc.property(fc.jsonValue(), (value) => {
+        expect(JSON.parse(canonicalJson(value))).toEqual(normalise(value as Json))
+      }),
+    )
+  })
+
+  it('spells a number the same however the JSON text wrote it (1, 1.0, 1e0, 10e-1)', () => {
+    fc.assert(
+      fc.property(fc.integer({ min: -1_000_000, max: 1_000_000 }), (n) => {
+        const expected = canonicalJson({ n })
+        for (const text of [`${n}`, `${n}.0`, `${n}.000`, `${n}e0`, `${n * 10}e-1`]) {
+          expect(canonicalJson(JSON.parse(`{"n": ${text}}`))).toBe(expected)
+        }
+      }),
+    )
+    expect(canonicalJson(JSON.parse('[1.0, -0, 0.50, 1E3]'))).toBe('[1,0,0.5,1000]')
+  })
+})
+
+describe('canonicalJson: cases', () => {
+  it('sorts keys at every depth and keeps array order', () => {
+    expect(canonicalJson({ b: [3, { d: 1, c: 2 }], a: 'x' })).toBe('{"a":"x","b":[3,{"c":2,"d":1}]}')
+  })
+
+  it('drops undefined members as JSON does, and writes undefined array items as null', () => {
+    expect(canonicalJson({ a: undefined, b: 1, f: () => 1 })).toBe('{"b":1}')
+    expect(canonicalJson([undefined, () => 1])).toBe('[null,null]')
+  })
+
+  it('writes the holes of a sparse array as null, so the output stays valid JSON', () => {
+    // biome-ignore lint/suspicious/noSparseArray: the case is exactly a sparse array
+    const sparse = [, 1, , 2]
+    expect(canonicalJson(sparse)).toBe('[null,1,null,2]')
+    expect(canonicalJson(sparse)).toBe(JSON.stringify(sparse))
+  })
+
+  it('spells out what JSON cannot hold instead of throwing', () => {
+    const cyclic: Record<string, unknown> = { a: 1 }
+    cyclic.self = cyclic
+    expect(canonicalJson(cyclic)).toBe('{"a":1,"self":"[circular]"}')
+    expect(canonicalJson({ n: 10n })).toBe('{"n":"10n"}')
+    expect(canonicalJson([Number.NaN, Number.POSITIVE_INFINITY])).toBe('["NaN","Infinity"]')
+    expect(canonicalJson(new Date(0))).toBe('"1970-01-01T00:00:00.000Z"')
+    expect(() => canonicalJson({ when: new Date(Number.NaN) })).not.toThrow()
+    expect(canonicalJson({ when: new Date(Number.NaN) })).toBe('{"when":null}')
+  })
+
+  it('writes a value shared twice (not a cycle) in full both times', () => {
+    const shared = { id: 1 }
+    expect(canonicalJson({ a: shared, b: shared })).toBe('{"a":{"id":1},"b":{"id":1}}')
+  })
+})
+
+describe('hashOf', () => {
+  it('is the first 32 hex characters of the SHA-256 of the canonical JSON, and stays so', () => {
+    expect(hashOf({ b: 2, a: 1 })).toBe(sha('{"a":1,"b":2}'))
+    expect(hashOf({ b: 2, a: 1 })).toBe('43258cff783fe7036d8a43033f830adf')
+    expect(hashOf(['read_file', { path: 'src/main.rs' }])).toMatch(/^[0-9a-f]{32}$/)
+  })
+
+  it('is equal for equal values whatever their key order, and differs for different values', () => {
+    fc.assert(
+      fc.property(fc.jsonValue(), fc.gen(), (value, g) => {
+        const shuffled = reorder(value as Json, (keys) => g(fc.shuffledSubarray, keys, { minLength: keys.length }))
+        expect(hashOf(shuffled)).toBe(hashOf(value))
+      }),
+    )
+    expect(hashOf({ a: 1 })).not.toBe(hashOf({ a: 2 }))
+  })
+
+  it('hashes a string as the JSON string it is, so it never collides with the value it spells', () => {
+    expect(hashOf('x')).toBe(sha('"x"'))
+    expect(hashOf('1')).not.toBe(hashOf(1))
+    expect(hashOf('null')).not.toBe(hashOf(null))
+    expect(hashOf('{"a":1}')).not.toBe(hashOf({ a: 1 }))
+  })
+})
