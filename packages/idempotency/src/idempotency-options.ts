@@ -10,7 +10,12 @@ export type KeyFunction = (ctx: ToolContext, args: unknown) => string
 /** Computes a call's scope (for example its tenant) from its context. */
 export type ScopeFunction = (ctx: ToolContext) => string
 
-/** Options of `idempotency()`; every field is optional. */
+/**
+ * Options of `idempotency()`; every field is optional. Exported for config loaders that validate ahead of time.
+ *
+ * @example
+ * idempotencyOptionsSchema.parse({ scope: 'tenant-a', keyFrom: 'orderRef' })
+ */
 export const idempotencyOptionsSchema = z
   .object({
     /** Where records live. Default: a fresh `memoryStore()` (one process). Use `sqliteStore()` to survive restarts. */

@@ -53,7 +53,12 @@ export interface IdempotencyStore {
   markUnknown(key: string, token: string, ttlMs: number): Awaitable<boolean>
 }
 
-/** True for anything that has the four protocol methods. */
+/**
+ * True for anything that has the four protocol methods.
+ *
+ * @example
+ * if (!isIdempotencyStore(candidate)) throw new TypeError('not an idempotency store')
+ */
 export function isIdempotencyStore(value: unknown): value is IdempotencyStore {
   if (typeof value !== 'object' || value === null) return false
   const store = value as Record<string, unknown>

@@ -180,6 +180,21 @@ describe('idempotency: duplicates across processes (manual clock)', () => {
     expect(runs()).toBe(1)
   })
 
+  it('refuses every in-process duplicate behind the polling call at once after waitMs, not one waitMs each', async () => {
+    const { clock, a, b, open, runs } = twoProcesses({ waitMs: 1000, pollMs: 250 })
+    const first = a.dispatch(call())
+    const duplicates = Array.from({ length: 5 }, (_, i) => b.dispatch(call(undefined, `b${i}`)))
+    await clock.advance(1000)
+    const settled = await Promise.race([Promise.all(duplicates), new Promise((resolve) => setImmediate(() => resolve('still waiting')))])
+    expect(settled).not.toBe('still waiting')
+    const results = await Promise.all(duplicates)
+    expect(results.map((r) => r.error?.code)).toEqual(['conflict', 'conflict', 'conflict', 'conflict', 'conflict'])
+    expect(results[1]?.trace.map((e) => e.type)).toEqual(['idempotency.waiting', 'idempotency.refused'])
+    open()
+    await first
+    expect(runs()).toBe(1)
+  })
+
   it('answers outcome_unknown once the other worker’s lease ran out without a word', async () => {
     const { clock, a, b, runs } = twoProcesses({ pollMs: 100, waitMs: 10_000, leaseMs: 500 })
     void a.dispatch(call()) // never answers: the worker "crashed" while holding the key

@@ -7,7 +7,7 @@ import {
   parseOptions,
   type ToolContext,
   type ToolEffect,
-  type ToolError,
+  ToolError,
 } from '@shallot/core'
 import { argsHashOf, derivedKey, keyProblem, scopeProblem, storeKeyOf } from './idempotency-key.js'
 import { type IdempotencyOptions, idempotencyOptionsSchema } from './idempotency-options.js'
@@ -154,12 +154,19 @@ export function idempotency(options?: IdempotencyOptions): Middleware {
     }
   }
 
-  /** Runs the call as the one owner of its key in this process; resolves to what waiting duplicates should see. */
-  async function lead(ctx: ToolContext, next: Next, call: Guarded): Promise<SharedOutcome> {
-    const claimed = await claim(ctx, call)
+  /** Runs the call as the one owner of its key in this process, and tells `share` what waiting duplicates should see. */
+  async function lead(ctx: ToolContext, next: Next, call: Guarded, share: (outcome: SharedOutcome) => void): Promise<void> {
+    let claimed: string | StoredResult
+    try {
+      claimed = await claim(ctx, call)
+    } catch (err) {
+      if (ToolError.is(err)) share({ argsHash: call.argsHash, ok: false, refusal: err })
+      throw err
+    }
     if (typeof claimed !== 'string') {
       replay(ctx, call, claimed.value, 'store')
-      return { argsHash: call.argsHash, ok: true, json: claimed.value === undefined ? undefined : JSON.stringify(claimed.value) }
+      share({ argsHash: call.argsHash, ok: true, json: claimed.value === undefined ? undefined : JSON.stringify(claimed.value) })
+      return
     }
     // A budget step is spent right before every attempt reaches the tool: if none was spent, nothing ran.
     const stepsBefore = ctx.run.budget.used
@@ -178,7 +185,7 @@ export function idempotency(options?: IdempotencyOptions): Middleware {
     } catch (err) {
       storeFailed(ctx, call, 'complete', err)
     }
-    return { argsHash: call.argsHash, ok: true, json }
+    share({ argsHash: call.argsHash, ok: true, json })
   }
 
   return async function idempotency(ctx: ToolContext, next: Next): Promise<void> {
@@ -195,10 +202,10 @@ export function idempotency(options?: IdempotencyOptions): Middleware {
     for (let running = calls.get(call.storeKey); running !== undefined; running = calls.get(call.storeKey)) {
       ctx.emit('idempotency.waiting', { key, where: 'in_process' })
       const outcome = await waitFor(running, ctx.signal)
-      if (outcome?.ok === true && outcome.argsHash === argsHash) {
-        replay(ctx, call, outcome.json === undefined ? undefined : JSON.parse(outcome.json), 'in_process')
-        return
-      }
+      if (outcome?.argsHash !== argsHash) continue
+      if (!outcome.ok) throw refuse(ctx, call, outcome.refusal)
+      replay(ctx, call, outcome.json === undefined ? undefined : JSON.parse(outcome.json), 'in_process')
+      return
     }
     let settle!: (outcome: SharedOutcome | undefined) => void
     calls.set(
@@ -209,7 +216,9 @@ export function idempotency(options?: IdempotencyOptions): Middleware {
     )
     let outcome: SharedOutcome | undefined
     try {
-      outcome = await lead(ctx, next, call)
+      await lead(ctx, next, call, (shared) => {
+        outcome = shared
+      })
     } finally {
       calls.delete(call.storeKey)
       settle(outcome)

@@ -2,7 +2,12 @@ import { parseOptions, systemClock } from '@shallot/core'
 import { z } from 'zod'
 import type { BeginResult, IdempotencyStore, StoredResult } from './idempotency-store.js'
 
-/** Options of {@link memoryStore}. */
+/**
+ * Options of {@link memoryStore}.
+ *
+ * @example
+ * memoryStoreOptionsSchema.parse({ maxEntries: 1000 })
+ */
 export const memoryStoreOptionsSchema = z
   .object({
     /** Most records kept; past it the least recently used settled record goes. Default 10,000. */

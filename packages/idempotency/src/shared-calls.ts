@@ -1,13 +1,14 @@
-import { abortReason } from '@shallot/core'
+import { abortReason, type ToolError } from '@shallot/core'
 import type { IdempotencyStore } from './idempotency-store.js'
 
-/** How a call that others waited for ended: its arguments hash and, on success, its value as JSON text. */
-export interface SharedOutcome {
-  readonly argsHash: string
-  /** `undefined`: it failed (waiters go back to the store), or returned nothing (`ok` tells). */
-  readonly json: string | undefined
-  readonly ok: boolean
-}
+/**
+ * How a call that others waited for ended: a success (its value as JSON text, `undefined` for no
+ * value), or a refusal before the tool ran (conflict, outcome_unknown, …) that identical waiters share.
+ * A call that ran and failed shares nothing: waiters go back to the store, which knows what it recorded.
+ */
+export type SharedOutcome =
+  | { readonly argsHash: string; readonly ok: true; readonly json: string | undefined }
+  | { readonly argsHash: string; readonly ok: false; readonly refusal: ToolError }
 
 /** Calls in flight in this process, per store key, so duplicates wait instead of polling the store. */
 export type SharedCalls = Map<string, Promise<SharedOutcome | undefined>>

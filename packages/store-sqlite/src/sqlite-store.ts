@@ -14,7 +14,12 @@ const isDatabase = (value: unknown) =>
   isFunction((value as SqliteDatabase).prepare) &&
   isFunction((value as SqliteDatabase).pragma)
 
-/** Options of {@link sqliteStore}: give `path` or an open `database`, not both. */
+/**
+ * Options of {@link sqliteStore}: give `path` or an open `database`, not both.
+ *
+ * @example
+ * sqliteStoreOptionsSchema.parse({ path: 'agent-state.db', tableName: 'idempotency' })
+ */
 export const sqliteStoreOptionsSchema = z
   .object({
     /** The database file, created when missing. Every process that shares it shares the records. */
