@@ -26,8 +26,10 @@ export function closest(input: string, candidates: Iterable<string>): string | u
   let bestDistance = Number.POSITIVE_INFINITY
   for (const candidate of candidates) {
     const d = distance(needle, candidate.toLowerCase())
-    const limit = Math.max(2, Math.ceil(Math.max(needle.length, candidate.length) / 3))
-    if (d <= limit && d < bestDistance) {
+    const longer = Math.max(needle.length, candidate.length)
+    const limit = Math.max(2, Math.ceil(longer / 3))
+    // The floor of 2 forgives short names a typo or two, but a name with nothing in common ('rm' for 'ls') is no typo.
+    if (d <= limit && d < longer && d < bestDistance) {
       best = candidate
       bestDistance = d
     }
