@@ -91,6 +91,17 @@ describe('dispatcher: unknown tools', () => {
   })
 })
 
+describe('dispatcher: suggestions for short names', () => {
+  it('suggests a short name one typo away, but not one with nothing in common', async () => {
+    const tool = (name: string) => defineTool({ name, description: '', input: z.object({}), effect: 'read', execute: () => name })
+    const stack = createStack({ tools: [tool('ls'), tool('cat')] })
+    const typo = await stack.dispatch({ id: 'c1', name: 'lss', args: {} })
+    expect(typo.error?.message).toBe("Tool not found: lss. Available: ls, cat. Did you mean 'ls'?")
+    const unrelated = await stack.dispatch({ id: 'c2', name: 'rm', args: {} })
+    expect(unrelated.error?.message).toBe('Tool not found: rm. Available: ls, cat.')
+  })
+})
+
 describe('dispatcher: argument validation', () => {
   const search = defineTool({
     name: 'search',
