@@ -56,7 +56,8 @@ export function canonicalJson(value: unknown): string {
 }
 
 /**
- * A stable, short hex digest (SHA-256, 32 hex characters) of the canonical JSON of `value`.
+ * A stable, short hex digest (SHA-256, 32 hex characters) of the canonical JSON of `value`
+ * (a string is hashed as its JSON form, so `hashOf('{"a":1}')` and `hashOf({ a: 1 })` differ).
  * A string is hashed as the JSON string it is, so `'1'` and `1` never share a digest.
  *
  * @example

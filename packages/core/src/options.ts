@@ -22,7 +22,12 @@ function received(input: unknown, path: readonly PropertyKey[]): string {
   if (value === undefined) return ''
   let text: string
   try {
-    text = typeof value === 'function' ? 'a function' : (JSON.stringify(value) ?? String(value))
+    text =
+      typeof value === 'function'
+        ? 'a function'
+        : typeof value === 'number' && !Number.isFinite(value)
+          ? String(value)
+          : (JSON.stringify(value) ?? String(value))
   } catch {
     text = String(value)
   }

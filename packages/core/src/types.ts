@@ -105,7 +105,7 @@ export interface ToolContext {
   attempt: number
   /** Set by idempotency; forwarded to the tool. */
   idempotencyKey?: string
-  result?: ToolOutput
+  result?: ToolOutput | undefined
   readonly log: Logger
   readonly clock: Clock
   readonly random: () => number
