@@ -1,6 +1,6 @@
 import fc from 'fast-check'
 import { describe, expect, it } from 'vitest'
-import { type BreakerMachineConfig, type BreakerState, breakerMachine, consecutive, type Ticket } from './index.js'
+import { type BreakerMachineConfig, type BreakerState, breakerMachine, consecutive, sampling, type Ticket } from './index.js'
 
 const config = (overrides: Partial<BreakerMachineConfig> = {}): BreakerMachineConfig => ({
   policy: consecutive({ threshold: 2 }),
@@ -29,6 +29,28 @@ describe('breakerMachine', () => {
     expect(a).toMatchObject({ pass: true, probe: 0, generation: 0, changes: [] })
     expect(a.state).toBe(machine.initial)
     expect(machine.settle(a.state, a, 'success', 1).state).toBe(machine.initial)
+  })
+
+  it('admits to a closed circuit without a time, and to no other circuit', () => {
+    const machine = breakerMachine(config())
+    expect(machine.admitClosed(undefined)).toMatchObject({ pass: true, probe: 0, state: machine.initial })
+    expect(machine.admitClosed(opened(machine))).toBeUndefined()
+  })
+
+  it('calls a settlement quiet only when it would change and decide nothing', () => {
+    const machine = breakerMachine(config())
+    const closed = machine.admit(undefined, 0)
+    const once = fail(machine, undefined, 0).state
+    expect(machine.quiet(undefined, closed, 'success')).toBe(true)
+    expect(machine.quiet(undefined, closed, 'neutral')).toBe(true)
+    expect(machine.quiet(undefined, closed, 'failure')).toBe(false)
+    expect(machine.quiet(once, closed, 'success')).toBe(false)
+    const state = opened(machine)
+    const probe = machine.admit(state, 1000)
+    expect(machine.quiet(probe.state, probe, 'neutral')).toBe(false)
+    expect(machine.quiet(state, closed, 'success')).toBe(false)
+    const sampled = breakerMachine(config({ policy: sampling() }))
+    expect(sampled.quiet(undefined, closed, 'success')).toBe(false)
   })
 
   it('opens on the policy’s word, with its reason, and bumps the generation', () => {

@@ -74,6 +74,10 @@ export interface BreakerMachine {
   readonly initial: BreakerState
   /** Lets a call in, or refuses it. Moves open to half-open on the first call after the cooldown. */
   admit(state: BreakerState | undefined, now: number): Admission
+  /** The admission of a call to a closed circuit, which needs no time; `undefined` when the circuit is not closed. */
+  admitClosed(state: BreakerState | undefined): Admission | undefined
+  /** True when settling this outcome would change nothing and decide nothing, so it needs neither time nor a write. */
+  quiet(state: BreakerState | undefined, ticket: Ticket, outcome: Outcome): boolean
   /** Applies the outcome of an admitted call. */
   settle(state: BreakerState | undefined, ticket: Ticket, outcome: Outcome, now: number, retryAfterMs?: number): Settlement
   /** Milliseconds until an open circuit half-opens (0 when it may now); `undefined` when not open. */
@@ -141,14 +145,33 @@ export function breakerMachine(config: BreakerMachineConfig): BreakerMachine {
     return { pass: false, state, generation: state.generation, probe: 0, retryAfterMs, changes, expired }
   }
 
+  function admitClosed(stored: BreakerState | undefined): Admission | undefined {
+    const state = stored ?? initial
+    if (state.circuit !== 'closed') return undefined
+    return { pass: true, state, generation: state.generation, probe: 0, retryAfterMs: undefined, changes: NONE, expired: 0 }
+  }
+
   return {
     initial,
+    admitClosed,
+
+    quiet(stored, ticket, outcome) {
+      if (ticket.probe !== 0) return false
+      if (outcome === 'neutral') return true
+      const state = stored ?? initial
+      return (
+        outcome === 'success' &&
+        state.circuit === 'closed' &&
+        state.generation === ticket.generation &&
+        policy.idle?.(state.counts) === true
+      )
+    },
 
     admit(stored, now) {
-      let state = stored === undefined ? initial : rebase(stored, now)
-      if (state.circuit === 'closed') {
-        return { pass: true, state, generation: state.generation, probe: 0, retryAfterMs: undefined, changes: NONE, expired: 0 }
-      }
+      // Admitting to a closed circuit needs no time, so a state from another clock is rebased when it settles.
+      const closed = admitClosed(stored)
+      if (closed !== undefined) return closed
+      let state = rebase(stored as BreakerState, now)
       let changes = NONE
       if (state.circuit === 'open') {
         const remaining = state.openedAt + state.openMs - now

@@ -163,7 +163,10 @@ export function circuitBreaker(options?: CircuitBreakerOptions): Middleware {
   }
 
   function settle(ctx: ToolContext, key: string, ticket: Ticket, outcome: Outcome, error: unknown): void | Promise<void> {
-    if (outcome === 'neutral' && ticket.probe === 0) return
+    if (shared === undefined) {
+      const current = runStates === undefined ? local.peek(key) : runStates.get(ctx.run, key)
+      if (machine.quiet(current, ticket, outcome)) return
+    } else if (ticket.probe === 0 && outcome === 'neutral') return
     const now = ctx.clock.now()
     const retryAfterMs = outcome === 'failure' && ToolError.is(error) ? error.retryAfterMs : undefined
     const done = apply(ctx, key, (current) => machine.settle(current, ticket, outcome, now, retryAfterMs))
@@ -188,9 +191,14 @@ export function circuitBreaker(options?: CircuitBreakerOptions): Middleware {
     }
     lastClock = ctx.clock
     const signal = ctx.signal
-    const now = ctx.clock.now()
-    const pending = apply(ctx, key, (current) => machine.admit(current, now))
-    const admission = isPromise(pending) ? await pending : pending
+    // The happy path (a closed circuit, in local or run state) reads neither the clock nor writes anything.
+    let admission =
+      shared === undefined ? machine.admitClosed(runStates === undefined ? local.get(key) : runStates.get(ctx.run, key)) : undefined
+    if (admission === undefined) {
+      const now = ctx.clock.now()
+      const pending = apply(ctx, key, (current) => machine.admit(current, now))
+      admission = isPromise(pending) ? await pending : pending
+    }
     report(ctx, key, admission.changes)
     if (admission.expired > 0) ctx.emit('breaker.probe_expired', { key, count: admission.expired })
     if (!admission.pass) {

@@ -33,6 +33,7 @@ export function consecutive(options?: ConsecutiveOptions): FailurePolicy<Consecu
       !Array.isArray(value) &&
       Number.isInteger(value.failures) &&
       (value.failures as number) >= 0,
+    idle: (counts) => counts.failures === 0,
     record: (counts, failed) => (failed ? { failures: counts.failures + 1 } : counts.failures === 0 ? counts : ZERO),
     shouldOpen: (counts) => (counts.failures >= threshold ? `${counts.failures} consecutive failures` : undefined),
     failures: (counts) => counts.failures,

@@ -20,6 +20,11 @@ export interface FailurePolicy<Counts extends Json = Json> {
   isCounts(value: Json): value is Counts
   /** The counts after one verdict at `now`. Returns `counts` itself when nothing changed, so nothing is written. */
   record(counts: Counts, failed: boolean, now: number): Counts
+  /**
+   * Optional: true when a success would leave `counts` unchanged whenever it happened. Lets the
+   * breaker skip the clock and the store on the happy path; leave it out when unsure.
+   */
+  idle?(counts: Counts): boolean
   /** Why the circuit should open now ("2 consecutive failures"), or `undefined` to stay closed. */
   shouldOpen(counts: Counts, now: number): string | undefined
   /** How many failures the counts hold at `now`: the N in "open after N failures". */

@@ -12,8 +12,8 @@ export interface MemoryBreakerStore extends BreakerStore {
 }
 
 /**
- * The default store: one Map, bounded to `maxKeys` breakers; reading or writing a key makes it the
- * most recently used. Every operation is synchronous, so the breaker's happy path never awaits it.
+ * The default store: one Map, bounded to `maxKeys` breakers; past that, the least recently read or
+ * written key is forgotten. Every operation is synchronous, so the breaker's happy path never awaits it.
  *
  * @example
  * const store = memoryBreakerStore({ maxKeys: 100 })
@@ -23,25 +23,42 @@ export function memoryBreakerStore({ maxKeys = 1000 }: { maxKeys?: number } = {}
   if (!Number.isInteger(maxKeys) || maxKeys < 1) {
     throw new TypeError(`memoryBreakerStore(): maxKeys must be a positive integer, got ${String(maxKeys)}`)
   }
-  const states = new Map<string, BreakerState>()
+  // A use stamps the entry instead of moving it in the Map: reads stay a lookup and a field write,
+  // and only an insert past maxKeys pays for finding the stalest entry.
+  const entries = new Map<string, { state: BreakerState; used: number }>()
+  let tick = 0
 
+  const evictStalest = (keep: string): void => {
+    let stalest: string | undefined
+    let oldest = Number.POSITIVE_INFINITY
+    for (const [key, entry] of entries) {
+      if (entry.used < oldest && key !== keep) {
+        oldest = entry.used
+        stalest = key
+      }
+    }
+    if (stalest !== undefined) entries.delete(stalest)
+  }
   const set = (key: string, state: BreakerState): void => {
-    states.delete(key)
-    states.set(key, state)
-    if (states.size > maxKeys) states.delete(states.keys().next().value as string)
+    const entry = entries.get(key)
+    if (entry !== undefined) {
+      entry.state = state
+      entry.used = ++tick
+      return
+    }
+    entries.set(key, { state, used: ++tick })
+    if (entries.size > maxKeys) evictStalest(key)
   }
   const get = (key: string): BreakerState | undefined => {
-    const state = states.get(key)
-    if (state !== undefined) {
-      states.delete(key)
-      states.set(key, state)
-    }
-    return state
+    const entry = entries.get(key)
+    if (entry === undefined) return undefined
+    entry.used = ++tick
+    return entry.state
   }
 
   return {
     get,
-    peek: (key) => states.get(key),
+    peek: (key) => entries.get(key)?.state,
     set,
     update(key, change) {
       const current = get(key)
@@ -50,7 +67,7 @@ export function memoryBreakerStore({ maxKeys = 1000 }: { maxKeys?: number } = {}
       return next
     },
     get size() {
-      return states.size
+      return entries.size
     },
   }
 }

@@ -32,12 +32,19 @@ function bucketOf(run: RunContext, create: boolean): Bucket | undefined {
  * states.set(ctx.run, 'search', machine.initial)
  */
 export function runStateStore(machine: Pick<BreakerMachine, 'isState'>, maxKeys: number): RunStateStore {
+  // States this store wrote or already checked need no second look; a checkpoint's are checked once.
+  const checked = new WeakSet<object>()
   return {
     get(run, key) {
       const value = bucketOf(run, false)?.[key]
-      return machine.isState(value) ? value : undefined
+      if (typeof value !== 'object' || value === null) return undefined
+      if (checked.has(value)) return value as BreakerState
+      if (!machine.isState(value)) return undefined
+      checked.add(value)
+      return value
     },
     set(run, key, state) {
+      checked.add(state)
       const bucket = bucketOf(run, true) as Bucket
       const known = Object.hasOwn(bucket, key)
       if (known) delete bucket[key]
