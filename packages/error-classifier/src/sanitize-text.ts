@@ -51,8 +51,9 @@ const REDACTIONS: ReadonlyArray<readonly [RegExp, string]> = [
   [/(?<![\w:])(?:::1(?![\w:])|(?:f[cd][0-9a-f]{2}|fe[89ab][0-9a-f]):[0-9a-f:]*)/gi, REDACTED],
   // Internal host names: *.internal, *.local, *.lan, *.corp, *.intranet, *.localdomain, *.home.arpa.
   [/(?<![\w.-])[a-z0-9][a-z0-9.-]*\.(?:internal|local|localdomain|lan|corp|intranet|home\.arpa)(?![\w-]|\.[\w-])/gi, REDACTED],
-  // Home directories: the user's name goes, the path the model asked about stays.
-  [/(?<![\w.-])\/(?:home|Users)\/[\w.$-]+/g, REDACTED],
+  // Home directories: the user's name goes, the path the model asked about stays. No lookbehind, so a
+  // web path like /home/feed is redacted too: better a lost word than a name that survives.
+  [/\/(?:home|Users)\/[\w.$-]+/g, REDACTED],
   [/\b[A-Za-z]:[\\/]+Users[\\/]+[^\\/\s"'`<>|]+/gi, REDACTED],
 ]
 
@@ -114,6 +115,12 @@ export function sanitizeText(text: string, options: SanitizeTextOptions = {}): s
       if (typeof secret === 'string' && secret.length >= 4) out = out.split(secret).join(REDACTED)
     }
   }
-  for (const [pattern, replacement] of REDACTIONS) out = out.replace(pattern, replacement)
+  // One redaction can complete another's match (a home path inside a URL's userinfo), so repeat
+  // until nothing changes; three passes bound the work, and text without secrets takes one.
+  for (let pass = 0; pass < 3; pass++) {
+    const before = out
+    for (const [pattern, replacement] of REDACTIONS) out = out.replace(pattern, replacement)
+    if (out === before) break
+  }
   return cap(out, max, source.length, cut)
 }
