@@ -1,0 +1,29 @@
+import { describe, expect, it } from 'vitest'
+import { describePanic, TRUNCATION_MARKER, UNKNOWN_PAYLOAD } from './index.js'
+
+describe('describePanic', () => {
+  it('tells the kinds of payload apart for the log', () => {
+    expect(describePanic(new Error('x')).payload).toBe('error')
+    expect(describePanic(null).payload).toBe('null')
+    expect(describePanic({}).payload).toBe('object')
+    expect(describePanic('x').payload).toBe('string')
+    expect(describePanic(Symbol('s')).payload).toBe('symbol')
+    expect(describePanic(() => {}).payload).toBe('function')
+  })
+
+  it('keeps the stack for the log and out of the message', () => {
+    const error = new Error('broken')
+    const panic = describePanic(error)
+    expect(panic.stack).toBe(error.stack)
+    expect(panic.message).toBe('broken')
+  })
+
+  it('looks at no more than its window of a huge message, and marks the cut', () => {
+    const panic = describePanic(new Error(`${'a'.repeat(50)}\u0000${'b'.repeat(5_000_000)}`), 100)
+    expect(panic.message).toBe(`${'a'.repeat(50)}${'b'.repeat(49)}${TRUNCATION_MARKER}`)
+  })
+
+  it('reads a message made only of control characters as an unknown payload', () => {
+    expect(describePanic(new Error('\u0007\u0008')).message).toBe(UNKNOWN_PAYLOAD)
+  })
+})
