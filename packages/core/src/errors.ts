@@ -158,4 +158,9 @@ export class LoopError extends Error {
   static is(value: unknown): value is LoopError {
     return typeof value === 'object' && value !== null && (value as Record<symbol, unknown>)[LOOP_ERROR] === true
   }
+
+  /** The JSON form for logs and reports (`cause` is left out). */
+  toJSON(): { name: 'LoopError'; kind: LoopErrorKind; message: string; details: Record<string, unknown> } {
+    return { name: 'LoopError', kind: this.kind, message: this.message, details: this.details }
+  }
 }

@@ -258,6 +258,9 @@ function toHard(err: unknown, signal: AbortSignal, tool: string): LoopError | un
     if (LoopError.is(reason)) return reason
   }
   if (ToolError.is(err)) return undefined
+  if (err instanceof MiddlewareUsageError) {
+    return new LoopError('tool_crashed', `a middleware broke the onion's contract: ${err.message}`, { cause: err, details: { tool } })
+  }
   const what = err instanceof Error ? `${err.name}: ${err.message}` : typeof err
   return new LoopError(
     'tool_crashed',
