@@ -8,7 +8,12 @@ import { parseRetryAfter, parseRetryAfterMs } from './retry-after.js'
 import { builtinRules, type ClassifierRule, classifierRuleSchema } from './rules.js'
 import { sanitizeText } from './sanitize-text.js'
 
-/** Options shared by {@link classify}, {@link createClassifier} and the `errorClassifier()` middleware. */
+/**
+ * Options shared by {@link classify}, {@link createClassifier} and the `errorClassifier()` middleware.
+ *
+ * @example
+ * const options = parseOptions('myLayer()', classifyOptionsSchema, { maxLength: 300, secrets: [apiKey] })
+ */
 export const classifyOptionsSchema = z
   .object({
     /** Your rules; tried before the built-in ones, first match wins. */

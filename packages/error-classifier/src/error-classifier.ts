@@ -2,7 +2,12 @@ import { abortReason, LoopError, type Middleware, parseOptions, type ToolContext
 import { z } from 'zod'
 import { type Classifier, classifyOptionsSchema, createClassifier } from './create-classifier.js'
 
-/** Options of {@link errorClassifier}: the {@link classify} options, plus what to do with ToolErrors passing through. */
+/**
+ * Options of {@link errorClassifier}: the {@link classify} options, plus what to do with ToolErrors passing through.
+ *
+ * @example
+ * errorClassifierOptionsSchema.parse({ maxRetryAfterMs: 30_000, sanitizeToolErrors: false })
+ */
 export const errorClassifierOptionsSchema = classifyOptionsSchema
   .extend({
     /** Redact, strip and cap the text of ToolErrors thrown by inner layers and tools too. Default true. */

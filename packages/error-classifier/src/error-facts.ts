@@ -155,7 +155,12 @@ export function errorFacts(error: unknown): ErrorFacts {
   }
 }
 
-/** Reads one header, case-insensitively, from a `Headers`-like object or a plain record. */
+/**
+ * Reads one header, case-insensitively, from a `Headers`-like object or a plain record.
+ *
+ * @example
+ * headerOf({ 'Retry-After': '7' }, 'retry-after') // '7'
+ */
 export function headerOf(headers: HeaderSource | undefined, name: string): unknown {
   if (headers === undefined) return undefined
   const get = read(headers, 'get')

@@ -4,7 +4,12 @@ import { z } from 'zod'
 const httpStatus = z.number().int().min(100).max(599)
 const oneOrMore = z.union([z.string().min(1).max(200), z.array(z.string().min(1).max(200)).min(1).max(100)])
 
-/** What a rule looks for. Every field given must match; a list matches any of its entries. */
+/**
+ * What a rule looks for. Every field given must match; a list matches any of its entries.
+ *
+ * @example
+ * classifierMatchSchema.parse({ status: '5xx', messageIncludes: ['overloaded'] })
+ */
 export const classifierMatchSchema = z
   .object({
     /** An HTTP status, a list of them, or a family: `'4xx'`, `'5xx'`. */
@@ -18,7 +23,12 @@ export const classifierMatchSchema = z
   })
   .strict()
 
-/** What a matching rule produces. `retryable` defaults to `category === 'transient'`, `safeToRepeat` to false. */
+/**
+ * What a matching rule produces. `retryable` defaults to `category === 'transient'`, `safeToRepeat` to false.
+ *
+ * @example
+ * classifierOutcomeSchema.parse({ code: 'quota_exceeded', category: 'user', hint: 'ask an admin to raise the quota' })
+ */
 export const classifierOutcomeSchema = z
   .object({
     code: z.string().regex(/^[a-z][a-z0-9_]{0,63}$/, 'must be snake_case, like "rate_limited"'),
@@ -45,7 +55,12 @@ export const classifierRuleSchema = z
   })
   .strict()
 
-/** A list of rules, as the config package reads them. */
+/**
+ * A list of rules, as the config package reads them.
+ *
+ * @example
+ * const rules = classifierRulesSchema.parse(yaml.errorClassifier.rules)
+ */
 export const classifierRulesSchema = z.array(classifierRuleSchema).max(1000)
 
 /** A rule as you write it. */

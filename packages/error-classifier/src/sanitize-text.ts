@@ -6,7 +6,12 @@ export interface SanitizeTextOptions {
   secrets?: readonly string[]
 }
 
-/** What every redacted span becomes. */
+/**
+ * What every redacted span becomes.
+ *
+ * @example
+ * sanitizeText('ghp_0123456789abcdefghijABCDEFGHIJ') === REDACTED // true
+ */
 export const REDACTED = '[redacted]'
 
 const DEFAULT_MAX_LENGTH = 500
