@@ -153,4 +153,37 @@ describe('idempotency: resumed runs', () => {
     expect(resumed).toMatchObject({ status: 'completed', output: '{"chargeId":"ch_1"}' })
     expect(charges).toBe(1)
   })
+
+  it('the quickstart scene: charge_card times out, the model asks again, is told to check, finds the charge: charged once', async () => {
+    const charges: string[] = []
+    const chargeCard = defineTool({
+      name: 'charge_card',
+      description: 'Charge a card',
+      input: z.object({ card: z.string(), amount: z.number() }),
+      execute: ({ card }) => {
+        charges.push(card) // the charge goes through…
+        throw new ToolError('timeout', 'charge_card did not answer within 5 s') // …but the answer never arrives
+      },
+    })
+    const findCharge = defineTool({
+      name: 'find_charge',
+      description: 'Look up charges of a card',
+      input: z.object({ card: z.string() }),
+      effect: 'read',
+      execute: ({ card }) => charges.filter((c) => c === card).map((c, i) => ({ card: c, chargeId: `ch_${i + 1}` })),
+    })
+    const ask = { name: 'charge_card', args: { card: 'tok_visa', amount: 500 } }
+    const model = scriptedModel([
+      { toolCalls: [ask] },
+      ({ lastResults }) => (lastResults[0]?.ok === false ? { toolCalls: [ask] } : { text: 'charged' }),
+      ({ lastResults }) =>
+        JSON.parse(lastResults[0]?.content ?? '{}').error === 'outcome_unknown'
+          ? { toolCalls: [{ name: 'find_charge', args: { card: 'tok_visa' } }] }
+          : { toolCalls: [ask] },
+      ({ lastResults }) => ({ text: `found ${lastResults[0]?.content}` }),
+    ])
+    const outcome = await createAgent({ model, tools: [chargeCard, findCharge], middleware: [idempotency()] }).run({ input: 'charge $5' })
+    expect(outcome).toMatchObject({ status: 'completed', output: 'found [{"card":"tok_visa","chargeId":"ch_1"}]' })
+    expect(charges).toEqual(['tok_visa'])
+  })
 })
