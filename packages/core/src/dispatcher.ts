@@ -76,6 +76,7 @@ export function createTerminal(toolNames: () => readonly string[]) {
     const signal = ctx.signal
     if (signal.aborted) throw abortReason(signal)
     const args = await parseArgs(tool, ctx.call.args)
+    if (signal.aborted) throw abortReason(signal)
     ctx.run.budget.spend(`tool:${tool.name}`)
     const value = await tool.execute(args, {
       signal,

@@ -37,7 +37,7 @@ function nextSteps(error: LoopError, runId: string): string {
     case 'cancelled':
       return `Nothing is broken. If the work is still wanted, ${resume}.`
     case 'loop_detected':
-      return `Look at the last error of ${tool || 'the repeated tool'} (below). Fix the data or the tool it points at, or add guidance to the task, ${resume}.`
+      return `Read the last error of ${tool || 'the repeated tool'} above. Fix the data or the tool it points at, or add guidance to the task, ${resume}.`
     case 'recovery_exhausted':
       return `Check the health of ${tool || 'the failing tool'} and its upstream service; ${resume} once it answers again.`
     case 'budget_exhausted':

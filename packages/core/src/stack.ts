@@ -157,6 +157,8 @@ export function createStack(options: StackOptions): Stack {
     const started = clock.now()
     const id = typeof rawCall.id === 'string' && rawCall.id !== '' ? rawCall.id : nanoid(10)
     const trace: TraceEvent[] = []
+    // Events after the call settled (a late result, say) go to listeners, not into a returned trace.
+    let settled = false
     let args: unknown
     try {
       args = guardArgs(rawCall.args, argsLimits)
@@ -177,7 +179,7 @@ export function createStack(options: StackOptions): Stack {
       trace,
       emit(type, fields) {
         const event: TraceEvent = { ...fields, type, at: clock.now() }
-        trace.push(event)
+        if (!settled) trace.push(event)
         if (logging) log.debug(event, type)
         if (listeners.size > 0) {
           const shared: StackEvent = { ...event, runId: run.id, callId: id, tool: call.name }
@@ -216,6 +218,8 @@ export function createStack(options: StackOptions): Stack {
         throw hard
       }
       result = softResult(call, err as ToolError, ctx.attempt, started, trace)
+    } finally {
+      settled = true
     }
     if (logging) {
       log.info(

@@ -398,3 +398,18 @@ describe('panicCatcher() options', () => {
     expect(() => panicCatcher(options as never)).toThrow(named)
   })
 })
+
+describe('panicCatcher() and a broken onion', () => {
+  it('lets a MiddlewareUsageError through, so the run ends as tool_crashed instead of hiding the bug as a soft panic', async () => {
+    const twice: Middleware = async function twice(_ctx, next) {
+      void next()
+      await next()
+    }
+    const tool = defineTool({ name: 'noop', description: '', input: z.object({}), effect: 'read', execute: () => 'ok' })
+    const stack = createStack({ middleware: [panicCatcher(), twice], tools: [tool] })
+    await expect(stack.dispatch({ id: 'c', name: 'noop', args: {} })).rejects.toSatisfy(
+      (e: unknown) =>
+        LoopError.is(e) && e.kind === 'tool_crashed' && /next\(\) while its previous next\(\) was still pending/.test(e.message),
+    )
+  })
+})

@@ -1,4 +1,13 @@
-import { abortReason, LoopError, type Middleware, type Next, parseOptions, type ToolContext, ToolError } from '@shallot/core'
+import {
+  abortReason,
+  LoopError,
+  type Middleware,
+  MiddlewareUsageError,
+  type Next,
+  parseOptions,
+  type ToolContext,
+  ToolError,
+} from '@shallot/core'
 import { z } from 'zod'
 import { capText } from './cap-text.js'
 import { describePanic, UNKNOWN_PAYLOAD } from './describe-panic.js'
@@ -28,7 +37,8 @@ export type PanicCatcherOptions = z.input<typeof panicCatcherOptionsSchema>
 
 function isShallotError(err: unknown): boolean {
   try {
-    return ToolError.is(err) || LoopError.is(err)
+    // A broken onion contract is a bug in the stack, not in the tool: it must stay loud.
+    return ToolError.is(err) || LoopError.is(err) || err instanceof MiddlewareUsageError
   } catch {
     // A Proxy that throws on every trap is certainly not one of ours.
     return false
