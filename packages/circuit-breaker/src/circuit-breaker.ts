@@ -191,6 +191,7 @@ export function circuitBreaker(options?: CircuitBreakerOptions): Middleware {
     }
     lastClock = ctx.clock
     const signal = ctx.signal
+    if (signal.aborted) throw abortReason(signal)
     // The happy path (a closed circuit, in local or run state) reads neither the clock nor writes anything.
     let admission =
       shared === undefined ? machine.admitClosed(runStates === undefined ? local.get(key) : runStates.get(ctx.run, key)) : undefined
