@@ -1,0 +1,43 @@
+import type { BreakerStore } from '@shallot/circuit-breaker'
+import type { Clock } from '@shallot/core'
+import { type IdempotencyStore, memoryStore } from '@shallot/idempotency'
+import { memoryRetryBudget, type RetryBudgetStore } from '@shallot/retry'
+
+/**
+ * State that outlives any one configuration of a stack: built once per stack (or passed in) and
+ * handed to every layer the stack builds, so a reconfigure never forgets idempotency records or
+ * drains the retry budget. A breaker store is optional: without one, breaker counts live in the
+ * breaker layer, which a reconfigure keeps as long as its own options do not change.
+ */
+export interface ConfigStores {
+  /** Idempotency records. Default: one `memoryStore()` per stack, on the stack's clock. */
+  readonly idempotency?: IdempotencyStore
+  /** Stack-scoped breaker state shared by every breaker layer. Default: none (each breaker layer keeps its own). */
+  readonly breaker?: BreakerStore
+  /** The token bucket every retry layer draws from. Default: one `memoryRetryBudget()` per stack; `false` turns it off. */
+  readonly retryBudget?: RetryBudgetStore | false
+}
+
+declare module '@shallot/core' {
+  interface MiddlewareEnv {
+    /** Stores built once per stack, so state survives a reconfigure. Built-in layers take theirs from here. */
+    readonly stores?: ConfigStores
+    /** The folder of the config file (the working directory for a config given as an object). */
+    readonly configDir?: string
+  }
+}
+
+/**
+ * The stores of a new stack: the ones given, and in-memory defaults for the rest.
+ *
+ * @example
+ * const stores = createStores({ breaker: redisBreakerStore }, clock)
+ */
+export function createStores(given: ConfigStores = {}, clock?: Clock): ConfigStores {
+  const stores: { -readonly [K in keyof ConfigStores]: ConfigStores[K] } = {
+    idempotency: given.idempotency ?? memoryStore(clock === undefined ? {} : { now: () => clock.now() }),
+    retryBudget: given.retryBudget ?? memoryRetryBudget(),
+  }
+  if (given.breaker !== undefined) stores.breaker = given.breaker
+  return Object.freeze(stores)
+}
