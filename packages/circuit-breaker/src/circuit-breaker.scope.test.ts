@@ -1,4 +1,4 @@
-import { createRun, createStack, defineTool, type Json, type Logger, OptionsError, ToolError } from '@shallot/core'
+import { createRun, createStack, defineTool, type Json, type Logger, LoopError, OptionsError, ToolError } from '@shallot/core'
 import { manualClock } from '@shallot/testing'
 import { describe, expect, it } from 'vitest'
 import { z } from 'zod'
@@ -166,6 +166,48 @@ describe('store', () => {
     expect(await code(worker1.dispatch(get('a.test')))).toBe('circuit_open')
     expect(worker2.describeTool(f.tool, createRun())).toMatch(/^UNAVAILABLE/)
     expect((await store.get('fetch_url'))?.circuit).toBe('open')
+  })
+
+  it('stops waiting for a hung store as soon as the caller cancels, before or after the tool ran', async () => {
+    const f = fetchTool(new Set())
+    let hang = true
+    const shared = memoryBreakerStore()
+    const store: BreakerStore = {
+      get: (key) => shared.get(key),
+      update: (key, change) => (hang ? new Promise(() => {}) : shared.update(key, change)),
+    }
+    const stack = createStack({ middleware: [circuitBreaker({ store })], tools: [f.tool] })
+    const cancelled = (e: unknown) => LoopError.is(e) && e.kind === 'cancelled'
+
+    const before = new AbortController()
+    const admitting = stack.dispatch(get('a.test'), { signal: before.signal })
+    before.abort()
+    await expect(admitting).rejects.toSatisfy(cancelled)
+    expect(f.calls).toBe(0)
+
+    hang = false
+    const after = new AbortController()
+    const tool = defineTool({
+      name: 'fetch_url',
+      description: '',
+      input: z.object({ url: z.string() }),
+      execute: () => {
+        hang = true
+        setImmediate(() => after.abort())
+        return 'body'
+      },
+    })
+    const stack2 = createStack({ middleware: [circuitBreaker({ store })], tools: [tool] })
+    await expect(stack2.dispatch(get('a.test'), { signal: after.signal })).rejects.toSatisfy(cancelled)
+  })
+
+  it('takes a synchronous store as it is', async () => {
+    const store = memoryBreakerStore()
+    const f = fetchTool(new Set(['a.test']))
+    const stack = createStack({ middleware: [circuitBreaker({ store, policy: consecutive({ threshold: 1 }) })], tools: [f.tool] })
+    await stack.dispatch(get('a.test'))
+    expect(store.peek('fetch_url')?.circuit).toBe('open')
+    expect(await code(stack.dispatch(get('a.test')))).toBe('circuit_open')
   })
 
   it('falls back to local state, logs and emits when the store fails', async () => {

@@ -1,5 +1,6 @@
 import { abortReason, type Clock, LoopError, type Middleware, parseOptions, type ToolContext, ToolError } from '@shallot/core'
 import { z } from 'zod'
+import { Aborted, abortable } from './abortable.js'
 import { type BreakerState, breakerMachine, type Outcome, type Ticket, type Transition } from './breaker-machine.js'
 import type { BreakerStore } from './breaker-store.js'
 import { circuitOpenError } from './circuit-open-error.js'
@@ -20,7 +21,9 @@ export interface BreakerStateChange extends Transition {
 
 const fn = <T>(shape: string) => z.custom<T>((v) => typeof v === 'function', { message: `must be a function ${shape}` })
 const isPolicy = (v: unknown) =>
-  typeof v === 'object' && v !== null && ['initial', 'record', 'shouldOpen', 'failures'].every((m) => typeof (v as never)[m] === 'function')
+  typeof v === 'object' &&
+  v !== null &&
+  ['initial', 'isCounts', 'record', 'shouldOpen', 'failures', 'rebase'].every((m) => typeof (v as never)[m] === 'function')
 const isStore = (v: unknown) => typeof v === 'object' && v !== null && typeof (v as BreakerStore).update === 'function'
 
 /** Options of {@link circuitBreaker}. */
@@ -104,8 +107,13 @@ export function circuitBreaker(options?: CircuitBreakerOptions): Middleware {
   const keysByTool = new Map<string, string>()
   let lastClock: Clock | undefined
 
-  function apply<R>(ctx: ToolContext, key: string, step: Step<R>): (R & { state: BreakerState }) | Promise<R & { state: BreakerState }> {
-    if (shared !== undefined) return applyShared(ctx, key, step)
+  function apply<R>(
+    ctx: ToolContext,
+    key: string,
+    signal: AbortSignal,
+    step: Step<R>,
+  ): (R & { state: BreakerState }) | Promise<R & { state: BreakerState }> {
+    if (shared !== undefined) return applyShared(ctx, key, signal, step)
     const current = runStates === undefined ? local.get(key) : runStates.get(ctx.run, key)
     const result = step(current)
     if (result.state !== current) {
@@ -115,14 +123,17 @@ export function circuitBreaker(options?: CircuitBreakerOptions): Middleware {
     return result
   }
 
-  async function applyShared<R>(ctx: ToolContext, key: string, step: Step<R>): Promise<R & { state: BreakerState }> {
+  async function applyShared<R>(ctx: ToolContext, key: string, signal: AbortSignal, step: Step<R>): Promise<R & { state: BreakerState }> {
     let result = undefined as (R & { state: BreakerState }) | undefined
     try {
-      const state = await (shared as BreakerStore).update(key, (current) => (result = step(current)).state)
+      const pending = (shared as BreakerStore).update(key, (current) => (result = step(current)).state)
+      const state = isPromise(pending) ? await abortable(pending, signal) : pending
       if (result === undefined) throw new TypeError('store.update() resolved without calling change()')
       local.set(key, state)
       return result
     } catch (err) {
+      // The caller gave up while the store was thinking: end the call as the caller said.
+      if (err instanceof Aborted) throw err.reason
       // The store is down: decide this call on the local state, which mirrors every state the store returned.
       ctx.log.warn({ key, err }, 'circuit breaker store failed; using local state')
       ctx.emit('breaker.store_error', { key, message: err instanceof Error ? err.message : String(err) })
@@ -162,14 +173,21 @@ export function circuitBreaker(options?: CircuitBreakerOptions): Middleware {
     }
   }
 
-  function settle(ctx: ToolContext, key: string, ticket: Ticket, outcome: Outcome, error: unknown): void | Promise<void> {
+  function settle(
+    ctx: ToolContext,
+    key: string,
+    signal: AbortSignal,
+    ticket: Ticket,
+    outcome: Outcome,
+    error: unknown,
+  ): void | Promise<void> {
     if (shared === undefined) {
       const current = runStates === undefined ? local.peek(key) : runStates.get(ctx.run, key)
       if (machine.quiet(current, ticket, outcome)) return
     } else if (ticket.probe === 0 && outcome === 'neutral') return
     const now = ctx.clock.now()
     const retryAfterMs = outcome === 'failure' && ToolError.is(error) ? error.retryAfterMs : undefined
-    const done = apply(ctx, key, (current) => machine.settle(current, ticket, outcome, now, retryAfterMs))
+    const done = apply(ctx, key, signal, (current) => machine.settle(current, ticket, outcome, now, retryAfterMs))
     const after = ({ stale, change }: { stale: boolean; change: Transition | undefined }) => {
       if (stale) ctx.emit('breaker.stale', { key, outcome, probe: ticket.probe })
       else if (outcome === 'failure') ctx.emit('breaker.failure', { key, code: ToolError.is(error) ? error.code : 'thrown' })
@@ -197,7 +215,7 @@ export function circuitBreaker(options?: CircuitBreakerOptions): Middleware {
       shared === undefined ? machine.admitClosed(runStates === undefined ? local.get(key) : runStates.get(ctx.run, key)) : undefined
     if (admission === undefined) {
       const now = ctx.clock.now()
-      const pending = apply(ctx, key, (current) => machine.admit(current, now))
+      const pending = apply(ctx, key, signal, (current) => machine.admit(current, now))
       admission = isPromise(pending) ? await pending : pending
     }
     report(ctx, key, admission.changes)
@@ -217,11 +235,11 @@ export function circuitBreaker(options?: CircuitBreakerOptions): Middleware {
     try {
       await next()
     } catch (err) {
-      const settled = settle(ctx, key, admission, judge(ctx, key, err, signal), err)
+      const settled = settle(ctx, key, signal, admission, judge(ctx, key, err, signal), err)
       if (settled !== undefined) await settled
       throw err
     }
-    const settled = settle(ctx, key, admission, 'success', undefined)
+    const settled = settle(ctx, key, signal, admission, 'success', undefined)
     if (settled !== undefined) await settled
   }
 
