@@ -32,4 +32,8 @@ function sleep(ms: number, signal?: AbortSignal): Promise<void> {
 export const systemClock: Clock = {
   now: () => performance.now(),
   sleep,
+  timer(ms, fire) {
+    const handle = setTimeout(fire, Math.max(0, ms))
+    return () => clearTimeout(handle)
+  },
 }

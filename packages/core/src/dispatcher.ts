@@ -78,6 +78,7 @@ export function createTerminal(toolNames: () => readonly string[]) {
     const args = await parseArgs(tool, ctx.call.args)
     if (signal.aborted) throw abortReason(signal)
     ctx.run.budget.spend(`tool:${tool.name}`)
+    ctx.executions++
     const value = await tool.execute(args, {
       signal,
       idempotencyKey: ctx.idempotencyKey,

@@ -1,3 +1,4 @@
+import { setMaxListeners } from 'node:events'
 import { nanoid } from 'nanoid'
 import { LoopError } from './errors.js'
 import type { Budget, Json, RunContext } from './types.js'
@@ -42,6 +43,8 @@ export interface CreateRunOptions {
 }
 
 const never = new AbortController().signal
+// Every concurrent call may listen on a run's signal (timeout does); a shared signal must not warn at 11.
+setMaxListeners(0, never)
 
 /**
  * A run context for calling `stack.dispatch` outside an agent, e.g. to share per-run counters

@@ -1,3 +1,4 @@
+import { setMaxListeners } from 'node:events'
 import { nanoid } from 'nanoid'
 import { z } from 'zod'
 import { systemClock } from './clock.js'
@@ -79,6 +80,8 @@ const limitsSchema = z
   .strict()
 
 const never = new AbortController().signal
+// Every concurrent call may listen on a run's signal (timeout does); a shared signal must not warn at 11.
+setMaxListeners(0, never)
 
 function toolList(tools: StackOptions['tools']): AnyTool[] {
   if (Array.isArray(tools)) return tools as AnyTool[]
@@ -173,6 +176,7 @@ export function createStack(options: StackOptions): Stack {
       run,
       signal,
       attempt: 1,
+      executions: 0,
       log,
       clock,
       random,

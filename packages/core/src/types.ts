@@ -34,6 +34,11 @@ export interface Clock {
   now(): number
   /** Resolves after `ms`, or rejects with `signal.reason` as soon as `signal` aborts. Leaves nothing behind. */
   sleep(ms: number, signal?: AbortSignal): Promise<void>
+  /**
+   * Optional fast path for layers that only need a callback: calls `fire` after `ms` unless the
+   * returned cancel function runs first. Cheaper than an abortable `sleep` (no AbortController).
+   */
+  timer?(ms: number, fire: () => void): () => void
 }
 
 /** What `execute` receives besides its parsed arguments. */
@@ -103,6 +108,8 @@ export interface ToolContext {
   signal: AbortSignal
   /** 1-based; bumped by retry before each repeat. */
   attempt: number
+  /** How many times the tool's `execute` was actually invoked for this call (0: it never ran). */
+  executions: number
   /** Set by idempotency; forwarded to the tool. */
   idempotencyKey?: string
   result?: ToolOutput | undefined

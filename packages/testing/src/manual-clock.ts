@@ -70,6 +70,14 @@ export function manualClock(start = 0): ManualClock {
         signal?.addEventListener('abort', onAbort, { once: true })
       })
     },
+    timer(ms: number, fire: () => void): () => void {
+      const sleeper: Sleeper = { at: now + Math.max(0, ms), seq: seq++, resolve: fire }
+      sleepers.push(sleeper)
+      return () => {
+        const index = sleepers.indexOf(sleeper)
+        if (index >= 0) sleepers.splice(index, 1)
+      }
+    },
     async advance(ms: number) {
       await flush()
       await wakeDue(now + ms)

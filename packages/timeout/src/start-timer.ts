@@ -1,4 +1,4 @@
-import { type Clock, systemClock } from '@shallot/core'
+import type { Clock } from '@shallot/core'
 
 const noop = () => {}
 const CANCELLED = Symbol('timer cancelled')
@@ -7,16 +7,13 @@ const CANCELLED = Symbol('timer cancelled')
  * Calls `onExpire` once `ms` have passed on `clock`, unless the returned function is called first.
  * Either way nothing is left behind: no timer, no listener.
  *
- * On the system clock this is a bare `setTimeout`, because cancelling `clock.sleep` needs an
- * AbortSignal, and creating one costs more than the rest of the layer on the happy path
- * (docs/decisions/111-timeout-happy-path.md). Any other clock (manualClock in tests, a custom
- * clock) goes through `clock.sleep` with a private controller, so virtual time still works.
+ * A clock with the optional `timer` fast path (the system clock, manualClock) is used directly,
+ * because cancelling `clock.sleep` needs an AbortSignal, and creating one costs more than the rest
+ * of the layer on the happy path (docs/decisions/111-timeout-happy-path.md). Any other clock goes
+ * through `clock.sleep` with a private controller, so virtual time still works.
  */
 export function startTimer(clock: Clock, ms: number, onExpire: () => void): () => void {
-  if (clock === systemClock) {
-    const timer = setTimeout(onExpire, ms)
-    return () => clearTimeout(timer)
-  }
+  if (clock.timer !== undefined) return clock.timer(ms, onExpire)
   const controller = new AbortController()
   clock.sleep(ms, controller.signal).then(onExpire, noop)
   // A reason of our own: aborting without one allocates a DOMException with a stack trace.

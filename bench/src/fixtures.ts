@@ -1,0 +1,43 @@
+import { Writable } from 'node:stream'
+import { createStack, defineTool, type Middleware, type StackOptions, ToolError } from '@shallot/core'
+import pino from 'pino'
+import { z } from 'zod'
+
+const input = z.object({ id: z.number() })
+
+/** A trivial read tool: what the happy path costs around nothing. */
+export const readTool = defineTool({ name: 'lookup', description: 'Look up a number', input, effect: 'read', execute: ({ id }) => id + 1 })
+
+/** The same, as a write (idempotency is active for it). */
+export const writeTool = defineTool({ name: 'record', description: 'Record a number', input, effect: 'write', execute: ({ id }) => id + 1 })
+
+/** Fails every other call with a transient error: the cost of one failure and one retry. */
+export function flakyTool() {
+  let calls = 0
+  return defineTool({
+    name: 'flaky',
+    description: 'Fails every other call',
+    input,
+    effect: 'read',
+    execute: ({ id }) => {
+      if (calls++ % 2 === 0) throw new ToolError('upstream_error', 'try again', { category: 'transient' })
+      return id + 1
+    },
+  })
+}
+
+/** A clock whose sleeps resolve at once: retry delays cost nothing but their bookkeeping. */
+export const zeroClock = {
+  now: () => performance.now(),
+  sleep: (_ms: number, signal?: AbortSignal) => (signal?.aborted ? Promise.reject(signal.reason) : Promise.resolve()),
+}
+
+/** A pino logger writing to a stream that drops everything. */
+export function nullPino() {
+  const sink = new Writable({ write: (_chunk, _encoding, done) => done() })
+  return pino({ level: 'info' }, sink)
+}
+
+export function stackOf(middleware: Middleware[], tools: StackOptions['tools'], extra: Partial<StackOptions> = {}) {
+  return createStack({ middleware, tools, ...extra })
+}

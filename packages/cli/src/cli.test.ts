@@ -1,0 +1,126 @@
+import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import { createStack } from '@shallot/core'
+import { errorClassifier, panicCatcher } from 'shallot'
+import { describe, expect, it } from 'vitest'
+import { main } from './cli.js'
+import { herd } from './sim/herd.js'
+import { simulate } from './sim/simulate.js'
+
+async function run(...argv: string[]) {
+  const out: string[] = []
+  const err: string[] = []
+  const code = await main(argv, { out: (l) => out.push(l), err: (l) => err.push(l) })
+  return { code, out: out.join('\n'), err: err.join('\n') }
+}
+
+describe('shallot demo', () => {
+  it('tells the whole story on virtual time, with plain text when piped, and exits 0', async () => {
+    const { code, out } = await run('demo')
+    expect(code).toBe(0)
+    expect(out.includes('\u001b[')).toBe(false)
+    // The mistyped path, healed by a soft error.
+    expect(out).toContain('"error":"not_found","message":"file src/mian.rs not found"')
+    expect(out).toMatch(/→ read_file \{"path":"src\/main.rs"\}\n\s+✓ fn main/)
+    // The flaky read, retried with jitter.
+    expect(out.match(/↻ retry: attempt \d failed \(upstream_error\)/g)).toHaveLength(2)
+    // The charge that times out and is not repeated.
+    expect(out).toContain('⊘ retry: not repeating a write after timeout')
+    expect(out).toContain('"error":"outcome_unknown"')
+    expect(out).toMatch(/card charges applied\s+1/)
+    // The circuit that opens, and the model that routes around it.
+    expect(out).toContain('⚡ circuit status_page: closed → open')
+    expect(out).toMatch(/the request marks status_page: UNAVAILABLE/)
+    expect(out).toContain('→ status_cache')
+    // The loop that is refused and then stopped, with the report.
+    expect(out.match(/⛔ stuck-loop: refused before running/g)).toHaveLength(2)
+    expect(out).toContain('stopped: loop_detected')
+    expect(out).toContain('Why: the model kept repeating a call that failed the same way')
+    expect(out).toMatch(/breaker trips\s+1/)
+  })
+})
+
+describe('usage errors', () => {
+  it.each([
+    [['launch'], 'unknown command "launch"'],
+    [['demo', '--fast'], "Unknown option '--fast'"],
+    [['sim', '--runs', 'many'], '--runs must be a whole number 1–1000000, got "many"'],
+    [['sim', '--faults', 'fire'], '--faults: unknown fault "fire"'],
+    [['sim', '--effect', 'delete'], '--effect must be read, idempotent or write'],
+    [['check'], 'check takes one config file'],
+    [['check', '/nonexistent/shallot.yaml'], 'no such file: /nonexistent/shallot.yaml'],
+    [['sim', '--compare', 'a.yaml'], '--compare takes two config files'],
+  ])('%j exits 2 with one line and the usage', async (argv, message) => {
+    const { code, err } = await run(...argv)
+    expect(code).toBe(2)
+    expect(err.split('\n')[0]).toContain(message)
+    expect(err).toContain('usage: shallot <command>')
+  })
+})
+
+describe('shallot sim', () => {
+  it('reproduces (1-p)^n without retry within a percentage point over 10,000 runs', { timeout: 120_000 }, async () => {
+    const noRetry = (env: Parameters<Parameters<typeof simulate>[0]['stack']>[0]) =>
+      createStack({ ...env, middleware: [panicCatcher(), errorClassifier()] })
+    for (const steps of [10, 100]) {
+      const result = await simulate({
+        steps,
+        runs: 10_000,
+        faultRate: 0.01,
+        faults: ['server_error', 'connection_reset'],
+        latencyMs: 0,
+        effect: 'read',
+        seed: 7,
+        stack: noRetry,
+      })
+      expect(Math.abs(result.successRate - 0.99 ** steps)).toBeLessThan(0.01)
+      expect(result.attemptsPerStep).toBe(1)
+    }
+  })
+
+  it('prints the table for both stacks and writes a chart', async () => {
+    const plot = join(mkdtempSync(join(tmpdir(), 'shallot-sim-')), 'chart.svg')
+    const { code, out } = await run('sim', '--runs', '300', '--steps', '10,50', '--seed', '3', '--plot', plot)
+    expect(code).toBe(0)
+    expect(out).toMatch(/steps\s+\(1-p\)\^n\s+no retry\s+default stack/)
+    expect(out).toMatch(/\n\s+10\s+90\.4%\s+\d+\.\d%\s+(9\d|100)\.\d%/)
+    const svg = readFileSync(plot, 'utf8')
+    expect(svg).toContain('<svg')
+    expect(svg).toContain('default stack')
+  })
+
+  it('turns a write tool’s timeouts into refused retries, never repeated', async () => {
+    const { out } = await run('sim', '--runs', '200', '--steps', '20', '--faults', 'timeout', '--fault-rate', '0.2', '--effect', 'write')
+    const defaultRow = out.split('default stack\n')[2]?.split('\n')[1] ?? ''
+    const refused = Number(defaultRow.trim().split(/\s+/).at(-1))
+    expect(refused).toBeGreaterThan(0)
+  })
+})
+
+describe('shallot sim herd', () => {
+  it('shows jitter finishing the herd in fewer calls than plain exponential backoff', async () => {
+    const options = { clients: 50, baseMs: 10, capMs: 10_000, slotMs: 10, seed: 1 }
+    const exponential = await herd('exponential', options)
+    const full = await herd('full-jitter', options)
+    expect(full.calls).toBeLessThan(exponential.calls)
+    const { code, out } = await run('sim', 'herd', '--clients', '20')
+    expect(code).toBe(0)
+    expect(out).toMatch(/full-jitter\s+\d+/)
+  })
+})
+
+describe('shallot check', () => {
+  it('accepts a valid file and rejects a broken one with its line, exit 1', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'shallot-check-'))
+    const good = join(dir, 'good.yaml')
+    writeFileSync(good, 'stack:\n  - panic-catcher\n  - retry\n')
+    expect((await run('check', good)).code).toBe(0)
+    const bad = join(dir, 'bad.yaml')
+    writeFileSync(bad, 'stack:\n  - panic-catcher\n  - retyr\n')
+    const result = await run('check', bad)
+    expect(result.code).toBe(1)
+    expect(result.err).toContain('bad.yaml:3')
+    expect(result.err).toMatch(/retry/)
+  })
+})

@@ -1,0 +1,82 @@
+import { parseArgs } from 'node:util'
+import { runCheck } from './check.js'
+import { runDemo } from './demo/run-demo.js'
+import { DEFAULT_STACK, type NamedStack, NO_RETRY, parseSimFlags, runHerd, runSim } from './sim/command.js'
+import { configStack } from './sim/config-stack.js'
+import { USAGE, UsageError } from './usage.js'
+
+export interface CliIO {
+  out: (line: string) => void
+  err: (line: string) => void
+}
+
+const SIM_FLAGS = {
+  steps: { type: 'string' },
+  runs: { type: 'string' },
+  'fault-rate': { type: 'string' },
+  faults: { type: 'string' },
+  latency: { type: 'string' },
+  effect: { type: 'string' },
+  seed: { type: 'string' },
+  config: { type: 'string' },
+  compare: { type: 'boolean' },
+  plot: { type: 'string' },
+  clients: { type: 'string' },
+} as const
+
+/**
+ * Runs the `shallot` command line and resolves to the exit code: 0 ok, 1 a failed check, 2 bad usage.
+ *
+ * @example
+ * process.exitCode = await main(process.argv.slice(2))
+ */
+export async function main(argv: readonly string[], io: CliIO = { out: console.log, err: console.error }): Promise<number> {
+  const [command, ...rest] = argv
+  try {
+    switch (command) {
+      case 'demo': {
+        const { values } = parseArgs({ args: rest, options: { 'real-time': { type: 'boolean' } }, strict: true })
+        return await runDemo({ realTime: values['real-time'] === true, print: io.out })
+      }
+      case 'sim': {
+        const { values, positionals } = parseArgs({ args: rest, options: SIM_FLAGS, strict: true, allowPositionals: true })
+        if (positionals[0] === 'herd') {
+          await runHerd(values, io.out)
+          return 0
+        }
+        const stacks: NamedStack[] = []
+        if (values.compare === true) {
+          if (positionals.length !== 2) throw new UsageError('--compare takes two config files: shallot sim --compare a.yaml b.yaml')
+          for (const file of positionals) stacks.push(await configStack(file))
+        } else if (positionals.length > 0) {
+          throw new UsageError(`unexpected argument "${positionals[0]}"`)
+        } else if (values.config !== undefined) {
+          stacks.push(NO_RETRY, await configStack(values.config))
+        } else {
+          stacks.push(NO_RETRY, DEFAULT_STACK)
+        }
+        await runSim(parseSimFlags(values), stacks, io.out)
+        return 0
+      }
+      case 'check': {
+        if (rest.length !== 1 || rest[0]?.startsWith('-')) throw new UsageError('check takes one config file: shallot check shallot.yaml')
+        return await runCheck(rest[0] as string, io)
+      }
+      case undefined:
+      case '--help':
+      case '-h':
+      case 'help':
+        io.out(USAGE)
+        return command === undefined ? 2 : 0
+      default:
+        throw new UsageError(`unknown command "${command}"`)
+    }
+  } catch (err) {
+    if (err instanceof UsageError || (err instanceof TypeError && (err as { code?: string }).code?.startsWith('ERR_PARSE_ARGS'))) {
+      io.err(`shallot: ${err.message}`)
+      io.err(USAGE)
+      return 2
+    }
+    throw err
+  }
+}

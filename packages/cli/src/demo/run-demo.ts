@@ -1,0 +1,53 @@
+import { createAgent, type RunOutcome, type StackEvent, systemClock } from '@shallot/core'
+import { manualClock, scriptedModel, seededRandom } from '@shallot/testing'
+import { consecutive, defaultMiddleware } from 'shallot'
+import { story } from './story.js'
+import { summarize } from './summary.js'
+import { printTimeline } from './timeline.js'
+import { demoTools, type Executions } from './tools.js'
+
+export interface DemoOptions {
+  /** Wait the real delays instead of running on virtual time. */
+  realTime: boolean
+  print: (line: string) => void
+}
+
+/**
+ * The story: one scripted agent run that meets every layer of the default stack, printed turn by
+ * turn, with a summary table and the failure report of the stopped run.
+ *
+ * @example
+ * await runDemo({ realTime: false, print: console.log })
+ */
+export async function runDemo({ realTime, print }: DemoOptions): Promise<number> {
+  const virtual = realTime ? undefined : manualClock()
+  const clock = virtual ?? systemClock
+  const executions: Executions = new Map()
+  const { tools, charges } = demoTools(clock, executions)
+  const model = scriptedModel(story)
+  const agent = createAgent({
+    model,
+    tools,
+    clock,
+    random: seededRandom(2026),
+    middleware: defaultMiddleware({
+      timeout: { ms: 2_000 },
+      circuitBreaker: { policy: consecutive({ threshold: 2 }), cooldownMs: 30_000 },
+    }),
+    limits: { maxTurns: 30, maxSteps: 60 },
+  })
+  const events: StackEvent[] = []
+  agent.stack.on((event) => events.push(event))
+  const started = clock.now()
+  const pending = agent.run({ runId: 'demo-1', input: 'Find why the billing job fails and refund order ORD-2026-00042 (42.00 EUR).' })
+  let outcome: RunOutcome | undefined
+  void pending.then((o) => {
+    outcome = o
+  })
+  if (virtual !== undefined) while (outcome === undefined) await virtual.runAll()
+  outcome = await pending
+  const elapsed = clock.now() - started
+  printTimeline(print, outcome, events, model.requests)
+  summarize(print, outcome, events, executions, charges, elapsed, realTime)
+  return 0
+}

@@ -1,0 +1,5 @@
+export { type CliIO, main } from './cli.js'
+export { type DemoOptions, runDemo } from './demo/run-demo.js'
+export { type HerdBackoff, type HerdOptions, type HerdResult, herd } from './sim/herd.js'
+export { plotSvg, type Series } from './sim/plot.js'
+export { type SimOptions, type SimResult, type StackEnv, simulate } from './sim/simulate.js'

@@ -1,0 +1,141 @@
+import { type AnyTool, type Clock, createRun, defineTool, type Stack, type StackEvent, type ToolEffect } from '@shallot/core'
+import { chaosTool, type FaultKind, type ManualClock, manualClock, seededRandom } from '@shallot/testing'
+import { z } from 'zod'
+
+/** What a simulated run hands the stack factory: its one chaos tool, its virtual clock, its seeded random. */
+export interface StackEnv {
+  tools: AnyTool[]
+  clock: Clock
+  random: () => number
+}
+
+export interface SimOptions {
+  /** Tool calls per run; a run succeeds only if every step ends ok (the seeds' p^n model: no model-level recovery). */
+  steps: number
+  runs: number
+  /** Probability that one tool attempt fails. */
+  faultRate: number
+  faults: readonly FaultKind[]
+  /** Virtual latency of each tool attempt, in ms. */
+  latencyMs: number
+  effect: ToolEffect
+  seed: number
+  /** Builds a fresh stack for one run (breakers and budgets do not leak between runs). */
+  stack: (env: StackEnv) => Stack
+  /** Runs simulated at once (each on its own virtual clock). */
+  concurrency?: number
+  onProgress?: (done: number, total: number) => void
+}
+
+export interface SimResult {
+  runs: number
+  steps: number
+  succeeded: number
+  successRate: number
+  /** Tool attempts per step, over all steps that ran. */
+  attemptsPerStep: number
+  p50Ms: number
+  p95Ms: number
+  breakerTrips: number
+  retries: number
+  writeRetriesRefused: number
+}
+
+function percentile(sorted: readonly number[], p: number): number {
+  if (sorted.length === 0) return 0
+  return sorted[Math.min(sorted.length - 1, Math.floor(p * sorted.length))] as number
+}
+
+/**
+ * Waits for `pending`, moving virtual time only when it cannot settle otherwise. Most calls settle
+ * within a few microtasks; turning the event loop for each of millions of calls would dominate the run.
+ */
+async function settle<T>(clock: ManualClock, pending: Promise<T>): Promise<T> {
+  let settled = false
+  const done = pending.finally(() => {
+    settled = true
+  })
+  for (let i = 0; i < 64 && !settled; i++) await Promise.resolve()
+  while (!settled) await clock.runAll()
+  return done
+}
+
+const input = z.object({ step: z.number().int() })
+
+async function simulateRun(options: SimOptions, index: number) {
+  const clock = manualClock()
+  const base = defineTool({ name: 'step', description: 'One step of the task', input, effect: options.effect, execute: ({ step }) => step })
+  const tool = chaosTool(base, {
+    seed: options.seed * 100_003 + index,
+    failRate: options.faultRate,
+    errors: options.faults,
+    clock,
+    ...(options.latencyMs > 0 ? { latencyMs: options.latencyMs } : {}),
+  })
+  const stack = options.stack({ tools: [tool], clock, random: seededRandom(options.seed * 7_919 + index) })
+  const counts = { trips: 0, retries: 0, writeRefused: 0 }
+  stack.on((event: StackEvent) => {
+    if (event.type === 'breaker.state' && event.to === 'open') counts.trips++
+    else if (event.type === 'retry') counts.retries++
+    else if (event.type === 'retry_stopped' && event.reason === 'unsafe_write') counts.writeRefused++
+  })
+  const run = createRun()
+  let ok = true
+  let stepsRun = 0
+  for (let step = 0; step < options.steps && ok; step++) {
+    const result = await settle(clock, stack.dispatch({ id: `s${step}`, name: 'step', args: { step } }, { run }))
+    stepsRun++
+    ok = result.ok
+  }
+  return { ok, stepsRun, attempts: tool.stats.calls, durationMs: clock.now(), ...counts }
+}
+
+/**
+ * Runs many simulated agent runs against a stack on virtual time with injected faults, and
+ * measures what reaches the end.
+ *
+ * @example
+ * const result = await simulate({ steps: 100, runs: 10_000, faultRate: 0.01, faults: ['server_error'], latencyMs: 0,
+ *   effect: 'read', seed: 1, stack: (env) => createStack({ ...env, middleware: defaultMiddleware() }) })
+ */
+export async function simulate(options: SimOptions): Promise<SimResult> {
+  const concurrency = options.concurrency ?? 32
+  const durations: number[] = []
+  let succeeded = 0
+  let attempts = 0
+  let stepsRun = 0
+  let breakerTrips = 0
+  let retries = 0
+  let writeRetriesRefused = 0
+  let next = 0
+  let done = 0
+  const worker = async () => {
+    while (next < options.runs) {
+      const index = next++
+      const run = await simulateRun(options, index)
+      if (run.ok) succeeded++
+      attempts += run.attempts
+      stepsRun += run.stepsRun
+      breakerTrips += run.trips
+      retries += run.retries
+      writeRetriesRefused += run.writeRefused
+      durations.push(run.durationMs)
+      done++
+      options.onProgress?.(done, options.runs)
+    }
+  }
+  await Promise.all(Array.from({ length: Math.min(concurrency, options.runs) }, worker))
+  durations.sort((a, b) => a - b)
+  return {
+    runs: options.runs,
+    steps: options.steps,
+    succeeded,
+    successRate: options.runs === 0 ? 0 : succeeded / options.runs,
+    attemptsPerStep: stepsRun === 0 ? 0 : attempts / stepsRun,
+    p50Ms: percentile(durations, 0.5),
+    p95Ms: percentile(durations, 0.95),
+    breakerTrips,
+    retries,
+    writeRetriesRefused,
+  }
+}

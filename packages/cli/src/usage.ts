@@ -1,0 +1,23 @@
+/** Thrown for bad flags, unknown commands and missing files: one line, then the usage, exit code 2. */
+export class UsageError extends Error {
+  override readonly name = 'UsageError'
+}
+
+export const USAGE = `usage: shallot <command> [options]
+
+commands:
+  demo [--real-time]              the story: every layer at work in one scripted agent run
+  sim [options]                   many simulated runs with injected faults, on virtual time
+      --steps 10,50,100,200       tool calls per run (comma list)
+      --runs 10000                runs per cell
+      --fault-rate 0.01           probability that one tool attempt fails
+      --faults timeout,429,5xx,reset
+      --latency 0                 virtual ms per tool attempt
+      --effect read|write         the simulated tool's effect
+      --seed 1
+      --config FILE               simulate the stack of a config file instead of the default
+      --compare A B               two config files side by side
+      --plot FILE.svg             write a chart of success rate by steps
+  sim herd [--clients 100]        N clients contending for one resource, with each backoff
+  check FILE                      validate a config file; exit code 1 on error
+`
