@@ -1,0 +1,298 @@
+// The must-shows of a fleet: real worker processes (test/worker.mjs) sharing one real Redis.
+// The workers import the BUILT packages (dist), so beforeAll runs `tsc -b` for this package and its
+// references (incremental: a no-op when dist is current; the root `pnpm test` builds first anyway).
+// Real time is unavoidable here, and only here: separate processes and a real server cannot share a
+// fake clock. Leases, holds and cooldowns are a few hundred milliseconds to keep each test short;
+// the test waits by awaiting the workers' answers and by polling files and Redis, never by guessing.
+import { type ChildProcessWithoutNullStreams, execFileSync, spawn } from 'node:child_process'
+import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs'
+import { createRequire } from 'node:module'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import { fileURLToPath } from 'node:url'
+import { Redis } from 'ioredis'
+import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { type RedisServer, startRedisServer } from './test-support/redis-server.js'
+
+const packageDir = fileURLToPath(new URL('..', import.meta.url))
+const workerPath = join(packageDir, 'test', 'worker.mjs')
+
+interface Result {
+  ok: boolean
+  replayed: boolean
+  value?: { chargeId: string }
+  code?: string
+  retryAfterMs?: number
+  events: string[]
+}
+
+interface Command {
+  tool: 'charge_card' | 'lookup'
+  args: Record<string, unknown>
+  calls?: number
+  runId?: string
+  lookupFails?: boolean
+  /** How long the tools of this command hold before answering; default the worker's `holdMs`. */
+  holdMs?: number
+}
+
+interface WorkerConfig {
+  port: number
+  prefix: string
+  effects: string
+  leaseMs: number
+  holdMs: number
+  cooldownMs: number
+}
+
+class Worker {
+  private buffer = ''
+  private waiting = new Map<string, (results: Result[]) => void>()
+  private commands = 0
+  stderr = ''
+  readonly exited: Promise<{ code: number | null; signal: NodeJS.Signals | null }>
+
+  constructor(readonly child: ChildProcessWithoutNullStreams) {
+    child.stderr.on('data', (chunk: Buffer) => {
+      this.stderr += chunk.toString()
+    })
+    child.stdout.on('data', (chunk: Buffer) => {
+      this.buffer += chunk.toString()
+      let end = this.buffer.indexOf('\n')
+      while (end >= 0) {
+        const line = this.buffer.slice(0, end)
+        this.buffer = this.buffer.slice(end + 1)
+        if (line.startsWith('{')) {
+          const reply = JSON.parse(line) as { id: string; results: Result[] }
+          this.waiting.get(reply.id)?.(reply.results)
+          this.waiting.delete(reply.id)
+        }
+        end = this.buffer.indexOf('\n')
+      }
+    })
+    this.exited = new Promise((resolve) => child.once('close', (code, signal) => resolve({ code, signal })))
+  }
+
+  get alive(): boolean {
+    return this.child.exitCode === null && this.child.signalCode === null
+  }
+
+  send(command: Command): Promise<Result[]> {
+    const id = `cmd${++this.commands}`
+    const answered = new Promise<Result[]>((resolve) => this.waiting.set(id, resolve))
+    this.child.stdin.write(`${JSON.stringify({ id, ...command })}\n`)
+    return answered
+  }
+
+  async one(command: Command): Promise<Result> {
+    const [result] = await this.send(command)
+    return result as Result
+  }
+}
+
+function startWorker(config: WorkerConfig): Promise<Worker> {
+  const child = spawn(process.execPath, [workerPath, JSON.stringify(config)], { cwd: packageDir })
+  const worker = new Worker(child)
+  return new Promise((resolve, reject) => {
+    const onData = (chunk: Buffer) => {
+      if (!chunk.toString().startsWith('ready')) return
+      child.stdout.off('data', onData)
+      resolve(worker)
+    }
+    child.stdout.on('data', onData)
+    void worker.exited.then(({ code, signal }) => reject(new Error(`worker exited before ready (${code ?? signal}): ${worker.stderr}`)))
+  })
+}
+
+async function startFleet(count: number, config: WorkerConfig): Promise<Worker[]> {
+  return Promise.all(Array.from({ length: count }, () => startWorker(config)))
+}
+
+function stopFleet(workers: readonly Worker[]): Promise<unknown> {
+  for (const w of workers) {
+    w.child.kill('SIGCONT')
+    w.child.stdin.end()
+    w.child.kill('SIGTERM')
+  }
+  return Promise.all(workers.map((w) => w.exited))
+}
+
+/** How many times `what` happened in the world (lines of the effects file). */
+function effects(file: string, what: string): number {
+  if (!existsSync(file)) return 0
+  return readFileSync(file, 'utf8')
+    .split('\n')
+    .filter((line) => line.startsWith(`${what} `)).length
+}
+
+/** Polls `check` every few milliseconds until it holds, or fails after `ms`. */
+async function until(check: () => boolean | Promise<boolean>, what: string, ms = 10_000): Promise<void> {
+  const deadline = Date.now() + ms
+  while (!(await check())) {
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`)
+    await new Promise((resolve) => setTimeout(resolve, 5))
+  }
+}
+
+/** Splits `total` calls over `workers` as evenly as possible. */
+const spread = (total: number, workers: number) =>
+  Array.from({ length: workers }, (_, i) => Math.floor(total / workers) + (i < total % workers ? 1 : 0))
+
+let dir: string
+let redis: RedisServer
+let client: Redis
+let fleet: Worker[]
+let config: WorkerConfig
+
+beforeAll(async () => {
+  const tsc = createRequire(import.meta.url).resolve('typescript/bin/tsc')
+  execFileSync(process.execPath, [tsc, '-b', packageDir], { stdio: 'pipe' })
+  dir = mkdtempSync(join(tmpdir(), 'shallot-fleet-'))
+  redis = await startRedisServer()
+  client = new Redis(redis.url, { lazyConnect: true })
+  await client.connect()
+  config = { port: redis.port, prefix: 'fleet', effects: join(dir, 'effects.log'), leaseMs: 1500, holdMs: 200, cooldownMs: 500 }
+  fleet = await startFleet(8, config)
+}, 120_000)
+
+afterAll(async () => {
+  await stopFleet(fleet ?? [])
+  client?.disconnect()
+  await redis?.close()
+  rmSync(dir, { recursive: true, force: true })
+})
+
+describe('a fleet of 8 worker processes on one Redis', () => {
+  it('runs the side effect once fleet-wide for 50 concurrent identical write calls', async () => {
+    const replies = await Promise.all(
+      spread(50, 8).map((calls, i) =>
+        fleet[i]?.send({ tool: 'charge_card', args: { order: 'o-burst', amount: 5 }, calls, runId: 'run-burst' }),
+      ),
+    )
+    const results = replies.flat() as Result[]
+    expect(results).toHaveLength(50)
+    expect(results.filter((r) => !r.ok)).toEqual([])
+    expect(results.filter((r) => !r.replayed)).toHaveLength(1)
+    expect(new Set(results.map((r) => r.value?.chargeId)).size).toBe(1)
+    expect(effects(config.effects, 'charge o-burst')).toBe(1)
+  }, 30_000)
+
+  it('opens the breaker on failures in worker A; worker B refuses without calling; after the cooldown 100 concurrent calls run one probe', async () => {
+    const [a, b] = fleet as [Worker, Worker]
+    expect(await a.one({ tool: 'lookup', args: { q: 'a1' }, lookupFails: true })).toMatchObject({ ok: false, code: 'upstream_error' })
+    const opened = await a.one({ tool: 'lookup', args: { q: 'a2' }, lookupFails: true })
+    expect(opened).toMatchObject({ ok: false, code: 'upstream_error' })
+    expect(opened.events).toContain('breaker.state')
+
+    const refused = await b.one({ tool: 'lookup', args: { q: 'b1' } })
+    expect(refused).toMatchObject({ ok: false, code: 'circuit_open' })
+    expect(effects(config.effects, 'lookup b1')).toBe(0)
+
+    // The cooldown is real time in Redis; B was told how long is left.
+    await new Promise((resolve) => setTimeout(resolve, (refused.retryAfterMs ?? 0) + 20))
+    const replies = await Promise.all(
+      spread(100, 8).map((calls, i) => fleet[i]?.send({ tool: 'lookup', args: { q: 'probe' }, calls, lookupFails: false, holdMs: 800 })),
+    )
+    const results = replies.flat() as Result[]
+    expect(results).toHaveLength(100)
+    expect(results.filter((r) => r.events.includes('breaker.probe'))).toHaveLength(1)
+    expect(effects(config.effects, 'lookup probe')).toBe(1)
+    expect(results.filter((r) => r.ok)).toHaveLength(1)
+    expect(results.filter((r) => r.code === 'circuit_open')).toHaveLength(99)
+    expect(await b.one({ tool: 'lookup', args: { q: 'b2' } })).toMatchObject({ ok: true })
+  }, 30_000)
+
+  it('leaves outcome_unknown, not a duplicate, when a worker is SIGKILLed mid-call', async () => {
+    const [victim] = await startFleet(1, { ...config, leaseMs: 400, holdMs: 10_000 })
+    const call = { tool: 'charge_card', args: { order: 'o-kill', amount: 5 }, runId: 'run-kill' } as const
+    void victim?.send(call)
+    await until(() => effects(config.effects, 'charge o-kill') === 1, 'the victim to charge the card')
+    victim?.child.kill('SIGKILL')
+    expect(await victim?.exited).toMatchObject({ signal: 'SIGKILL' })
+
+    const after = await fleet[1]?.one(call)
+    expect(after).toMatchObject({ ok: false, code: 'outcome_unknown' })
+    expect(effects(config.effects, 'charge o-kill')).toBe(1)
+  }, 30_000)
+
+  it('does not let a worker SIGSTOPped past its lease complete when it is continued', async () => {
+    const [victim] = (await startFleet(1, { ...config, leaseMs: 700, holdMs: 600 })) as [Worker]
+    const call = { tool: 'charge_card', args: { order: 'o-stop', amount: 5 }, runId: 'run-stop' } as const
+    const stopped = victim.one(call)
+    await until(() => effects(config.effects, 'charge o-stop') === 1, 'the victim to charge the card')
+    victim.child.kill('SIGSTOP')
+
+    // Another worker waits out the lease and is told the outcome is unknown: that fences the victim out.
+    expect(await fleet[2]?.one(call)).toMatchObject({ ok: false, code: 'outcome_unknown' })
+    victim.child.kill('SIGCONT')
+    const late = await stopped
+    expect(late.events).toContain('idempotency.token_lost')
+    expect(late.events).not.toContain('idempotency.stored')
+
+    expect(await fleet[3]?.one(call)).toMatchObject({ ok: false, code: 'outcome_unknown', replayed: false })
+    expect(effects(config.effects, 'charge o-stop')).toBe(1)
+    await stopFleet([victim])
+  }, 30_000)
+})
+
+describe('a fleet when Redis stops and comes back', () => {
+  it('answers softly while Redis is down, crashes nothing, loses no record, and is back to normal after the restart', async () => {
+    const persistent = await startRedisServer({ persist: true })
+    const own = { ...config, port: persistent.port, prefix: 'outage', effects: join(dir, 'outage.log'), leaseMs: 1000, holdMs: 400 }
+    const workers = (await startFleet(3, own)) as [Worker, Worker, Worker]
+    try {
+      const [w0, w1, w2] = workers
+      const kept = await w0.one({ tool: 'charge_card', args: { order: 'o-kept', amount: 5 }, runId: 'run-outage' })
+      expect(kept).toMatchObject({ ok: true, replayed: false })
+
+      // One write is mid-call when Redis goes away: it finishes, but its record cannot be completed.
+      const inFlight = w1.one({ tool: 'charge_card', args: { order: 'o-flight', amount: 5 }, runId: 'run-outage' })
+      await until(() => effects(own.effects, 'charge o-flight') === 1, 'the in-flight charge')
+      await persistent.stop()
+      expect(await inFlight).toMatchObject({ ok: true, replayed: false })
+      expect((await inFlight).events).toContain('idempotency.store_error')
+
+      const refused = await w2.one({ tool: 'charge_card', args: { order: 'o-new', amount: 5 }, runId: 'run-outage' })
+      expect(refused).toMatchObject({ ok: false, code: 'store_unavailable' })
+      const read = await w0.one({ tool: 'lookup', args: { q: 'down' } })
+      expect(read).toMatchObject({ ok: true })
+      expect(read.events).toContain('breaker.store_error')
+      expect(await w1.one({ tool: 'charge_card', args: { order: 'o-kept', amount: 5 }, runId: 'run-outage' })).toMatchObject({
+        ok: false,
+        code: 'store_unavailable',
+      })
+      expect(workers.every((w) => w.alive)).toBe(true)
+      expect(effects(own.effects, 'charge o-new')).toBe(0)
+
+      await persistent.restart()
+      let back: Result | undefined
+      await until(async () => {
+        back = await w2.one({ tool: 'charge_card', args: { order: 'o-new', amount: 5 }, runId: 'run-outage' })
+        return back.ok
+      }, 'the fleet to use Redis again')
+      expect(back).toMatchObject({ ok: true, replayed: false })
+      expect(await w1.one({ tool: 'charge_card', args: { order: 'o-kept', amount: 5 }, runId: 'run-outage' })).toMatchObject({
+        ok: true,
+        replayed: true,
+        value: kept.value,
+      })
+      expect(await w0.one({ tool: 'charge_card', args: { order: 'o-flight', amount: 5 }, runId: 'run-outage' })).toMatchObject({
+        ok: false,
+        code: 'outcome_unknown',
+      })
+      expect(await w0.one({ tool: 'lookup', args: { q: 'up' } })).not.toHaveProperty(
+        'events',
+        expect.arrayContaining(['breaker.store_error']),
+      )
+      expect([
+        effects(own.effects, 'charge o-kept'),
+        effects(own.effects, 'charge o-new'),
+        effects(own.effects, 'charge o-flight'),
+      ]).toEqual([1, 1, 1])
+      expect(workers.every((w) => w.alive)).toBe(true)
+    } finally {
+      await stopFleet(workers)
+      await persistent.close()
+    }
+  }, 60_000)
+})

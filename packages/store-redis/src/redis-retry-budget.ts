@@ -1,0 +1,67 @@
+import type { RetryBudgetStore } from '@shallot/retry'
+import type { RedisStoreContext } from './redis-store-context.js'
+import { redisUnavailable } from './store-unavailable.js'
+import { budgetReplySchema } from './stored-values.js'
+
+/** The retry budget of `redisStores()`: one token bucket for the fleet. */
+export interface RedisRetryBudget extends RetryBudgetStore {
+  readonly name: string
+  readonly capacity: number
+  tryTake(tokens: number): Promise<boolean>
+  refill(tokens: number): Promise<void>
+  available(): Promise<number>
+}
+
+/**
+ * One token bucket shared by every worker (`retry({ retryBudget })`), taken from and refilled by
+ * Lua scripts so concurrent workers never overspend it. Redis keeps what was spent, so a missing key
+ * is a full bucket. A take that answers after its deadline gives its tokens back.
+ *
+ * @example
+ * const { retryBudget } = redisStores({ client, retryBudget: { capacity: 200 } })
+ * createStack({ tools, middleware: [retry({ retryBudget })] })
+ */
+export function redisRetryBudget(context: RedisStoreContext & { readonly name: string; readonly capacity: number }): RedisRetryBudget {
+  const { commands, keys, bounded, log, name, capacity } = context
+  const key = keys.retryBudget(name)
+
+  function parse(op: string, reply: unknown): boolean {
+    const parsed = budgetReplySchema.safeParse(reply)
+    if (!parsed.success) throw redisUnavailable(op, 'Redis answered something the store does not understand', parsed.error)
+    if (parsed.data[1] === 1) log.warn({ key, op }, 'retry budget in Redis was corrupt; treated as full')
+    return parsed.data[0] === 1
+  }
+
+  function refill(tokens: number): Promise<void> {
+    return bounded('retryBudget.refill', async () => {
+      parse('retryBudget.refill', await commands.budgetRefill(key, tokens))
+    })
+  }
+
+  return {
+    name,
+    capacity,
+    tryTake(tokens) {
+      return bounded(
+        'retryBudget.tryTake',
+        async () => parse('retryBudget.tryTake', await commands.budgetTake(key, capacity, tokens)),
+        (taken) => {
+          if (taken) refill(tokens).catch((err: unknown) => log.warn({ key, err }, 'could not give back tokens taken after the deadline'))
+        },
+      )
+    },
+    refill,
+    available() {
+      return bounded('retryBudget.available', async () => {
+        const raw = await commands.get(key)
+        if (raw === null) return capacity
+        const spent = Number(raw)
+        if (raw.trim() === '' || !Number.isFinite(spent) || spent < 0) {
+          log.warn({ key, op: 'retryBudget.available' }, 'retry budget in Redis was corrupt; treated as full')
+          return capacity
+        }
+        return Math.max(0, capacity - spent)
+      })
+    },
+  }
+}

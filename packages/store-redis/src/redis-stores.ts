@@ -1,0 +1,61 @@
+import type { BreakerStore } from '@shallot/circuit-breaker'
+import { parseOptions, silentLogger, systemClock } from '@shallot/core'
+import type { IdempotencyStore } from '@shallot/idempotency'
+import { boundedCall } from './bounded-call.js'
+import { redisBreakerStore } from './redis-breaker-store.js'
+import { redisCommands } from './redis-commands.js'
+import { redisIdempotencyStore } from './redis-idempotency-store.js'
+import { redisKeys } from './redis-keys.js'
+import { type RedisRetryBudget, redisRetryBudget } from './redis-retry-budget.js'
+import type { RedisStoreContext } from './redis-store-context.js'
+import { type RedisStoresOptions, redisStoresOptionsSchema } from './redis-stores-options.js'
+
+/** The three stores `redisStores()` makes, for `idempotency()`, `circuitBreaker()` and `retry()`. */
+export interface RedisStores {
+  readonly idempotency: IdempotencyStore
+  readonly breaker: BreakerStore
+  readonly retryBudget: RedisRetryBudget
+}
+
+/**
+ * State for a fleet of workers in one Redis: one idempotency record per key, one breaker per tool,
+ * one retry budget. Every step is one Lua script (atomic), time is Redis's, keys are
+ * `prefix:{scope}:…` (Cluster hash tags), values read back are validated, and every operation gives
+ * up after `timeoutMs` with a soft `store_unavailable`: idempotency then refuses write calls (fails
+ * closed), the breaker decides on local state, retry does not retry. Redis comes back, so do they.
+ *
+ * @example
+ * const client = new Redis(process.env.REDIS_URL, { maxRetriesPerRequest: 1, enableOfflineQueue: false })
+ * const stores = redisStores({ client, prefix: 'billing' })
+ * const stack = createStack({
+ *   tools,
+ *   middleware: [idempotency({ store: stores.idempotency }), circuitBreaker({ store: stores.breaker }), retry({ retryBudget: stores.retryBudget })],
+ * })
+ */
+export function redisStores(options: RedisStoresOptions): RedisStores {
+  const o = parseOptions('redisStores()', redisStoresOptionsSchema, options)
+  const clock = o.clock ?? systemClock
+  const log = o.logger ?? silentLogger
+  const { now } = o
+  const client = o.client as { options?: { enableOfflineQueue?: boolean; maxRetriesPerRequest?: number | null } }
+  if (client.options?.enableOfflineQueue === true || client.options?.maxRetriesPerRequest !== 1) {
+    log.warn(
+      { enableOfflineQueue: client.options?.enableOfflineQueue, maxRetriesPerRequest: client.options?.maxRetriesPerRequest },
+      'redisStores(): with the offline queue on or maxRetriesPerRequest above 1, commands given up on may still run after Redis returns; ' +
+        'pass { enableOfflineQueue: false, maxRetriesPerRequest: 1 } to the client',
+    )
+  }
+  const context: RedisStoreContext = {
+    commands: redisCommands(o.client),
+    keys: redisKeys(o.prefix),
+    bounded: boundedCall(clock, o.timeoutMs),
+    clock,
+    log,
+    nowArg: now === undefined ? () => '' : () => String(now()),
+  }
+  return {
+    idempotency: redisIdempotencyStore(context),
+    breaker: redisBreakerStore({ ...context, ttlMs: o.breakerTtlMs }),
+    retryBudget: redisRetryBudget({ ...context, ...o.retryBudget }),
+  }
+}
