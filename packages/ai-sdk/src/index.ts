@@ -1,1 +1,10 @@
-export {}
+export {
+  type ShallotTool,
+  type ShallotToolSet,
+  type ShallotTools,
+  type ShallotToolsOptions,
+  shallotTools,
+  shallotToolsOptionsSchema,
+} from './shallot-tools.js'
+export { isSoftFailure, type SoftFailure, softFailure } from './soft-failure.js'
+export { inputSchemaOf, type ToShallotToolOptions, type ToShallotToolsOptions, toShallotTool, toShallotTools } from './to-shallot-tool.js'

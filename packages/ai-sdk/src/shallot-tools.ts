@@ -1,0 +1,192 @@
+import {
+  type Clock,
+  createRun,
+  createStack,
+  type ErrorRenderer,
+  type Logger,
+  LoopError,
+  type Middleware,
+  parseOptions,
+  type RunContext,
+  type Stack,
+  type StackLimits,
+  type ToolEffect,
+  type ToolResult,
+} from '@shallot/core'
+import {
+  asSchema,
+  type FlexibleSchema,
+  type InferToolInput,
+  type InferToolOutput,
+  jsonSchema,
+  type StopCondition,
+  type Tool,
+  type ToolExecutionOptions,
+  type ToolSet,
+} from 'ai'
+import { z } from 'zod'
+import { sdkCall } from './sdk-call.js'
+import { isSoftFailure, type SoftFailure, softFailure } from './soft-failure.js'
+import { toShallotTools } from './to-shallot-tool.js'
+
+const custom = <T>(what: string, check: (v: unknown) => boolean) => z.custom<T>(check, { message: `must be ${what}` })
+const isObject = (v: unknown) => typeof v === 'object' && v !== null
+const isFunction = (v: unknown) => typeof v === 'function'
+
+/** Options of {@link shallotTools}. */
+export const shallotToolsOptionsSchema = z
+  .strictObject({
+    /** A ready stack whose tools include every executable AI SDK tool by name (build it with `toShallotTools`). */
+    stack: custom<Stack>('a stack from createStack()', (v) => isObject(v) && isFunction((v as Stack).dispatch)).optional(),
+    /** The layers to put in front of the tools, outermost first. Ignored names: use either `stack` or this. */
+    middleware: custom<Middleware | readonly Middleware[]>(
+      'a middleware or an array of middlewares',
+      (v) => isFunction(v) || (Array.isArray(v) && v.every(isFunction)),
+    ).optional(),
+    /** What repeating each tool does to the world; tools not listed are `write` (never repeated unless safe). */
+    effects: z.record(z.string(), z.enum(['read', 'idempotent', 'write'])).optional(),
+    /** The run these calls belong to (its budget and per-run state). Default: a new run per `shallotTools()` call. */
+    run: custom<RunContext>('a run from createRun()', (v) => isObject(v) && isObject((v as RunContext).budget)).optional(),
+    /** Step budget of the new run: every tool attempt spends one; past it the generation stops with `budget_exhausted`. */
+    maxSteps: z.number().int().positive().optional(),
+    /** Your cancellation: aborting it cancels every call in flight and the generation (through `abortSignal`). */
+    signal: custom<AbortSignal>('an AbortSignal', (v) => v instanceof AbortSignal).optional(),
+    clock: custom<Clock>('a Clock { now(), sleep(ms, signal) }', (v) => isObject(v) && isFunction((v as Clock).now)).optional(),
+    random: custom<() => number>('a function () => number', isFunction).optional(),
+    logger: custom<Logger>('a pino-compatible logger', (v) => isObject(v) && isFunction((v as Logger).child)).optional(),
+    limits: custom<StackLimits>('stack limits { maxArgsBytes, maxArgsDepth, maxOutputChars }', isObject).optional(),
+    renderError: custom<ErrorRenderer>('a function (error, call) => string', isFunction).optional(),
+  })
+  .superRefine((o, issues) => {
+    if (o.stack === undefined) return
+    for (const key of ['middleware', 'clock', 'random', 'logger', 'limits', 'renderError', 'effects'] as const) {
+      if (o[key] !== undefined) {
+        issues.addIssue({ code: 'custom', path: [key], message: 'belongs to the stack; with `stack`, set it where you built the stack' })
+      }
+    }
+  })
+  .refine((o) => o.run === undefined || o.maxSteps === undefined, {
+    path: ['maxSteps'],
+    message: 'applies to the new run only; with `run`, set maxSteps in createRun()',
+  })
+
+export type ShallotToolsOptions = z.input<typeof shallotToolsOptionsSchema>
+
+/** A wrapped tool: same input, and its output may be a {@link SoftFailure} instead of the tool's value. */
+export type ShallotTool<T> = T extends Tool ? Tool<InferToolInput<T>, InferToolOutput<T> | SoftFailure> : T
+
+/** The wrapped tools, by the same names. */
+export type ShallotTools<T extends ToolSet> = { [K in keyof T]: ShallotTool<T[K]> }
+
+/** What {@link shallotTools} returns: the wrapped tools and the two ways a hard stop reaches `generateText`. */
+export interface ShallotToolSet<T extends ToolSet> {
+  /** Pass as `generateText({ tools })`. */
+  readonly tools: ShallotTools<T>
+  /** Pass as `generateText({ abortSignal })`: a hard stop aborts it with the `LoopError`, and so does your `signal`. */
+  readonly abortSignal: AbortSignal
+  /** Add to `generateText({ stopWhen })`: throws the `LoopError` after the step that hit it, even if it was the last step. */
+  // biome-ignore lint/suspicious/noExplicitAny: like the SDK's own stepCountIs(), it fits every tool set
+  readonly stopOnHardError: StopCondition<any>
+  readonly stack: Stack
+  readonly run: RunContext
+  /** The `LoopError` that stopped the generation, once one did. */
+  readonly error: LoopError | undefined
+}
+
+function defaultModelOutput(output: unknown) {
+  return typeof output === 'string' ? { type: 'text' as const, value: output } : { type: 'json' as const, value: output ?? null }
+}
+
+/**
+ * Puts a shallot stack in front of AI SDK tools. Every `execute` goes through the stack: a soft error
+ * comes back as a tool result the model reads (an `error-text` output; your code sees a
+ * {@link SoftFailure}), a hard error (`LoopError`) stops the generation: `generateText` rejects with it.
+ * Arguments are validated once, by the stack, so invalid ones are soft errors the layers see too.
+ * Make one per generation: it holds the run (budget, per-run counters) and the hard-stop signal.
+ *
+ * @example
+ * const shallot = shallotTools({ read_file: readFile }, { middleware: [retry(), timeout({ ms: 5000 })], effects: { read_file: 'read' } })
+ * const result = await generateText({
+ *   model, prompt, tools: shallot.tools, abortSignal: shallot.abortSignal,
+ *   stopWhen: [stepCountIs(10), shallot.stopOnHardError],
+ * })
+ */
+export function shallotTools<T extends ToolSet>(tools: T, options?: ShallotToolsOptions): ShallotToolSet<T> {
+  if (typeof tools !== 'object' || tools === null) throw new TypeError('shallotTools() takes a record of AI SDK tools { name: tool(...) }')
+  const o = parseOptions('shallotTools()', shallotToolsOptionsSchema, options)
+  const stack =
+    o.stack ??
+    createStack({
+      tools: toShallotTools(tools, o.effects === undefined ? {} : { effects: o.effects as Record<string, ToolEffect> }),
+      ...(o.middleware === undefined ? {} : { middleware: o.middleware }),
+      ...(o.clock === undefined ? {} : { clock: o.clock }),
+      ...(o.random === undefined ? {} : { random: o.random }),
+      ...(o.logger === undefined ? {} : { logger: o.logger }),
+      ...(o.limits === undefined ? {} : { limits: o.limits }),
+      ...(o.renderError === undefined ? {} : { renderError: o.renderError }),
+    })
+  for (const [name, sdkTool] of Object.entries(tools)) {
+    if (typeof sdkTool.execute === 'function' && !stack.tools.has(name)) {
+      throw new TypeError(
+        `shallotTools(): the stack has no tool named "${name}"; build it with createStack({ tools: toShallotTools(tools) })`,
+      )
+    }
+  }
+  const run = o.run ?? createRun(o.maxSteps === undefined ? {} : { maxSteps: o.maxSteps })
+  const stopper = new AbortController()
+  const abortSignal = o.signal === undefined ? stopper.signal : AbortSignal.any([o.signal, stopper.signal])
+  let error: LoopError | undefined
+
+  const stop = (hard: LoopError) => {
+    if (error !== undefined) return
+    error = hard
+    stopper.abort(hard)
+  }
+
+  function wrap(name: string, sdkTool: Tool): Tool {
+    const original = sdkTool.toModelOutput
+    return {
+      ...sdkTool,
+      // The stack validates the input (once, with the original schema); the SDK only parses the JSON.
+      inputSchema: jsonSchema(() => asSchema(sdkTool.inputSchema as FlexibleSchema<unknown>).jsonSchema),
+      async execute(input: unknown, sdkOptions: ToolExecutionOptions) {
+        if (error !== undefined) throw error
+        const signal = sdkOptions.abortSignal === undefined ? abortSignal : AbortSignal.any([sdkOptions.abortSignal, abortSignal])
+        let result: ToolResult
+        try {
+          result = await sdkCall.run(sdkOptions, () => stack.dispatch({ id: sdkOptions.toolCallId, name, args: input }, { run, signal }))
+        } catch (err) {
+          const hard = LoopError.is(err)
+            ? err
+            : new LoopError('tool_crashed', `${name}: ${String(err)}`, { cause: err, details: { tool: name } })
+          stop(hard)
+          throw hard
+        }
+        return result.ok ? result.value : softFailure(result)
+      },
+      toModelOutput(output) {
+        if (isSoftFailure(output.output)) return { type: 'error-text', value: output.output.content }
+        return original === undefined ? defaultModelOutput(output.output) : original(output)
+      },
+    } as Tool
+  }
+
+  const wrapped: Record<string, Tool> = {}
+  for (const [name, sdkTool] of Object.entries(tools)) {
+    wrapped[name] = typeof sdkTool.execute === 'function' ? wrap(name, sdkTool as Tool) : (sdkTool as Tool)
+  }
+
+  return {
+    tools: wrapped as ShallotTools<T>,
+    abortSignal,
+    stopOnHardError: () => {
+      if (error !== undefined) throw error
+      return false
+    },
+    stack,
+    run,
+    get error() {
+      return error
+    },
+  }
+}

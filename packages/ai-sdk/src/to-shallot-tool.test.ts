@@ -1,0 +1,96 @@
+import { createAgent, createStack, OptionsError } from '@shallot/core'
+import { scriptedModel } from '@shallot/testing'
+import { jsonSchema, tool } from 'ai'
+import { describe, expect, it } from 'vitest'
+import { z } from 'zod'
+import { shallotTools, toShallotTool, toShallotTools } from './index.js'
+
+describe('toShallotTool', () => {
+  it('keeps name, description and a zod input schema, and defaults the effect to write', () => {
+    const input = z.object({ q: z.string() })
+    const search = toShallotTool('search', tool({ description: 'Search the docs', inputSchema: input, execute: async ({ q }) => q }))
+    expect(search).toMatchObject({ name: 'search', description: 'Search the docs', effect: 'write' })
+    expect(search.input).toBe(input)
+  })
+
+  it("runs a schema's own validate function and reports its message as invalid_arguments", async () => {
+    const even = jsonSchema<{ n: number }>(
+      { type: 'object', properties: { n: { type: 'number' } } },
+      {
+        validate: (value) => {
+          const n = (value as { n?: unknown }).n
+          return typeof n === 'number' && n % 2 === 0
+            ? { success: true, value: { n } }
+            : { success: false, error: new Error('n must be even') }
+        },
+      },
+    )
+    const half = toShallotTool('half', tool({ inputSchema: even, execute: async ({ n }) => n / 2 }), { effect: 'read' })
+    const stack = createStack({ tools: [half] })
+    const bad = await stack.dispatch({ id: 'c1', name: 'half', args: { n: 3 } })
+    const good = await stack.dispatch({ id: 'c2', name: 'half', args: { n: 4 } })
+    expect(bad.error).toMatchObject({ code: 'invalid_arguments', message: 'Invalid arguments for half: (root): n must be even' })
+    expect(good).toMatchObject({ ok: true, value: 2 })
+  })
+
+  it("hands the call's signal to execute and resolves a streaming execute to its last value", async () => {
+    let seen: AbortSignal | undefined
+    const progress = tool({
+      inputSchema: z.object({}),
+      async *execute(_input, { abortSignal }) {
+        seen = abortSignal
+        yield 'started'
+        yield 'finished'
+      },
+    })
+    const stack = createStack({ tools: [toShallotTool('progress', progress)] })
+    const result = await stack.dispatch({ id: 'c1', name: 'progress', args: {} })
+    expect(result).toMatchObject({ ok: true, value: 'finished' })
+    expect(seen).toBeInstanceOf(AbortSignal)
+  })
+
+  it('refuses a tool without execute, and effects for tools that do not exist', () => {
+    expect(() => toShallotTool('client_side', tool({ inputSchema: z.object({}), outputSchema: z.string() }))).toThrow(
+      'the tool has no execute function',
+    )
+    const tools = { a: tool({ inputSchema: z.object({}), execute: async () => 1 }) }
+    expect(() => toShallotTools(tools, { effects: { b: 'read' } })).toThrow('effects names "b", which is not one of the tools (a)')
+  })
+
+  it("puts AI SDK tools behind shallot's own agent loop", async () => {
+    const weather = tool({
+      description: 'Weather in a city',
+      inputSchema: z.object({ city: z.string() }),
+      execute: async ({ city }) => `sunny in ${city}`,
+    })
+    const model = scriptedModel([
+      { toolCalls: [{ name: 'weather', args: { city: 'Lyon' } }] },
+      ({ lastResults }) => ({ text: lastResults[0]?.content ?? '' }),
+    ])
+    const agent = createAgent({ model, tools: toShallotTools({ weather }, { effects: { weather: 'read' } }) })
+    const outcome = await agent.run({ input: 'Weather in Lyon?' })
+    expect(outcome).toMatchObject({ status: 'completed', output: 'sunny in Lyon' })
+  })
+})
+
+describe('shallotTools options', () => {
+  const tools = { a: tool({ inputSchema: z.object({}), execute: async () => 1 }) }
+
+  it('names the option and the value it got', () => {
+    expect(() => shallotTools(tools, { maxSteps: 0 })).toThrow(OptionsError)
+    expect(() => shallotTools(tools, { maxSteps: 0 })).toThrow('option maxSteps')
+  })
+
+  it('refuses stack options next to a ready stack, and a stack that lacks one of the tools', () => {
+    const stack = createStack({ tools: toShallotTools(tools) })
+    expect(() => shallotTools(tools, { stack, middleware: [] })).toThrow('option middleware: belongs to the stack')
+    const other = createStack({ tools: [] })
+    expect(() => shallotTools(tools, { stack: other })).toThrow('the stack has no tool named "a"')
+    expect(shallotTools(tools, { stack }).stack).toBe(stack)
+  })
+
+  it('leaves tools without execute untouched', () => {
+    const clientSide = tool({ inputSchema: z.object({}), outputSchema: z.string() })
+    expect(shallotTools({ ...tools, client_side: clientSide }).tools.client_side).toBe(clientSide)
+  })
+})
