@@ -5,7 +5,7 @@ import { closest } from './suggest.js'
 import type { AnyTool, ToolContext } from './types.js'
 
 /** The error a layer or tool should see when `signal` has aborted: its own reason if it is ours, else cancellation. */
-export function abortReason(signal: AbortSignal): ToolError | LoopError {
+export function abortReason(signal: { readonly reason: unknown }): ToolError | LoopError {
   const reason: unknown = signal.reason
   if (ToolError.is(reason) || LoopError.is(reason)) return reason
   return new LoopError('cancelled', 'the run was cancelled', { cause: reason })
@@ -73,19 +73,22 @@ export function createTerminal(toolNames: () => readonly string[]) {
   return async function terminal(ctx: ToolContext): Promise<void> {
     const tool = ctx.tool
     if (tool === undefined) throw unknownTool(ctx.call.name, toolNames())
-    const signal = ctx.signal
-    if (signal.aborted) throw abortReason(signal)
+    // This attempt's signal, captured now: a deferred one is only created if the tool reads it.
+    const current = ctx.currentSignal()
+    if (current.aborted) throw abortReason(current)
     const args = await parseArgs(tool, ctx.call.args)
-    if (signal.aborted) throw abortReason(signal)
+    if (current.aborted) throw abortReason(current)
     ctx.run.budget.spend(`tool:${tool.name}`)
     ctx.executions++
     const value = await tool.execute(args, {
-      signal,
+      get signal() {
+        return current instanceof AbortSignal ? current : current.signal
+      },
       idempotencyKey: ctx.idempotencyKey,
       attempt: ctx.attempt,
       log: ctx.log,
     })
-    if (signal.aborted) throw abortReason(signal)
+    if (current.aborted) throw abortReason(current)
     ctx.result = { value }
   }
 }

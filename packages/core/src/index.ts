@@ -30,6 +30,7 @@ export type {
   AnyTool,
   Budget,
   Clock,
+  DeferredSignal,
   Json,
   Logger,
   Middleware,

@@ -10,7 +10,18 @@ import { guardArgs } from './guard-args.js'
 import { silentLogger } from './logger.js'
 import { type ErrorRenderer, renderError, renderValue, truncate } from './render.js'
 import { createRun } from './run.js'
-import type { AnyTool, Clock, Logger, Middleware, RunContext, ToolCall, ToolContext, ToolResult, TraceEvent } from './types.js'
+import type {
+  AnyTool,
+  Clock,
+  DeferredSignal,
+  Logger,
+  Middleware,
+  RunContext,
+  ToolCall,
+  ToolContext,
+  ToolResult,
+  TraceEvent,
+} from './types.js'
 
 /** An event from any call of the stack, with the call it belongs to. */
 export interface StackEvent extends TraceEvent {
@@ -170,11 +181,22 @@ export function createStack(options: StackOptions): Stack {
     }
     const call: ToolCall = { id, name: rawCall.name, args }
     const log = logging ? logger.child({ runId: run.id, turn: run.turn, callId: id, tool: call.name }) : silentLogger
+    let current: AbortSignal | DeferredSignal = signal
     const ctx: ToolContext = {
       call,
       tool: tools.get(call.name),
       run,
-      signal,
+      get signal(): AbortSignal {
+        if (!(current instanceof AbortSignal)) current = current.signal
+        return current
+      },
+      set signal(value: AbortSignal) {
+        current = value
+      },
+      deferSignal(deferred) {
+        current = deferred
+      },
+      currentSignal: () => current,
       attempt: 1,
       executions: 0,
       log,

@@ -91,6 +91,18 @@ export interface TraceEvent {
   readonly [field: string]: unknown
 }
 
+/**
+ * A signal a layer promises but has not created: `aborted` and `reason` answer without allocating,
+ * and `signal` creates the real AbortSignal on first read. The timeout layer hands one to the inner
+ * layers, so the happy path of a tool that never looks at its signal creates no AbortController.
+ */
+export interface DeferredSignal {
+  readonly aborted: boolean
+  readonly reason: unknown
+  /** Creates (once) and returns the real signal, already aborted if the deferred one is. */
+  readonly signal: AbortSignal
+}
+
 /** What the terminal dispatcher (or a replaying layer) leaves on `ctx.result`. */
 export interface ToolOutput {
   value: unknown
@@ -104,8 +116,15 @@ export interface ToolContext {
   /** `undefined` when the model asked for a tool that does not exist. */
   readonly tool: AnyTool | undefined
   readonly run: RunContext
-  /** Run cancellation combined with this attempt's deadline. A layer may replace it for the layers inside. */
+  /**
+   * Run cancellation combined with this attempt's deadline. A layer may replace it for the layers
+   * inside (and must restore it), or defer it with {@link ToolContext.deferSignal}.
+   */
   signal: AbortSignal
+  /** Replaces `signal` for the layers inside with one that is only created if somebody reads it. */
+  deferSignal(deferred: DeferredSignal): void
+  /** The current signal as it stands, without creating a deferred one: read `aborted`/`reason` from it. */
+  currentSignal(): AbortSignal | DeferredSignal
   /** 1-based; bumped by retry before each repeat. */
   attempt: number
   /** How many times the tool's `execute` was actually invoked for this call (0: it never ran). */

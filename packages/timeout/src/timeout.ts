@@ -1,4 +1,13 @@
-import { abortReason, type LoopError, type Middleware, type Next, parseOptions, type ToolContext, type ToolError } from '@shallot/core'
+import {
+  abortReason,
+  type DeferredSignal,
+  type LoopError,
+  type Middleware,
+  type Next,
+  parseOptions,
+  type ToolContext,
+  type ToolError,
+} from '@shallot/core'
 import { z } from 'zod'
 import { errorLabel, type LateOutcome, reportLate, type StopReason } from './report-late.js'
 import { startTimer } from './start-timer.js'
@@ -50,7 +59,30 @@ export function timeout(options?: TimeoutOptions): Middleware {
     let reason: unknown
     try {
       await new Promise<void>((resolve, reject) => {
-        const controller = new AbortController()
+        // The inner layers get a deferred signal: an AbortController exists only if the tool reads it.
+        let controller: AbortController | undefined
+        let innerAborted = false
+        let innerReason: unknown
+        const deferred: DeferredSignal = {
+          get aborted() {
+            return innerAborted
+          },
+          get reason() {
+            return innerReason
+          },
+          get signal() {
+            if (controller === undefined) {
+              controller = new AbortController()
+              if (innerAborted) controller.abort(innerReason)
+            }
+            return controller.signal
+          },
+        }
+        const abortInner = (why: unknown) => {
+          innerAborted = true
+          innerReason = why
+          controller?.abort(why)
+        }
         let waiting = true
         const stopWaiting = (): boolean => {
           if (!waiting) return false
@@ -68,7 +100,7 @@ export function timeout(options?: TimeoutOptions): Middleware {
         }
         const onAbort = () => {
           reason = outer.reason
-          controller.abort(reason)
+          abortInner(reason)
           giveUp('cancelled', abortReason(outer))
         }
         const cancelTimer = startTimer(ctx.clock, timeoutMs, () => {
@@ -76,11 +108,11 @@ export function timeout(options?: TimeoutOptions): Middleware {
           const error = timeoutError(ctx.call.name, ctx.tool, timeoutMs, attempt)
           // The reason the inner layers see is the timeout itself, so the terminal's late-result guard throws it.
           reason = error
-          controller.abort(error)
+          abortInner(error)
           giveUp('expired', error)
         })
         outer.addEventListener('abort', onAbort, { once: true })
-        ctx.signal = controller.signal
+        ctx.deferSignal(deferred)
         let work: Promise<void>
         try {
           work = next()

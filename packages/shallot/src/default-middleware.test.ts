@@ -1,0 +1,65 @@
+import { afterEach, describe, expect, it } from 'vitest'
+import { z } from 'zod'
+import { createStack, DEFAULT_ORDER, defaultMiddleware, defineTool, OptionsError } from './index.js'
+
+const Original = globalThis.AbortController
+let created = 0
+class CountingAbortController extends Original {
+  constructor() {
+    super()
+    created++
+  }
+}
+
+afterEach(() => {
+  globalThis.AbortController = Original
+})
+
+function tools() {
+  const quiet = defineTool({
+    name: 'quiet',
+    description: 'Ignores its signal',
+    input: z.object({ n: z.number() }),
+    effect: 'read',
+    execute: ({ n }) => n,
+  })
+  const listening = defineTool({
+    name: 'listening',
+    description: 'Reads its signal',
+    input: z.object({ n: z.number() }),
+    effect: 'read',
+    execute: ({ n }, { signal }) => (signal.aborted ? -1 : n),
+  })
+  return [quiet, listening]
+}
+
+describe('defaultMiddleware()', () => {
+  it('builds the seven layers in the recommended order, and leaves out the ones set to false', () => {
+    expect(DEFAULT_ORDER).toEqual(['panicCatcher', 'stuckLoop', 'idempotency', 'circuitBreaker', 'retry', 'errorClassifier', 'timeout'])
+    expect(defaultMiddleware().map((layer) => layer.name)).toEqual([
+      'panicCatcher',
+      'stuckLoop',
+      'idempotency',
+      'circuitBreaker',
+      'retry',
+      'errorClassifier',
+      'timeout',
+    ])
+    expect(defaultMiddleware({ retry: false, idempotency: false })).toHaveLength(5)
+  })
+
+  it('rejects a bad option of any layer at construction, naming it', () => {
+    expect(() => defaultMiddleware({ timeout: { ms: -5 } })).toThrow(OptionsError)
+    expect(() => defaultMiddleware({ timeout: { ms: -5 } })).toThrow(/ms/)
+  })
+
+  it('creates no AbortController on the happy path unless the tool reads its signal', async () => {
+    const stack = createStack({ middleware: defaultMiddleware(), tools: tools() })
+    globalThis.AbortController = CountingAbortController
+    created = 0
+    for (let n = 0; n < 100; n++) expect((await stack.dispatch({ id: `q${n}`, name: 'quiet', args: { n } })).ok).toBe(true)
+    expect(created).toBe(0)
+    for (let n = 0; n < 10; n++) expect((await stack.dispatch({ id: `l${n}`, name: 'listening', args: { n } })).value).toBe(n)
+    expect(created).toBe(10)
+  })
+})
