@@ -122,8 +122,8 @@ describe('third-party middlewares by package name', () => {
   })
 
   it('names a package that is not installed and says how to fix it', async () => {
-    const err = await failure(loadConfig(write('stack:\n  - "@acme/shallot-rate-limit"\n')))
-    expect(err).toMatchObject({ line: 2, path: 'stack[0]', hint: 'install it (npm install @acme/shallot-rate-limit) or fix the name' })
+    const err = await failure(loadConfig(write('stack:\n  - "@acme/shallot-not-installed"\n')))
+    expect(err).toMatchObject({ line: 2, path: 'stack[0]', hint: 'install it (npm install @acme/shallot-not-installed) or fix the name' })
   })
 })
 

@@ -13,6 +13,8 @@ export interface WatchConfigOptions extends LoadConfigOptions {
   onError?: (error: unknown) => void
   /** Quiet time after the last change before the file is read again. Default 100 ms. */
   debounceMs?: number
+  /** Whether watching keeps the process alive until the returned function is called, as `fs.watch` does. Default true. */
+  persistent?: boolean
 }
 
 function readText(file: string): string | undefined {
@@ -37,7 +39,7 @@ function readText(file: string): string | undefined {
 export function watchConfig(path: string, stack: ConfigStack, options: WatchConfigOptions = {}): () => void {
   const file = resolve(path)
   const name = basename(file)
-  const { onReload, onError, debounceMs = 100, ...loadOptions } = options
+  const { onReload, onError, debounceMs = 100, persistent = true, ...loadOptions } = options
   let lastText = stack.config.file === file ? readText(file) : undefined
   let timer: ReturnType<typeof setTimeout> | undefined
   let running = false
@@ -85,12 +87,12 @@ export function watchConfig(path: string, stack: ConfigStack, options: WatchConf
     if (closed) return
     if (timer !== undefined) clearTimeout(timer)
     timer = setTimeout(() => void reload(), debounceMs)
-    timer.unref?.()
+    if (!persistent) timer.unref?.()
   }
 
   let watcher: FSWatcher
   try {
-    watcher = watch(dirname(file), { persistent: false }, (_event, changed) => {
+    watcher = watch(dirname(file), { persistent }, (_event, changed) => {
       if (changed === null || changed === name) schedule()
     })
   } catch (err) {
