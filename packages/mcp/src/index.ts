@@ -1,1 +1,8 @@
-export {}
+export { effectOf } from './effect-of.js'
+export { inputSchemaFromJson } from './input-schema-from-json.js'
+export { mcpResultError, resultText } from './mcp-result-error.js'
+export { type McpToolOptions, mcpTool, shallotToolName } from './mcp-tool.js'
+export { type McpToolsOptions, mcpTools, mcpToolsOptionsSchema } from './mcp-tools.js'
+export { mcpTransportError } from './mcp-transport-error.js'
+export { serverKey } from './server-key.js'
+export type { McpCallResult, McpCallSite, McpClient, McpToolDescription } from './types.js'

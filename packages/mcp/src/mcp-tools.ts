@@ -1,0 +1,78 @@
+import { type AnyTool, parseOptions } from '@shallot/core'
+import { z } from 'zod'
+import { mcpTool, shallotToolName } from './mcp-tool.js'
+import type { McpClient, McpToolDescription } from './types.js'
+
+/** Options of {@link mcpTools}. */
+export const mcpToolsOptionsSchema = z.strictObject({
+  /** The server's name in messages, `details` and `serverKey`. Default: the name the server announced, else `mcp`. */
+  server: z.string().min(1).optional(),
+  /** Put before every tool name (`fs_` → `fs_read_file`), to keep several servers' tools apart. */
+  prefix: z
+    .string()
+    .regex(/^[A-Za-z0-9_.-]*$/, 'may hold only letters, digits, "_", "-" and "."')
+    .default(''),
+  /** Only these tools (by their MCP names). Default: all. */
+  include: z.array(z.string()).optional(),
+  /** Effect per MCP tool name, overriding the annotations (which are the server's claims). */
+  effects: z.record(z.string(), z.enum(['read', 'idempotent', 'write'])).default({}),
+  /** `text` (default): the result's text; `result`: the whole `CallToolResult`. */
+  output: z.enum(['text', 'result']).default('text'),
+  /** The SDK's own request deadline, in ms. Default: the SDK's (60 s). */
+  requestTimeoutMs: z.number().int().positive().optional(),
+})
+
+export type McpToolsOptions = z.input<typeof mcpToolsOptionsSchema>
+
+async function listAll(client: McpClient): Promise<McpToolDescription[]> {
+  const tools: McpToolDescription[] = []
+  let cursor: string | undefined
+  do {
+    const page = await client.listTools(cursor === undefined ? undefined : { cursor })
+    tools.push(...page.tools)
+    cursor = page.nextCursor
+  } while (cursor !== undefined)
+  return tools
+}
+
+/**
+ * Lists a connected MCP client's tools and turns each into a shallot tool (see {@link mcpTool}), so a
+ * stack sits in front of any MCP server: arguments validated by the tool's JSON Schema, effects from
+ * its annotations, `isError` results and transport failures as classified soft errors.
+ *
+ * @example
+ * const client = new Client({ name: 'my-agent', version: '1.0.0' })
+ * await client.connect(new StdioClientTransport({ command: 'npx', args: ['@modelcontextprotocol/server-filesystem', dir] }))
+ * const tools = await mcpTools(client, { server: 'filesystem' })
+ * const agent = createAgent({ model, tools, middleware: [circuitBreaker({ key: serverKey({ filesystem: tools }) })] })
+ */
+export async function mcpTools(client: McpClient, options?: McpToolsOptions): Promise<AnyTool[]> {
+  if (typeof client?.listTools !== 'function' || typeof client.callTool !== 'function') {
+    throw new TypeError('mcpTools() takes a connected MCP Client (from @modelcontextprotocol/sdk/client/index.js)')
+  }
+  const o = parseOptions('mcpTools()', mcpToolsOptionsSchema, options)
+  const server = o.server ?? client.getServerVersion()?.name ?? 'mcp'
+  const listed = await listAll(client)
+  const known = new Set(listed.map((tool) => tool.name))
+  for (const name of [...(o.include ?? []), ...Object.keys(o.effects)]) {
+    if (!known.has(name)) throw new TypeError(`mcpTools(): server "${server}" has no tool named "${name}"; it has ${[...known].join(', ')}`)
+  }
+  const wanted = o.include === undefined ? listed : listed.filter((tool) => o.include?.includes(tool.name))
+  const names = new Map<string, string>()
+  return wanted.map((tool) => {
+    const name = shallotToolName(tool.name, o.prefix)
+    const clash = names.get(name)
+    if (clash !== undefined) {
+      throw new TypeError(`mcpTools(): tools "${clash}" and "${tool.name}" both become "${name}"; use include to pick one`)
+    }
+    names.set(name, tool.name)
+    const effect = o.effects[tool.name]
+    return mcpTool(client, tool, {
+      name,
+      server,
+      output: o.output,
+      ...(effect === undefined ? {} : { effect }),
+      ...(o.requestTimeoutMs === undefined ? {} : { requestTimeoutMs: o.requestTimeoutMs }),
+    })
+  })
+}
