@@ -139,9 +139,8 @@ export async function runSim(
   for (const stack of stacks) {
     print('')
     print(`${stack.label}`)
-    print(
-      `  ${['steps', 'success', 'attempts/step', 'p50 ms', 'p95 ms', 'retries', 'breaker trips', 'write retries refused'].map((h) => h.padStart(14)).join('')}`,
-    )
+    const headers = ['steps', 'success', 'attempts/step', 'p50 ms', 'p95 ms', 'retries', 'breaker trips', 'write retries refused']
+    print(`  ${headers.map((h) => h.padStart(h.length + 3)).join('')}`)
     for (const r of results.get(stack.label) ?? []) {
       const cells = [
         r.steps,
@@ -153,7 +152,7 @@ export async function runSim(
         r.breakerTrips,
         r.writeRetriesRefused,
       ]
-      print(`  ${cells.map((c) => String(c).padStart(14)).join('')}`)
+      print(`  ${cells.map((c, k) => String(c).padStart((headers[k] as string).length + 3)).join('')}`)
     }
   }
   if (flags.plot !== undefined) {
