@@ -20,8 +20,8 @@ beforeAll(async () => {
   await client.connect()
 })
 afterAll(async () => {
-  client.disconnect()
-  await redis.close()
+  client?.disconnect()
+  await redis?.close()
 })
 
 const COOLDOWN = 1000

@@ -9,7 +9,12 @@ import {
   SETTLE_LUA,
 } from './redis-scripts.js'
 
-/** An ioredis client: one server (`new Redis()`) or a cluster (`new Cluster()`). */
+/**
+ * An ioredis client: one server (`new Redis()`) or a cluster (`new Cluster()`).
+ *
+ * @example
+ * const client: RedisClient = new Redis(process.env.REDIS_URL, { maxRetriesPerRequest: 1, enableOfflineQueue: false })
+ */
 export type RedisClient = Redis | Cluster
 
 type Arg = string | number

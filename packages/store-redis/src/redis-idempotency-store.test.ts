@@ -19,8 +19,8 @@ beforeAll(async () => {
   await client.connect()
 })
 afterAll(async () => {
-  client.disconnect()
-  await redis.close()
+  client?.disconnect()
+  await redis?.close()
 })
 
 function spyLogger(): Logger & { warnings: string[] } {

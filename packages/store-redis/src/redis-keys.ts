@@ -1,4 +1,9 @@
-/** The Redis keys of one `redisStores()` instance. */
+/**
+ * The Redis keys of one `redisStores()` instance.
+ *
+ * @example
+ * await client.hgetall(redisKeys('shallot').breaker('search'))
+ */
 export interface RedisKeys {
   /** The record of an idempotency store key (`scope key`) and the fencing counter of its scope: one hash slot. */
   idempotency(storeKey: string): { readonly record: string; readonly fence: string }

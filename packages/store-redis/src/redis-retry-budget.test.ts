@@ -18,8 +18,8 @@ beforeAll(async () => {
   await client.connect()
 })
 afterAll(async () => {
-  client.disconnect()
-  await redis.close()
+  client?.disconnect()
+  await redis?.close()
 })
 
 describe('redis retry budget', () => {

@@ -3,7 +3,13 @@ import type { RedisStoreContext } from './redis-store-context.js'
 import { redisUnavailable } from './store-unavailable.js'
 import { budgetReplySchema } from './stored-values.js'
 
-/** The retry budget of `redisStores()`: one token bucket for the fleet. */
+/**
+ * The retry budget of `redisStores()`: one token bucket for the fleet.
+ *
+ * @example
+ * const { retryBudget } = redisStores({ client })
+ * await retryBudget.available() // 500 until someone retries
+ */
 export interface RedisRetryBudget extends RetryBudgetStore {
   readonly name: string
   readonly capacity: number

@@ -7,7 +7,12 @@ const NAME = /^[\x21-\x7e]{1,128}$/
 const hasMethods = (value: unknown, methods: readonly string[]) =>
   typeof value === 'object' && value !== null && methods.every((m) => typeof (value as Record<string, unknown>)[m] === 'function')
 
-/** Options of `redisStores()`. Only `client` is required. */
+/**
+ * Options of `redisStores()`. Only `client` is required.
+ *
+ * @example
+ * redisStoresOptionsSchema.safeParse({ client, prefix: 'billing', timeoutMs: 100 }).success // true
+ */
 export const redisStoresOptionsSchema = z
   .object({
     /**
@@ -50,5 +55,5 @@ export const redisStoresOptionsSchema = z
   })
   .strict()
 
-/** What `redisStores()` accepts. */
+/** What `redisStores()` accepts (see {@link redisStoresOptionsSchema}). */
 export type RedisStoresOptions = z.input<typeof redisStoresOptionsSchema>

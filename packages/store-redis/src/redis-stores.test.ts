@@ -22,8 +22,8 @@ beforeAll(async () => {
   await client.connect()
 })
 afterAll(async () => {
-  client.disconnect()
-  await redis.close()
+  client?.disconnect()
+  await redis?.close()
 })
 
 function fleetStack(prefix: string, clock = manualClock()) {

@@ -1,20 +1,40 @@
 import type { BreakerStore } from '@shallot/circuit-breaker'
-import { parseOptions, silentLogger, systemClock } from '@shallot/core'
+import { type Logger, parseOptions, silentLogger, systemClock } from '@shallot/core'
 import type { IdempotencyStore } from '@shallot/idempotency'
+import { Cluster } from 'ioredis'
 import { boundedCall } from './bounded-call.js'
 import { redisBreakerStore } from './redis-breaker-store.js'
-import { redisCommands } from './redis-commands.js'
+import { type RedisClient, redisCommands } from './redis-commands.js'
 import { redisIdempotencyStore } from './redis-idempotency-store.js'
 import { redisKeys } from './redis-keys.js'
 import { type RedisRetryBudget, redisRetryBudget } from './redis-retry-budget.js'
 import type { RedisStoreContext } from './redis-store-context.js'
 import { type RedisStoresOptions, redisStoresOptionsSchema } from './redis-stores-options.js'
 
-/** The three stores `redisStores()` makes, for `idempotency()`, `circuitBreaker()` and `retry()`. */
+/**
+ * The three stores `redisStores()` makes, for `idempotency()`, `circuitBreaker()` and `retry()`.
+ *
+ * @example
+ * const { idempotency: store, breaker, retryBudget } = redisStores({ client })
+ */
 export interface RedisStores {
   readonly idempotency: IdempotencyStore
   readonly breaker: BreakerStore
   readonly retryBudget: RedisRetryBudget
+}
+
+// A command the stores gave up on must not run later behind their back: no offline queue, at most one retry.
+function warnIfQueueing(client: RedisClient, log: Logger): void {
+  const { enableOfflineQueue } = client.options
+  // A Cluster passes its per-node settings on in redisOptions.
+  const node = client instanceof Cluster ? client.options.redisOptions : client.options
+  const maxRetriesPerRequest = node?.maxRetriesPerRequest
+  if (enableOfflineQueue === false && typeof maxRetriesPerRequest === 'number' && maxRetriesPerRequest <= 1) return
+  log.warn(
+    { enableOfflineQueue, maxRetriesPerRequest },
+    'redisStores(): with the offline queue on or maxRetriesPerRequest above 1, commands given up on may still run after Redis returns; ' +
+      'pass { enableOfflineQueue: false, maxRetriesPerRequest: 1 } to the client',
+  )
 }
 
 /**
@@ -37,14 +57,7 @@ export function redisStores(options: RedisStoresOptions): RedisStores {
   const clock = o.clock ?? systemClock
   const log = o.logger ?? silentLogger
   const { now } = o
-  const client = o.client as { options?: { enableOfflineQueue?: boolean; maxRetriesPerRequest?: number | null } }
-  if (client.options?.enableOfflineQueue === true || client.options?.maxRetriesPerRequest !== 1) {
-    log.warn(
-      { enableOfflineQueue: client.options?.enableOfflineQueue, maxRetriesPerRequest: client.options?.maxRetriesPerRequest },
-      'redisStores(): with the offline queue on or maxRetriesPerRequest above 1, commands given up on may still run after Redis returns; ' +
-        'pass { enableOfflineQueue: false, maxRetriesPerRequest: 1 } to the client',
-    )
-  }
+  warnIfQueueing(o.client, log)
   const context: RedisStoreContext = {
     commands: redisCommands(o.client),
     keys: redisKeys(o.prefix),
