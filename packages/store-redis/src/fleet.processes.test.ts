@@ -3,144 +3,29 @@
 // references (incremental: a no-op when dist is current; the root `pnpm test` builds first anyway).
 // Real time is unavoidable here, and only here: separate processes and a real server cannot share a
 // fake clock. Leases, holds and cooldowns are a few hundred milliseconds to keep each test short;
-// the test waits by awaiting the workers' answers and by polling files and Redis, never by guessing.
-import { type ChildProcessWithoutNullStreams, execFileSync, spawn } from 'node:child_process'
-import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs'
+// the tests wait by awaiting the workers' answers and by polling the effects file; the one timed wait
+// is the breaker's cooldown, for as long as Redis said was left.
+import { execFileSync } from 'node:child_process'
+import { mkdtempSync, rmSync } from 'node:fs'
 import { createRequire } from 'node:module'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
-import { fileURLToPath } from 'node:url'
-import { Redis } from 'ioredis'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import {
+  effects,
+  packageDir,
+  type Result,
+  spread,
+  startFleet,
+  stopFleet,
+  until,
+  type Worker,
+  type WorkerConfig,
+} from './test-support/fleet-workers.js'
 import { type RedisServer, startRedisServer } from './test-support/redis-server.js'
-
-const packageDir = fileURLToPath(new URL('..', import.meta.url))
-const workerPath = join(packageDir, 'test', 'worker.mjs')
-
-interface Result {
-  ok: boolean
-  replayed: boolean
-  value?: { chargeId: string }
-  code?: string
-  retryAfterMs?: number
-  events: string[]
-}
-
-interface Command {
-  tool: 'charge_card' | 'lookup'
-  args: Record<string, unknown>
-  calls?: number
-  runId?: string
-  lookupFails?: boolean
-  /** How long the tools of this command hold before answering; default the worker's `holdMs`. */
-  holdMs?: number
-}
-
-interface WorkerConfig {
-  port: number
-  prefix: string
-  effects: string
-  leaseMs: number
-  holdMs: number
-  cooldownMs: number
-}
-
-class Worker {
-  private buffer = ''
-  private waiting = new Map<string, (results: Result[]) => void>()
-  private commands = 0
-  stderr = ''
-  readonly exited: Promise<{ code: number | null; signal: NodeJS.Signals | null }>
-
-  constructor(readonly child: ChildProcessWithoutNullStreams) {
-    child.stderr.on('data', (chunk: Buffer) => {
-      this.stderr += chunk.toString()
-    })
-    child.stdout.on('data', (chunk: Buffer) => {
-      this.buffer += chunk.toString()
-      let end = this.buffer.indexOf('\n')
-      while (end >= 0) {
-        const line = this.buffer.slice(0, end)
-        this.buffer = this.buffer.slice(end + 1)
-        if (line.startsWith('{')) {
-          const reply = JSON.parse(line) as { id: string; results: Result[] }
-          this.waiting.get(reply.id)?.(reply.results)
-          this.waiting.delete(reply.id)
-        }
-        end = this.buffer.indexOf('\n')
-      }
-    })
-    this.exited = new Promise((resolve) => child.once('close', (code, signal) => resolve({ code, signal })))
-  }
-
-  get alive(): boolean {
-    return this.child.exitCode === null && this.child.signalCode === null
-  }
-
-  send(command: Command): Promise<Result[]> {
-    const id = `cmd${++this.commands}`
-    const answered = new Promise<Result[]>((resolve) => this.waiting.set(id, resolve))
-    this.child.stdin.write(`${JSON.stringify({ id, ...command })}\n`)
-    return answered
-  }
-
-  async one(command: Command): Promise<Result> {
-    const [result] = await this.send(command)
-    return result as Result
-  }
-}
-
-function startWorker(config: WorkerConfig): Promise<Worker> {
-  const child = spawn(process.execPath, [workerPath, JSON.stringify(config)], { cwd: packageDir })
-  const worker = new Worker(child)
-  return new Promise((resolve, reject) => {
-    const onData = (chunk: Buffer) => {
-      if (!chunk.toString().startsWith('ready')) return
-      child.stdout.off('data', onData)
-      resolve(worker)
-    }
-    child.stdout.on('data', onData)
-    void worker.exited.then(({ code, signal }) => reject(new Error(`worker exited before ready (${code ?? signal}): ${worker.stderr}`)))
-  })
-}
-
-async function startFleet(count: number, config: WorkerConfig): Promise<Worker[]> {
-  return Promise.all(Array.from({ length: count }, () => startWorker(config)))
-}
-
-function stopFleet(workers: readonly Worker[]): Promise<unknown> {
-  for (const w of workers) {
-    w.child.kill('SIGCONT')
-    w.child.stdin.end()
-    w.child.kill('SIGTERM')
-  }
-  return Promise.all(workers.map((w) => w.exited))
-}
-
-/** How many times `what` happened in the world (lines of the effects file). */
-function effects(file: string, what: string): number {
-  if (!existsSync(file)) return 0
-  return readFileSync(file, 'utf8')
-    .split('\n')
-    .filter((line) => line.startsWith(`${what} `)).length
-}
-
-/** Polls `check` every few milliseconds until it holds, or fails after `ms`. */
-async function until(check: () => boolean | Promise<boolean>, what: string, ms = 10_000): Promise<void> {
-  const deadline = Date.now() + ms
-  while (!(await check())) {
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`)
-    await new Promise((resolve) => setTimeout(resolve, 5))
-  }
-}
-
-/** Splits `total` calls over `workers` as evenly as possible. */
-const spread = (total: number, workers: number) =>
-  Array.from({ length: workers }, (_, i) => Math.floor(total / workers) + (i < total % workers ? 1 : 0))
 
 let dir: string
 let redis: RedisServer
-let client: Redis
 let fleet: Worker[]
 let config: WorkerConfig
 
@@ -149,15 +34,12 @@ beforeAll(async () => {
   execFileSync(process.execPath, [tsc, '-b', packageDir], { stdio: 'pipe' })
   dir = mkdtempSync(join(tmpdir(), 'shallot-fleet-'))
   redis = await startRedisServer()
-  client = new Redis(redis.url, { lazyConnect: true })
-  await client.connect()
   config = { port: redis.port, prefix: 'fleet', effects: join(dir, 'effects.log'), leaseMs: 1500, holdMs: 200, cooldownMs: 500 }
   fleet = await startFleet(8, config)
 }, 120_000)
 
 afterAll(async () => {
   await stopFleet(fleet ?? [])
-  client?.disconnect()
   await redis?.close()
   rmSync(dir, { recursive: true, force: true })
 })
