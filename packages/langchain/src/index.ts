@@ -1,1 +1,5 @@
-export {}
+export type { HandlerCall, HandlerResult } from './handler-call.js'
+export { inputSchemaOf } from './input-schema-of.js'
+export { loopErrorOf } from './loop-error-of.js'
+export { type ShallotMiddlewareOptions, shallotMiddleware, shallotMiddlewareOptionsSchema } from './shallot-middleware.js'
+export { type LangChainTool, type ToShallotToolOptions, toShallotTool } from './to-shallot-tool.js'

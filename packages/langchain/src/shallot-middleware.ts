@@ -1,0 +1,180 @@
+import { ToolMessage } from '@langchain/core/messages'
+import {
+  type AnyTool,
+  type Clock,
+  createRun,
+  createStack,
+  type ErrorRenderer,
+  type Logger,
+  LoopError,
+  type Middleware,
+  type MutableRun,
+  parseOptions,
+  type Stack,
+  type StackEvent,
+  type StackLimits,
+  type ToolResult,
+} from '@shallot/core'
+import { type AgentMiddleware, createMiddleware, type ToolCallRequest } from 'langchain'
+import { z } from 'zod'
+import { type HandlerResult, handlerCall } from './handler-call.js'
+import { type LangChainTool, toShallotTool } from './to-shallot-tool.js'
+
+const custom = <T>(what: string, check: (v: unknown) => boolean) => z.custom<T>(check, { message: `must be ${what}` })
+const isObject = (v: unknown) => typeof v === 'object' && v !== null
+const isFunction = (v: unknown) => typeof v === 'function'
+
+/** Options of {@link shallotMiddleware}. */
+export const shallotMiddlewareOptionsSchema = z
+  .strictObject({
+    /** The layers to put in front of every tool call, outermost first. */
+    middleware: custom<Middleware | readonly Middleware[]>(
+      'a middleware or an array of middlewares',
+      (v) => isFunction(v) || (Array.isArray(v) && v.every(isFunction)),
+    ).optional(),
+    /** A ready stack whose tools were made with `toShallotTool` (instead of `middleware`). */
+    stack: custom<Stack>('a stack from createStack()', (v) => isObject(v) && isFunction((v as Stack).dispatch)).optional(),
+    /** What repeating each tool does to the world; tools not listed are `write` (never repeated unless safe). */
+    effects: z.record(z.string(), z.enum(['read', 'idempotent', 'write'])).default({}),
+    /** Which shallot run a call belongs to. Default: the thread id, else the id of the conversation's first message. */
+    runKey: custom<(request: ToolCallRequest) => string>('a function (request) => string', isFunction).optional(),
+    /** Step budget of each run: every tool attempt spends one; past it the agent stops with `budget_exhausted`. */
+    maxSteps: z.number().int().positive().optional(),
+    /** Runs kept; the least recently used is forgotten. Default 1000. */
+    maxRuns: z.number().int().min(1).default(1000),
+    /** Called with every event of every call (the stack is rebuilt as tools appear, so subscribe here). */
+    onEvent: custom<(event: StackEvent) => void>('a function (event) => void', isFunction).optional(),
+    clock: custom<Clock>('a Clock { now(), sleep(ms, signal) }', (v) => isObject(v) && isFunction((v as Clock).now)).optional(),
+    random: custom<() => number>('a function () => number', isFunction).optional(),
+    logger: custom<Logger>('a pino-compatible logger', (v) => isObject(v) && isFunction((v as Logger).child)).optional(),
+    limits: custom<StackLimits>('stack limits { maxArgsBytes, maxArgsDepth, maxOutputChars }', isObject).optional(),
+    renderError: custom<ErrorRenderer>('a function (error, call) => string', isFunction).optional(),
+  })
+  .superRefine((o, issues) => {
+    if (o.stack === undefined) return
+    for (const key of ['middleware', 'clock', 'random', 'logger', 'limits', 'renderError', 'onEvent'] as const) {
+      if (o[key] !== undefined) {
+        issues.addIssue({ code: 'custom', path: [key], message: 'belongs to the stack; with `stack`, set it where you built the stack' })
+      }
+    }
+  })
+
+export type ShallotMiddlewareOptions = z.input<typeof shallotMiddlewareOptionsSchema>
+
+const isClientTool = (tool: unknown): tool is LangChainTool =>
+  isObject(tool) && typeof (tool as LangChainTool).name === 'string' && isFunction((tool as LangChainTool).invoke)
+
+function defaultRunKey(request: ToolCallRequest): string {
+  const thread = request.runtime.configurable?.thread_id
+  if (typeof thread === 'string' && thread !== '') return thread
+  const first = request.state.messages[0]?.id
+  return typeof first === 'string' && first !== '' ? first : 'default'
+}
+
+function toolMessageOf(value: unknown, request: ToolCallRequest): HandlerResult {
+  const { id, name } = request.toolCall
+  const callId = id ?? ''
+  if (ToolMessage.isInstance(value)) {
+    // A replayed result (idempotency) carries the tool_call_id of the call that first produced it.
+    if (value.tool_call_id === callId) return value
+    return new ToolMessage({
+      content: value.content,
+      tool_call_id: callId,
+      name,
+      status: value.status ?? 'success',
+      artifact: value.artifact,
+    })
+  }
+  if (isObject(value) && (value as { lg_name?: unknown }).lg_name === 'Command') return value as HandlerResult
+  const content = typeof value === 'string' ? value : (JSON.stringify(value) ?? '')
+  return new ToolMessage({ content, tool_call_id: callId, name })
+}
+
+/**
+ * A LangChain agent middleware that runs every tool call through a shallot stack: one line gives a
+ * `createAgent` user shallot's layers. Soft errors come back as `ToolMessage`s with `status: 'error'`
+ * (the stack's rendering as content) that the model reads; a hard error (`LoopError`) stops the agent:
+ * `agent.invoke()` rejects (LangChain wraps it: use {@link loopErrorOf}) and sibling calls are cancelled.
+ * Arguments are validated by the stack with the tool's own schema before LangChain runs the tool.
+ *
+ * @example
+ * const agent = createAgent({
+ *   model, tools: [search, readFile],
+ *   middleware: [shallotMiddleware({ middleware: [circuitBreaker(), retry()], effects: { search: 'read' } })],
+ * })
+ */
+export function shallotMiddleware(options?: ShallotMiddlewareOptions): AgentMiddleware {
+  const o = parseOptions('shallotMiddleware()', shallotMiddlewareOptionsSchema, options)
+  const registry = new Map<string, { source: LangChainTool; tool: AnyTool }>()
+  const runs = new Map<string, { run: MutableRun; stop: AbortController }>()
+  const runKey = o.runKey ?? defaultRunKey
+  let built: Stack | undefined = o.stack
+
+  function register(source: LangChainTool): void {
+    if (o.stack !== undefined || registry.get(source.name)?.source === source) return
+    const effect = o.effects[source.name]
+    registry.set(source.name, { source, tool: toShallotTool(source, effect === undefined ? {} : { effect }) })
+    built = undefined
+  }
+
+  function stack(): Stack {
+    if (built !== undefined) return built
+    const next = createStack({
+      tools: [...registry.values()].map((entry) => entry.tool),
+      ...(o.middleware === undefined ? {} : { middleware: o.middleware }),
+      ...(o.clock === undefined ? {} : { clock: o.clock }),
+      ...(o.random === undefined ? {} : { random: o.random }),
+      ...(o.logger === undefined ? {} : { logger: o.logger }),
+      ...(o.limits === undefined ? {} : { limits: o.limits }),
+      ...(o.renderError === undefined ? {} : { renderError: o.renderError }),
+    })
+    if (o.onEvent !== undefined) next.on(o.onEvent)
+    built = next
+    return next
+  }
+
+  function runFor(key: string) {
+    let entry = runs.get(key)
+    if (entry !== undefined) {
+      runs.delete(key)
+    } else {
+      const stop = new AbortController()
+      entry = { run: createRun({ id: key, signal: stop.signal, ...(o.maxSteps === undefined ? {} : { maxSteps: o.maxSteps }) }), stop }
+      if (runs.size >= o.maxRuns) runs.delete(runs.keys().next().value as string)
+    }
+    runs.set(key, entry)
+    return entry
+  }
+
+  return createMiddleware({
+    name: 'shallot',
+    wrapModelCall(request, handler) {
+      for (const tool of request.tools) if (isClientTool(tool)) register(tool)
+      return handler(request)
+    },
+    async wrapToolCall(request, handler) {
+      if (isClientTool(request.tool)) register(request.tool)
+      const key = runKey(request as ToolCallRequest)
+      const { run, stop } = runFor(key)
+      const { toolCall } = request
+      const signal = request.runtime.signal
+      let result: ToolResult
+      try {
+        result = await handlerCall.run({ request: request as ToolCallRequest, handler: handler as never }, () =>
+          stack().dispatch(
+            { id: toolCall.id ?? '', name: toolCall.name, args: toolCall.args },
+            signal === undefined ? { run } : { run, signal },
+          ),
+        )
+      } catch (err) {
+        const hard = LoopError.is(err) ? err : new LoopError('tool_crashed', `${toolCall.name}: ${String(err)}`, { cause: err })
+        // The run is over: cancel its other calls, and let the next invocation of this thread start afresh.
+        stop.abort(hard)
+        if (runs.get(key)?.run === run) runs.delete(key)
+        throw hard
+      }
+      if (result.ok) return toolMessageOf(result.value, request as ToolCallRequest) as never
+      return new ToolMessage({ content: result.content, tool_call_id: toolCall.id ?? '', name: toolCall.name, status: 'error' })
+    },
+  })
+}

@@ -1,0 +1,81 @@
+import { ToolMessage } from '@langchain/core/messages'
+import { DynamicStructuredTool } from '@langchain/core/tools'
+import { createStack, LoopError, OptionsError } from '@shallot/core'
+import { tool } from 'langchain'
+import { describe, expect, it } from 'vitest'
+import { z } from 'zod'
+import { loopErrorOf, shallotMiddleware, toShallotTool } from './index.js'
+
+describe('toShallotTool', () => {
+  it('runs a LangChain tool through a plain stack with its zod schema', async () => {
+    let seen: AbortSignal | undefined
+    const weather = tool(
+      async ({ city }, config) => {
+        seen = config?.signal
+        return `sunny in ${city}`
+      },
+      { name: 'weather', description: 'Weather in a city', schema: z.object({ city: z.string() }) },
+    )
+    const shallotTool = toShallotTool(weather, { effect: 'read' })
+    expect(shallotTool).toMatchObject({ name: 'weather', description: 'Weather in a city', effect: 'read' })
+    const stack = createStack({ tools: [shallotTool] })
+    expect(await stack.dispatch({ id: 'c1', name: 'weather', args: { city: 'Lyon' } })).toMatchObject({ ok: true, value: 'sunny in Lyon' })
+    expect(seen).toBeInstanceOf(AbortSignal)
+    expect((await stack.dispatch({ id: 'c2', name: 'weather', args: { town: 'Lyon' } })).error?.code).toBe('invalid_arguments')
+  })
+
+  it('validates a tool described by a JSON Schema', async () => {
+    const add = new DynamicStructuredTool({
+      name: 'add',
+      description: 'Add two numbers',
+      schema: { type: 'object', properties: { a: { type: 'number' }, b: { type: 'number' } }, required: ['a', 'b'] },
+      func: async (input: { a: number; b: number }) => String(input.a + input.b),
+    })
+    const stack = createStack({ tools: [toShallotTool(add)] })
+    expect(await stack.dispatch({ id: 'c1', name: 'add', args: { a: 1, b: 2 } })).toMatchObject({ ok: true, value: '3' })
+    expect((await stack.dispatch({ id: 'c2', name: 'add', args: { a: 1 } })).error).toMatchObject({
+      code: 'invalid_arguments',
+      hint: 'expected { a: number, b: number }',
+    })
+  })
+
+  it("turns a ToolMessage with status 'error' into a soft tool_error", async () => {
+    const refuse = tool(async () => new ToolMessage({ content: 'quota used up', tool_call_id: 'x', status: 'error' }), {
+      name: 'refuse',
+      description: 'Always refuses',
+      schema: z.object({}),
+    })
+    const stack = createStack({ tools: [toShallotTool(refuse)] })
+    expect((await stack.dispatch({ id: 'c1', name: 'refuse', args: {} })).error).toMatchObject({
+      code: 'tool_error',
+      message: 'quota used up',
+      retryable: false,
+    })
+  })
+})
+
+describe('loopErrorOf', () => {
+  it("finds the LoopError in a wrapper's cause chain, and nothing in other errors", () => {
+    const hard = new LoopError('loop_detected', 'read_file failed 5 times')
+    expect(loopErrorOf(new Error('wrapped', { cause: new Error('again', { cause: hard }) }))).toBe(hard)
+    expect(loopErrorOf(hard)).toBe(hard)
+    expect(loopErrorOf(new Error('plain'))).toBeUndefined()
+    expect(loopErrorOf(undefined)).toBeUndefined()
+  })
+})
+
+describe('shallotMiddleware options', () => {
+  it('names the option and the value it got', () => {
+    expect(() => shallotMiddleware({ maxSteps: -1 })).toThrow(OptionsError)
+    expect(() => shallotMiddleware({ maxRuns: 0 })).toThrow('option maxRuns')
+    expect(() => shallotMiddleware({ stack: createStack({ tools: [] }), middleware: [] })).toThrow(
+      'option middleware: belongs to the stack',
+    )
+  })
+
+  it('is a LangChain middleware named shallot', () => {
+    const middleware = shallotMiddleware()
+    expect(middleware.name).toBe('shallot')
+    expect(typeof middleware.wrapToolCall).toBe('function')
+  })
+})

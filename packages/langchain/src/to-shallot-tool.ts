@@ -1,0 +1,89 @@
+import type { ToolMessage } from '@langchain/core/messages'
+import { type AnyTool, abortReason, defineTool, type ToolEffect, ToolError } from '@shallot/core'
+import { handlerCall } from './handler-call.js'
+import { inputSchemaOf } from './input-schema-of.js'
+
+/** The parts of a LangChain tool shallot uses: `tool(...)`, a `StructuredTool` or a `DynamicTool` fits. */
+export interface LangChainTool {
+  readonly name: string
+  readonly description: string
+  /** A zod schema or a JSON Schema. */
+  readonly schema?: unknown
+  invoke(input: never, config?: { signal?: AbortSignal }): Promise<unknown>
+}
+
+export interface ToShallotToolOptions {
+  /** What repeating a call does to the world. Default `write`: LangChain has no such notion, so nothing is repeated unless you say so. */
+  effect?: ToolEffect
+}
+
+const isToolMessage = (value: unknown): value is ToolMessage =>
+  typeof value === 'object' && value !== null && (value as { type?: unknown }).type === 'tool' && 'tool_call_id' in value
+
+/**
+ * LangChain's handler runs the tool with LangChain's own signal, not the call's, so the call stops
+ * waiting when its signal aborts (a sibling's hard stop, a deadline); the late result is dropped.
+ */
+function untilAborted<T>(work: Promise<T>, signal: AbortSignal): Promise<T> {
+  if (signal.aborted) return Promise.reject(abortReason(signal))
+  return new Promise<T>((resolve, reject) => {
+    const onAbort = () => reject(abortReason(signal))
+    signal.addEventListener('abort', onAbort, { once: true })
+    work.then(
+      (value) => {
+        signal.removeEventListener('abort', onAbort)
+        resolve(value)
+      },
+      (error: unknown) => {
+        signal.removeEventListener('abort', onAbort)
+        reject(error)
+      },
+    )
+  })
+}
+
+function contentText(content: ToolMessage['content']): string {
+  return typeof content === 'string' ? content : JSON.stringify(content)
+}
+
+// LangChain's own validation failure, in case its schema refuses what shallot's conversion let through.
+function isInvocationError(error: unknown): error is Error {
+  return error instanceof Error && ['ToolInvocationError', 'ToolInputParsingException'].includes(error.name)
+}
+
+/**
+ * Turns a LangChain tool into a shallot tool: same name and description, its schema as a zod schema
+ * (see {@link inputSchemaOf}). Inside `shallotMiddleware` its `execute` runs LangChain's own handler
+ * for the call (so LangChain's config, state and callbacks apply); anywhere else it calls
+ * `tool.invoke(args, { signal })`. A ToolMessage with `status: 'error'` becomes a soft `tool_error`.
+ *
+ * @example
+ * const stack = createStack({ middleware: [retry()], tools: [toShallotTool(searchTool, { effect: 'read' })] })
+ */
+export function toShallotTool(lcTool: LangChainTool, options: ToShallotToolOptions = {}): AnyTool {
+  return defineTool({
+    name: lcTool.name,
+    description: lcTool.description,
+    input: inputSchemaOf(lcTool.schema),
+    effect: options.effect ?? 'write',
+    async execute(args, { signal }) {
+      const call = handlerCall.getStore()
+      let value: unknown
+      try {
+        value =
+          call === undefined
+            ? await lcTool.invoke(args as never, { signal })
+            : await untilAborted(Promise.resolve(call.handler(call.request)), signal)
+      } catch (error) {
+        if (isInvocationError(error)) {
+          throw new ToolError('invalid_arguments', error.message, { category: 'recoverable', safeToRepeat: true, cause: error })
+        }
+        throw error
+      }
+      if (isToolMessage(value) && value.status === 'error') {
+        throw new ToolError('tool_error', contentText(value.content), { category: 'recoverable', retryable: false })
+      }
+      return value
+    },
+  }) as AnyTool
+}
