@@ -19,7 +19,8 @@ import './config-stores.js'
 /** The fields of a zod object shape that a file can hold (functions and stores cannot be written in JSON). */
 function pick<Shape extends z.ZodRawShape, Key extends keyof Shape & string>(shape: Shape, keys: readonly Key[]): Pick<Shape, Key> {
   const picked = {} as Pick<Shape, Key>
-  for (const key of keys) picked[key] = shape[key]
+  // A field a middleware renamed drops out (the schema test then flags shallot.schema.json as stale) rather than crashing the import.
+  for (const key of keys) if (shape[key] !== undefined) picked[key] = shape[key]
   return picked
 }
 
@@ -29,7 +30,12 @@ const breakerPolicySchema = z
     message: 'give exactly one of consecutive: { threshold } or sampling: { failureRatio, minimumThroughput, windowMs }',
   })
 
-/** The circuit breaker as a file writes it: its failure policy as data (`{ consecutive: { threshold: 5 } }`). */
+/**
+ * The circuit breaker as a file writes it: its failure policy as data (`{ consecutive: { threshold: 5 } }`).
+ *
+ * @example
+ * circuitBreakerFileOptionsSchema.parse({ policy: { sampling: { failureRatio: 0.5 } }, cooldownMs: 10_000 })
+ */
 export const circuitBreakerFileOptionsSchema = z.strictObject({
   ...pick(circuitBreakerOptionsSchema.shape, [
     'cooldownMs',
@@ -43,7 +49,12 @@ export const circuitBreakerFileOptionsSchema = z.strictObject({
   policy: breakerPolicySchema.optional(),
 })
 
-/** Idempotency as a file writes it: `scope` is a string (a function cannot be written in a file). */
+/**
+ * Idempotency as a file writes it: `scope` is a string (a function cannot be written in a file).
+ *
+ * @example
+ * idempotencyFileOptionsSchema.parse({ scope: 'tenant-42', ttlMs: 3_600_000 })
+ */
 export const idempotencyFileOptionsSchema = z.strictObject({
   ...pick(idempotencyOptionsSchema.shape, ['keyFrom', 'effects', 'ttlMs', 'leaseMs', 'waitMs', 'pollMs']),
   scope: z
@@ -52,12 +63,22 @@ export const idempotencyFileOptionsSchema = z.strictObject({
     .optional(),
 })
 
-/** The error classifier as a file writes it: everything but the `now` function. */
+/**
+ * The error classifier as a file writes it: everything but the `now` function.
+ *
+ * @example
+ * errorClassifierFileOptionsSchema.parse({ rules: [{ match: { status: 404 }, then: { code: 'no_such_order', category: 'recoverable' } }] })
+ */
 export const errorClassifierFileOptionsSchema = z.strictObject(
   pick(errorClassifierOptionsSchema.shape, ['rules', 'builtins', 'maxLength', 'maxRetryAfterMs', 'secrets', 'sanitizeToolErrors']),
 )
 
-/** The panic catcher as a file writes it: everything but the `redact` function. */
+/**
+ * The panic catcher as a file writes it: everything but the `redact` function.
+ *
+ * @example
+ * panicCatcherFileOptionsSchema.parse({ maxMessageLength: 300, hint: false })
+ */
 export const panicCatcherFileOptionsSchema = z.strictObject(pick(panicCatcherOptionsSchema.shape, ['maxMessageLength', 'hint']))
 
 const panicCatcherDefinition = defineMiddleware({

@@ -16,7 +16,12 @@ export interface ConfigIssue {
   readonly hint: string | undefined
 }
 
-/** How a file appears in messages: relative to the working directory when inside it, else absolute. */
+/**
+ * How a file appears in messages: relative to the working directory when inside it, else absolute.
+ *
+ * @example
+ * displayFile(join(process.cwd(), 'shallot.yaml')) // 'shallot.yaml'
+ */
 export function displayFile(file: string | undefined): string {
   if (file === undefined) return 'config'
   const rel = relative(process.cwd(), file)

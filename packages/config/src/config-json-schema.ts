@@ -66,7 +66,12 @@ export function configJsonSchema(definitions: readonly MiddlewareDefinition[] = 
   return z.toJSONSchema(editorSchema(definitions), { target: 'draft-07', io: 'input', unrepresentable: 'any' }) as Record<string, unknown>
 }
 
-/** {@link configJsonSchema} as the text of `shallot.schema.json`. */
+/**
+ * {@link configJsonSchema} as the text of `shallot.schema.json`.
+ *
+ * @example
+ * writeFileSync('shallot.schema.json', configJsonSchemaText())
+ */
 export function configJsonSchemaText(definitions?: readonly MiddlewareDefinition[]): string {
   return `${JSON.stringify(configJsonSchema(definitions), null, 2)}\n`
 }

@@ -1,8 +1,18 @@
 import { z } from 'zod'
 
-/** A middleware's name in the file: a built-in (`retry`) or a package name (`@acme/shallot-rate-limit`). */
+/**
+ * A middleware's name in the file: a built-in (`retry`) or a package name (`@acme/shallot-rate-limit`).
+ *
+ * @example
+ * MIDDLEWARE_NAME.test('@acme/shallot-rate-limit') // true
+ */
 export const MIDDLEWARE_NAME = /^(@[a-z0-9-~][a-z0-9-._~]*\/)?[a-z0-9-~][a-z0-9-._~]*$/
-/** The word that turns a layer off for one tool. It can never name a policy. */
+/**
+ * The word that turns a layer off for one tool. It can never name a policy.
+ *
+ * @example
+ * loadConfig({ stack: ['retry'], tools: { charge_card: { retry: OFF } } })
+ */
 export const OFF = 'none'
 const POLICY_NAME = /^(?!none$)[A-Za-z][A-Za-z0-9_-]{0,63}$/
 const TOOL_NAME = /^[A-Za-z][A-Za-z0-9_.-]{0,63}$/
@@ -94,7 +104,12 @@ export type ConfigDocument = z.output<typeof configSchema>
 /** A config document as written. */
 export type ConfigInput = z.input<typeof configSchema>
 
-/** The name and options of a stack entry that passed {@link configSchema}. */
+/**
+ * The name and options of a stack entry that passed {@link configSchema}.
+ *
+ * @example
+ * entryParts({ retry: 'fast' }) // { name: 'retry', value: 'fast' }
+ */
 export function entryParts(entry: unknown): { name: string; value: SlotValue } {
   if (typeof entry === 'string') return { name: entry, value: null }
   const [name, value] = Object.entries(entry as Record<string, SlotValue>)[0] as [string, SlotValue]

@@ -36,7 +36,12 @@ export function formatPath(path: readonly PathKey[]): string {
 
 const noLines = () => undefined
 
-/** A config given as an object: no file, no lines. */
+/**
+ * A config given as an object: no file, no lines.
+ *
+ * @example
+ * objectSource({ stack: ['retry'] }).lineOf(['stack', 0]) // undefined
+ */
 export function objectSource(data: unknown): ConfigSource {
   return { file: undefined, data, lineOf: noLines }
 }

@@ -38,7 +38,12 @@ export interface LoadConfigOptions {
 
 const loaded = new WeakSet<ShallotConfig>()
 
-/** True for a config made by {@link loadConfig}. */
+/**
+ * True for a config made by {@link loadConfig} (the only kind a stack accepts).
+ *
+ * @example
+ * isShallotConfig(await loadConfig('shallot.yaml')) // true
+ */
 export function isShallotConfig(value: unknown): value is ShallotConfig {
   return typeof value === 'object' && value !== null && loaded.has(value as ShallotConfig)
 }
@@ -90,7 +95,12 @@ export async function loadConfig(pathOrObject: string | URL | ConfigInput, optio
   return configFromSource(source, options)
 }
 
-/** Checks a parsed document; shared by {@link loadConfig} and the watcher, which has the text already. */
+/**
+ * Checks a parsed document; shared by {@link loadConfig} and the watcher, which has the text already.
+ *
+ * @example
+ * const config = await configFromSource(parseSource(text, '/srv/agent/shallot.yaml'))
+ */
 export async function configFromSource(source: ConfigSource, options: LoadConfigOptions = {}): Promise<ShallotConfig> {
   const { file, lineOf } = source
   const dir = file === undefined ? resolve(options.dir ?? process.cwd()) : dirname(file)

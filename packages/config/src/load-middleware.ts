@@ -2,7 +2,12 @@ import { pathToFileURL } from 'node:url'
 import { isMiddlewareDefinition, type MiddlewareDefinition } from '@shallot/core'
 import { resolvePackage } from './resolve-package.js'
 
-/** Why a package named in a config could not serve as a middleware. */
+/**
+ * Why a package named in a config could not serve as a middleware.
+ *
+ * @example
+ * await loadMiddleware('@acme/nope', dir).catch((err) => err.reason) // 'not_found'
+ */
 export class MiddlewareLoadError extends Error {
   override readonly name = 'MiddlewareLoadError'
   /** `not_found`: nothing to import; `failed`: importing threw; `no_definition`: it exports no definition. */

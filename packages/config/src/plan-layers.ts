@@ -84,7 +84,9 @@ export async function planLayers(
   async function check(definition: MiddlewareDefinition, variant: Omit<LayerVariant, 'parsed'>): Promise<LayerVariant | undefined> {
     let parsed: Awaited<ReturnType<typeof definition.options.safeParseAsync>>
     try {
-      parsed = await definition.options.safeParseAsync(variant.raw)
+      // defineMiddleware asks only for safeParse; a zod schema also parses async refinements.
+      const schema = definition.options
+      parsed = typeof schema.safeParseAsync === 'function' ? await schema.safeParseAsync(variant.raw) : schema.safeParse(variant.raw)
     } catch (err) {
       issues.push(makeIssue(variant.place([]), lineOf, { message: `the options schema of "${definition.name}" threw: ${String(err)}` }))
       return undefined
