@@ -1,5 +1,6 @@
 import { createStack, defineTool, type ToolResult } from '@shallot/core'
-import { manualClock, middlewareConformance } from '@shallot/testing'
+import { manualClock } from '@shallot/testing'
+import { middlewareConformance } from '@shallot/testing/conformance'
 import { describe, expect, it } from 'vitest'
 import { z } from 'zod'
 import rateLimitDefinition, { rateLimit } from './index.js'

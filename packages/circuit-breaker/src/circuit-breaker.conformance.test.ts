@@ -1,5 +1,5 @@
 import { defineMiddleware } from '@shallot/core'
-import { middlewareConformance } from '@shallot/testing'
+import { middlewareConformance } from '@shallot/testing/conformance'
 import { circuitBreaker, circuitBreakerOptionsSchema } from './index.js'
 
 middlewareConformance(

@@ -1,5 +1,5 @@
 import type { MiddlewareDefinition } from '@shallot/core'
-import { type ConformanceOptions, middlewareConformance } from '@shallot/testing'
+import { type ConformanceOptions, middlewareConformance } from '@shallot/testing/conformance'
 import { builtinMiddleware, createStores } from './index.js'
 
 const suites: Record<string, ConformanceOptions> = {

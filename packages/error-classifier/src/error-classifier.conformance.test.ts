@@ -1,6 +1,6 @@
 // biome-ignore-all lint/suspicious/noThenProperty: classifier rules are { match, then } data
 import { defineMiddleware } from '@shallot/core'
-import { middlewareConformance } from '@shallot/testing'
+import { middlewareConformance } from '@shallot/testing/conformance'
 import { errorClassifier, errorClassifierOptionsSchema } from './index.js'
 
 middlewareConformance(

@@ -1,6 +1,5 @@
 export { type ChaosOptions, type ChaosStats, chaosTool, type FaultKind, faultError } from './chaos-tool.js'
 export { type ManualClock, manualClock } from './manual-clock.js'
-export { type ConformanceCheck, type ConformanceOptions, middlewareConformance } from './middleware-conformance.js'
 export {
   type ScriptContext,
   type ScriptedCall,

@@ -1,6 +1,6 @@
 import { abortReason, defineMiddleware, type Next, type ToolContext, ToolError } from '@shallot/core'
 import { z } from 'zod'
-import { middlewareConformance } from './index.js'
+import { middlewareConformance } from './conformance.js'
 
 // A well-behaved sample: repeats transient failures a few times, waiting abortably on ctx.clock.
 const retryTransient = defineMiddleware({
