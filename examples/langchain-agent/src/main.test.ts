@@ -1,0 +1,15 @@
+import { execFile } from 'node:child_process'
+import { fileURLToPath } from 'node:url'
+import { promisify } from 'node:util'
+import { expect, it } from 'vitest'
+
+// Runs the built example as a user would (`pnpm test` builds before vitest runs).
+it('heals a mistyped path, opens a circuit, and stops a stubborn model, all inside createAgent', async () => {
+  const main = fileURLToPath(new URL('../dist/main.js', import.meta.url))
+  const { stdout } = await promisify(execFile)(process.execPath, [main])
+  expect(stdout).toContain(`tool   ✗ {"error":"not_found","message":"ENOENT: no such file or directory, open '<project>/src/mian.rs'"`)
+  expect(stdout).toContain('tool   ✓ fn main() { println!("hello from LangChain"); }')
+  expect(stdout).toMatch(/tool {3}✗ \{"error":"circuit_open"/)
+  expect(stdout).toContain('deploy_status ran 2 times for 3 calls')
+  expect(stdout).toMatch(/invoke rejected: LoopError loop_detected/)
+})
