@@ -4,7 +4,7 @@ import { promisify } from 'node:util'
 import { expect, it } from 'vitest'
 
 // Runs the built example as a user would (`pnpm test` builds before vitest runs).
-it('heals a mistyped path, opens a circuit, and stops a stubborn model, all inside generateText', async () => {
+it('heals a mistyped path, opens a circuit, and stops a stubborn model, all inside generateText', { timeout: 30_000 }, async () => {
   const main = fileURLToPath(new URL('../dist/main.js', import.meta.url))
   const { stdout } = await promisify(execFile)(process.execPath, [main])
   expect(stdout).toMatch(/tool {3}✗ \{"error":"not_found","message":"ENOENT: no such file or directory/)

@@ -15,7 +15,7 @@ beforeAll(async () => {
   project = await tempProject({ 'src/main.rs': 'fn main() { println!("hello from mcp") }\n', 'README.md': '# demo\n' })
   ;({ client } = await startFilesystemServer(project.root))
   tools = await mcpTools(client, { server: 'filesystem' })
-})
+}, 30_000)
 
 afterAll(async () => {
   await client?.close()
@@ -24,7 +24,8 @@ afterAll(async () => {
 
 const byName = (name: string) => tools.find((tool) => tool.name === name)
 
-describe('mcpTools against @modelcontextprotocol/server-filesystem', () => {
+// Each test talks to a real server process; give a loaded CI machine room.
+describe('mcpTools against @modelcontextprotocol/server-filesystem', { timeout: 30_000 }, () => {
   it('lists the server tools as shallot tools, effects read from their annotations', () => {
     expect(tools.map((tool) => tool.name)).toEqual(expect.arrayContaining(['read_text_file', 'list_directory', 'write_file', 'edit_file']))
     expect(byName('read_text_file')?.effect).toBe('read') // readOnlyHint
@@ -81,7 +82,7 @@ describe('mcpTools against @modelcontextprotocol/server-filesystem', () => {
   })
 })
 
-describe('a server that disconnects', () => {
+describe('a server that disconnects', { timeout: 30_000 }, () => {
   let own: { client: Client; transport: StdioClientTransport }
   afterAll(async () => {
     await own?.client.close()

@@ -12,7 +12,7 @@ describe('README', () => {
     expect(read('../README.md')).toContain(example)
   })
 
-  it('runs against the real filesystem server: a mistyped path, then the right one', async () => {
+  it('runs against the real filesystem server: a mistyped path, then the right one', { timeout: 30_000 }, async () => {
     const project = await tempProject({ 'src/main.rs': 'fn main() {}\n' })
     try {
       const model = scriptedModel([
