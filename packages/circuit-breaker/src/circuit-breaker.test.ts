@@ -239,7 +239,7 @@ describe('circuitBreaker', () => {
       const result = await stack.dispatch(call())
       expect(result.error?.code).toBe('circuit_open')
       expect(result.error?.retryAfterMs).toBeGreaterThan(55_000)
-      expect(breaker.describeTool?.(flaky.tool, createRun())).toMatch(/^UNAVAILABLE: circuit open, retry in (5\d|60)s$/)
+      expect(stack.describeTool(flaky.tool, createRun())).toMatch(/^UNAVAILABLE: circuit open, retry in (5\d|60)s$/)
     }
     expect(flaky.calls).toBe(1)
   })

@@ -1,4 +1,4 @@
-import { abortReason, type Clock, LoopError, type Middleware, parseOptions, type ToolContext, ToolError } from '@shallot/core'
+import { abortReason, LoopError, type Middleware, parseOptions, type ToolContext, ToolError } from '@shallot/core'
 import { z } from 'zod'
 import { Aborted, abortable } from './abortable.js'
 import { type BreakerState, breakerMachine, type Outcome, type Ticket, type Transition } from './breaker-machine.js'
@@ -105,7 +105,6 @@ export function circuitBreaker(options?: CircuitBreakerOptions): Middleware {
   const { key: keyOf, store: shared, onStateChange } = o
   const isFailure = o.isFailure ?? indictsTool
   const keysByTool = new Map<string, string>()
-  let lastClock: Clock | undefined
 
   function apply<R>(
     ctx: ToolContext,
@@ -207,7 +206,6 @@ export function circuitBreaker(options?: CircuitBreakerOptions): Middleware {
       if (keysByTool.size >= o.maxKeys) keysByTool.delete(keysByTool.keys().next().value as string)
       keysByTool.set(tool.name, key)
     }
-    lastClock = ctx.clock
     const signal = ctx.signal
     if (signal.aborted) throw abortReason(signal)
     // The happy path (a closed circuit, in local or run state) reads neither the clock nor writes anything.
@@ -243,12 +241,12 @@ export function circuitBreaker(options?: CircuitBreakerOptions): Middleware {
     if (settled !== undefined) await settled
   }
 
-  middleware.describeTool = function describeTool(tool, run) {
+  middleware.describeTool = function describeTool(tool, run, now) {
     const key = keyOf === undefined ? tool.name : keysByTool.get(tool.name)
     if (key === undefined) return undefined
     const state = runStates === undefined ? local.peek(key) : runStates.get(run, key)
     if (state === undefined || state.circuit !== 'open') return undefined
-    const remaining = lastClock === undefined ? state.openMs : machine.remainingMs(state, lastClock.now())
+    const remaining = machine.remainingMs(state, now)
     if (remaining === undefined || remaining <= 0) return undefined
     const which = key === tool.name ? '' : ` (${key})`
     return `UNAVAILABLE${which}: circuit open, retry in ${Math.ceil(remaining / 1000)}s`

@@ -17,9 +17,9 @@ export function perTool(base: Middleware, byTool: ReadonlyMap<string, Middleware
   // Usage errors and stack traces name the wrapped middleware, not the wrapper.
   Object.defineProperty(layer, 'name', { value: base.name || 'perTool' })
   if (base.describeTool !== undefined || [...byTool.values()].some((m) => m?.describeTool !== undefined)) {
-    layer.describeTool = (tool: AnyTool, run: RunContext) => {
+    layer.describeTool = (tool: AnyTool, run: RunContext, now: number) => {
       const chosen = byTool.has(tool.name) ? byTool.get(tool.name) : base
-      return chosen?.describeTool?.(tool, run)
+      return chosen?.describeTool?.(tool, run, now)
     }
   }
   return layer

@@ -108,7 +108,7 @@ describe('compose: nesting', () => {
     const composed = compose([note('unavailable until 12:00.'), silent, compose([note('slow today.')])])
     const tool = { name: 't' } as Parameters<NonNullable<Middleware['describeTool']>>[0]
     const run = {} as Parameters<NonNullable<Middleware['describeTool']>>[1]
-    expect(composed.describeTool?.(tool, run)).toBe('unavailable until 12:00. slow today.')
+    expect(composed.describeTool?.(tool, run, 0)).toBe('unavailable until 12:00. slow today.')
     expect(compose([silent]).describeTool).toBeUndefined()
   })
 })

@@ -103,10 +103,10 @@ export function compose(middleware: readonly Middleware[]): Middleware {
 
   const describers = layers.filter((fn) => typeof fn.describeTool === 'function')
   if (describers.length > 0) {
-    composed.describeTool = (tool: AnyTool, run: RunContext) => {
+    composed.describeTool = (tool: AnyTool, run: RunContext, now: number) => {
       const notes: string[] = []
       for (const layer of describers) {
-        const note = layer.describeTool?.(tool, run)
+        const note = layer.describeTool?.(tool, run, now)
         if (note) notes.push(note)
       }
       return notes.length > 0 ? notes.join(' ') : undefined

@@ -269,7 +269,7 @@ export function createStack(options: StackOptions): Stack {
     random,
     logger,
     dispatch,
-    describeTool: (tool, run) => layers.describeTool?.(tool, run),
+    describeTool: (tool, run) => layers.describeTool?.(tool, run, clock.now()),
     setMiddleware(middleware) {
       layers = toLayers(middleware)
     },

@@ -146,11 +146,12 @@ export type Next = () => Promise<void>
 
 /**
  * One layer of the onion. First in a list is outermost.
- * `describeTool` (optional) lets a layer annotate a tool for the model's next request, e.g. "unavailable".
+ * `describeTool` (optional) lets a layer annotate a tool for the model's next request, e.g. "unavailable";
+ * `now` is the stack clock's `now()` at the time of the request.
  */
 export interface Middleware {
   (ctx: ToolContext, next: Next): Promise<void>
-  describeTool?: ((tool: AnyTool, run: RunContext) => string | undefined) | undefined
+  describeTool?: ((tool: AnyTool, run: RunContext, now: number) => string | undefined) | undefined
 }
 
 /** What `stack.dispatch` resolves to for every soft outcome, success or failure. */

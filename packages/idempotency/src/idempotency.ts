@@ -168,12 +168,12 @@ export function idempotency(options?: IdempotencyOptions): Middleware {
       share({ argsHash: call.argsHash, ok: true, json: claimed.value === undefined ? undefined : JSON.stringify(claimed.value) })
       return
     }
-    // A budget step is spent right before every attempt reaches the tool: if none was spent, nothing ran.
-    const stepsBefore = ctx.run.budget.used
+    // The terminal counts every real invocation of the tool: if none happened, nothing reached the world.
+    const executionsBefore = ctx.executions
     try {
       await next()
     } catch (err) {
-      await settleFailure(ctx, call, claimed, err, ctx.run.budget.used !== stepsBefore)
+      await settleFailure(ctx, call, claimed, err, ctx.executions !== executionsBefore)
       throw err
     }
     const value = ctx.result?.value
