@@ -80,7 +80,7 @@ export async function runSwapScene(options: SwapSceneOptions): Promise<SwapScene
   const stack = createStackFromConfig(await loadConfig(file), { tools: [quotes] })
   print(`shallot.yaml: retry: ${describePolicy(stack.config)}`)
   stack.on((event) => {
-    if (event.type === 'retry') print(`        retry: attempt ${event.attempt} in ${event.delayMs} ms`)
+    if (event.type === 'retry.scheduled') print(`        retry: attempt ${event.attempt} in ${event.delayMs} ms`)
   })
   let reloaded: (config: ShallotConfig) => void = () => {}
   const swapped = new Promise<ShallotConfig>((resolve) => (reloaded = resolve))

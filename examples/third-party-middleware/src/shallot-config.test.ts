@@ -32,7 +32,7 @@ describe('shallot.yaml', () => {
       [true, 1],
       [true, 2],
     ])
-    const searchRetry = searches[2]?.trace.find((e) => e.type === 'retry')
+    const searchRetry = searches[2]?.trace.find((e) => e.type === 'retry.scheduled')
     expect(searchRetry).toMatchObject({ code: 'rate_limited' })
     expect(searchRetry?.delayMs).toBeGreaterThanOrEqual(200)
     const emails = [await call('send_email'), await call('send_email')]
@@ -40,6 +40,6 @@ describe('shallot.yaml', () => {
       [true, 1],
       [true, 2],
     ])
-    expect(emails[1]?.trace.find((e) => e.type === 'retry')?.delayMs).toBeGreaterThanOrEqual(1000)
+    expect(emails[1]?.trace.find((e) => e.type === 'retry.scheduled')?.delayMs).toBeGreaterThanOrEqual(1000)
   })
 })

@@ -184,7 +184,7 @@ describe('results of calls that started before the circuit opened', () => {
       clock: t.clock,
     })
     const types: string[] = []
-    stack.on((e) => types.push(e.type === 'breaker.state' ? `${e.from}->${e.to}` : e.type))
+    stack.on((e) => types.push(e.type === 'circuit-breaker.state' ? `${e.from}->${e.to}` : e.type))
     const slow = stack.dispatch(call('slow'))
     t.script.push(new ToolError('timeout', 'slow'), 'hang')
     expect((await stack.dispatch(call('1'))).error?.code).toBe('timeout')
@@ -194,7 +194,14 @@ describe('results of calls that started before the circuit opened', () => {
     resolve()
     expect((await slow).ok).toBe(true)
     expect((await stack.dispatch(call('2'))).error?.code).toBe('circuit_open')
-    expect(types).toEqual(['breaker.failure', 'closed->open', 'open->half-open', 'breaker.probe', 'breaker.stale', 'breaker.refused'])
+    expect(types).toEqual([
+      'circuit-breaker.failure',
+      'closed->open',
+      'open->half-open',
+      'circuit-breaker.probe',
+      'circuit-breaker.stale',
+      'circuit-breaker.refused',
+    ])
   })
 
   it('do not count once the circuit has closed again', async () => {

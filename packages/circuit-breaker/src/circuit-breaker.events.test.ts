@@ -45,14 +45,14 @@ describe('state changes', () => {
     const stack = createStack({ middleware: [breaker], tools: [tool], clock, logger })
     await stack.dispatch(call('1'))
     const opening = await stack.dispatch(call('2'))
-    expect(opening.trace.map((e) => e.type)).toEqual(['breaker.failure', 'breaker.state'])
+    expect(opening.trace.map((e) => e.type)).toEqual(['circuit-breaker.failure', 'circuit-breaker.state'])
     expect(opening.trace[1]).toMatchObject({ key: 'search', from: 'closed', to: 'open', reason: '2 consecutive failures' })
     await clock.advance(1000)
     sick.value = false
     const probe = await stack.dispatch(call('3'))
-    expect(probe.trace.map((e) => (e.type === 'breaker.state' ? `${e.from}->${e.to}` : e.type))).toEqual([
+    expect(probe.trace.map((e) => (e.type === 'circuit-breaker.state' ? `${e.from}->${e.to}` : e.type))).toEqual([
       'open->half-open',
-      'breaker.probe',
+      'circuit-breaker.probe',
       'half-open->closed',
     ])
 

@@ -96,11 +96,11 @@ describe('circuitBreaker under random interleavings', () => {
               worst = Math.max(worst, live)
             }
             stack.on((e) => {
-              if (e.type === 'breaker.state') {
+              if (e.type === 'circuit-breaker.state') {
                 circuit = e.to as string
                 if (e.to === 'half-open') period++
               }
-              if (e.type === 'breaker.probe') {
+              if (e.type === 'circuit-breaker.probe') {
                 probeOf.set(e.callId, period)
                 probesSeen++
               }

@@ -231,7 +231,7 @@ describe('store', () => {
     await stack.dispatch(get('a.test'))
     expect(await code(stack.dispatch(get('a.test')))).toBe('circuit_open')
     expect(f.calls).toBe(2)
-    expect(types.filter((t) => t === 'breaker.store_error')).toHaveLength(5)
+    expect(types.filter((t) => t === 'circuit-breaker.store_error')).toHaveLength(5)
     expect(warnings).toContain('circuit breaker store failed; using local state')
   })
 })

@@ -69,7 +69,7 @@ function seedsTool() {
 function recordStates(stack: { on(listener: (e: StackEvent) => void): () => void }) {
   const states: string[] = []
   stack.on((e) => {
-    if (e.type === 'breaker.state') states.push(`${e.from}->${e.to}`)
+    if (e.type === 'circuit-breaker.state') states.push(`${e.from}->${e.to}`)
   })
   return states
 }
@@ -157,7 +157,7 @@ describe('circuitBreaker', () => {
     const next = stack.dispatch(call('4'))
     await clock.advance(0)
     expect(flaky.calls).toBe(3)
-    expect(types).toContain('breaker.probe_expired')
+    expect(types).toContain('circuit-breaker.probe_expired')
     flaky.pending[1]?.resolve('healthy')
     expect(await next).toMatchObject({ ok: true, value: 'healthy' })
   })

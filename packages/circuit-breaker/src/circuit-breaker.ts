@@ -10,7 +10,7 @@ import { indictsTool } from './indicts-tool.js'
 import { memoryBreakerStore } from './memory-breaker-store.js'
 import { runStateStore } from './run-state-store.js'
 
-/** What `onStateChange` receives, and what the `breaker.state` event carries (plus `at` and `runId`). */
+/** What `onStateChange` receives, and what the `circuit-breaker.state` event carries (plus `at` and `runId`). */
 export interface BreakerStateChange extends Transition {
   readonly key: string
   /** `clock.now()` when it happened. */
@@ -135,7 +135,7 @@ export function circuitBreaker(options?: CircuitBreakerOptions): Middleware {
       if (err instanceof Aborted) throw err.reason
       // The store is down: decide this call on the local state, which mirrors every state the store returned.
       ctx.log.warn({ key, err }, 'circuit breaker store failed; using local state')
-      ctx.emit('breaker.store_error', { key, message: err instanceof Error ? err.message : String(err) })
+      ctx.emit('circuit-breaker.store_error', { key, message: err instanceof Error ? err.message : String(err) })
       local.update(key, (current) => (result = step(current)).state)
       return result as R & { state: BreakerState }
     }
@@ -145,7 +145,7 @@ export function circuitBreaker(options?: CircuitBreakerOptions): Middleware {
     for (const { from, to, reason } of changes) {
       const fields = { key, from, to, reason }
       ctx.log.info(fields, 'circuit breaker state change')
-      ctx.emit('breaker.state', fields)
+      ctx.emit('circuit-breaker.state', fields)
       if (onStateChange === undefined) continue
       try {
         onStateChange({ ...fields, at: ctx.clock.now(), runId: ctx.run.id })
@@ -188,9 +188,9 @@ export function circuitBreaker(options?: CircuitBreakerOptions): Middleware {
     const retryAfterMs = outcome === 'failure' && ToolError.is(error) ? error.retryAfterMs : undefined
     const done = apply(ctx, key, signal, (current) => machine.settle(current, ticket, outcome, now, retryAfterMs))
     const after = ({ stale, change }: { stale: boolean; change: Transition | undefined }) => {
-      if (stale) ctx.emit('breaker.stale', { key, outcome, probe: ticket.probe })
-      else if (outcome === 'failure') ctx.emit('breaker.failure', { key, code: ToolError.is(error) ? error.code : 'thrown' })
-      else if (outcome === 'neutral') ctx.emit('breaker.probe_released', { key, probe: ticket.probe })
+      if (stale) ctx.emit('circuit-breaker.stale', { key, outcome, probe: ticket.probe })
+      else if (outcome === 'failure') ctx.emit('circuit-breaker.failure', { key, code: ToolError.is(error) ? error.code : 'thrown' })
+      else if (outcome === 'neutral') ctx.emit('circuit-breaker.probe_released', { key, probe: ticket.probe })
       if (change !== undefined) report(ctx, key, [change])
     }
     if (isPromise(done)) return done.then(after)
@@ -217,10 +217,10 @@ export function circuitBreaker(options?: CircuitBreakerOptions): Middleware {
       admission = isPromise(pending) ? await pending : pending
     }
     report(ctx, key, admission.changes)
-    if (admission.expired > 0) ctx.emit('breaker.probe_expired', { key, count: admission.expired })
+    if (admission.expired > 0) ctx.emit('circuit-breaker.probe_expired', { key, count: admission.expired })
     if (!admission.pass) {
       const { circuit, failures } = admission.state
-      ctx.emit('breaker.refused', { key, circuit, retryAfterMs: admission.retryAfterMs })
+      ctx.emit('circuit-breaker.refused', { key, circuit, retryAfterMs: admission.retryAfterMs })
       throw circuitOpenError({
         tool: tool.name,
         key,
@@ -229,7 +229,7 @@ export function circuitBreaker(options?: CircuitBreakerOptions): Middleware {
         retryAfterMs: admission.retryAfterMs,
       })
     }
-    if (admission.probe !== 0) ctx.emit('breaker.probe', { key, probe: admission.probe })
+    if (admission.probe !== 0) ctx.emit('circuit-breaker.probe', { key, probe: admission.probe })
     try {
       await next()
     } catch (err) {

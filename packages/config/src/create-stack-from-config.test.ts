@@ -46,7 +46,7 @@ function world(options: { failures?: number; error?: () => ToolError; slowMs?: R
   return { clock, tools, executions, call }
 }
 
-const retryEvents = (result: ToolResult) => result.trace.filter((e) => e.type === 'retry').map((e) => e.delayMs)
+const retryEvents = (result: ToolResult) => result.trace.filter((e) => e.type === 'retry.scheduled').map((e) => e.delayMs)
 
 describe('createStackFromConfig', () => {
   it('builds the layers the file lists, in its order, with their options', async () => {

@@ -31,7 +31,7 @@ const withRetry = (policy: object): ConfigInput => ({ stack: ['panic-catcher', {
 
 /** Which policy a finished call ran under, read from its retry delays and attempts alone. */
 function policyOf(result: ToolResult): 'quick' | 'slow' | 'mixed' {
-  const delays = result.trace.filter((e) => e.type === 'retry').map((e) => e.delayMs)
+  const delays = result.trace.filter((e) => e.type === 'retry.scheduled').map((e) => e.delayMs)
   if (result.ok && result.attempts === 3 && delays.every((d) => d === 100) && delays.length === 2) return 'quick'
   if (!result.ok && result.attempts === 2 && delays.length === 1 && delays[0] === 700) return 'slow'
   return 'mixed'

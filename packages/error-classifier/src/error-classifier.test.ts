@@ -195,7 +195,7 @@ describe('errorClassifier', () => {
     )
     expect(seen).toEqual([boom])
     expect(seen[0]).toBe(boom)
-    expect(events).toEqual(['error_unclassified'])
+    expect(events).toEqual(['error-classifier.unclassified'])
   })
 
   it('rethrows a LoopError untouched', async () => {
@@ -356,14 +356,14 @@ describe('errorClassifier', () => {
     expect(LoopError.is(seen) && seen.kind).toBe('tool_crashed')
   })
 
-  it('emits error_classified with the rule that matched', async () => {
+  it('emits error-classifier.classified with the rule that matched', async () => {
     const events: unknown[] = []
     const stack = createStack({ middleware: [errorClassifier()], tools: [toolThrowing(() => withStatus(503))] })
     stack.on(({ at: _at, runId: _runId, ...event }) => events.push(event))
     await stack.dispatch({ id: 'c1', name: 'fetch_page', args: {} })
     expect(events).toEqual([
       {
-        type: 'error_classified',
+        type: 'error-classifier.classified',
         callId: 'c1',
         tool: 'fetch_page',
         code: 'upstream_error',
@@ -376,7 +376,7 @@ describe('errorClassifier', () => {
     ])
   })
 
-  it('emits error_sanitized when it rewrites a ToolError', async () => {
+  it('emits error-classifier.sanitized when it rewrites a ToolError', async () => {
     const events: string[] = []
     const stack = createStack({
       middleware: [errorClassifier()],
@@ -385,7 +385,7 @@ describe('errorClassifier', () => {
     stack.on((event) => events.push(event.type))
     const result = await stack.dispatch({ id: 'c1', name: 'fetch_page', args: {} })
     expect(result.error?.message).toBe('row locked by [redacted]')
-    expect(events).toEqual(['error_sanitized'])
+    expect(events).toEqual(['error-classifier.sanitized'])
   })
 
   it('rejects bad options at construction, naming the option and the value', () => {

@@ -32,7 +32,7 @@ function shape(err: unknown, ctx: ToolContext, classifier: Classifier, sanitizeT
   if (ToolError.is(err)) {
     if (!sanitizeToolErrors) return err
     const clean = classifier.sanitize(err)
-    if (clean !== err) ctx.emit('error_sanitized', { code: clean.code })
+    if (clean !== err) ctx.emit('error-classifier.sanitized', { code: clean.code })
     return clean
   }
   // A cancelled run ends the run, whatever the tool threw on its way out.
@@ -44,7 +44,7 @@ function shape(err: unknown, ctx: ToolContext, classifier: Classifier, sanitizeT
   }
   const error = classifier.tryClassify(err, ctx.call.name)
   if (error === undefined) {
-    ctx.emit('error_unclassified', { errorName: nameOf(err) })
+    ctx.emit('error-classifier.unclassified', { errorName: nameOf(err) })
     return err
   }
   const event: Record<string, unknown> = {
@@ -56,7 +56,7 @@ function shape(err: unknown, ctx: ToolContext, classifier: Classifier, sanitizeT
   }
   if (error.retryAfterMs !== undefined) event.retryAfterMs = error.retryAfterMs
   if (error.details?.status !== undefined) event.status = error.details.status
-  ctx.emit('error_classified', event)
+  ctx.emit('error-classifier.classified', event)
   // panicCatcher never sees a bug this layer already turned soft, so the stack goes to the log here.
   if (error.code === 'tool_panic') ctx.log.error({ err, code: 'tool_panic' }, `tool "${ctx.call.name}" threw ${nameOf(err)}`)
   return error

@@ -117,6 +117,6 @@ describe('a server that disconnects', { timeout: 30_000 }, () => {
     expect(second.error?.code).toBe('network_error')
     expect(third.error?.code).toBe('circuit_open')
     expect(callTool).toHaveBeenCalledTimes(2)
-    expect(events.filter((e) => e.type === 'breaker.state').map((e) => [e.key, e.to])).toEqual([['mcp:filesystem', 'open']])
+    expect(events.filter((e) => e.type === 'circuit-breaker.state').map((e) => [e.key, e.to])).toEqual([['mcp:filesystem', 'open']])
   })
 })

@@ -59,7 +59,7 @@ describe('retry budget through a real stack', () => {
     const events: StackEvent[] = []
     stack.on((event) => events.push(event))
     const results = await storm(stack, clock, 1000)
-    const retries = events.filter((e) => e.type === 'retry').length
+    const retries = events.filter((e) => e.type === 'retry.scheduled').length
     expect(retries).toBe(100)
     expect(seen.executions).toBe(1000 + 100)
     expect(results.every((r) => !r.ok && r.error?.code === 'upstream_error')).toBe(true)
@@ -81,7 +81,7 @@ describe('retry budget through a real stack', () => {
     const [result] = await storm(stack, clock, 1)
     expect(seen.executions).toBe(1)
     expect(result).toMatchObject({ ok: false, attempts: 1, error: { code: 'upstream_error', message: 'upstream answered 503' } })
-    expect(result?.trace).toMatchObject([{ type: 'retry_stopped', reason: 'retry_budget_empty', code: 'upstream_error' }])
+    expect(result?.trace).toMatchObject([{ type: 'retry.stopped', reason: 'retry_budget_empty', code: 'upstream_error' }])
   })
 
   it('is shared by the stacks given the same instance', async () => {

@@ -19,7 +19,7 @@ export const MAX_RECOVERY_ATTEMPTS = 5
 export const MAX_TOTAL_CALLS = MAX_RECOVERY_ATTEMPTS + 1
 
 /**
- * Why a failure is not repeated (the `reason` of a `retry_stopped` event). {@link planRetry} decides the first seven;
+ * Why a failure is not repeated (the `reason` of a `retry.stopped` event). {@link planRetry} decides the first seven;
  * the layer adds `retry_budget_empty` (soft) and `step_budget` (hard). Soft reasons return the error to the model;
  * `recovery_ceiling` and `step_budget` end the run.
  */

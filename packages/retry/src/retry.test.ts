@@ -75,7 +75,7 @@ describe('retry: counted executions through a real stack', () => {
     const result = await dispatch()
     expect(seen.executions).toBe(1)
     expect(result).toMatchObject({ ok: false, attempts: 1, error: { code: 'timeout' } })
-    expect(result.trace.map((e) => [e.type, e.reason])).toEqual([['retry_stopped', 'unsafe_write']])
+    expect(result.trace.map((e) => [e.type, e.reason])).toEqual([['retry.stopped', 'unsafe_write']])
   })
 
   it('repeats a write tool after a 429 (safeToRepeat) and succeeds', async () => {
@@ -144,8 +144,8 @@ describe('retry: counted executions through a real stack', () => {
     expect(seen.attempts).toEqual([1, 2, 3, 4, 5, 6])
     expect(asked).toBe(6)
     expect(error.details).toMatchObject({ attempts: 6, tool: 'flaky', lastError: { code: 'upstream_error' } })
-    expect(events.filter((e) => e.type === 'retry').map((e) => e.attempt)).toEqual([2, 3, 4, 5, 6])
-    expect(events.at(-1)).toMatchObject({ type: 'retry_stopped', reason: 'recovery_ceiling', attempt: 6 })
+    expect(events.filter((e) => e.type === 'retry.scheduled').map((e) => e.attempt)).toEqual([2, 3, 4, 5, 6])
+    expect(events.at(-1)).toMatchObject({ type: 'retry.stopped', reason: 'recovery_ceiling', attempt: 6 })
   })
 
   it('hits the same ceiling with maxAttempts 100 and the default backoff', async () => {
@@ -181,7 +181,7 @@ describe('retry: the quickstart scene', () => {
     const result = await dispatch()
     expect(result).toMatchObject({ ok: true, attempts: 3, value: 'done on call 3' })
     expect(seen.executions).toBe(3)
-    const delays = result.trace.filter((e) => e.type === 'retry').map((e) => e.delayMs as number)
+    const delays = result.trace.filter((e) => e.type === 'retry.scheduled').map((e) => e.delayMs as number)
     expect(delays).toHaveLength(2)
     expect(delays[0]).toBeLessThanOrEqual(500)
     expect(delays[1]).toBeLessThanOrEqual(1000)
@@ -205,10 +205,10 @@ describe('retry: policy', () => {
   it('accepts the policy as plain data, and a backoff object alone', async () => {
     const data = setup('read', [unavailable()], { backoff: 'exponential', baseMs: 100, capMs: 1000, maxAttempts: 4 })
     await data.dispatch()
-    expect(data.events.filter((e) => e.type === 'retry').map((e) => e.delayMs)).toEqual([100, 200, 400])
+    expect(data.events.filter((e) => e.type === 'retry.scheduled').map((e) => e.delayMs)).toEqual([100, 200, 400])
     const object = setup('read', [unavailable()], constant(7))
     await object.dispatch()
-    expect(object.events.filter((e) => e.type === 'retry').map((e) => e.delayMs)).toEqual([7, 7])
+    expect(object.events.filter((e) => e.type === 'retry.scheduled').map((e) => e.delayMs)).toEqual([7, 7])
   })
 
   it('does not retry at all with backoff none', async () => {
@@ -251,7 +251,7 @@ describe('retry: retryAfterMs and maxElapsedMs', () => {
     const { dispatch, events, clock } = setup('write', [rateLimited(3000), 'ok'])
     const result = await dispatch()
     expect(result.ok).toBe(true)
-    const scheduled = events.find((e) => e.type === 'retry')
+    const scheduled = events.find((e) => e.type === 'retry.scheduled')
     expect(scheduled?.delayMs).toBe(3000)
     expect(clock.now()).toBe(3000)
   })
@@ -262,7 +262,7 @@ describe('retry: retryAfterMs and maxElapsedMs', () => {
     expect(seen.executions).toBe(1)
     expect(clock.now()).toBe(0)
     expect(result).toMatchObject({ ok: false, attempts: 1, error: { code: 'rate_limited', retryAfterMs: 20_000 } })
-    expect(result.trace).toMatchObject([{ type: 'retry_stopped', reason: 'retry_after_too_long', code: 'rate_limited' }])
+    expect(result.trace).toMatchObject([{ type: 'retry.stopped', reason: 'retry_after_too_long', code: 'rate_limited' }])
   })
 
   it('does not wait out a retryAfterMs longer than the time maxElapsedMs leaves', async () => {
@@ -282,7 +282,7 @@ describe('retry: retryAfterMs and maxElapsedMs', () => {
     expect(seen.executions).toBe(2)
     expect(clock.now()).toBe(1000)
     expect(result.attempts).toBe(2)
-    expect(events.at(-1)).toMatchObject({ type: 'retry_stopped', reason: 'max_elapsed' })
+    expect(events.at(-1)).toMatchObject({ type: 'retry.stopped', reason: 'max_elapsed' })
   })
 })
 
@@ -301,7 +301,7 @@ describe('retry: cancellation', () => {
     const pending = stack.dispatch(call, { run })
     await clock.advance(50)
     expect([seen.executions, clock.pending, clock.now()]).toEqual([1, 1, 50])
-    expect(events.map((e) => [e.type, e.delayMs])).toEqual([['retry', 10_000]])
+    expect(events.map((e) => [e.type, e.delayMs])).toEqual([['retry.scheduled', 10_000]])
 
     controller.abort()
     const oneTick = new Promise((resolve) => setImmediate(() => resolve('still pending after a tick')))
@@ -371,7 +371,7 @@ describe('retry: the step budget', () => {
     const outcome = dispatch({ run })
     await expect(outcome).rejects.toSatisfy((e: unknown) => LoopError.is(e) && e.kind === 'budget_exhausted')
     expect(seen.executions).toBe(2)
-    expect(events.map((e) => e.type)).toEqual(['retry', 'retry_stopped'])
+    expect(events.map((e) => e.type)).toEqual(['retry.scheduled', 'retry.stopped'])
     expect(events.at(-1)).toMatchObject({ reason: 'step_budget' })
     expect(clock.pending).toBe(0)
   })
@@ -448,8 +448,8 @@ describe('retry: the layer contract', () => {
     await clock.runAll()
     const result = await pending
     expect(result.trace).toMatchObject([
-      { type: 'retry', attempt: 2, delayMs: 500, code: 'upstream_error', at: 0 },
-      { type: 'retry', attempt: 3, delayMs: 1000, code: 'network_error', at: 500 },
+      { type: 'retry.scheduled', attempt: 2, delayMs: 500, code: 'upstream_error', at: 0 },
+      { type: 'retry.scheduled', attempt: 3, delayMs: 1000, code: 'network_error', at: 500 },
     ])
     expect(lines.filter(([, msg]) => msg === 'retrying tool call').map(([obj]) => obj)).toEqual([
       { attempt: 2, delayMs: 500, code: 'upstream_error' },

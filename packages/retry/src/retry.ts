@@ -77,7 +77,7 @@ export function retry(options?: RetryOptions | Backoff): Middleware {
   const refund = store === undefined ? 0 : costs.success
 
   function stopSoftly(ctx: ToolContext, error: ToolError, reason: RetryStopReason): never {
-    if (reason !== 'not_retryable') ctx.emit('retry_stopped', { attempt: ctx.attempt, code: error.code, reason })
+    if (reason !== 'not_retryable') ctx.emit('retry.stopped', { attempt: ctx.attempt, code: error.code, reason })
     throw error
   }
 
@@ -138,7 +138,7 @@ export function retry(options?: RetryOptions | Backoff): Middleware {
         if (ctx.run.budget.remaining <= 0) throw stepBudgetExhausted(ctx, err)
         if (!(await spendRetryTokens(ctx, err))) stopSoftly(ctx, err, 'retry_budget_empty')
         const attempt = ctx.attempt + 1
-        ctx.emit('retry', { attempt, delayMs: plan.delayMs, code: err.code })
+        ctx.emit('retry.scheduled', { attempt, delayMs: plan.delayMs, code: err.code })
         ctx.log.info({ attempt, delayMs: plan.delayMs, code: err.code }, 'retrying tool call')
         await wait(ctx, plan.delayMs, signal)
         previousMs = plan.delayMs
@@ -175,7 +175,7 @@ async function wait(ctx: ToolContext, ms: number, signal: AbortSignal): Promise<
 
 function recoveryExhausted(ctx: ToolContext, error: ToolError): LoopError {
   const tool = ctx.call.name
-  ctx.emit('retry_stopped', { attempt: ctx.attempt, code: error.code, reason: 'recovery_ceiling' })
+  ctx.emit('retry.stopped', { attempt: ctx.attempt, code: error.code, reason: 'recovery_ceiling' })
   return new LoopError(
     'recovery_exhausted',
     `Tool "${tool}" failed ${ctx.attempt} times (last: ${error.code}) and the retry policy wanted more; ` +
@@ -187,7 +187,7 @@ function recoveryExhausted(ctx: ToolContext, error: ToolError): LoopError {
 function stepBudgetExhausted(ctx: ToolContext, error: ToolError): LoopError {
   const { maxSteps, used } = ctx.run.budget
   const next = `tool:${ctx.call.name}`
-  ctx.emit('retry_stopped', { attempt: ctx.attempt, code: error.code, reason: 'step_budget' })
+  ctx.emit('retry.stopped', { attempt: ctx.attempt, code: error.code, reason: 'step_budget' })
   return new LoopError('budget_exhausted', `step budget exhausted: all ${maxSteps} steps are spent (next was a retry of ${next})`, {
     cause: error,
     details: { maxSteps, used, next, lastError: error.toJSON() },

@@ -15,7 +15,7 @@ export type BoundedCall = <T>(op: string, work: (signal: AbortSignal) => Promise
  *
  * @example
  * const bounded = boundedCall(systemClock, 200)
- * const reply = await bounded('breaker.read', () => commands.breakerRead(key, ''))
+ * const reply = await bounded('circuit-breaker.read', () => commands.breakerRead(key, ''))
  */
 export function boundedCall(clock: Clock, timeoutMs: number): BoundedCall {
   return function bounded<T>(op: string, work: (signal: AbortSignal) => Promise<T>, late?: (value: T) => void): Promise<T> {

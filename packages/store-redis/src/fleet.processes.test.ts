@@ -64,7 +64,7 @@ describe('a fleet of 8 worker processes on one Redis', () => {
     expect(await a.one({ tool: 'lookup', args: { q: 'a1' }, lookupFails: true })).toMatchObject({ ok: false, code: 'upstream_error' })
     const opened = await a.one({ tool: 'lookup', args: { q: 'a2' }, lookupFails: true })
     expect(opened).toMatchObject({ ok: false, code: 'upstream_error' })
-    expect(opened.events).toContain('breaker.state')
+    expect(opened.events).toContain('circuit-breaker.state')
 
     const refused = await b.one({ tool: 'lookup', args: { q: 'b1' } })
     expect(refused).toMatchObject({ ok: false, code: 'circuit_open' })
@@ -77,7 +77,7 @@ describe('a fleet of 8 worker processes on one Redis', () => {
     )
     const results = replies.flat() as Result[]
     expect(results).toHaveLength(100)
-    expect(results.filter((r) => r.events.includes('breaker.probe'))).toHaveLength(1)
+    expect(results.filter((r) => r.events.includes('circuit-breaker.probe'))).toHaveLength(1)
     expect(effects(config.effects, 'lookup probe')).toBe(1)
     expect(results.filter((r) => r.ok)).toHaveLength(1)
     expect(results.filter((r) => r.code === 'circuit_open')).toHaveLength(99)
@@ -138,7 +138,7 @@ describe('a fleet when Redis stops and comes back', () => {
       expect(refused).toMatchObject({ ok: false, code: 'store_unavailable' })
       const read = await w0.one({ tool: 'lookup', args: { q: 'down' } })
       expect(read).toMatchObject({ ok: true })
-      expect(read.events).toContain('breaker.store_error')
+      expect(read.events).toContain('circuit-breaker.store_error')
       expect(await w1.one({ tool: 'charge_card', args: { order: 'o-kept', amount: 5 }, runId: 'run-outage' })).toMatchObject({
         ok: false,
         code: 'store_unavailable',
@@ -164,7 +164,7 @@ describe('a fleet when Redis stops and comes back', () => {
       })
       expect(await w0.one({ tool: 'lookup', args: { q: 'up' } })).not.toHaveProperty(
         'events',
-        expect.arrayContaining(['breaker.store_error']),
+        expect.arrayContaining(['circuit-breaker.store_error']),
       )
       expect([
         effects(own.effects, 'charge o-kept'),

@@ -95,7 +95,7 @@ describe('redis breaker store through real stacks (workers with different clock 
     for (const q of ['q1', 'q2']) {
       expect(await a.call(q, (p) => p.reject(fail()))).toMatchObject({ ok: false, error: { code: 'upstream_error' } })
     }
-    expect(a.events.filter((e) => e.type === 'breaker.state')).toMatchObject([{ from: 'closed', to: 'open' }])
+    expect(a.events.filter((e) => e.type === 'circuit-breaker.state')).toMatchObject([{ from: 'closed', to: 'open' }])
     const refused = await b.call('q3')
     expect(refused).toMatchObject({ ok: false, error: { code: 'circuit_open' } })
     // The full cooldown, less at most the read margin: B read the opening the instant A wrote it.
@@ -148,8 +148,8 @@ describe('redis breaker store through real stacks (workers with different clock 
           const prefix = freshPrefix()
           const workers = origins.map((origin) => worker(prefix, base, origin, log, 100))
           const probesRunning = () =>
-            workers.reduce((n, w) => n + w.events.filter((e) => e.type === 'breaker.probe').length, 0) -
-            workers.reduce((n, w) => n + w.events.filter((e) => e.type === 'breaker.state' && e.from === 'half-open').length, 0)
+            workers.reduce((n, w) => n + w.events.filter((e) => e.type === 'circuit-breaker.probe').length, 0) -
+            workers.reduce((n, w) => n + w.events.filter((e) => e.type === 'circuit-breaker.state' && e.from === 'half-open').length, 0)
           const all = new Map<string, Promise<ToolResult>>()
           for (const step of ops) {
             if (step.kind === 'advance') await base.advance(step.ms)
@@ -168,7 +168,7 @@ describe('redis breaker store through real stacks (workers with different clock 
             }
             expect(probesRunning()).toBeLessThanOrEqual(1)
           }
-          probeRuns += workers.some((w) => w.events.some((e) => e.type === 'breaker.probe')) ? 1 : 0
+          probeRuns += workers.some((w) => w.events.some((e) => e.type === 'circuit-breaker.probe')) ? 1 : 0
           for (const w of workers) for (const p of w.running.splice(0)) p.resolve('ok')
           await Promise.all(all.values())
         },

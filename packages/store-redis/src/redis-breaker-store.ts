@@ -44,7 +44,8 @@ export function redisBreakerStore(context: RedisStoreContext & { readonly ttlMs:
 
   async function read(key: string, redisKey: string): Promise<Read> {
     const reply = breakerReadReplySchema.safeParse(await commands.breakerRead(redisKey, nowArg()))
-    if (!reply.success) throw redisUnavailable('breaker.read', 'Redis answered something the store does not understand', reply.error)
+    if (!reply.success)
+      throw redisUnavailable('circuit-breaker.read', 'Redis answered something the store does not understand', reply.error)
     const [raw, version, redisNow] = reply.data
     if (raw === '') return { state: undefined, version, redisNow }
     const stored = parseStored(breakerStateSchema, raw)
@@ -109,7 +110,7 @@ export function redisBreakerStore(context: RedisStoreContext & { readonly ttlMs:
   return {
     get(key) {
       const anchor = clock.now() - READ_MARGIN_MS
-      return bounded('breaker.get', async () => {
+      return bounded('circuit-breaker.get', async () => {
         const { state, redisNow } = await read(key, keys.breaker(key))
         return state === undefined ? undefined : mapTimes(state, timeMap(anchor, redisNow).toLocal)
       })
@@ -118,7 +119,7 @@ export function redisBreakerStore(context: RedisStoreContext & { readonly ttlMs:
     update(key, change) {
       const anchor = clock.now() - READ_MARGIN_MS
       return bounded(
-        'breaker.update',
+        'circuit-breaker.update',
         (deadline) =>
           new Promise<BreakerState>((resolve, reject) => {
             let queue = queues.get(key)

@@ -1,4 +1,4 @@
-import { createStack, defineTool, type Logger, ToolError } from '@shallot/core'
+import { createStack, defineTool, type Logger, systemClock, ToolError } from '@shallot/core'
 import { retry } from '@shallot/retry'
 import { manualClock, seededRandom } from '@shallot/testing'
 import { Redis } from 'ioredis'
@@ -81,7 +81,9 @@ describe('redis retry budget', () => {
       },
     })
     const stacks = [1, 2].map(() => {
-      const { retryBudget } = redisStores({ client, prefix, clock, retryBudget: { capacity: 10 } })
+      // The store's own timeouts run on real time: a virtual clock moved by runAll() would expire a
+      // Redis round trip that is still on the wire, and fail the take closed.
+      const { retryBudget } = redisStores({ client, prefix, clock: systemClock, retryBudget: { capacity: 10 } })
       return createStack({ clock, random: seededRandom(1), tools: [search], middleware: [retry({ retryBudget })] })
     })
     const calls = Array.from({ length: 10 }, (_, i) => stacks[i % 2]?.dispatch({ id: `c${i}`, name: 'search', args: { q: `q${i}` } }))

@@ -91,7 +91,7 @@ describe('redisStores(): a slow Redis (paused with SIGSTOP)', () => {
       expect(written).toMatchObject({ ok: false, error: { code: 'store_unavailable', retryable: true, safeToRepeat: true } })
       expect(written.trace.map((e) => e.type)).toContain('idempotency.store_error')
       expect(searched).toMatchObject({ ok: true, value: 'hit' })
-      expect(searched.trace.map((e) => e.type)).toContain('breaker.store_error')
+      expect(searched.trace.map((e) => e.type)).toContain('circuit-breaker.store_error')
       expect(effects.charges).toBe(0)
 
       failSearches(true)

@@ -34,7 +34,7 @@ export async function outage({ workers, redis, config }: SceneContext): Promise<
       ['cards charged while down', effects(config.effects, 'charge o-during') - (back?.ok ? 1 : 0)],
       [
         'read while down',
-        `${read.ok ? 'ok' : read.code} (${read.events.includes('breaker.store_error') ? 'local breaker' : 'shared breaker'}) in ${ms(read.ms)}`,
+        `${read.ok ? 'ok' : read.code} (${read.events.includes('circuit-breaker.store_error') ? 'local breaker' : 'shared breaker'}) in ${ms(read.ms)}`,
       ],
       ['workers alive', alive ? `${workers.length} of ${workers.length}` : 'some crashed'],
       ['first successful write after restart', `${Math.round(backAfter)} ms after Redis started`],

@@ -18,11 +18,14 @@ export function summarize(
   const rows: Array<[string, string | number]> = [
     ['tool calls (logical)', Math.max(calls, toolMessages.length)],
     ['tool executions (attempts)', [...executions.values()].reduce((a, b) => a + b, 0)],
-    ['retries', count('retry')],
-    ['writes not repeated', count('retry_stopped', (e) => e.reason === 'unsafe_write')],
+    ['retries', count('retry.scheduled')],
+    ['writes not repeated', count('retry.stopped', (e) => e.reason === 'unsafe_write')],
     ['replays', count('idempotency.replayed')],
-    ['breaker trips', count('breaker.state', (e) => e.to === 'open')],
-    ['refusals (breaker, idempotency, stuck-loop)', count('breaker.refused') + count('idempotency.refused') + count('stuck-loop.refused')],
+    ['breaker trips', count('circuit-breaker.state', (e) => e.to === 'open')],
+    [
+      'refusals (breaker, idempotency, stuck-loop)',
+      count('circuit-breaker.refused') + count('idempotency.refused') + count('stuck-loop.refused'),
+    ],
     ['soft errors the model read', toolMessages.filter((m) => !m.ok).length],
     ['hard errors', outcome.status === 'stopped' ? 1 : 0],
     ['card charges applied', charges.length],

@@ -12,17 +12,17 @@ const seconds = (ms: number) => `${(ms / 1000).toFixed(ms < 10_000 ? 2 : 1)}s`
 function describe(event: StackEvent): string | undefined {
   const f = event as Record<string, unknown>
   switch (event.type) {
-    case 'retry':
+    case 'retry.scheduled':
       return `↻ retry: attempt ${Number(f.attempt) - 1} failed (${String(f.code)}), next in ${Math.round(Number(f.delayMs))} ms (full jitter)`
-    case 'retry_stopped':
+    case 'retry.stopped':
       return f.reason === 'unsafe_write'
         ? `⊘ retry: not repeating a write after ${String(f.code)} (the charge may have gone through)`
         : undefined
     case 'timeout.expired':
       return `⏱ timeout: attempt ${String(f.attempt)} gave up after ${seconds(Number(f.timeoutMs))}`
-    case 'breaker.state':
+    case 'circuit-breaker.state':
       return `⚡ circuit ${String(f.key)}: ${String(f.from)} → ${String(f.to)}`
-    case 'breaker.refused':
+    case 'circuit-breaker.refused':
       return '⚡ circuit open: refused without calling the tool'
     case 'idempotency.replayed':
       return '⟲ idempotency: replayed the stored result'
@@ -34,7 +34,7 @@ function describe(event: StackEvent): string | undefined {
       return '⛔ stuck-loop: refused before running, this exact call already failed'
     case 'stuck-loop.stopped':
       return '⛔ stuck-loop: the model is not adapting, stopping the run'
-    case 'error_classified':
+    case 'error-classifier.classified':
       return f.status !== undefined ? `≡ classifier: HTTP ${String(f.status)} → ${String(f.code)}` : undefined
     default:
       return undefined

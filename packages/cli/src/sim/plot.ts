@@ -21,6 +21,7 @@ export function plotSvg(title: string, series: readonly Series[]): string {
   const y = (rate: number) => pad.top + (1 - rate) * (height - pad.top - pad.bottom)
   const parts: string[] = [
     `<svg xmlns="http://www.w3.org/2000/svg" width="${width}" height="${height}" font-family="sans-serif" font-size="12">`,
+    `<title>${escapeXml(title)}</title>`,
     `<rect width="100%" height="100%" fill="white"/>`,
     `<text x="${pad.left}" y="24" font-size="15">${escapeXml(title)}</text>`,
   ]

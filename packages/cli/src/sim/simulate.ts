@@ -75,9 +75,9 @@ async function simulateRun(options: SimOptions, index: number) {
   const stack = options.stack({ tools: [tool], clock, random: seededRandom(options.seed * 7_919 + index) })
   const counts = { trips: 0, retries: 0, writeRefused: 0 }
   stack.on((event: StackEvent) => {
-    if (event.type === 'breaker.state' && event.to === 'open') counts.trips++
-    else if (event.type === 'retry') counts.retries++
-    else if (event.type === 'retry_stopped' && event.reason === 'unsafe_write') counts.writeRefused++
+    if (event.type === 'circuit-breaker.state' && event.to === 'open') counts.trips++
+    else if (event.type === 'retry.scheduled') counts.retries++
+    else if (event.type === 'retry.stopped' && event.reason === 'unsafe_write') counts.writeRefused++
   })
   const run = createRun()
   let ok = true
