@@ -2,7 +2,7 @@ import type { z } from 'zod'
 import { LoopError, ToolError } from './errors.js'
 import { describeShape } from './shape.js'
 import { closest } from './suggest.js'
-import type { AnyTool, ToolContext } from './types.js'
+import type { AnyTool, DeferredSignal, Logger, ToolContext, ToolExecuteContext } from './types.js'
 
 /** The error a layer or tool should see when `signal` has aborted: its own reason if it is ours, else cancellation. */
 export function abortReason(signal: { readonly reason: unknown }): ToolError | LoopError {
@@ -65,6 +65,29 @@ async function parseArgs(tool: AnyTool, args: unknown): Promise<unknown> {
 }
 
 /**
+ * What `execute` receives. A class so its `signal` getter lives on the prototype (one shape for every
+ * call) and creates a deferred signal only when the tool reads it.
+ */
+class AttemptContext implements ToolExecuteContext {
+  readonly #source: AbortSignal | DeferredSignal
+  readonly idempotencyKey: string | undefined
+  readonly attempt: number
+  readonly log: Logger
+
+  constructor(source: AbortSignal | DeferredSignal, idempotencyKey: string | undefined, attempt: number, log: Logger) {
+    this.#source = source
+    this.idempotencyKey = idempotencyKey
+    this.attempt = attempt
+    this.log = log
+  }
+
+  get signal(): AbortSignal {
+    const source = this.#source
+    return source instanceof AbortSignal ? source : source.signal
+  }
+}
+
+/**
  * The innermost step of every stack: validates the arguments with the tool's schema, spends one
  * step of the run's budget, runs the tool and sets `ctx.result`. A result that arrives after this
  * attempt's signal aborted is dropped, so a timed-out attempt can never change state.
@@ -80,14 +103,7 @@ export function createTerminal(toolNames: () => readonly string[]) {
     if (current.aborted) throw abortReason(current)
     ctx.run.budget.spend(`tool:${tool.name}`)
     ctx.executions++
-    const value = await tool.execute(args, {
-      get signal() {
-        return current instanceof AbortSignal ? current : current.signal
-      },
-      idempotencyKey: ctx.idempotencyKey,
-      attempt: ctx.attempt,
-      log: ctx.log,
-    })
+    const value = await tool.execute(args, new AttemptContext(current, ctx.idempotencyKey, ctx.attempt, ctx.log))
     if (current.aborted) throw abortReason(current)
     ctx.result = { value }
   }

@@ -24,9 +24,14 @@ export function renderValue(value: unknown): string {
   if (typeof value === 'string') return value
   if (value === undefined) return ''
   try {
-    return JSON.stringify(value, (_key, v: unknown) => (typeof v === 'bigint' ? v.toString() : v)) ?? String(value)
-  } catch (err) {
-    return `[unserializable output: ${(err as Error).message}]`
+    return JSON.stringify(value) ?? String(value)
+  } catch {
+    // Most likely a bigint somewhere; a replacer is slow, so only pay for it on this path.
+    try {
+      return JSON.stringify(value, (_key, v: unknown) => (typeof v === 'bigint' ? v.toString() : v)) ?? String(value)
+    } catch (err) {
+      return `[unserializable output: ${(err as Error).message}]`
+    }
   }
 }
 

@@ -1,6 +1,7 @@
 import { setMaxListeners } from 'node:events'
 import { nanoid } from 'nanoid'
 import { z } from 'zod'
+import { CallContext, type EventSink } from './call-context.js'
 import { systemClock } from './clock.js'
 import { compose, MiddlewareUsageError } from './compose.js'
 import { defineTool } from './define-tool.js'
@@ -144,6 +145,13 @@ export function createStack(options: StackOptions): Stack {
   const listeners = new Set<(event: StackEvent) => void>()
   const defaultRun = createRun({ id: 'default' })
   let layers = toLayers(options.middleware)
+  const sink: EventSink = (ctx, event) => {
+    if (logging) ctx.log.debug(event, event.type)
+    if (listeners.size > 0) {
+      const shared: StackEvent = { ...event, runId: ctx.run.id, callId: ctx.call.id, tool: ctx.call.name }
+      for (const listener of listeners) listener(shared)
+    }
+  }
 
   function softResult(call: ToolCall, error: ToolError, attempts: number, started: number, trace: TraceEvent[]): ToolResult {
     const json = error.toJSON()
@@ -170,49 +178,15 @@ export function createStack(options: StackOptions): Stack {
     const onion = layers
     const started = clock.now()
     const id = typeof rawCall.id === 'string' && rawCall.id !== '' ? rawCall.id : nanoid(10)
-    const trace: TraceEvent[] = []
-    // Events after the call settled (a late result, say) go to listeners, not into a returned trace.
-    let settled = false
     let args: unknown
     try {
       args = guardArgs(rawCall.args, argsLimits)
     } catch (err) {
-      return softResult({ id, name: rawCall.name, args: undefined }, err as ToolError, 0, started, trace)
+      return softResult({ id, name: rawCall.name, args: undefined }, err as ToolError, 0, started, [])
     }
     const call: ToolCall = { id, name: rawCall.name, args }
     const log = logging ? logger.child({ runId: run.id, turn: run.turn, callId: id, tool: call.name }) : silentLogger
-    let current: AbortSignal | DeferredSignal = signal
-    const ctx: ToolContext = {
-      call,
-      tool: tools.get(call.name),
-      run,
-      get signal(): AbortSignal {
-        if (!(current instanceof AbortSignal)) current = current.signal
-        return current
-      },
-      set signal(value: AbortSignal) {
-        current = value
-      },
-      deferSignal(deferred) {
-        current = deferred
-      },
-      currentSignal: () => current,
-      attempt: 1,
-      executions: 0,
-      log,
-      clock,
-      random,
-      trace,
-      emit(type, fields) {
-        const event: TraceEvent = { ...fields, type, at: clock.now() }
-        if (!settled) trace.push(event)
-        if (logging) log.debug(event, type)
-        if (listeners.size > 0) {
-          const shared: StackEvent = { ...event, runId: run.id, callId: id, tool: call.name }
-          for (const listener of listeners) listener(shared)
-        }
-      },
-    }
+    const ctx = new CallContext(call, tools.get(call.name), run, signal, log, clock, random, sink)
     let result: ToolResult
     try {
       await onion(ctx, () => terminal(ctx))
@@ -231,7 +205,7 @@ export function createStack(options: StackOptions): Stack {
         attempts: ctx.attempt,
         durationMs: clock.now() - started,
         replayed: output.replayed === true,
-        trace,
+        trace: ctx.trace,
       }
     } catch (err) {
       const hard = toHard(err, signal, call.name)
@@ -243,9 +217,9 @@ export function createStack(options: StackOptions): Stack {
           )
         throw hard
       }
-      result = softResult(call, err as ToolError, ctx.attempt, started, trace)
+      result = softResult(call, err as ToolError, ctx.attempt, started, ctx.trace)
     } finally {
-      settled = true
+      ctx.settled = true
     }
     if (logging) {
       log.info(

@@ -32,6 +32,30 @@ export const timeoutOptionsSchema = z
 export type TimeoutOptions = z.input<typeof timeoutOptionsSchema>
 
 /**
+ * The signal the timeout hands to the inner layers, created only if somebody reads it. A class, so
+ * every attempt's instance shares one shape (an object literal with getters would not).
+ */
+class DeadlineSignal implements DeferredSignal {
+  aborted = false
+  reason: unknown = undefined
+  #controller: AbortController | undefined
+
+  get signal(): AbortSignal {
+    if (this.#controller === undefined) {
+      this.#controller = new AbortController()
+      if (this.aborted) this.#controller.abort(this.reason)
+    }
+    return this.#controller.signal
+  }
+
+  abort(why: unknown): void {
+    this.aborted = true
+    this.reason = why
+    this.#controller?.abort(why)
+  }
+}
+
+/**
  * Gives every attempt a deadline. The layers inside see a `ctx.signal` that also aborts at the
  * deadline (its reason is the timeout error), so cooperative tools stop; the layers outside get
  * their own signal back. A missed deadline throws a soft, retryable `ToolError('timeout')`
@@ -60,29 +84,8 @@ export function timeout(options?: TimeoutOptions): Middleware {
     try {
       await new Promise<void>((resolve, reject) => {
         // The inner layers get a deferred signal: an AbortController exists only if the tool reads it.
-        let controller: AbortController | undefined
-        let innerAborted = false
-        let innerReason: unknown
-        const deferred: DeferredSignal = {
-          get aborted() {
-            return innerAborted
-          },
-          get reason() {
-            return innerReason
-          },
-          get signal() {
-            if (controller === undefined) {
-              controller = new AbortController()
-              if (innerAborted) controller.abort(innerReason)
-            }
-            return controller.signal
-          },
-        }
-        const abortInner = (why: unknown) => {
-          innerAborted = true
-          innerReason = why
-          controller?.abort(why)
-        }
+        const deferred = new DeadlineSignal()
+        const abortInner = (why: unknown) => deferred.abort(why)
         let waiting = true
         const stopWaiting = (): boolean => {
           if (!waiting) return false
