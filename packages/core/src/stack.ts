@@ -11,18 +11,7 @@ import { guardArgs } from './guard-args.js'
 import { silentLogger } from './logger.js'
 import { type ErrorRenderer, renderError, renderValue, truncate } from './render.js'
 import { createRun } from './run.js'
-import type {
-  AnyTool,
-  Clock,
-  DeferredSignal,
-  Logger,
-  Middleware,
-  RunContext,
-  ToolCall,
-  ToolContext,
-  ToolResult,
-  TraceEvent,
-} from './types.js'
+import type { AnyTool, Clock, Logger, Middleware, RunContext, ToolCall, ToolResult, TraceEvent } from './types.js'
 
 /** An event from any call of the stack, with the call it belongs to. */
 export interface StackEvent extends TraceEvent {
