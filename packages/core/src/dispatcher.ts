@@ -2,7 +2,7 @@ import type { z } from 'zod'
 import { LoopError, ToolError } from './errors.js'
 import { describeShape } from './shape.js'
 import { closest } from './suggest.js'
-import type { AnyTool, DeferredSignal, Logger, ToolContext, ToolExecuteContext } from './types.js'
+import type { AnyTool, DeferredSignal, Logger, ToolCall, ToolContext, ToolExecuteContext } from './types.js'
 
 /** The error a layer or tool should see when `signal` has aborted: its own reason if it is ours, else cancellation. */
 export function abortReason(signal: { readonly reason: unknown }): ToolError | LoopError {
@@ -70,11 +70,13 @@ async function parseArgs(tool: AnyTool, args: unknown): Promise<unknown> {
  */
 class AttemptContext implements ToolExecuteContext {
   readonly #source: AbortSignal | DeferredSignal
+  readonly call: ToolCall
   readonly idempotencyKey: string | undefined
   readonly attempt: number
   readonly log: Logger
 
-  constructor(source: AbortSignal | DeferredSignal, idempotencyKey: string | undefined, attempt: number, log: Logger) {
+  constructor(call: ToolCall, source: AbortSignal | DeferredSignal, idempotencyKey: string | undefined, attempt: number, log: Logger) {
+    this.call = call
     this.#source = source
     this.idempotencyKey = idempotencyKey
     this.attempt = attempt
@@ -103,7 +105,7 @@ export function createTerminal(toolNames: () => readonly string[]) {
     if (current.aborted) throw abortReason(current)
     ctx.run.budget.spend(`tool:${tool.name}`)
     ctx.executions++
-    const value = await tool.execute(args, new AttemptContext(current, ctx.idempotencyKey, ctx.attempt, ctx.log))
+    const value = await tool.execute(args, new AttemptContext(ctx.call, current, ctx.idempotencyKey, ctx.attempt, ctx.log))
     if (current.aborted) throw abortReason(current)
     ctx.result = { value }
   }

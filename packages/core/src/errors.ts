@@ -20,7 +20,6 @@ export type ToolErrorCode =
   | 'outcome_unknown'
   | 'idempotency_mismatch'
   | 'store_unavailable'
-  | 'retry_budget_exhausted'
   | (string & {})
 
 export interface ToolErrorOptions {

@@ -41,3 +41,22 @@ describe('createStack', () => {
     )
   })
 })
+
+describe('the execute context', () => {
+  it('tells the tool which call it serves, with the guarded arguments', async () => {
+    const seen: unknown[] = []
+    const spy = defineTool({
+      name: 'spy',
+      description: 'Records its call',
+      input: z.object({ n: z.number() }),
+      effect: 'read',
+      execute: (_args, { call, attempt, idempotencyKey }) => {
+        seen.push({ call, attempt, idempotencyKey })
+        return 'ok'
+      },
+    })
+    const stack = createStack({ tools: [spy] })
+    await stack.dispatch({ id: 'call-7', name: 'spy', args: '{"n": 3}' })
+    expect(seen).toEqual([{ call: { id: 'call-7', name: 'spy', args: { n: 3 } }, attempt: 1, idempotencyKey: undefined }])
+  })
+})

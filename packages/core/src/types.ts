@@ -43,6 +43,8 @@ export interface Clock {
 
 /** What `execute` receives besides its parsed arguments. */
 export interface ToolExecuteContext {
+  /** The call being served (its id, name and guarded arguments), for tools that report or correlate. */
+  readonly call: ToolCall
   readonly signal: AbortSignal
   readonly idempotencyKey: string | undefined
   readonly attempt: number
