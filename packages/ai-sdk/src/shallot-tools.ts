@@ -1,15 +1,12 @@
 import {
-  type Clock,
   createRun,
   createStack,
-  type ErrorRenderer,
-  type Logger,
   LoopError,
-  type Middleware,
+  onlyWithoutStack,
   parseOptions,
   type RunContext,
   type Stack,
-  type StackLimits,
+  stackSourceShape,
   type ToolEffect,
   type ToolResult,
 } from '@shallot/core'
@@ -31,18 +28,16 @@ import { toShallotTools } from './to-shallot-tool.js'
 
 const custom = <T>(what: string, check: (v: unknown) => boolean) => z.custom<T>(check, { message: `must be ${what}` })
 const isObject = (v: unknown) => typeof v === 'object' && v !== null
-const isFunction = (v: unknown) => typeof v === 'function'
+const _isFunction = (v: unknown) => typeof v === 'function'
 
 /** Options of {@link shallotTools}. */
 export const shallotToolsOptionsSchema = z
   .strictObject({
-    /** A ready stack whose tools include every executable AI SDK tool by name (build it with `toShallotTools`). */
-    stack: custom<Stack>('a stack from createStack()', (v) => isObject(v) && isFunction((v as Stack).dispatch)).optional(),
-    /** The layers to put in front of the tools, outermost first. Ignored names: use either `stack` or this. */
-    middleware: custom<Middleware | readonly Middleware[]>(
-      'a middleware or an array of middlewares',
-      (v) => isFunction(v) || (Array.isArray(v) && v.every(isFunction)),
-    ).optional(),
+    /**
+     * `stack`: a ready stack whose tools include every executable AI SDK tool by name (build it with
+     * `toShallotTools`); or `middleware` (and clock, random, logger, limits, renderError) to build one.
+     */
+    ...stackSourceShape,
     /** What repeating each tool does to the world; tools not listed are `write` (never repeated unless safe). */
     effects: z.record(z.string(), z.enum(['read', 'idempotent', 'write'])).optional(),
     /** The run these calls belong to (its budget and per-run state). Default: a new run per `shallotTools()` call. */
@@ -51,20 +46,8 @@ export const shallotToolsOptionsSchema = z
     maxSteps: z.number().int().positive().optional(),
     /** Your cancellation: aborting it cancels every call in flight and the generation (through `abortSignal`). */
     signal: custom<AbortSignal>('an AbortSignal', (v) => v instanceof AbortSignal).optional(),
-    clock: custom<Clock>('a Clock { now(), sleep(ms, signal) }', (v) => isObject(v) && isFunction((v as Clock).now)).optional(),
-    random: custom<() => number>('a function () => number', isFunction).optional(),
-    logger: custom<Logger>('a pino-compatible logger', (v) => isObject(v) && isFunction((v as Logger).child)).optional(),
-    limits: custom<StackLimits>('stack limits { maxArgsBytes, maxArgsDepth, maxOutputChars }', isObject).optional(),
-    renderError: custom<ErrorRenderer>('a function (error, call) => string', isFunction).optional(),
   })
-  .superRefine((o, issues) => {
-    if (o.stack === undefined) return
-    for (const key of ['middleware', 'clock', 'random', 'logger', 'limits', 'renderError', 'effects'] as const) {
-      if (o[key] !== undefined) {
-        issues.addIssue({ code: 'custom', path: [key], message: 'belongs to the stack; with `stack`, set it where you built the stack' })
-      }
-    }
-  })
+  .superRefine(onlyWithoutStack(['effects']))
   .refine((o) => o.run === undefined || o.maxSteps === undefined, {
     path: ['maxSteps'],
     message: 'applies to the new run only; with `run`, set maxSteps in createRun()',

@@ -1,18 +1,15 @@
 import { ToolMessage } from '@langchain/core/messages'
 import {
   type AnyTool,
-  type Clock,
   createRun,
   createStack,
-  type ErrorRenderer,
-  type Logger,
   LoopError,
-  type Middleware,
   type MutableRun,
+  onlyWithoutStack,
   parseOptions,
   type Stack,
   type StackEvent,
-  type StackLimits,
+  stackSourceShape,
   type ToolResult,
 } from '@shallot/core'
 import { type AgentMiddleware, createMiddleware, type ToolCallRequest } from 'langchain'
@@ -27,13 +24,11 @@ const isFunction = (v: unknown) => typeof v === 'function'
 /** Options of {@link shallotMiddleware}. */
 export const shallotMiddlewareOptionsSchema = z
   .strictObject({
-    /** The layers to put in front of every tool call, outermost first. */
-    middleware: custom<Middleware | readonly Middleware[]>(
-      'a middleware or an array of middlewares',
-      (v) => isFunction(v) || (Array.isArray(v) && v.every(isFunction)),
-    ).optional(),
-    /** A ready stack whose tools were made with `toShallotTool` (instead of `middleware`). */
-    stack: custom<Stack>('a stack from createStack()', (v) => isObject(v) && isFunction((v as Stack).dispatch)).optional(),
+    /**
+     * `middleware` (and clock, random, logger, limits, renderError): the layers to put in front of every
+     * tool call, outermost first; or `stack`: a ready stack whose tools were made with `toShallotTool`.
+     */
+    ...stackSourceShape,
     /** What repeating each tool does to the world; tools not listed are `write` (never repeated unless safe). */
     effects: z.record(z.string(), z.enum(['read', 'idempotent', 'write'])).default({}),
     /** Which shallot run a call belongs to. Default: the thread id, else the id of the conversation's first message. */
@@ -44,20 +39,8 @@ export const shallotMiddlewareOptionsSchema = z
     maxRuns: z.number().int().min(1).default(1000),
     /** Called with every event of every call (the stack is rebuilt as tools appear, so subscribe here). */
     onEvent: custom<(event: StackEvent) => void>('a function (event) => void', isFunction).optional(),
-    clock: custom<Clock>('a Clock { now(), sleep(ms, signal) }', (v) => isObject(v) && isFunction((v as Clock).now)).optional(),
-    random: custom<() => number>('a function () => number', isFunction).optional(),
-    logger: custom<Logger>('a pino-compatible logger', (v) => isObject(v) && isFunction((v as Logger).child)).optional(),
-    limits: custom<StackLimits>('stack limits { maxArgsBytes, maxArgsDepth, maxOutputChars }', isObject).optional(),
-    renderError: custom<ErrorRenderer>('a function (error, call) => string', isFunction).optional(),
   })
-  .superRefine((o, issues) => {
-    if (o.stack === undefined) return
-    for (const key of ['middleware', 'clock', 'random', 'logger', 'limits', 'renderError', 'onEvent'] as const) {
-      if (o[key] !== undefined) {
-        issues.addIssue({ code: 'custom', path: [key], message: 'belongs to the stack; with `stack`, set it where you built the stack' })
-      }
-    }
-  })
+  .superRefine(onlyWithoutStack(['onEvent']))
 
 export type ShallotMiddlewareOptions = z.input<typeof shallotMiddlewareOptionsSchema>
 
