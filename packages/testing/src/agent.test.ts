@@ -189,3 +189,42 @@ describe('createAgent', () => {
     expect(() => createAgent({ model: {} as never, tools: [] })).toThrow(/model must be an object with generate/)
   })
 })
+
+describe('logging', () => {
+  it('writes one structured line per tool call, per turn and per run end', async () => {
+    const lines: Array<Record<string, unknown> & { msg?: string | undefined }> = []
+    const logger = {
+      bindings: {} as Record<string, unknown>,
+      debug() {},
+      info(obj: object, msg?: string) {
+        lines.push({ ...this.bindings, ...obj, msg })
+      },
+      warn(obj: object, msg?: string) {
+        lines.push({ ...this.bindings, ...obj, msg })
+      },
+      error(obj: object, msg?: string) {
+        lines.push({ ...this.bindings, ...obj, msg })
+      },
+      child(bindings: Record<string, unknown>) {
+        return { ...this, bindings: { ...this.bindings, ...bindings } }
+      },
+    }
+    const { readFile } = files({ 'a.txt': 'A' })
+    const model = scriptedModel([{ toolCalls: [{ name: 'read_file', args: { path: 'nope' } }] }, { text: 'done' }])
+    await createAgent({ model, tools: [readFile], logger }).run({ input: 'x', runId: 'run-log' })
+    const call = lines.find((l) => l.msg === 'tool call')
+    expect(call).toMatchObject({
+      runId: 'run-log',
+      turn: 1,
+      callId: 'call_1_1',
+      tool: 'read_file',
+      attempts: 1,
+      outcome: 'soft_error',
+      code: 'not_found',
+      category: 'recoverable',
+    })
+    expect(typeof call?.durationMs).toBe('number')
+    expect(lines.find((l) => l.msg === 'turn completed')).toMatchObject({ runId: 'run-log', turn: 1, calls: 1, failed: 1 })
+    expect(lines.at(-1)).toMatchObject({ runId: 'run-log', msg: 'run completed', outcome: 'completed', turns: 2 })
+  })
+})
