@@ -299,7 +299,7 @@ describe('errorClassifier', () => {
     })
     // The terminal refuses an already-aborted signal itself, so run the tool through a layer that skips that check.
     const direct: Middleware = async function direct(ctx) {
-      await tool.execute({}, { signal: ctx.signal, idempotencyKey: undefined, attempt: 1, log: ctx.log })
+      await tool.execute({}, { call: ctx.call, signal: ctx.signal, idempotencyKey: undefined, attempt: 1, log: ctx.log })
     }
     const stack = createStack({ middleware: [outerDeadline, errorClassifier(), direct], tools: [tool] })
     const result = await stack.dispatch({ id: 'c1', name: 'fetch_page', args: {} })
