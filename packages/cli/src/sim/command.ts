@@ -157,7 +157,7 @@ export async function runSim(
   }
   if (flags.plot !== undefined) {
     const series: Series[] = [
-      { label: '(1-p)^n', points: flags.steps.map((steps) => ({ steps, successRate: (1 - flags.faultRate) ** steps })) },
+      { label: '(1-p)^n', dashed: true, points: flags.steps.map((steps) => ({ steps, successRate: (1 - flags.faultRate) ** steps })) },
       ...stacks.map((s) => ({
         label: s.label,
         points: (results.get(s.label) ?? []).map((r) => ({ steps: r.steps, successRate: r.successRate })),

@@ -1,6 +1,8 @@
 /** One line of the chart: a label and its success rate per step count. */
 export interface Series {
   label: string
+  /** Drawn dashed and on top, for a reference curve that others may cover. */
+  dashed?: boolean
   points: ReadonlyArray<{ steps: number; successRate: number }>
 }
 
@@ -33,18 +35,21 @@ export function plotSvg(title: string, series: readonly Series[]): string {
     parts.push(`<text x="${x(steps)}" y="${height - pad.bottom + 18}" text-anchor="middle">${steps}</text>`)
   }
   parts.push(`<text x="${(pad.left + width - pad.right) / 2}" y="${height - 12}" text-anchor="middle">steps per run</text>`)
-  series.forEach((s, i) => {
+  // Dashed reference curves go last, so a curve that matches them exactly does not hide them.
+  const order = series.map((s, i) => [s, i] as const).sort(([a], [b]) => Number(a.dashed === true) - Number(b.dashed === true))
+  for (const [s, i] of order) {
     const color = COLORS[i % COLORS.length] as string
+    const dash = s.dashed === true ? ' stroke-dasharray="6 4"' : ''
     const path = s.points.map((p, j) => `${j === 0 ? 'M' : 'L'}${x(p.steps).toFixed(1)},${y(p.successRate).toFixed(1)}`).join(' ')
-    parts.push(`<path d="${path}" fill="none" stroke="${color}" stroke-width="2"/>`)
+    parts.push(`<path d="${path}" fill="none" stroke="${color}" stroke-width="2"${dash}/>`)
     for (const p of s.points)
       parts.push(`<circle cx="${x(p.steps).toFixed(1)}" cy="${y(p.successRate).toFixed(1)}" r="3" fill="${color}"/>`)
     const ly = pad.top + 10 + i * 20
     parts.push(
-      `<line x1="${width - pad.right + 15}" x2="${width - pad.right + 35}" y1="${ly}" y2="${ly}" stroke="${color}" stroke-width="2"/>`,
+      `<line x1="${width - pad.right + 15}" x2="${width - pad.right + 35}" y1="${ly}" y2="${ly}" stroke="${color}" stroke-width="2"${dash}/>`,
     )
     parts.push(`<text x="${width - pad.right + 40}" y="${ly + 4}">${escapeXml(s.label)}</text>`)
-  })
+  }
   parts.push('</svg>')
   return `${parts.join('\n')}\n`
 }
