@@ -4,11 +4,14 @@ import { createStack, defineTool, type Middleware } from './index.js'
 
 const TEN_MB = 10 * 1024 * 1024
 
-/** A stack with one permissive tool and one outer layer, both counting what reached them. */
+/**
+ * A stack with one permissive tool and one outer layer, both recording what reached them. A refused
+ * call still passes the layers (so stuck-loop can count a model that repeats it), but with no arguments.
+ */
 function guardedStack(limits?: Parameters<typeof createStack>[0]['limits']) {
-  const seen = { layer: 0, tool: [] as unknown[] }
-  const spy: Middleware = async function spy(_ctx, next) {
-    seen.layer++
+  const seen = { layer: [] as unknown[], tool: [] as unknown[] }
+  const spy: Middleware = async function spy(ctx, next) {
+    seen.layer.push(ctx.call.args)
     await next()
   }
   const store = defineTool({
@@ -45,7 +48,7 @@ describe('guarding arguments: prototype pollution', () => {
     expect(result.ok).toBe(false)
     expect(result.error).toMatchObject({ code: 'invalid_arguments', message: 'arguments contain the forbidden key "__proto__"' })
     expect(result.error?.hint).toBe('remove the __proto__, constructor and prototype keys')
-    expect(seen).toEqual({ layer: 0, tool: [] })
+    expect(seen).toEqual({ layer: [undefined], tool: [] })
     expect(({} as Record<string, unknown>).polluted).toBeUndefined()
     expect(Object.hasOwn(Object.prototype, 'polluted')).toBe(false)
   })
@@ -62,7 +65,7 @@ describe('guarding arguments: prototype pollution', () => {
     const { seen, dispatch } = guardedStack()
     const result = await dispatch(JSON.parse(`{"x": {"${key}": {"polluted": true}}}`))
     expect(result.error?.message).toBe(`arguments contain the forbidden key "${key}"`)
-    expect(seen).toEqual({ layer: 0, tool: [] })
+    expect(seen).toEqual({ layer: [undefined], tool: [] })
   })
 })
 
@@ -73,15 +76,15 @@ describe('guarding arguments: size and depth', () => {
     expect(result.ok).toBe(false)
     expect(result.error).toMatchObject({ code: 'invalid_arguments', message: 'arguments are too large: over 262144 bytes' })
     expect(result.error?.hint).toBe('send smaller arguments, or pass a reference (an id or a path) instead of the content')
-    expect(result.attempts).toBe(0)
-    expect(seen).toEqual({ layer: 0, tool: [] })
+    expect(result.attempts).toBe(1)
+    expect(seen).toEqual({ layer: [undefined], tool: [] })
   })
 
   it('refuses 10 MB of JSON text before parsing it', async () => {
     const { seen, dispatch } = guardedStack()
     const result = await dispatch(JSON.stringify({ content: 'x'.repeat(TEN_MB) }))
     expect(result.error?.message).toBe('arguments are too large: over 262144 bytes')
-    expect(seen).toEqual({ layer: 0, tool: [] })
+    expect(seen).toEqual({ layer: [undefined], tool: [] })
   })
 
   it('refuses 10 MB spread over a wide array, reading no more elements than the cap has bytes', async () => {
@@ -96,7 +99,7 @@ describe('guarding arguments: size and depth', () => {
     const result = await dispatch({ numbers: wide })
     expect(result.error?.message).toBe('arguments are too large: over 262144 bytes')
     expect(reads).toBeLessThanOrEqual(256 * 1024)
-    expect(seen).toEqual({ layer: 0, tool: [] })
+    expect(seen).toEqual({ layer: [undefined], tool: [] })
   })
 
   it('counts the holes of a sparse array, so a huge length cannot slip past the cap', async () => {
@@ -152,7 +155,7 @@ describe('guarding arguments: JSON text and plain values', () => {
     expect(result.error?.message).toMatch(/^arguments are not valid JSON: /)
     expect(result.error?.hint).toBe('send the arguments as one JSON object')
     expect(JSON.parse(result.content)).toMatchObject({ error: 'invalid_arguments', hint: 'send the arguments as one JSON object' })
-    expect(seen).toEqual({ layer: 0, tool: [] })
+    expect(seen).toEqual({ layer: [undefined], tool: [] })
   })
 
   it.each([
@@ -166,7 +169,7 @@ describe('guarding arguments: JSON text and plain values', () => {
     const { seen, dispatch } = guardedStack()
     const result = await dispatch(args)
     expect(result.error?.message).toBe(message)
-    expect(seen).toEqual({ layer: 0, tool: [] })
+    expect(seen).toEqual({ layer: [undefined], tool: [] })
   })
 
   it('accepts objects without a prototype', async () => {

@@ -167,18 +167,22 @@ export function createStack(options: StackOptions): Stack {
     const onion = layers
     const started = clock.now()
     const id = typeof rawCall.id === 'string' && rawCall.id !== '' ? rawCall.id : nanoid(10)
+    // Refused arguments never reach a layer: the call goes through the onion with none, and the
+    // terminal answers with the refusal. So the tool never runs, yet stuck-loop still sees a model
+    // that keeps sending the same unusable arguments.
     let args: unknown
+    let refusal: ToolError | undefined
     try {
       args = guardArgs(rawCall.args, argsLimits)
     } catch (err) {
-      return softResult({ id, name: rawCall.name, args: undefined }, err as ToolError, 0, started, [])
+      refusal = err as ToolError
     }
     const call: ToolCall = { id, name: rawCall.name, args }
     const log = logging ? logger.child({ runId: run.id, turn: run.turn, callId: id, tool: call.name }) : silentLogger
     const ctx = new CallContext(call, tools.get(call.name), run, signal, log, clock, random, sink)
     let result: ToolResult
     try {
-      await onion(ctx, () => terminal(ctx))
+      await onion(ctx, refusal === undefined ? () => terminal(ctx) : () => Promise.reject(refusal))
       const output = ctx.result
       if (output === undefined) {
         throw new MiddlewareUsageError(

@@ -1,6 +1,6 @@
 import { afterEach, describe, expect, it } from 'vitest'
 import { z } from 'zod'
-import { createStack, DEFAULT_ORDER, defaultMiddleware, defineTool, OptionsError } from './index.js'
+import { createRun, createStack, DEFAULT_ORDER, defaultMiddleware, defineTool, LoopError, OptionsError } from './index.js'
 
 const Original = globalThis.AbortController
 let created = 0
@@ -61,5 +61,30 @@ describe('defaultMiddleware()', () => {
     expect(created).toBe(0)
     for (let n = 0; n < 10; n++) expect((await stack.dispatch({ id: `l${n}`, name: 'listening', args: { n } })).value).toBe(n)
     expect(created).toBe(10)
+  })
+})
+
+describe('arguments the guard refuses, repeated', () => {
+  it('are refused by stuck-loop and then stop the run, while the tool never runs', async () => {
+    let ran = 0
+    const save = defineTool({
+      name: 'save',
+      description: 'Saves a note',
+      input: z.object({ text: z.string() }),
+      effect: 'write',
+      execute: () => {
+        ran++
+        return 'saved'
+      },
+    })
+    const stack = createStack({ middleware: defaultMiddleware(), tools: [save] })
+    const run = createRun()
+    const broken = () => stack.dispatch({ id: 'c', name: 'save', args: '{"text": "unterminated' }, { run })
+    expect((await broken()).error?.code).toBe('invalid_arguments')
+    expect((await broken()).error?.code).toBe('invalid_arguments')
+    expect((await broken()).error?.code).toBe('repeated_failure')
+    expect((await broken()).error?.code).toBe('repeated_failure')
+    await expect(broken()).rejects.toSatisfy((e: unknown) => LoopError.is(e) && e.kind === 'loop_detected')
+    expect(ran).toBe(0)
   })
 })
