@@ -48,7 +48,8 @@ export function parseOptions<S extends z.ZodType>(owner: string, schema: S, inpu
     owner,
     parsed.error.issues.map((issue) => ({
       path: issue.path.map((p, i) => (typeof p === 'number' ? `[${p}]` : i === 0 ? String(p) : `.${String(p)}`)).join(''),
-      message: `${issue.message}${received(input, issue.path)}`,
+      // An unknown key's issue sits on the enclosing object: printing that whole object says nothing the key does not.
+      message: issue.code === 'unrecognized_keys' ? issue.message : `${issue.message}${received(input, issue.path)}`,
     })),
   )
 }
