@@ -28,7 +28,6 @@ import { toShallotTools } from './to-shallot-tool.js'
 
 const custom = <T>(what: string, check: (v: unknown) => boolean) => z.custom<T>(check, { message: `must be ${what}` })
 const isObject = (v: unknown) => typeof v === 'object' && v !== null
-const _isFunction = (v: unknown) => typeof v === 'function'
 
 /** Options of {@link shallotTools}. */
 export const shallotToolsOptionsSchema = z
