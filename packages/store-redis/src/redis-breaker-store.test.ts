@@ -2,27 +2,20 @@ import { type BreakerState, circuitBreaker, consecutive, sampling } from '@shall
 import { type Clock, createStack, defineTool, type Logger, type StackEvent, ToolError, type ToolResult } from '@shallot/core'
 import { manualClock } from '@shallot/testing'
 import fc from 'fast-check'
-import { Redis } from 'ioredis'
-import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import type { Redis } from 'ioredis'
+import { beforeAll, describe, expect, it } from 'vitest'
 import { z } from 'zod'
 import { mapTimes, READ_MARGIN_MS, timeMap } from './breaker-times.js'
 import { redisStores } from './index.js'
-import { type RedisServer, startRedisServer } from './test-support/redis-server.js'
+import { useRedis } from './test-support/redis-fixture.js'
 
-let redis: RedisServer
+const fixture = useRedis()
 let client: Redis
+beforeAll(() => {
+  client = fixture.client
+})
 let prefixes = 0
 const freshPrefix = () => `b${++prefixes}`
-
-beforeAll(async () => {
-  redis = await startRedisServer()
-  client = new Redis(redis.url, { maxRetriesPerRequest: 1, enableOfflineQueue: false, lazyConnect: true })
-  await client.connect()
-})
-afterAll(async () => {
-  client?.disconnect()
-  await redis?.close()
-})
 
 const COOLDOWN = 1000
 

@@ -3,25 +3,18 @@ import { idempotency } from '@shallot/idempotency'
 import { idempotencyStoreContract } from '@shallot/idempotency/contract'
 import { manualClock } from '@shallot/testing'
 import { Redis } from 'ioredis'
-import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { beforeAll, describe, expect, it } from 'vitest'
 import { z } from 'zod'
 import { redisKeys, redisStores } from './index.js'
-import { type RedisServer, startRedisServer } from './test-support/redis-server.js'
+import { useRedis } from './test-support/redis-fixture.js'
 
-let redis: RedisServer
+const fixture = useRedis()
 let client: Redis
+beforeAll(() => {
+  client = fixture.client
+})
 let prefixes = 0
 const freshPrefix = () => `t${++prefixes}`
-
-beforeAll(async () => {
-  redis = await startRedisServer()
-  client = new Redis(redis.url, { maxRetriesPerRequest: 1, enableOfflineQueue: false, lazyConnect: true })
-  await client.connect()
-})
-afterAll(async () => {
-  client?.disconnect()
-  await redis?.close()
-})
 
 function spyLogger(): Logger & { warnings: string[] } {
   const warnings: string[] = []
@@ -159,7 +152,7 @@ describe('redis idempotency store: beyond the contract', () => {
 
   it('warns once at construction when the client would queue commands while Redis is away', () => {
     const logger = spyLogger()
-    const queued = new Redis(redis.url, { lazyConnect: true })
+    const queued = new Redis(fixture.server.url, { lazyConnect: true })
     redisStores({ client: queued, logger })
     expect(logger.warnings).toEqual([expect.stringContaining('enableOfflineQueue: false')])
     queued.disconnect()

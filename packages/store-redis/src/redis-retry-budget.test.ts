@@ -1,26 +1,19 @@
 import { createStack, defineTool, type Logger, systemClock, ToolError } from '@shallot/core'
 import { retry } from '@shallot/retry'
 import { manualClock, seededRandom } from '@shallot/testing'
-import { Redis } from 'ioredis'
-import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import type { Redis } from 'ioredis'
+import { beforeAll, describe, expect, it } from 'vitest'
 import { z } from 'zod'
 import { redisStores } from './index.js'
-import { type RedisServer, startRedisServer } from './test-support/redis-server.js'
+import { useRedis } from './test-support/redis-fixture.js'
 
-let redis: RedisServer
+const fixture = useRedis()
 let client: Redis
+beforeAll(() => {
+  client = fixture.client
+})
 let prefixes = 0
 const freshPrefix = () => `r${++prefixes}`
-
-beforeAll(async () => {
-  redis = await startRedisServer()
-  client = new Redis(redis.url, { maxRetriesPerRequest: 1, enableOfflineQueue: false, lazyConnect: true })
-  await client.connect()
-})
-afterAll(async () => {
-  client?.disconnect()
-  await redis?.close()
-})
 
 describe('redis retry budget', () => {
   it('starts full, refuses what it cannot pay, and refills up to its capacity', async () => {
