@@ -54,6 +54,20 @@ export interface IdempotencyStore {
 }
 
 /**
+ * A store whose every method answers synchronously (the memory and SQLite stores), so callers that
+ * hold one need no `await`.
+ *
+ * @example
+ * const begun = memoryStore().begin('key', 'hash', 60_000, 86_400_000) // a BeginResult, not a promise
+ */
+export interface SyncIdempotencyStore extends IdempotencyStore {
+  begin(key: string, argsHash: string, leaseMs: number, ttlMs: number): BeginResult
+  complete(key: string, token: string, result: StoredResult, ttlMs: number): boolean
+  release(key: string, token: string): boolean
+  markUnknown(key: string, token: string, ttlMs: number): boolean
+}
+
+/**
  * True for anything that has the four protocol methods.
  *
  * @example

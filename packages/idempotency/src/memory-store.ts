@@ -1,6 +1,6 @@
 import { parseOptions, systemClock } from '@shallot/core'
 import { z } from 'zod'
-import type { BeginResult, IdempotencyStore, StoredResult } from './idempotency-store.js'
+import type { BeginResult, StoredResult, SyncIdempotencyStore } from './idempotency-store.js'
 
 /**
  * Options of {@link memoryStore}.
@@ -20,11 +20,7 @@ export const memoryStoreOptionsSchema = z
 export type MemoryStoreOptions = z.input<typeof memoryStoreOptionsSchema>
 
 /** The in-process store: one process only, gone when the process ends. Every method answers synchronously. */
-export interface MemoryStore extends IdempotencyStore {
-  begin(key: string, argsHash: string, leaseMs: number, ttlMs: number): BeginResult
-  complete(key: string, token: string, result: StoredResult, ttlMs: number): boolean
-  release(key: string, token: string): boolean
-  markUnknown(key: string, token: string, ttlMs: number): boolean
+export interface MemoryStore extends SyncIdempotencyStore {
   /** Records held now, expired ones not yet dropped included. */
   readonly size: number
   /** Drops every record. */

@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto'
 import { parseOptions } from '@shallot/core'
-import type { BeginResult, IdempotencyStore, StoredResult } from '@shallot/idempotency'
+import type { BeginResult, StoredResult, SyncIdempotencyStore } from '@shallot/idempotency'
 import Database from 'better-sqlite3'
 import { z } from 'zod'
 
@@ -45,11 +45,7 @@ export const sqliteStoreOptionsSchema = z
 export type SqliteStoreOptions = z.input<typeof sqliteStoreOptionsSchema>
 
 /** A durable idempotency store on one SQLite file. Every method answers synchronously (better-sqlite3 is synchronous). */
-export interface SqliteStore extends IdempotencyStore {
-  begin(key: string, argsHash: string, leaseMs: number, ttlMs: number): BeginResult
-  complete(key: string, token: string, result: StoredResult, ttlMs: number): boolean
-  release(key: string, token: string): boolean
-  markUnknown(key: string, token: string, ttlMs: number): boolean
+export interface SqliteStore extends SyncIdempotencyStore {
   /** The connection in use. */
   readonly database: SqliteDatabase
   /** Closes the connection if the store opened it (from `path`); a connection passed in stays open. */
