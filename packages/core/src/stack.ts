@@ -142,18 +142,18 @@ export function createStack(options: StackOptions): Stack {
     }
   }
 
-  function softResult(call: ToolCall, error: ToolError, attempts: number, started: number, trace: TraceEvent[]): ToolResult {
+  function softResult(ctx: CallContext, error: ToolError, started: number): ToolResult {
     const json = error.toJSON()
     return {
-      callId: call.id,
-      name: call.name,
+      callId: ctx.call.id,
+      name: ctx.call.name,
       ok: false,
-      content: truncate(render(json, call), limits.maxOutputChars),
+      content: truncate(render(json, ctx.call), limits.maxOutputChars),
       error: json,
-      attempts,
+      attempts: ctx.attempt,
       durationMs: clock.now() - started,
       replayed: false,
-      trace,
+      trace: ctx.trace,
     }
   }
 
@@ -167,9 +167,9 @@ export function createStack(options: StackOptions): Stack {
     const onion = layers
     const started = clock.now()
     const id = typeof rawCall.id === 'string' && rawCall.id !== '' ? rawCall.id : nanoid(10)
-    // Refused arguments never reach a layer: the call goes through the onion with none, and the
-    // terminal answers with the refusal. So the tool never runs, yet stuck-loop still sees a model
-    // that keeps sending the same unusable arguments.
+    // A refused value never reaches a layer: the call goes through the onion with no arguments, and
+    // the terminal answers with the refusal. So the tool never runs, yet stuck-loop still sees a
+    // model that keeps sending the same unusable arguments.
     let args: unknown
     let refusal: ToolError | undefined
     try {
@@ -210,7 +210,7 @@ export function createStack(options: StackOptions): Stack {
           )
         throw hard
       }
-      result = softResult(call, err as ToolError, ctx.attempt, started, ctx.trace)
+      result = softResult(ctx, err as ToolError, started)
     } finally {
       ctx.settled = true
     }
