@@ -153,6 +153,14 @@ describe('a fleet when Redis stops and comes back', () => {
         return back.ok
       }, 'the fleet to use Redis again')
       expect(back).toMatchObject({ ok: true, replayed: false })
+      // Each worker's client reconnects on its own schedule: wait until the other two reach Redis again
+      // (a read that no longer falls back to local breaker state) before asking them about records.
+      for (const worker of [w0, w1]) {
+        await until(async () => {
+          const ping = await worker.one({ tool: 'lookup', args: { q: 'ping' } })
+          return ping.ok && !ping.events.includes('circuit-breaker.store_error')
+        }, 'every worker to reach Redis again')
+      }
       expect(await w1.one({ tool: 'charge_card', args: { order: 'o-kept', amount: 5 }, runId: 'run-outage' })).toMatchObject({
         ok: true,
         replayed: true,
