@@ -153,6 +153,46 @@ describe('fallback', () => {
     expect(events.map((e) => e.type).filter((t) => t.startsWith('fallback.'))).toEqual(['fallback.tool_failed', 'fallback.unavailable'])
   })
 
+  it('a fallback mapping that throws loses only that source: the next one answers, the model never sees the throw', async () => {
+    const { health, events, call } = setup({
+      tools: {
+        status_page: [
+          {
+            from: 'tool',
+            tool: 'status_mirror',
+            args: () => {
+              throw new TypeError('mapping bug')
+            },
+          },
+          { from: 'value', value: 'status unknown' },
+        ],
+      },
+    })
+    health.status_page = false
+    expect((await call('status_page')).value).toMatchObject({ value: 'status unknown' })
+    expect(events.find((e) => e.type === 'fallback.tool_failed')).toMatchObject({ via: 'status_mirror', code: 'thrown' })
+  })
+
+  it('a fallback call that ends the run ends it: its LoopError reaches the caller untouched', async () => {
+    const clock = manualClock()
+    const hard = new LoopError('budget_exhausted', 'no steps left')
+    const sick = defineTool({
+      name: 'status_page',
+      description: 'down',
+      input: z.object({}),
+      effect: 'read',
+      execute: () => {
+        throw down()
+      },
+    })
+    const stack = createStack({
+      middleware: [fallback({ tools: { status_page: { from: 'tool', tool: 'status_mirror' } }, dispatch: () => Promise.reject(hard) })],
+      tools: [sick],
+      clock,
+    })
+    await expect(stack.dispatch({ id: '1', name: 'status_page', args: {} })).rejects.toBe(hard)
+  })
+
   it('tries the sources in order: a cache miss falls through to a fixed value', async () => {
     const { health, call } = setup({ tools: { status_page: [{ from: 'cache' }, { from: 'value', value: { status: 'unknown' } }] } })
     health.status_page = false

@@ -192,19 +192,25 @@ export function fallback(options?: FallbackOptions): Middleware {
     }
     if (source.tool === name) return undefined
     const id = `${ctx.call.id}/fallback-${++sequence}`
-    const args = source.args === undefined ? ctx.call.args : source.args(ctx.call.args, ctx)
     nested.add(id)
     let result: ToolResult
     try {
+      const args = source.args === undefined ? ctx.call.args : source.args(ctx.call.args, ctx)
       result = await (o.dispatch as FallbackDispatch)({ id, name: source.tool, args }, { run: ctx.run, signal: ctx.signal })
+    } catch (err) {
+      // A nested call that ends the run ends this one too; a broken mapping or dispatch only loses this source.
+      if (LoopError.is(err)) throw err
+      ctx.log.error({ err, tool: source.tool }, 'fallback: calling the fallback tool threw')
+      ctx.emit('fallback.tool_failed', { via: source.tool, code: 'thrown' })
+      return undefined
     } finally {
       nested.delete(id)
     }
     if (!result.ok) {
-      ctx.emit('fallback.tool_failed', { tool: source.tool, code: result.error?.code })
+      ctx.emit('fallback.tool_failed', { via: source.tool, code: result.error?.code })
       return undefined
     }
-    ctx.emit('fallback.used', { from: 'tool', tool: source.tool, because: error.code })
+    ctx.emit('fallback.used', { from: 'tool', via: source.tool, because: error.code })
     return { fallback: `from '${source.tool}', ${because}`, value: result.value }
   }
 
