@@ -196,6 +196,19 @@ describe('bulkhead', () => {
     expect(results[0]?.value).toBe('fine')
   })
 
+  it('a listener that throws on a handed-over slot strands nobody: the waiter runs and the slot is freed', async () => {
+    const { clock, stack } = setup({ limit: 1, queue: 1 })
+    stack.on((event) => {
+      if (event.type === 'bulkhead.admitted') throw new Error('listener bug')
+    })
+    const calls = [1, 2].map((n) => settle(stack.dispatch({ id: `${n}`, name: 'read_tool', args: { n } })))
+    await clock.runAll()
+    expect(calls.map((c) => c.value?.value)).toEqual([1, 2])
+    const third = settle(stack.dispatch({ id: '3', name: 'read_tool', args: { n: 3 } }))
+    await clock.runAll()
+    expect(third.value?.value).toBe(3)
+  })
+
   it('lets an unknown tool through to the dispatcher, which answers unknown_tool', async () => {
     const { stack } = setup({ limit: 1 })
     expect((await stack.dispatch({ id: '1', name: 'nope', args: {} })).error?.code).toBe('unknown_tool')

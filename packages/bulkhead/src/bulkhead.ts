@@ -1,7 +1,7 @@
 import { abortReason, type Middleware, type Next, parseOptions, type ToolContext } from '@shallot/core'
 import { z } from 'zod'
 import { Compartment, type Waiter } from './compartment.js'
-import { type OverloadReason, overloadedError } from './overloaded-error.js'
+import { overloadedError } from './overloaded-error.js'
 import { startTimer } from './start-timer.js'
 
 /** The longest wait a JavaScript timer can hold (2^31 − 1 ms). */
@@ -34,6 +34,22 @@ export const bulkheadOptionsSchema = z.strictObject({
     .optional(),
 })
 
+/**
+ * Emits from a callback that runs on behalf of another call (a slot handed over, a timer, an
+ * abort): a throwing listener must not strand the waiter or lose the slot.
+ */
+function tell(ctx: ToolContext, type: string, fields: Record<string, unknown>): void {
+  try {
+    ctx.emit(type, fields)
+  } catch (err) {
+    try {
+      ctx.log.warn({ err, type }, 'bulkhead: an event listener threw')
+    } catch {
+      // Nowhere left to report to.
+    }
+  }
+}
+
 /** What {@link bulkhead} accepts. */
 export type BulkheadOptions = z.input<typeof bulkheadOptionsSchema>
 
@@ -60,10 +76,10 @@ export function bulkhead(options?: BulkheadOptions): Middleware {
     if (compartment.release() && compartments.get(key) === compartment) compartments.delete(key)
   }
 
-  function refuse(ctx: ToolContext, key: string, compartment: Compartment, reason: OverloadReason, waitedMs: number) {
+  function refuseAtOnce(ctx: ToolContext, key: string, compartment: Compartment) {
     const queued = compartment.waiting.size
-    ctx.emit('bulkhead.refused', { key, reason, running: compartment.running, queued, waitedMs })
-    return overloadedError({ tool: ctx.call.name, key, reason, limit, queued, waitedMs })
+    ctx.emit('bulkhead.refused', { key, reason: 'queue_full', running: compartment.running, queued, waitedMs: 0 })
+    return overloadedError({ tool: ctx.call.name, key, reason: 'queue_full', limit, queued, waitedMs: 0 })
   }
 
   function wait(ctx: ToolContext, key: string, compartment: Compartment, maxMs: number): Promise<void> {
@@ -80,17 +96,21 @@ export function bulkhead(options?: BulkheadOptions): Middleware {
       }
       const waiter: Waiter = {
         admit() {
-          ctx.emit('bulkhead.admitted', { key, waitedMs: leave() })
+          const waitedMs = leave()
           resolve()
+          tell(ctx, 'bulkhead.admitted', { key, waitedMs })
         },
       }
       const onAbort = () => {
-        ctx.emit('bulkhead.cancelled', { key, waitedMs: leave() })
+        const waitedMs = leave()
         reject(abortReason(signal))
+        tell(ctx, 'bulkhead.cancelled', { key, waitedMs })
       }
       const cancelTimer = startTimer(ctx.clock, maxMs, () => {
         const waitedMs = leave()
-        reject(refuse(ctx, key, compartment, 'queue_timeout', waitedMs))
+        const queued = compartment.waiting.size
+        reject(overloadedError({ tool: ctx.call.name, key, reason: 'queue_timeout', limit, queued, waitedMs }))
+        tell(ctx, 'bulkhead.refused', { key, reason: 'queue_timeout', running: compartment.running, queued, waitedMs })
       })
       compartment.waiting.add(waiter)
       signal.addEventListener('abort', onAbort, { once: true })
@@ -111,7 +131,7 @@ export function bulkhead(options?: BulkheadOptions): Middleware {
     }
     if (!compartment.tryAcquire()) {
       const maxMs = tool.effect === 'write' ? writeQueueMs : maxQueueMs
-      if (maxMs === 0 || !compartment.hasRoom()) throw refuse(ctx, key, compartment, 'queue_full', 0)
+      if (maxMs === 0 || !compartment.hasRoom()) throw refuseAtOnce(ctx, key, compartment)
       // On admission the slot is handed over: the compartment already counts this call as running.
       await wait(ctx, key, compartment, maxMs)
     }

@@ -126,6 +126,25 @@ describe('fallback', () => {
     expect(((await call('status_page')).value as { value: unknown }).value).toEqual({ region: 'all', status: 'all systems go' })
   })
 
+  it('does not cache a result it cannot copy (a function inside), so it never serves half of one', async () => {
+    const clock = manualClock()
+    let up = true
+    const tool = defineTool({
+      name: 'handle',
+      description: 'returns something with a function inside',
+      input: z.object({}),
+      effect: 'read',
+      execute: () => {
+        if (!up) throw down()
+        return { ok: true, close: () => {} }
+      },
+    })
+    const stack = createStack({ middleware: [fallback({ default: { from: 'cache' } })], tools: [tool], clock })
+    expect((await stack.dispatch({ id: '1', name: 'handle', args: {} })).ok).toBe(true)
+    up = false
+    expect((await stack.dispatch({ id: '2', name: 'handle', args: {} })).error?.code).toBe('upstream_error')
+  })
+
   it('falls back to another tool of the stack, and says which', async () => {
     const { health, runs, call } = setup({ tools: { status_page: { from: 'tool', tool: 'status_mirror' } } })
     health.status_page = false

@@ -148,6 +148,77 @@ describe('hedging', () => {
     expect(events).toEqual([expect.objectContaining({ type: 'hedging.skipped', reason: 'step_budget' })])
   })
 
+  it('a budget store that throws fails closed: no hedge, and the call still answers', async () => {
+    const retryBudget = {
+      tryTake: () => {
+        throw new Error('redis down')
+      },
+      refill: () => {},
+      available: () => 0,
+    }
+    const { clock, events, dispatch, executions } = setup({ delayMs: 100, retryBudget }, { ms: [1000] })
+    const pending = dispatch()
+    await clock.runAll()
+    expect((await pending).ok).toBe(true)
+    expect(executions()).toBe(1)
+    expect(events).toEqual([expect.objectContaining({ type: 'hedging.skipped', reason: 'retry_budget' })])
+  })
+
+  it('tokens taken by a slow store after the first attempt already answered go back, and no hedge starts', async () => {
+    let tokens = 10
+    let grant: (() => void) | undefined
+    const retryBudget = {
+      tryTake: (cost: number) =>
+        new Promise<boolean>((resolve) => {
+          grant = () => {
+            tokens -= cost
+            resolve(true)
+          }
+        }),
+      refill: (n: number) => {
+        tokens += n
+      },
+      available: () => tokens,
+    }
+    const { clock, events, dispatch, executions } = setup({ delayMs: 100, retryBudget }, { ms: [150] })
+    const pending = dispatch()
+    await clock.advance(150)
+    expect((await pending).ok).toBe(true)
+    grant?.()
+    await clock.runAll()
+    expect(executions()).toBe(1)
+    expect(tokens).toBe(10)
+    expect(events).toEqual([])
+  })
+
+  it('listeners and a logger that throw leave no call unsettled', async () => {
+    const clock = manualClock()
+    const thrower = () => {
+      throw new Error('logger bug')
+    }
+    const quiet = () => {}
+    // The stack itself logs with info; the layer logs with warn, and events go to debug.
+    const logger = { debug: thrower, info: quiet, warn: thrower, error: quiet, child: () => logger }
+    let n = 0
+    const tool = defineTool({
+      name: 'search',
+      description: 'search',
+      input: z.object({}),
+      effect: 'read',
+      execute: async (_args, { signal }) => {
+        await clock.sleep(++n === 1 ? 1000 : 10, signal)
+        return n
+      },
+    })
+    const stack = createStack({ middleware: [hedging({ delayMs: 100 })], tools: [tool], clock, logger })
+    stack.on(() => {
+      throw new Error('listener bug')
+    })
+    const pending = stack.dispatch({ id: 'c', name: 'search', args: {} })
+    await clock.runAll()
+    expect((await pending).value).toBe(2)
+  })
+
   it('without delayMs, waits initialDelayMs until it has minSamples, then the tool’s recent p95', async () => {
     const { clock, events, dispatch } = setup(
       { minSamples: 10, sampleSize: 10, initialDelayMs: 5000 },

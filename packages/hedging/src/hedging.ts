@@ -81,6 +81,24 @@ export const hedgingFileOptionsSchema = z.strictObject(optionsShape).superRefine
 /** What {@link hedging} accepts. */
 export type HedgingOptions = z.input<typeof hedgingOptionsSchema>
 
+/** Emits from a callback outside the layer's own flow: a throwing listener must not leave the call unsettled. */
+function tell(ctx: ToolContext, type: string, fields: Record<string, unknown>): void {
+  try {
+    ctx.emit(type, fields)
+  } catch (err) {
+    warn(ctx, err, `hedging: a listener of ${type} threw`)
+  }
+}
+
+/** Logs from a callback; a throwing logger is swallowed, since nobody is left to tell. */
+function warn(ctx: ToolContext, err: unknown, message: string): void {
+  try {
+    ctx.log.warn({ err }, message)
+  } catch {
+    // Nowhere left to report to.
+  }
+}
+
 const NONE = Symbol('none')
 const SKIPPED = Symbol('skipped: no step left')
 
@@ -151,9 +169,9 @@ export function hedging(options?: HedgingOptions): Middleware {
     try {
       const done = call()
       if (typeof (done as PromiseLike<unknown> | undefined)?.then === 'function')
-        (done as PromiseLike<unknown>).then(undefined, (err: unknown) => ctx.log.warn({ err }, what))
+        (done as PromiseLike<unknown>).then(undefined, (err: unknown) => warn(ctx, err, what))
     } catch (err) {
-      ctx.log.warn({ err }, what)
+      warn(ctx, err, what)
     }
   }
 
@@ -163,7 +181,7 @@ export function hedging(options?: HedgingOptions): Middleware {
       return typeof taken === 'boolean' ? taken : await taken
     } catch (err) {
       // A budget that cannot be read fails closed: no hedge beats an unbounded storm.
-      ctx.log.warn({ err }, 'hedging: retry budget store failed; not hedging')
+      warn(ctx, err, 'hedging: retry budget store failed; not hedging')
       return false
     }
   }
@@ -204,8 +222,8 @@ export function hedging(options?: HedgingOptions): Middleware {
 
       const launch = async () => {
         if (primaryDone || outer.aborted) return
-        if (ctx.run.budget.remaining <= 0) return ctx.emit('hedging.skipped', { reason: 'step_budget', delayMs })
-        if (!(await take(ctx))) return ctx.emit('hedging.skipped', { reason: 'retry_budget', delayMs })
+        if (ctx.run.budget.remaining <= 0) return tell(ctx, 'hedging.skipped', { reason: 'step_budget', delayMs })
+        if (!(await take(ctx))) return tell(ctx, 'hedging.skipped', { reason: 'retry_budget', delayMs })
         if (primaryDone || outer.aborted) {
           settle(ctx, () => budget.refill(o.hedgeCost), 'hedging: retry budget store failed to refill')
           return
@@ -213,7 +231,7 @@ export function hedging(options?: HedgingOptions): Middleware {
         const controller = new AbortController()
         const attempt = { controller, startedAt: clock.now(), done: false }
         hedge = attempt
-        ctx.emit('hedging.started', { delayMs })
+        tell(ctx, 'hedging.started', { delayMs })
         const signal = AbortSignal.any([outer instanceof AbortSignal ? outer : outer.signal, controller.signal])
         runHedge(ctx, tool, signal).then(
           (value) => onHedge(attempt, true, value),
@@ -225,13 +243,13 @@ export function hedging(options?: HedgingOptions): Middleware {
         attempt.done = true
         if (finished) return
         if (!ok) {
-          if (outcome === SKIPPED) ctx.emit('hedging.skipped', { reason: 'step_budget', delayMs })
-          else ctx.emit('hedging.failed', { code: ToolError.is(outcome) ? outcome.code : 'thrown' })
+          if (outcome === SKIPPED) tell(ctx, 'hedging.skipped', { reason: 'step_budget', delayMs })
+          else tell(ctx, 'hedging.failed', { code: ToolError.is(outcome) ? outcome.code : 'thrown' })
           if (primaryDone) finish(outer.aborted ? abortReason(outer) : primaryError)
           return
         }
         record(tool.name, clock.now() - attempt.startedAt)
-        ctx.emit('hedging.won', { by: 'hedge', afterMs: clock.now() - started })
+        tell(ctx, 'hedging.won', { by: 'hedge', afterMs: clock.now() - started })
         if (primaryDone) {
           ctx.result = { value: outcome }
           finish(NONE)
@@ -253,7 +271,7 @@ export function hedging(options?: HedgingOptions): Middleware {
         if (error === NONE) {
           hedge?.controller.abort(lost())
           record(tool.name, clock.now() - started)
-          if (hedge !== undefined) ctx.emit('hedging.won', { by: 'first', afterMs: clock.now() - started })
+          if (hedge !== undefined) tell(ctx, 'hedging.won', { by: 'first', afterMs: clock.now() - started })
           return finish(NONE)
         }
         // A hedge still running may yet succeed; anything that ends the call ends it now.
@@ -265,7 +283,7 @@ export function hedging(options?: HedgingOptions): Middleware {
       }
 
       const cancelTimer = startTimer(clock, delayMs, () => {
-        launch().catch((err: unknown) => ctx.log.warn({ err }, 'hedging: could not start a hedge'))
+        launch().catch((err: unknown) => warn(ctx, err, 'hedging: could not start a hedge'))
       })
       ctx.deferSignal(first)
       let work: Promise<void>
