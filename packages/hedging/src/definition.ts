@@ -13,7 +13,8 @@ export const hedgingDefinition = defineMiddleware({
   description: 'A second attempt for a slow read or idempotent call; the first success wins, the loser is cancelled.',
   options: hedgingFileOptionsSchema,
   create: (options, env) => {
-    const retryBudget = (env.stores as { retryBudget?: HedgeBudgetStore } | undefined)?.retryBudget
-    return hedging(retryBudget === undefined ? options : { ...options, retryBudget })
+    // `false` turns the retry layer's budget off; hedges then keep their private bucket rather than run unbounded.
+    const retryBudget = (env.stores as { retryBudget?: HedgeBudgetStore | false } | undefined)?.retryBudget
+    return hedging(retryBudget === undefined || retryBudget === false ? options : { ...options, retryBudget })
   },
 })
