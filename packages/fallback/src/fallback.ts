@@ -169,7 +169,10 @@ export function fallback(options?: FallbackOptions): Middleware {
   const byTool = new Map(Object.entries(o.tools))
   const codes = new Set(o.on)
   const cache = new ResultCache(o.cacheEntries, o.cacheMaxAgeMs)
-  const cached = (sources: readonly Source[] | undefined) => sources?.some((s) => s.from === 'cache') === true
+  // Which source lists read the cache, worked out once: only their tools pay for hashing and cloning.
+  const caching = new WeakSet<readonly Source[]>()
+  for (const sources of [...byTool.values(), ...(o.default === undefined ? [] : [o.default])])
+    if (sources.some((s) => s.from === 'cache')) caching.add(sources)
   // Calls this layer made itself: they never fall back again.
   const nested = new Set<string>()
   let sequence = 0
@@ -219,7 +222,7 @@ export function fallback(options?: FallbackOptions): Middleware {
     if (tool === undefined || tool.effect === 'write' || nested.has(ctx.call.id)) return next()
     const sources = byTool.get(tool.name) ?? o.default
     if (sources === undefined) return next()
-    const cacheKey = cached(sources) ? hashOf([tool.name, ctx.call.args]) : ''
+    const cacheKey = caching.has(sources) ? hashOf([tool.name, ctx.call.args]) : ''
     try {
       await next()
     } catch (err) {
