@@ -77,7 +77,7 @@ export function bulkhead(options?: BulkheadOptions): Middleware {
   }
 
   function refuseAtOnce(ctx: ToolContext, key: string, compartment: Compartment) {
-    const queued = compartment.waiting.size
+    const queued = compartment.queued
     ctx.emit('bulkhead.refused', { key, reason: 'queue_full', running: compartment.running, queued, waitedMs: 0 })
     return overloadedError({ tool: ctx.call.name, key, reason: 'queue_full', limit, queued, waitedMs: 0 })
   }
@@ -86,10 +86,10 @@ export function bulkhead(options?: BulkheadOptions): Middleware {
     const signal = ctx.signal
     if (signal.aborted) return Promise.reject(abortReason(signal))
     const started = ctx.clock.now()
-    ctx.emit('bulkhead.queued', { key, running: compartment.running, position: compartment.waiting.size + 1 })
+    ctx.emit('bulkhead.queued', { key, running: compartment.running, position: compartment.queued + 1 })
     return new Promise<void>((resolve, reject) => {
       const leave = () => {
-        compartment.waiting.delete(waiter)
+        compartment.leave(waiter)
         cancelTimer()
         signal.removeEventListener('abort', onAbort)
         return ctx.clock.now() - started
@@ -108,11 +108,11 @@ export function bulkhead(options?: BulkheadOptions): Middleware {
       }
       const cancelTimer = startTimer(ctx.clock, maxMs, () => {
         const waitedMs = leave()
-        const queued = compartment.waiting.size
+        const queued = compartment.queued
         reject(overloadedError({ tool: ctx.call.name, key, reason: 'queue_timeout', limit, queued, waitedMs }))
         tell(ctx, 'bulkhead.refused', { key, reason: 'queue_timeout', running: compartment.running, queued, waitedMs })
       })
-      compartment.waiting.add(waiter)
+      compartment.enqueue(waiter)
       signal.addEventListener('abort', onAbort, { once: true })
     })
   }

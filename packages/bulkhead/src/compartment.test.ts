@@ -6,8 +6,8 @@ describe('Compartment', () => {
     const c = new Compartment(1, 2)
     const admitted: string[] = []
     expect(c.tryAcquire()).toBe(true)
-    c.waiting.add({ admit: () => admitted.push('first') })
-    c.waiting.add({ admit: () => admitted.push('second') })
+    c.enqueue({ admit: () => admitted.push('first') })
+    c.enqueue({ admit: () => admitted.push('second') })
     expect(c.hasRoom()).toBe(false)
     expect(c.release()).toBe(false)
     expect(admitted).toEqual(['first'])
@@ -24,7 +24,7 @@ describe('Compartment', () => {
     let peak = 0
     for (let i = 0; i < 1000; i++) {
       if ((i * 7919) % 3 === 0 && c.running > 0) c.release()
-      else if (!c.tryAcquire()) c.waiting.add({ admit: () => {} })
+      else if (!c.tryAcquire()) c.enqueue({ admit: () => {} })
       peak = Math.max(peak, c.running)
     }
     expect(peak).toBe(3)

@@ -138,6 +138,9 @@ export interface FallbackAnswer {
 }
 
 const clone = (value: unknown): { ok: true; value: unknown } | { ok: false } => {
+  // Primitives cannot be mutated: most tools answer with a string, and copying one costs a clone's setup for nothing.
+  const type = typeof value
+  if (value === null || (type !== 'object' && type !== 'function' && type !== 'symbol')) return { ok: true, value }
   try {
     return { ok: true, value: structuredClone(value) }
   } catch {
