@@ -1,13 +1,5 @@
 import type { Cluster, Redis } from 'ioredis'
-import {
-  BEGIN_LUA,
-  BREAKER_READ_LUA,
-  BREAKER_WRITE_LUA,
-  BUDGET_REFILL_LUA,
-  BUDGET_TAKE_LUA,
-  DISCARD_LUA,
-  SETTLE_LUA,
-} from './redis-scripts.js'
+import { BEGIN_LUA, BREAKER_READ_LUA, BREAKER_WRITE_LUA, BUDGET_REFILL_LUA, BUDGET_TAKE_LUA, SETTLE_LUA } from './redis-scripts.js'
 
 /**
  * An ioredis client: one server (`new Redis()`) or a cluster (`new Cluster()`).
@@ -30,7 +22,6 @@ export interface RedisCommands {
     ttlMs: number,
     result: string,
   ): Promise<unknown>
-  discard(record: string, token: string): Promise<unknown>
   breakerRead(key: string, now: string): Promise<unknown>
   breakerWrite(key: string, version: string, state: string, ttlMs: number): Promise<unknown>
   budgetTake(key: string, capacity: number, tokens: number): Promise<unknown>
@@ -41,7 +32,6 @@ export interface RedisCommands {
 const SCRIPTS = {
   shallotIdempotencyBegin: { numberOfKeys: 2, lua: BEGIN_LUA },
   shallotIdempotencySettle: { numberOfKeys: 1, lua: SETTLE_LUA },
-  shallotIdempotencyDiscard: { numberOfKeys: 1, lua: DISCARD_LUA },
   shallotBreakerRead: { numberOfKeys: 1, lua: BREAKER_READ_LUA },
   shallotBreakerWrite: { numberOfKeys: 1, lua: BREAKER_WRITE_LUA },
   shallotBudgetTake: { numberOfKeys: 1, lua: BUDGET_TAKE_LUA },
@@ -62,7 +52,6 @@ export function redisCommands(client: RedisClient): RedisCommands {
   return {
     begin: (...args) => defined.shallotIdempotencyBegin(...args),
     settle: (...args) => defined.shallotIdempotencySettle(...args),
-    discard: (...args) => defined.shallotIdempotencyDiscard(...args),
     breakerRead: (...args) => defined.shallotBreakerRead(...args),
     breakerWrite: (...args) => defined.shallotBreakerWrite(...args),
     budgetTake: (...args) => defined.shallotBudgetTake(...args),

@@ -1,8 +1,5 @@
 import { z } from 'zod'
 
-/** A stored idempotency result, as JSON read back from Redis. */
-export const storedResultSchema = z.object({ value: z.json().optional() }).strict()
-
 /** A breaker state as JSON read back from Redis (unknown fields are dropped). */
 export const breakerStateSchema = z.object({
   circuit: z.enum(['closed', 'open', 'half-open']),
@@ -18,8 +15,9 @@ export const breakerStateSchema = z.object({
 
 /** The reply of the `begin` script. */
 export const beginReplySchema = z.union([
-  z.tuple([z.literal('new'), z.string(), z.enum(['0', '1'])]),
-  z.tuple([z.literal('done'), z.string(), z.string()]),
+  z.tuple([z.literal('new'), z.string()]),
+  z.tuple([z.literal('done'), z.string()]),
+  z.tuple([z.literal('corrupt'), z.string()]),
   z.tuple([z.literal('in_flight')]),
   z.tuple([z.literal('mismatch')]),
   z.tuple([z.literal('unknown'), z.enum(['recorded', 'lease_expired'])]),
