@@ -1,5 +1,13 @@
 import type { Cluster, Redis } from 'ioredis'
-import { BEGIN_LUA, BREAKER_READ_LUA, BREAKER_WRITE_LUA, BUDGET_REFILL_LUA, BUDGET_TAKE_LUA, SETTLE_LUA } from './redis-scripts.js'
+import {
+  BEGIN_LUA,
+  BREAKER_DISCARD_LUA,
+  BREAKER_READ_LUA,
+  BREAKER_WRITE_LUA,
+  BUDGET_REFILL_LUA,
+  BUDGET_TAKE_LUA,
+  SETTLE_LUA,
+} from './redis-scripts.js'
 
 /**
  * An ioredis client: one server (`new Redis()`) or a cluster (`new Cluster()`).
@@ -24,8 +32,9 @@ export interface RedisCommands {
   ): Promise<unknown>
   breakerRead(key: string, now: string): Promise<unknown>
   breakerWrite(key: string, version: string, state: string, ttlMs: number): Promise<unknown>
+  breakerDiscard(key: string, version: string): Promise<unknown>
   budgetTake(key: string, capacity: number, tokens: number): Promise<unknown>
-  budgetRefill(key: string, tokens: number): Promise<unknown>
+  budgetRefill(key: string, capacity: number, tokens: number): Promise<unknown>
   get(key: string): Promise<string | null>
 }
 
@@ -34,6 +43,7 @@ const SCRIPTS = {
   shallotIdempotencySettle: { numberOfKeys: 1, lua: SETTLE_LUA },
   shallotBreakerRead: { numberOfKeys: 1, lua: BREAKER_READ_LUA },
   shallotBreakerWrite: { numberOfKeys: 1, lua: BREAKER_WRITE_LUA },
+  shallotBreakerDiscard: { numberOfKeys: 1, lua: BREAKER_DISCARD_LUA },
   shallotBudgetTake: { numberOfKeys: 1, lua: BUDGET_TAKE_LUA },
   shallotBudgetRefill: { numberOfKeys: 1, lua: BUDGET_REFILL_LUA },
 } as const
@@ -54,6 +64,7 @@ export function redisCommands(client: RedisClient): RedisCommands {
     settle: (...args) => defined.shallotIdempotencySettle(...args),
     breakerRead: (...args) => defined.shallotBreakerRead(...args),
     breakerWrite: (...args) => defined.shallotBreakerWrite(...args),
+    breakerDiscard: (...args) => defined.shallotBreakerDiscard(...args),
     budgetTake: (...args) => defined.shallotBudgetTake(...args),
     budgetRefill: (...args) => defined.shallotBudgetRefill(...args),
     get: (key) => client.get(key),

@@ -83,10 +83,16 @@ redis.call('PEXPIRE', KEYS[1], ttl)
 return 1
 `
 
-/** Breaker read. KEYS: state. ARGV: now. Returns the state JSON (or ''), its version and Redis's now. */
+/**
+ * Breaker read. KEYS: state. ARGV: now. Returns the state JSON (or ''), its version, Redis's now,
+ * and a problem ('' when none) when the key holds another Redis type than a hash.
+ */
 export const BREAKER_READ_LUA = `${NOW}
+local now = tostring(now_ms(ARGV[1]))
+local kind = redis.call('TYPE', KEYS[1]).ok
+if kind ~= 'none' and kind ~= 'hash' then return {'', '0', now, 'the state is a ' .. kind .. ', not a hash'} end
 local r = redis.call('HMGET', KEYS[1], 's', 'v')
-return {r[1] or '', r[2] or '0', tostring(now_ms(ARGV[1]))}
+return {r[1] or '', r[2] or '0', now, ''}
 `
 
 /** Breaker compare-and-set. KEYS: state. ARGV: expected version, state JSON, ttlMs. 1 when written. */
@@ -98,33 +104,52 @@ redis.call('PEXPIRE', KEYS[1], math.floor(tonumber(ARGV[3])))
 return 1
 `
 
+/**
+ * Deletes a corrupt breaker state if nobody wrote it since it was read (same version), or any
+ * value of another Redis type. KEYS: state. ARGV: version read. 1 when deleted.
+ */
+export const BREAKER_DISCARD_LUA = `
+local kind = redis.call('TYPE', KEYS[1]).ok
+if kind == 'hash' and (redis.call('HGET', KEYS[1], 'v') or '0') ~= ARGV[1] then return 0 end
+redis.call('DEL', KEYS[1])
+return 1
+`
+
 // The bucket stores what was spent, so a missing key is a full bucket and nobody has to create it.
+// A bucket that cannot be read (not a finite number >= 0, or another Redis type) is rewritten as
+// empty, all of its capacity spent: retries wait for successes to refill it, as after a storm.
 const SPENT = `
-local function spent_of(key)
-  local raw = redis.call('GET', key)
-  if not raw then return 0, 0 end
-  local n = tonumber(raw)
-  if not n or n ~= n or n < 0 or n == math.huge then
-    redis.call('DEL', key)
-    return 0, 1
+local function spent_of(key, capacity)
+  local kind = redis.call('TYPE', key).ok
+  if kind == 'none' then return 0, 0 end
+  if kind == 'string' then
+    local n = tonumber(redis.call('GET', key))
+    if n and n == n and n >= 0 and n ~= math.huge then return n, 0 end
   end
-  return n, 0
+  redis.call('DEL', key)
+  redis.call('SET', key, tostring(capacity))
+  return capacity, 1
 end
 `
 
-/** Retry budget take. KEYS: bucket. ARGV: capacity, tokens. Returns {taken 0|1, corrupt 0|1}. */
+/**
+ * Retry budget take. KEYS: bucket. ARGV: capacity, tokens. Returns {taken 0|1, corrupt 0|1}; a
+ * take that finds the bucket corrupt is refused (fails closed: no retry).
+ */
 export const BUDGET_TAKE_LUA = `${SPENT}
-local spent, corrupt = spent_of(KEYS[1])
+local capacity = tonumber(ARGV[1])
+local spent, corrupt = spent_of(KEYS[1], capacity)
+if corrupt == 1 then return {0, 1} end
 local cost = tonumber(ARGV[2])
-if spent + cost > tonumber(ARGV[1]) then return {0, corrupt} end
+if spent + cost > capacity then return {0, 0} end
 if cost > 0 then redis.call('SET', KEYS[1], tostring(spent + cost)) end
-return {1, corrupt}
+return {1, 0}
 `
 
-/** Retry budget refill. KEYS: bucket. ARGV: tokens. Returns {0, corrupt 0|1}. */
+/** Retry budget refill. KEYS: bucket. ARGV: capacity, tokens. Returns {0, corrupt 0|1}. */
 export const BUDGET_REFILL_LUA = `${SPENT}
-local spent, corrupt = spent_of(KEYS[1])
-local left = spent - tonumber(ARGV[1])
+local spent, corrupt = spent_of(KEYS[1], tonumber(ARGV[1]))
+local left = spent - tonumber(ARGV[2])
 if left <= 0 then redis.call('DEL', KEYS[1]) else redis.call('SET', KEYS[1], tostring(left)) end
 return {0, corrupt}
 `

@@ -23,8 +23,8 @@ export const beginReplySchema = z.union([
   z.tuple([z.literal('unknown'), z.enum(['recorded', 'lease_expired'])]),
 ])
 
-/** The reply of the breaker read script: state JSON (or ''), version, Redis's now. */
-export const breakerReadReplySchema = z.tuple([z.string(), z.string(), z.string().transform(Number).pipe(z.number())])
+/** The reply of the breaker read script: state JSON (or ''), version, Redis's now, a problem (or ''). */
+export const breakerReadReplySchema = z.tuple([z.string(), z.string(), z.string().transform(Number).pipe(z.number()), z.string()])
 
 /** The reply of the budget scripts: [taken, corrupt]. */
 export const budgetReplySchema = z.tuple([z.union([z.literal(0), z.literal(1)]), z.union([z.literal(0), z.literal(1)])])
@@ -46,7 +46,13 @@ export function parseStored<S extends z.ZodType>(schema: S, text: string): { val
   } catch {
     return { problem: 'not JSON' }
   }
-  const parsed = schema.safeParse(json)
+  let parsed: z.ZodSafeParseResult<z.output<S>>
+  try {
+    parsed = schema.safeParse(json)
+  } catch {
+    // A value nested deep enough overflows the stack of a recursive schema: not a shape this store writes.
+    return { problem: 'nested too deep' }
+  }
   if (parsed.success) return { value: parsed.data }
   return { problem: parsed.error.issues.map((i) => `${i.path.join('.') || '(root)'}: ${i.message}`).join('; ') }
 }
