@@ -268,7 +268,6 @@ describe('redis breaker store: the store itself', () => {
 
   it('never deletes a state another worker wrote after the corrupt one was read', async () => {
     const prefix = freshPrefix()
-    const store = redisStores({ client, prefix }).breaker
     const key = `${prefix}:{search}:breaker`
     await client.hset(key, { s: 'not json', v: '3' })
     // The version moved on: this discard must leave the newer state alone.
