@@ -99,7 +99,10 @@ describe('memoryStore: bounds', () => {
     expect((await charge('o-2')).error?.code).toBe('timeout')
     const refused = await charge('o-3')
     expect(refused.error).toMatchObject({ code: 'store_unavailable', category: 'transient', safeToRepeat: true })
-    expect(refused.content).toContain('full of calls in progress and calls whose outcome is unknown')
+    expect(refused.error?.message).toBe(
+      'The idempotency store is full of calls in progress and calls whose outcome is unknown, so charge_card was not run.',
+    )
+    expect(refused.error?.hint).toBe('try the identical call again once other calls have finished; if this keeps happening, tell the user')
     expect(refused.trace.map((e) => e.type)).toEqual(['idempotency.store_error', 'idempotency.refused'])
     expect((await charge('o-1')).error?.code).toBe('outcome_unknown')
     expect((await charge('o-2')).error?.code).toBe('outcome_unknown')
