@@ -1,7 +1,7 @@
 import { parseOptions, systemClock, ToolError } from '@shallot/core'
 import { z } from 'zod'
+import type { RawRecord } from './contract-parts.js'
 import type { BeginResult, StoredResult, SyncIdempotencyStore } from './idempotency-store.js'
-import type { RawRecord } from './store-contract.js'
 import { parseStoredResult } from './stored-result.js'
 
 /**
