@@ -103,7 +103,7 @@ function storeFull(maxEntries: number): ToolError {
 export function memoryStore(options?: MemoryStoreOptions): MemoryStore {
   const { maxEntries, now = systemClock.now } = parseOptions('memoryStore()', memoryStoreOptionsSchema, options)
   // Two insertion-ordered maps: `settled` (done records, least recently used first) may be evicted;
-  // `pinned` (pending and unknown records, oldest first) never is, only dropped once expired.
+  // `pinned` (pending and unknown records) never is, only dropped once expired.
   const settled = new Map<string, Entry>()
   const pinned = new Map<string, Entry>()
   let tokens = 0
@@ -130,23 +130,15 @@ export function memoryStore(options?: MemoryStoreOptions): MemoryStore {
     return entry
   }
 
-  function dropExpiredFront(map: Map<string, Entry>, at: number): void {
-    for (const [key, entry] of map) {
-      if (!expired(entry, at)) return
-      map.delete(key)
-    }
-  }
-
   function makeRoom(at: number): void {
-    if (settled.size + pinned.size < maxEntries) return
-    dropExpiredFront(pinned, at)
-    dropExpiredFront(settled, at)
-    for (const key of settled.keys()) {
-      if (settled.size + pinned.size < maxEntries) return
-      settled.delete(key)
+    // One iterator per eviction: iterating a Map from its start walks the holes deletions left there.
+    while (settled.size + pinned.size >= maxEntries) {
+      const oldest = settled.keys().next()
+      if (oldest.done === true) break
+      settled.delete(oldest.value)
     }
     if (pinned.size < maxEntries) return
-    // Full of records that may not be evicted: the expired ones may sit behind a live one.
+    // Only records that may not be evicted are left: drop the expired ones, wherever they sit.
     for (const [key, entry] of pinned) if (expired(entry, at)) pinned.delete(key)
     if (pinned.size >= maxEntries) throw storeFull(maxEntries)
   }
@@ -207,9 +199,6 @@ export function memoryStore(options?: MemoryStoreOptions): MemoryStore {
       if (entry === undefined) return false
       entry.state = 'unknown'
       entry.expiresAt = at + ttlMs
-      // Kept oldest-expiry first, so dropping expired records from the front stays cheap.
-      pinned.delete(key)
-      pinned.set(key, entry)
       return true
     },
     get size() {
