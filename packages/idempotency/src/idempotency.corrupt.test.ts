@@ -113,6 +113,8 @@ describe('parseStoredResult', () => {
       expect(parseStoredResult(text), text).toEqual({ problem: expect.any(String) })
     }
     expect(parseStoredResult(undefined)).toEqual({ problem: 'result is missing, not JSON text' })
+    expect(storedResultProblem({ value: undefined })).toBeUndefined()
+    expect(storedResultProblem({ value: [undefined] })).toEqual(expect.stringContaining('not JSON'))
   })
 
   it('never throws on 100,000 levels of nesting and keeps the stack whole', () => {

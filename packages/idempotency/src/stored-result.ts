@@ -16,7 +16,8 @@ export const MAX_RESULT_DEPTH = 1000
 export function storedResultProblem(result: unknown): string | undefined {
   if (!isPlainObject(result)) return `not an object: ${kindOf(result)}`
   for (const key of Object.keys(result)) if (key !== 'value') return `unexpected field "${key}"`
-  if (!Object.hasOwn(result, 'value')) return undefined
+  // `{ value: undefined }` is how a store that keeps objects holds a tool that returned nothing.
+  if ((result as { value?: unknown }).value === undefined) return undefined
   const pending: Array<[unknown, number]> = [[(result as { value: unknown }).value, 1]]
   for (let next = pending.pop(); next !== undefined; next = pending.pop()) {
     const [value, depth] = next
