@@ -33,6 +33,8 @@ export interface PostgresStores {
   readonly checkpoints: PostgresCheckpoints
   /** The pool in use (yours, or the one opened from `connectionString`). */
   readonly pool: pg.Pool
+  /** The prefix of every table name. */
+  readonly tablePrefix: string
   /** Creates the tables when missing (safe to run from every worker at once). Rejects on a schema newer than this package. */
   migrate(): Promise<void>
   /** Deletes expired idempotency records and breaker states, and checkpoints older than `checkpointTtlMs`. */
@@ -124,6 +126,7 @@ export function postgresStores(options: PostgresStoresOptions): PostgresStores {
     retryBudget: postgresRetryBudget({ ...context, ...o.retryBudget }),
     checkpoints: postgresCheckpoints(context),
     pool,
+    tablePrefix: names.prefix,
     migrate,
     sweep,
     async close() {
