@@ -21,7 +21,7 @@ export interface PostgresRetryBudget extends RetryBudgetStore {
  * One token bucket shared by every worker (`retry({ retryBudget })`): a row of tokens spent (a
  * missing row is a full bucket), changed under a row lock so concurrent workers never overspend it.
  * A spent count that is not a finite, non-negative number is corrupt: it reads as a full bucket
- * (logged) and the next take or refill replaces it. A take that answers after its deadline gives
+ * (logged) and the next take replaces it. A take that answers after its deadline gives
  * its tokens back.
  *
  * @example
@@ -45,21 +45,24 @@ export function postgresRetryBudget(
     return 0
   }
 
-  /** Locks the bucket's row and writes what `change` makes of the tokens spent. */
-  function change(op: string, signal: AbortSignal, next: (spent: number) => number | undefined): Promise<boolean> {
+  /** Locks the bucket's row and spends `tokens` if that many are left. */
+  function take(tokens: number, signal: AbortSignal): Promise<boolean> {
     return transaction(pool, signal, async (query: Query) => {
       await query(touchSql, [name])
-      const spent = spentOf((await query(lockSql, [name])).rows[0]?.spent, op)
-      const written = next(spent)
-      if (written === undefined) return false
-      await query(writeSql, [name, written])
+      const spent = spentOf((await query(lockSql, [name])).rows[0]?.spent, 'retryBudget.tryTake')
+      if (spent + tokens > capacity) return false
+      await query(writeSql, [name, spent + tokens])
       return true
     })
   }
 
+  // One statement, and no write at all while the bucket is full: every successful call refills.
+  // It moves only a valid positive count (NaN sorts above Infinity in PostgreSQL); tryTake repairs the rest.
+  const refillSql = `UPDATE ${t} SET spent = greatest(0, spent - $2) WHERE name = $1 AND spent > 0 AND spent < 'Infinity'`
+
   function refill(tokens: number): Promise<void> {
-    return bounded('retryBudget.refill', async (signal) => {
-      await change('retryBudget.refill', signal, (spent) => Math.max(0, spent - tokens))
+    return bounded('retryBudget.refill', async () => {
+      await statement(pool, refillSql, [name, tokens])
     })
   }
 
@@ -69,7 +72,7 @@ export function postgresRetryBudget(
     tryTake(tokens) {
       return bounded(
         'retryBudget.tryTake',
-        (signal) => change('retryBudget.tryTake', signal, (spent) => (spent + tokens <= capacity ? spent + tokens : undefined)),
+        (signal) => take(tokens, signal),
         (taken) => {
           if (taken) refill(tokens).catch((err: unknown) => log.warn({ name, err }, 'could not give back tokens taken after the deadline'))
         },
