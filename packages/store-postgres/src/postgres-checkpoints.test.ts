@@ -87,6 +87,36 @@ describe('postgres checkpoints', () => {
   })
 })
 
+describe('postgres checkpoints while the server is down', () => {
+  it('rejects run() softly when its first checkpoint cannot be saved, and stops a run whose later save fails', async () => {
+    const { checkpoints } = await pg.stores()
+    const { readFile, reads } = files({ a: 'A' })
+    await pg.server.stop('fast')
+    try {
+      const agent = createAgent({ model: healthy(), tools: [readFile], checkpoints })
+      await expect(agent.run({ input: 'x', runId: 'down' })).rejects.toMatchObject({ code: 'store_unavailable' })
+    } finally {
+      await pg.server.start()
+    }
+    // The server goes away during the first turn: its checkpoint cannot be written, so the run stops there.
+    const stopping = scriptedModel([
+      async () => {
+        await pg.server.stop('fast')
+        return { toolCalls: [{ name: 'read_file', args: { path: 'a' } }] }
+      },
+      { text: 'never reached' },
+    ])
+    try {
+      const outcome = await createAgent({ model: stopping, tools: [readFile], checkpoints }).run({ input: 'x', runId: 'mid' })
+      expect(outcome).toMatchObject({ status: 'stopped', error: { kind: 'tool_crashed' } })
+      expect(reads()).toBe(1)
+    } finally {
+      await pg.server.start()
+    }
+    expect(await checkpoints.load('mid')).toMatchObject({ status: 'running', turn: 0 })
+  }, 60_000)
+})
+
 describe('postgres checkpoints: a corrupt checkpoint is refused, never resumed and never started over', () => {
   const valid = () => ({
     version: 1,
