@@ -1,8 +1,8 @@
 import { circuitBreaker } from '@shallot/circuit-breaker'
-import { type Clock, createStack, defineTool, OptionsError, systemClock, ToolError } from '@shallot/core'
+import { type Clock, createAgent, createStack, defineTool, OptionsError, systemClock, ToolError } from '@shallot/core'
 import { idempotency } from '@shallot/idempotency'
 import { type RetryOptions, retry } from '@shallot/retry'
-import { manualClock } from '@shallot/testing'
+import { manualClock, scriptedModel } from '@shallot/testing'
 import pg from 'pg'
 import { describe, expect, it, vi } from 'vitest'
 import { z } from 'zod'
@@ -231,5 +231,50 @@ describe('postgresStores(): the server stopped and started again', () => {
       )
     }
     expect(effects.charges).toBe(3)
+  }, 60_000)
+})
+
+describe('postgresStores(): what the model reads while the server is away', () => {
+  it('reads a soft store_unavailable without hosts or credentials, and its next attempt after the restart charges once', async () => {
+    const stores = postgresStores({
+      connectionString: fixture.server.url.replace('shallot@', 'shallot:s3cret-pw@'),
+      tablePrefix: 'model_',
+      timeoutMs: 2000,
+    })
+    await stores.migrate()
+    let charges = 0
+    const chargeCard = defineTool({
+      name: 'charge_card',
+      description: 'Charge a card',
+      input: z.object({ order: z.string() }),
+      effect: 'write',
+      execute: ({ order }) => {
+        charges++
+        return { charged: order }
+      },
+    })
+    const seen: string[] = []
+    const model = scriptedModel([
+      async () => {
+        await fixture.server.stop('fast')
+        return { toolCalls: [{ name: 'charge_card', args: { order: 'o-1' } }] }
+      },
+      async ({ lastResults }) => {
+        seen.push(...lastResults.map((r) => r.content))
+        await fixture.server.start()
+        return { toolCalls: [{ name: 'charge_card', args: { order: 'o-1' } }] }
+      },
+      ({ lastResults }) => ({ text: lastResults[0]?.ok ? 'charged' : 'gave up' }),
+    ])
+    const agent = createAgent({ model, tools: [chargeCard], middleware: [idempotency({ store: stores.idempotency })] })
+    try {
+      expect(await agent.run({ input: 'charge o-1' })).toMatchObject({ status: 'completed', output: 'charged' })
+    } finally {
+      await stores.close()
+    }
+    expect(seen).toHaveLength(1)
+    expect(seen[0]).toContain('store_unavailable')
+    for (const secret of ['s3cret', String(fixture.server.port), '127.0.0.1', 'ECONNREFUSED']) expect(seen[0]).not.toContain(secret)
+    expect(charges).toBe(1)
   }, 60_000)
 })
