@@ -68,12 +68,12 @@ describe('a fleet while PostgreSQL stops and starts again mid-run', () => {
   it('answers softly while the server is down, crashes no worker, and afterwards loses no record and charges nothing twice', async () => {
     const workers = await fleet(4, { tablePrefix: 'outage_', leaseMs: 600, holdMs: 30, timeoutMs: 1000 })
     const orders = (w: number) => Array.from({ length: 60 }, (_, i) => `w${w}-${i}`)
-    const running = workers.map((w, i) => w.send({ orders: orders(i), runId: 'run-outage' }))
+    const running = Promise.all(workers.map((w, i) => w.send({ orders: orders(i), runId: 'run-outage' })))
 
     await until(async () => Number((await pg.pool.query('SELECT count(*) AS n FROM effects')).rows[0].n) >= 20, 'the first charges')
     await pg.server.stop('fast')
     await pg.server.start()
-    const first = (await Promise.all(running)).map((results, w) => results.map((result, i) => ({ order: orders(w)[i] as string, result })))
+    const first = (await running).map((results, w) => results.map((result, i) => ({ order: orders(w)[i] as string, result })))
     expect(workers.every((w) => w.alive)).toBe(true)
 
     const all = first.flat()

@@ -31,8 +31,17 @@ const aborted = () => Object.assign(new Error('the store operation was abandoned
  */
 export async function transaction<T>(pool: Pool, signal: AbortSignal, work: (query: Query) => Promise<T>): Promise<T> {
   const client = await pool.connect()
+  // A checked-out connection that fails between two queries (the server shutting down) emits
+  // `error` on the client, and nobody else listens while it is ours: unheard, that ends the process.
+  // The next query then rejects, which is where the failure is handled.
+  const ignore = () => {}
+  client.on('error', ignore)
+  const release = (err?: Error | boolean) => {
+    client.off('error', ignore)
+    client.release(err)
+  }
   if (signal.aborted) {
-    client.release()
+    release()
     throw aborted()
   }
   const query: Query = (text, values) => client.query({ text, values: [...values] })
@@ -40,10 +49,10 @@ export async function transaction<T>(pool: Pool, signal: AbortSignal, work: (que
     await query('BEGIN', [])
     const answer = await work(query)
     await query('COMMIT', [])
-    client.release()
+    release()
     return answer
   } catch (err) {
-    client.release(err instanceof Error ? err : true)
+    release(err instanceof Error ? err : true)
     throw err
   }
 }

@@ -117,7 +117,7 @@ export async function startPostgresServer(): Promise<PostgresServer> {
   const data = join(dir, 'data')
   const port = await freePort()
   await run('initdb', ['-D', data, '-U', 'shallot', '-A', 'trust', '-E', 'UTF8', '--no-sync', '--no-instructions'])
-  const options = `-c listen_addresses=127.0.0.1 -c port=${port} -c unix_socket_directories=${dir} -c max_connections=200`
+  const options = `-c listen_addresses=127.0.0.1 -c port=${port} -c unix_socket_directories=${dir} -c max_connections=100 -c shared_buffers=32MB`
   const start = () => run('pg_ctl', ['start', '-D', data, '-l', join(dir, 'server.log'), '-o', options, '-w', '-t', '30'])
   let running = false
   // A test process that exits without afterAll must not leave a server behind.
