@@ -5,7 +5,8 @@ export { systemClock } from './clock.js'
 export { compose, MiddlewareUsageError } from './compose.js'
 export { defineMiddleware, isMiddlewareDefinition, type MiddlewareDefinition, type MiddlewareEnv } from './define-middleware.js'
 export { defineTool, type ToolSpec } from './define-tool.js'
-export { abortReason, invalidArguments, unknownTool } from './dispatcher.js'
+export { type AbortSource, abortReason, onAbort } from './channel.js'
+export { invalidArguments, unknownTool } from './dispatcher.js'
 export {
   type ErrorCategory,
   LoopError,
