@@ -73,10 +73,12 @@ describe('a tool that never settles and ignores its signal, with no timeout laye
   })
 
   it('is cancelled the moment the dispatch signal aborts, and a late rejection is never unhandled', async () => {
-    const { tool, lateReject } = stubbornTool()
+    const { tool, runs, lateReject } = stubbornTool()
     const stack = createStack({ tools: [tool] })
     const controller = new AbortController()
     const call = stack.dispatch({ id: 'c1', name: 'stubborn', args: {} }, { signal: controller.signal })
+    expect((await soon(call)).state).toBe('pending')
+    expect(runs()).toBe(1)
     controller.abort()
     const settled = await soon(call)
     expect(settled.state === 'rejected' && isCancelled(settled.error)).toBe(true)
@@ -86,7 +88,7 @@ describe('a tool that never settles and ignores its signal, with no timeout laye
   })
 
   it('is cancelled through every layer, with the run and the dispatch signals both set', async () => {
-    const { tool } = stubbornTool('read')
+    const { tool, runs } = stubbornTool('read')
     const order: string[] = []
     const stack = createStack({
       tools: [tool],
@@ -103,6 +105,8 @@ describe('a tool that never settles and ignores its signal, with no timeout laye
     const runSignal = new AbortController()
     const callSignal = new AbortController()
     const call = stack.dispatch({ id: 'c1', name: 'stubborn', args: {} }, { run: createRun({ signal: runSignal.signal }), signal: callSignal.signal })
+    expect((await soon(call)).state).toBe('pending')
+    expect(runs()).toBe(1)
     callSignal.abort(new ToolError('timeout', 'the caller gave up'))
     const settled = await soon(call)
     expect(settled).toMatchObject({ state: 'resolved', value: { ok: false, error: { code: 'timeout', message: 'the caller gave up' } } })
