@@ -1,7 +1,7 @@
 import { nanoid } from 'nanoid'
 import { z } from 'zod'
-import type { CallRecord, CheckpointStore, RunSnapshot, TurnRecord } from './checkpoints.js'
 import { abortReason, onAbort } from './channel.js'
+import type { CallRecord, CheckpointStore, RunSnapshot, TurnRecord } from './checkpoints.js'
 import { LoopError } from './errors.js'
 import { guardLogger, silentLogger } from './logger.js'
 import type { Message, ModelAdapter, ModelTool } from './model.js'

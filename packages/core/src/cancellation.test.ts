@@ -3,7 +3,9 @@ import { z } from 'zod'
 import { type Clock, createAgent, createRun, createStack, defineTool, LoopError, type ModelAdapter, ToolError } from './index.js'
 
 /** What a promise has done after a few turns of the event loop: enough for anything that does not wait on time. */
-async function soon<T>(promise: Promise<T>): Promise<{ state: 'pending' } | { state: 'resolved'; value: T } | { state: 'rejected'; error: unknown }> {
+async function soon<T>(
+  promise: Promise<T>,
+): Promise<{ state: 'pending' } | { state: 'resolved'; value: T } | { state: 'rejected'; error: unknown }> {
   let outcome: { state: 'pending' } | { state: 'resolved'; value: T } | { state: 'rejected'; error: unknown } = { state: 'pending' }
   promise.then(
     (value) => {
@@ -22,8 +24,7 @@ const isCancelled = (e: unknown) => LoopError.is(e) && e.kind === 'cancelled'
 /** A clock whose time never moves: anything that waits on it (a model deadline) waits forever. */
 const frozenClock: Clock = {
   now: () => 0,
-  sleep: (_ms, signal) =>
-    new Promise((_resolve, reject) => signal?.addEventListener('abort', () => reject(signal.reason), { once: true })),
+  sleep: (_ms, signal) => new Promise((_resolve, reject) => signal?.addEventListener('abort', () => reject(signal.reason), { once: true })),
   timer: () => () => {},
 }
 
@@ -104,7 +105,10 @@ describe('a tool that never settles and ignores its signal, with no timeout laye
     })
     const runSignal = new AbortController()
     const callSignal = new AbortController()
-    const call = stack.dispatch({ id: 'c1', name: 'stubborn', args: {} }, { run: createRun({ signal: runSignal.signal }), signal: callSignal.signal })
+    const call = stack.dispatch(
+      { id: 'c1', name: 'stubborn', args: {} },
+      { run: createRun({ signal: runSignal.signal }), signal: callSignal.signal },
+    )
     expect((await soon(call)).state).toBe('pending')
     expect(runs()).toBe(1)
     callSignal.abort(new ToolError('timeout', 'the caller gave up'))
@@ -252,7 +256,8 @@ describe('when an attempt settles, the signal handed to the tool is aborted', ()
       }
     }
     try {
-      for (let n = 0; n < 20; n++) expect((await stack.dispatch({ id: `c${n}`, name: 'quiet', args: { n } }, { run, signal: own })).ok).toBe(true)
+      for (let n = 0; n < 20; n++)
+        expect((await stack.dispatch({ id: `c${n}`, name: 'quiet', args: { n } }, { run, signal: own })).ok).toBe(true)
       expect(created).toBe(0)
     } finally {
       globalThis.AbortController = Original

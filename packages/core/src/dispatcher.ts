@@ -133,7 +133,7 @@ function noteDroppedRetryAfter(ctx: CallContext, err: unknown): void {
   if (dropped === undefined) return
   ctx.log.warn(
     { code: err.code, retryAfterMs: String(dropped.value) },
-    'dropped the retryAfterMs of the tool\'s error: it is not a finite number of milliseconds >= 0',
+    "dropped the retryAfterMs of the tool's error: it is not a finite number of milliseconds >= 0",
   )
 }
 

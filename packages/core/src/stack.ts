@@ -259,4 +259,3 @@ export function createStack(options: StackOptions): Stack {
     },
   }
 }
-
