@@ -14,7 +14,13 @@ function retainedHeap(): number {
   return process.memoryUsage().heapUsed
 }
 
-const quiet = defineTool({ name: 'quiet', description: '', input: z.object({ n: z.number() }), effect: 'read', execute: async ({ n }) => n })
+const quiet = defineTool({
+  name: 'quiet',
+  description: '',
+  input: z.object({ n: z.number() }),
+  effect: 'read',
+  execute: async ({ n }) => n,
+})
 const listening = defineTool({
   name: 'listening',
   description: '',
