@@ -128,11 +128,11 @@ function mustWatch(source: AbortSource): boolean {
 }
 
 function noteDroppedRetryAfter(ctx: CallContext, err: unknown): void {
-  if (!ToolError.is(err)) return
+  // A WeakMap lookup, so a hostile thrown Proxy cannot throw from here: only real ToolErrors are in it.
   const dropped = droppedRetryAfter(err)
   if (dropped === undefined) return
   ctx.log.warn(
-    { code: err.code, retryAfterMs: String(dropped.value) },
+    { code: (err as ToolError).code, retryAfterMs: String(dropped.value) },
     "dropped the retryAfterMs of the tool's error: it is not a finite number of milliseconds >= 0",
   )
 }

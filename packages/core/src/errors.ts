@@ -75,8 +75,8 @@ function checkedRetryAfter(error: object, value: unknown): number | undefined {
 }
 
 /** The `retryAfterMs` a ToolError was given and dropped as unusable, if any (internal: for the log line). */
-export function droppedRetryAfter(error: object): { readonly value: unknown } | undefined {
-  return droppedValues.get(error)
+export function droppedRetryAfter(error: unknown): { readonly value: unknown } | undefined {
+  return typeof error === 'object' && error !== null ? droppedValues.get(error) : undefined
 }
 
 const DEFAULT_CATEGORY: Record<string, ErrorCategory> = {
