@@ -1,3 +1,4 @@
+import { setMaxListeners } from 'node:events'
 import { nanoid } from 'nanoid'
 import { z } from 'zod'
 import { abortReason, onAbort } from './channel.js'
@@ -210,6 +211,8 @@ export function createAgent(options: AgentOptions): Agent {
     // The run's one signal: the caller's cancellation, or the first hard error of a turn. Every call
     // of the run listens to it through core's shared subscription, never with a signal of its own.
     const stopRun = new AbortController()
+    // Layers that wait abortably (a retry's backoff) listen on it directly; a wide turn must not warn at 11.
+    setMaxListeners(0, stopRun.signal)
     const unfollow = signal === undefined ? noop : onAbort(signal, () => stopRun.abort(signal.reason))
     const run = createRun({
       id: runId,

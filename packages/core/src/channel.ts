@@ -36,31 +36,38 @@ const noop = () => {}
 /**
  * One 'abort' listener per signal, however many calls wait on it: every concurrent call of a run
  * subscribes here instead of on the signal itself, so fifty of them neither warn about a leak nor
- * need a combined signal each. The listener goes when its last subscriber does.
+ * need a combined signal each. The listener goes when its last subscriber does; the record stays
+ * with the signal (held weakly), so the next call on the same run allocates nothing but its entry.
  */
 class Waiters {
   readonly #signal: AbortSignal
   readonly #callbacks = new Map<() => void, () => void>()
+  #listening = false
 
   constructor(signal: AbortSignal) {
     this.#signal = signal
-    signal.addEventListener('abort', this.#fire, { once: true })
   }
 
   add(callback: () => void): () => void {
     const off = () => this.#remove(off)
     this.#callbacks.set(off, callback)
+    if (!this.#listening) {
+      this.#listening = true
+      // Not `once`: it costs more, and #fire removes the listener itself.
+      this.#signal.addEventListener('abort', this.#fire)
+    }
     return off
   }
 
   #remove(off: () => void): void {
-    if (!this.#callbacks.delete(off) || this.#callbacks.size > 0) return
-    waiters.delete(this.#signal)
+    if (!this.#callbacks.delete(off) || this.#callbacks.size > 0 || !this.#listening) return
+    this.#listening = false
     this.#signal.removeEventListener('abort', this.#fire)
   }
 
   readonly #fire = () => {
-    waiters.delete(this.#signal)
+    this.#listening = false
+    this.#signal.removeEventListener('abort', this.#fire)
     const callbacks = [...this.#callbacks.values()]
     this.#callbacks.clear()
     for (const callback of callbacks) {
