@@ -454,3 +454,32 @@ describe('timeout() options', () => {
     expect(result.value?.error?.message).toBe("Tool 'stubborn' timed out after 30s")
   })
 })
+
+describe('timeout(): work the tool left running', () => {
+  it('is cancelled when the attempt settles, whether it succeeded, failed or missed its deadline', async () => {
+    vi.useFakeTimers({ toFake: ['setTimeout', 'clearTimeout'] })
+    try {
+      for (const ending of ['succeeds', 'fails', 'expires'] as const) {
+        const fired = vi.fn()
+        const leaves = tool('leaves_timer', async (signal) => {
+          const t = setTimeout(fired, 60_000)
+          signal.addEventListener('abort', () => clearTimeout(t), { once: true })
+          if (ending === 'fails') throw new ToolError('not_found', 'no such page')
+          if (ending === 'expires') return new Promise(() => {})
+          return 'ok'
+        })
+        const clock = manualClock()
+        const stack = createStack({ tools: [leaves], clock, middleware: [timeout({ ms: 50 })] })
+        const pending = stack.dispatch(call('leaves_timer'))
+        await clock.advance(50)
+        const result = await pending
+        expect(result.error?.code ?? 'ok').toBe({ succeeds: 'ok', fails: 'not_found', expires: 'timeout' }[ending])
+        expect(vi.getTimerCount()).toBe(0)
+        vi.advanceTimersByTime(60_000)
+        expect(fired).not.toHaveBeenCalled()
+      }
+    } finally {
+      vi.useRealTimers()
+    }
+  })
+})
