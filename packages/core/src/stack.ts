@@ -136,7 +136,7 @@ export function createStack(options: StackOptions): Stack {
   const listeners = new Set<(event: StackEvent) => void>()
   const defaultRun = createRun({ id: 'default' })
   let layers = toLayers(options.middleware)
-  // A listener that throws is logged once, then heard from no more: it must never change a call's outcome.
+  // A listener that throws must never change a call's outcome: it is caught, logged the first time, and still called.
   const failedListeners = new WeakSet<(event: StackEvent) => void>()
   const sink: EventSink = (ctx, event) => {
     if (logging) ctx.log.debug(event, event.type)
