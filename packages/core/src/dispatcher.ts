@@ -105,7 +105,8 @@ const isPromise = (value: unknown): value is PromiseLike<unknown> => typeof (val
 function untilAborted(work: PromiseLike<unknown>, source: AbortSource): Promise<unknown> {
   return new Promise((resolve, reject) => {
     const off = onAbort(source, () => reject(abortReason(source)))
-    work.then(
+    // Promise.resolve: a hostile thenable whose then() throws becomes a rejection that still unsubscribes.
+    Promise.resolve(work).then(
       (value) => {
         off()
         resolve(value)
