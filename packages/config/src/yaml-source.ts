@@ -91,6 +91,8 @@ function cstDepth(tokens: readonly CST.Token[], lineCounter: LineCounter): Confi
   return undefined
 }
 
+const SMALL_MAP = 8
+
 const PROTO_HINT = 'JavaScript reads this key as the object prototype; rename it'
 
 /**
@@ -132,13 +134,24 @@ export function parseYamlText(text: string, file: string): ParsedText {
     for (let f = frame; f?.parent !== undefined; f = f.parent) path.unshift(f.key)
     return path
   }
+  const nameOf = (pair: Pair) => {
+    const key = pair.key as { value?: unknown } | null
+    return key === null || key.value === null ? '' : String(key.value)
+  }
+  /** The pair that gives `name` its value: the last one, as in the data. Small maps are scanned; big ones indexed once. */
+  const pairOf = (map: YAMLMap, name: string): Pair | undefined => {
+    const index = keyIndex.get(map)
+    if (index !== undefined) return index.get(name)
+    for (let i = map.items.length - 1; i >= 0; i--) if (nameOf(map.items[i] as Pair) === name) return map.items[i] as Pair
+    return undefined
+  }
   const lineOf = (path: readonly PathKey[]): number | undefined => {
     let node = doc.contents as Node
     let line = lineOfNode(node) ?? 1
     for (const key of path) {
       if (isAlias(node)) node = aliasTarget.get(node)
       if (isMap(node)) {
-        const pair = keyIndex.get(node)?.get(String(key))
+        const pair = pairOf(node as YAMLMap, String(key))
         if (pair === undefined) return line
         line = lineOfNode(pair.key as Node) ?? line
         node = pair.value as Node
@@ -213,10 +226,12 @@ export function parseYamlText(text: string, file: string): ParsedText {
       for (let i = node.items.length - 1; i >= 0; i--) jobs.push({ enter: node.items[i] as Node, parent: frame, key: i })
       continue
     }
-    const seen = new Map<string, Pair>()
-    keyIndex.set(node, seen)
+    const items = (node as YAMLMap).items
+    // Most maps hold a few keys, where a scan beats building an index.
+    const seen = items.length > SMALL_MAP ? new Map<string, Pair>() : undefined
+    if (seen !== undefined) keyIndex.set(node, seen)
     const children: Job[] = []
-    for (const pair of (node as YAMLMap).items) {
+    for (const [i, pair] of items.entries()) {
       const keyNode = pair.key as Node
       if (keyNode !== null && !isScalar(keyNode)) {
         issues.push(
@@ -224,13 +239,13 @@ export function parseYamlText(text: string, file: string): ParsedText {
         )
         continue
       }
-      const name = keyNode === null || keyNode.value === null ? '' : String(keyNode.value)
+      const name = nameOf(pair)
       const at = () => lineOfNode(keyNode)
       if (name === '__proto__') {
         issues.push(makeIssue(pathOf(frame, name), at, { message: 'a key named "__proto__"', received: name, hint: PROTO_HINT }))
         continue
       }
-      const first = seen.get(name)
+      const first = seen !== undefined ? seen.get(name) : items.slice(0, i).find((p) => nameOf(p) === name)
       if (first !== undefined) {
         issues.push(
           makeIssue(pathOf(frame, name), at, {
@@ -240,7 +255,7 @@ export function parseYamlText(text: string, file: string): ParsedText {
           }),
         )
       }
-      seen.set(name, pair)
+      seen?.set(name, pair)
       children.push({ enter: pair.value as Node, parent: frame, key: name })
     }
     for (let i = children.length - 1; i >= 0; i--) jobs.push(children[i] as Job)
