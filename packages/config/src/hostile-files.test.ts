@@ -186,16 +186,18 @@ describe('every problem of a file at once', () => {
     const err = await failure(
       loadConfig(
         write(
-          'stack:\n  - retry: { baseMs: fast }\n  - timeout: nope\ntools:\n  a:\n    retry: { maxAttempts: 0 }\n  b:\n    timeout: { ms: -1 }\n  c:\n    retry: slow\n',
+          'stack:\n  - retry: { baseMs: fast }\n  - timeout: nope\n  - stuck-loop: 5\ntools:\n  a:\n    retry: { maxAttempts: 0 }\n  b:\n    timeout: { ms: -1 }\n  c:\n    retry: slow\n    stuck-loop: { refuseAfter: 0 }\n',
         ),
       ),
     )
     expect(err.issues.map((i) => [i.line, i.path])).toEqual([
       [2, 'stack[0].retry.baseMs'],
       [3, 'stack[1].timeout'],
-      [6, 'tools.a.retry.maxAttempts'],
-      [8, 'tools.b.timeout.ms'],
-      [10, 'tools.c.retry'],
+      [4, 'stack[2].stuck-loop'],
+      [7, 'tools.a.retry.maxAttempts'],
+      [9, 'tools.b.timeout.ms'],
+      [11, 'tools.c.retry'],
+      [12, 'tools.c.stuck-loop.refuseAfter'],
     ])
   })
 

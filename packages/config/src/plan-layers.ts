@@ -143,7 +143,11 @@ export async function planLayers(
     const at: PathKey[] = ['stack', index]
     if (broken.entries.has(index)) {
       const name = brokenName(entry)
-      if (name !== undefined && !positions.has(name)) positions.set(name, index)
+      if (name === undefined || positions.has(name)) continue
+      positions.set(name, index)
+      // The entry's own options are unusable, but its overrides can still be checked by its middleware.
+      const definition = registry.get(name)
+      if (definition !== undefined) candidates.set(name, { definition, raw: {}, place: (path) => [...at, name, ...path], layer: undefined })
       continue
     }
     const { name, value } = entryParts(entry)
