@@ -8,6 +8,8 @@ export interface ConfigLoadRow {
   readonly name: string
   readonly bytes: number
   readonly ms: number
+  /** CPU time of the same load (all threads): steadier than wall time on a shared machine. */
+  readonly cpuMs: number
   /** `loaded`, or the number of problems the ConfigError listed. */
   readonly outcome: string
 }
@@ -23,7 +25,8 @@ function documentText(n: number, format: 'json' | 'yaml', wrong: boolean): strin
   return `stack: [panic-catcher, retry, timeout]\ntools:\n${tools.join('')}`
 }
 
-async function loadOnce(file: string): Promise<{ ms: number; outcome: string }> {
+async function loadOnce(file: string): Promise<{ ms: number; cpuMs: number; outcome: string }> {
+  const cpu = process.cpuUsage()
   const start = performance.now()
   let outcome = 'loaded'
   try {
@@ -32,7 +35,9 @@ async function loadOnce(file: string): Promise<{ ms: number; outcome: string }> 
     if (!ConfigError.is(err)) throw err
     outcome = `${err.issues.length} problems listed`
   }
-  return { ms: performance.now() - start, outcome }
+  const ms = performance.now() - start
+  const used = process.cpuUsage(cpu)
+  return { ms, cpuMs: (used.user + used.system) / 1000, outcome }
 }
 
 /**
@@ -50,19 +55,14 @@ export async function configLoad(runs = 3): Promise<ConfigLoadRow[]> {
           const text = documentText(n, format, wrong)
           const file = join(dir, `tools-${n}-${wrong ? 'wrong' : 'valid'}.${format}`)
           writeFileSync(file, text)
-          const times: number[] = []
-          let outcome = ''
-          for (let i = 0; i < runs; i++) {
-            const once = await loadOnce(file)
-            times.push(once.ms)
-            outcome = once.outcome
-          }
-          times.sort((a, b) => a - b)
+          const loads: Array<Awaited<ReturnType<typeof loadOnce>>> = []
+          for (let i = 0; i < runs; i++) loads.push(await loadOnce(file))
+          loads.sort((a, b) => a.ms - b.ms)
+          const median = loads[Math.floor(loads.length / 2)] as (typeof loads)[number]
           rows.push({
             name: `${format}, ${n.toLocaleString('en')} overrides, ${wrong ? 'all wrong' : 'valid'}`,
             bytes: Buffer.byteLength(text),
-            ms: times[Math.floor(times.length / 2)] as number,
-            outcome,
+            ...median,
           })
         }
       }
@@ -79,6 +79,7 @@ export function printConfigLoad(rows: readonly ConfigLoadRow[]): void {
   for (const row of rows) {
     const small = rows.find((r) => r.name === row.name.replace('40,000', '10,000'))
     const ratio = row.name.includes('40,000') && small !== undefined ? `  (×${(row.ms / small.ms).toFixed(1)} for 4× the overrides)` : ''
-    console.log(`  ${row.name.padEnd(40)} ${(row.bytes / 1e6).toFixed(1)} MB  ${row.ms.toFixed(0).padStart(6)} ms  ${row.outcome}${ratio}`)
+    const times = `${row.ms.toFixed(0).padStart(6)} ms (cpu ${row.cpuMs.toFixed(0).padStart(5)} ms)`
+    console.log(`  ${row.name.padEnd(40)} ${(row.bytes / 1e6).toFixed(1)} MB  ${times}  ${row.outcome}${ratio}`)
   }
 }
