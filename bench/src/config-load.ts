@@ -41,7 +41,7 @@ async function loadOnce(file: string): Promise<{ ms: number; cpuMs: number; outc
 }
 
 /**
- * Scenario 9: loading a config with 40,000 tool overrides, valid and with every override wrong, as
+ * Scenario 10: loading a config with 40,000 tool overrides, valid and with every override wrong, as
  * JSON and as YAML, and the same at 10,000 to show the cost grows with the file (about ×4), not
  * with its square (×16).
  */
@@ -75,7 +75,7 @@ export async function configLoad(runs = 3): Promise<ConfigLoadRow[]> {
 
 /** Prints the rows, with the 40,000 / 10,000 ratio of each kind of file. */
 export function printConfigLoad(rows: readonly ConfigLoadRow[]): void {
-  console.log('\nscenario 9: load a config with many tool overrides (median)')
+  console.log('\nscenario 10: load a config with many tool overrides (median)')
   for (const row of rows) {
     const small = rows.find((r) => r.name === row.name.replace('40,000', '10,000'))
     const ratio = row.name.includes('40,000') && small !== undefined ? `  (×${(row.ms / small.ms).toFixed(1)} for 4× the overrides)` : ''
