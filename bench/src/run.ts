@@ -1,5 +1,6 @@
 import { writeFileSync } from 'node:fs'
 import { cpus, totalmem } from 'node:os'
+import { configLoad, printConfigLoad } from './config-load.js'
 import { heapRetained, sustained } from './endurance.js'
 import { formatNs, printTable, type Row } from './measure.js'
 import { resilienceLayers } from './resilience.js'
@@ -18,6 +19,8 @@ const resilience = await resilienceLayers()
 printTable('scenario 9: bulkhead, fallback, hedging alone', [...peerRows.slice(0, 2), ...resilience], 'koa-compose 7 no-op')
 const classifier = await classifierPathological()
 printTable('scenario 8: classify 100 KB pathological messages', classifier, classifier[0]?.name ?? '')
+const configRows = await configLoad(quick ? 1 : 3)
+printConfigLoad(configRows)
 const heap = await heapRetained(quick ? 100_000 : 1_000_000)
 console.log(`\nscenario 6: heap retained after ${heap.calls} distinct calls: ${heap.retainedMB.toFixed(2)} MB`)
 const throughput = await sustained(quick ? 3 : 10)
@@ -35,6 +38,7 @@ const figures = {
   heapCalls: heap.calls,
   throughputPerSecond: throughput.perSecond,
   throughputLastOverFirst: throughput.firstToLast,
+  configLoadMs: Object.fromEntries(configRows.map((r) => [r.name, Math.round(r.ms)])),
 }
 console.log(
   `\nfull stack = ${figures.ratios.fullStackVsKoa7.toFixed(2)}× koa-compose-7 (target ≤ 2), cockatiel = ${figures.ratios.cockatielVsFullStack.toFixed(1)}× full stack (target ≥ 8)`,
