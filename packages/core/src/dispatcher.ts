@@ -2,6 +2,7 @@ import type { z } from 'zod'
 import { LoopError, ToolError } from './errors.js'
 import { describeShape } from './shape.js'
 import { closest } from './suggest.js'
+import { formatPath } from './text/format-path.js'
 import type { AnyTool, DeferredSignal, Logger, ToolCall, ToolContext, ToolExecuteContext } from './types.js'
 
 /** The error a layer or tool should see when `signal` has aborted: its own reason if it is ours, else cancellation. */
@@ -22,11 +23,6 @@ export function unknownTool(name: string, available: readonly string[]): ToolErr
     safeToRepeat: true,
     hint: guess === undefined ? `call one of: ${list}` : `call '${guess}' instead`,
   })
-}
-
-function formatPath(path: readonly PropertyKey[]): string {
-  if (path.length === 0) return '(root)'
-  return path.map((p, i) => (typeof p === 'number' ? `[${p}]` : i === 0 ? String(p) : `.${String(p)}`)).join('')
 }
 
 /** The soft answer to arguments the tool's schema refused: every issue with its path, the expected shape as hint. */
