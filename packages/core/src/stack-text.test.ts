@@ -111,6 +111,19 @@ describe('successful output', () => {
     expect(redacted.content).toBe('owner [redacted], key [redacted], tabs\tand\r\nlines')
   })
 
+  it('gives what the core README shows for a log tool with redactOutput', async () => {
+    const readLog = defineTool({
+      name: 'read_log',
+      description: 'the last lines of the service log',
+      input: z.object({ lines: z.number().int().max(500) }),
+      effect: 'read',
+      execute: () => 'GET /orders 200 user=ann@example.com key=tenant-9f31c',
+    })
+    const stack = createStack({ tools: [readLog], secrets: ['tenant-9f31c', /acct_[0-9]{8}/], redactOutput: true })
+    const result = await stack.dispatch({ id: 'c1', name: 'read_log', args: { lines: 20 } })
+    expect(result.content).toBe('GET /orders 200 user=[redacted] key=[redacted]')
+  })
+
   it('redacts a secret that straddles the output cap instead of showing half of it', async () => {
     const value = `${'word '.repeat(19)}sk-proj-Q2x9LmN4vB7kR1tY6uW3zA8c and more`
     const result = await createStack({ tools: [returning(value)], limits: { maxOutputChars: 110 }, redactOutput: true }).dispatch(call)

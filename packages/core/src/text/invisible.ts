@@ -2,15 +2,18 @@
 // operators (U+200B–U+200D, U+2060–U+2064, U+FEFF, U+180E) and the Unicode tag block
 // (U+E0000–U+E007F): characters a reader never sees but a model reads, so they can carry hidden
 // instructions or hide a secret from a pattern. All single-character classes: linear.
-const INVISIBLE_CLASS = '[\\u{E0000}-\\u{E007F}\\u200B-\\u200F\\u2060-\\u2064\\uFEFF\\u061C\\u202A-\\u202E\\u2066-\\u2069\\u180E]'
-const INVISIBLE = new RegExp(INVISIBLE_CLASS, 'gu')
-const HAS_INVISIBLE = new RegExp(INVISIBLE_CLASS, 'u')
+// The tag block is matched as its surrogate pairs (U+DB40 U+DC00–U+DC7F), so no `u` flag is needed: a
+// non-unicode regex scans several times faster.
+const INVISIBLE_SOURCE = '\\uDB40[\\uDC00-\\uDC7F]|[\\u200B-\\u200F\\u2060-\\u2064\\uFEFF\\u061C\\u202A-\\u202E\\u2066-\\u2069\\u180E]'
+// Runs, not single characters: 100,000 zero-width spaces in a row are one match, not 100,000.
+const INVISIBLE = new RegExp(`(?:${INVISIBLE_SOURCE})+`, 'g')
+const HAS_INVISIBLE = new RegExp(INVISIBLE_SOURCE)
 
 // ANSI escape sequences and the C0 controls other than tab and newline (a lone \r included): noise
 // in an error message, and a way to redraw what a terminal shows. Only error text loses these;
 // successful output keeps its bytes.
 // biome-ignore lint/suspicious/noControlCharactersInRegex: removing control characters is the point
-const CONTROLS = /\u001b\[[0-9;?]{0,32}[ -/]{0,4}[@-~]|[\u0000-\u0008\u000B-\u001F\u007F]/g
+const CONTROLS = /\u001b\[[0-9;?]{0,32}[ -/]{0,4}[@-~]|[\u0000-\u0008\u000B-\u001A\u001C-\u001F\u007F]+|\u001b/g
 // biome-ignore lint/suspicious/noControlCharactersInRegex: detecting control characters is the point
 const HAS_CONTROLS = /[\u0000-\u0008\u000B-\u001F\u007F]/
 
