@@ -16,7 +16,11 @@ printTable('scenario 4: each layer alone', [...peerRows.slice(0, 2), ...layers],
 const classifier = await classifierPathological()
 printTable('scenario 8: classify 100 KB pathological messages', classifier, classifier[0]?.name ?? '')
 const sanitizer = await sanitizerPathological()
-printTable('scenario 9: core sanitize() on 100 KB pathological text, no cap (target: each well under 5 ms)', sanitizer, sanitizer[0]?.name ?? '')
+printTable(
+  'scenario 9: core sanitize() on 100 KB pathological text, no cap (target: each well under 5 ms)',
+  sanitizer,
+  sanitizer[0]?.name ?? '',
+)
 const heap = await heapRetained(quick ? 100_000 : 1_000_000)
 console.log(`\nscenario 6: heap retained after ${heap.calls} distinct calls: ${heap.retainedMB.toFixed(2)} MB`)
 const throughput = await sustained(quick ? 3 : 10)

@@ -1,4 +1,4 @@
-import { createRun, createStack, defineTool, type Middleware, type ToolCall, ToolError, type ToolResult } from '@shallot/core'
+import { createRun, createStack, defineTool, LoopError, type Middleware, type ToolCall, ToolError, type ToolResult } from '@shallot/core'
 import { manualClock, seededRandom } from '@shallot/testing'
 import { describe, expect, it } from 'vitest'
 import { z } from 'zod'
@@ -102,6 +102,20 @@ describe('no secret reaches the model through any layer that writes text', () =>
     const result = await lastOf([stuckLoop({ refuseAfter: 2 })], [tool], Array(3).fill({ args: { id: 1 } }))
     expect(result.error?.code).toBe('repeated_failure')
     expectClean(result, secret)
+  })
+
+  it.each(corpus)("stuck-loop's hard stop and its checkpointed state, after failures carrying %s", async (_kind, text, secret) => {
+    const tool = throwing('fetch_report', () => new ToolError('upstream_error', `report failed: ${text}`, { retryable: false }))
+    const stack = createStack({ middleware: [stuckLoop({ refuseAfter: 2, stopAfter: 3 })], tools: [tool] })
+    const run = createRun({ id: 'run-1' })
+    const outcomes: unknown[] = []
+    for (const id of ['c1', 'c2', 'c3'])
+      outcomes.push(await stack.dispatch({ id, name: 'fetch_report', args: { id: 1 } }, { run }).catch((err: unknown) => err))
+    const stop = outcomes.at(-1)
+    expect(LoopError.is(stop) && stop.kind).toBe('loop_detected')
+    expect(JSON.stringify({ message: (stop as LoopError).message, details: (stop as LoopError).details })).not.toContain(secret)
+    expect(JSON.stringify(run.state)).not.toContain(secret)
+    expect(JSON.stringify(run.state)).toContain('[redacted]')
   })
 
   it.each(noSpaces)("idempotency's refusal, naming a key that is %s", async (_kind, _text, secret) => {

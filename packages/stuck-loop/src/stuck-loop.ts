@@ -1,4 +1,4 @@
-import { canonicalJson, hashOf, LoopError, type Middleware, parseOptions, type ToolContext, ToolError, truncate } from '@shallot/core'
+import { canonicalJson, hashOf, LoopError, type Middleware, parseOptions, sanitize, type ToolContext, ToolError } from '@shallot/core'
 import { z } from 'zod'
 import { fingerprint } from './fingerprint.js'
 import { entryOf, hasTool, judge, ledgerOf, recordFailure, recordSuccess, touch } from './loop-ledger.js'
@@ -121,8 +121,9 @@ export function stuckLoop(options: StuckLoopOptions = {}): Middleware {
       recordFailure(
         entry,
         `e${hashOf(`${failure.code}\n${normalizeMessage(failure.message)}`)}`,
-        truncate(`${failure.code}: ${failure.message}`, MAX_ERROR_TEXT),
-        failure.hint,
+        // Kept in run.state (checkpointed) and quoted by the hard stop: no secret goes in.
+        sanitize(`${failure.code}: ${failure.message}`, { maxLength: MAX_ERROR_TEXT }),
+        failure.hint === '' ? '' : sanitize(failure.hint, { maxLength: 500 }),
       )
       throw err
     }
