@@ -77,6 +77,17 @@ describe('the stack sanitizes every text the model reads', () => {
     expect(result.content).toBe('blocked ([redacted])')
   })
 
+  it('renders a soft error whose details have a throwing getter', async () => {
+    const details = Object.defineProperty({ host: 'db.prod.internal' }, 'boom', {
+      enumerable: true,
+      get: () => {
+        throw new Error('getter')
+      },
+    })
+    const stack = createStack({ middleware: [refusing('blocked', undefined, details)], tools: [returning('ok')] })
+    expect((await stack.dispatch(call)).error?.code).toBe('blocked_by_policy')
+  })
+
   it('applies the secrets a layer declares, through nested compositions, and swaps them with the layers', async () => {
     const declaring = Object.assign(refusing('token tenant-9f31c refused'), { secrets: ['tenant-9f31c'] })
     const stack = createStack({ middleware: [compose([compose([declaring])])], tools: [returning('ok')] })

@@ -121,9 +121,13 @@ function checkSecrets(secrets: unknown): readonly (string | RegExp)[] {
 function renderableDetails(details: Record<string, unknown> | undefined, text: Sanitizer): Record<string, string | number | boolean> {
   const out: Record<string, string | number | boolean> = {}
   if (details === undefined) return out
-  for (const [key, value] of Object.entries(details)) {
-    if (typeof value === 'string') out[key] = text.text(value, MAX_MESSAGE_LENGTH)
-    else if ((typeof value === 'number' && Number.isFinite(value)) || typeof value === 'boolean') out[key] = value
+  try {
+    for (const [key, value] of Object.entries(details)) {
+      if (typeof value === 'string') out[key] = text.text(value, MAX_MESSAGE_LENGTH)
+      else if ((typeof value === 'number' && Number.isFinite(value)) || typeof value === 'boolean') out[key] = value
+    }
+  } catch {
+    // A throwing getter in a layer's details must not turn a soft error into a crash; the renderer gets what was read.
   }
   return out
 }
