@@ -36,7 +36,7 @@ const ask = { messages: [{ role: 'user', content: 'What does src/main.rs do?' }]
 
 type Turn = { role: string; content: unknown }
 const toolResults = (request: Record<string, unknown> | undefined) =>
-  (request?.messages as Turn[])
+  ((request?.messages ?? []) as Turn[])
     .flatMap((turn) => (Array.isArray(turn.content) ? turn.content : []))
     .filter((block) => block.type === 'tool_result')
 
@@ -162,7 +162,13 @@ describe('ChatAnthropic: deadline and backoff on model calls', () => {
     server = await anthropicServer([{ reply: 'error', status: 503, type: 'api_error' }, done])
     const manual = manualClock()
     const sleeps: number[] = []
-    const clock = { ...manual, sleep: (ms: number, signal?: AbortSignal) => (sleeps.push(ms), manual.sleep(ms, signal)) }
+    const clock = {
+      ...manual,
+      sleep: (ms: number, signal?: AbortSignal) => {
+        sleeps.push(ms)
+        return manual.sleep(ms, signal)
+      },
+    }
     const agent = createAgent({ model: claude(server.url), tools: [readFile], middleware: [shallotMiddleware({ clock })] })
     const controller = new AbortController()
     const invocation = agent.invoke(ask, { signal: controller.signal })
