@@ -45,7 +45,7 @@ function httpStatusOf(error: unknown): number | undefined {
   const data = (error as { data?: { status?: unknown } }).data
   if (typeof data?.status === 'number') return data.status
   const code = (error as { code?: unknown }).code
-  return error.name === 'StreamableHTTPError' && typeof code === 'number' ? code : undefined
+  return typeof code === 'number' && error.message.startsWith('Streamable HTTP error:') ? code : undefined
 }
 
 /**
