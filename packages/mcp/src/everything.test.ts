@@ -4,7 +4,6 @@ import { manualClock } from '@shallot/testing'
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest'
 import { connectClient, everythingTransport, pidOf, type Sdk, startEverythingHttp, type Wire } from './everything-server.test-helper.js'
 import { indictsServer, mcpTools, serverKey } from './index.js'
-import type { McpClient } from './types.js'
 
 const LONG = 'trigger-long-running-operation'
 const matrix: Array<[Sdk, Wire]> = [
