@@ -1,5 +1,4 @@
-import type { BreakerState, BreakerStore } from '@shallot/circuit-breaker'
-import { mapTimes, READ_MARGIN_MS, timeMap } from './breaker-times.js'
+import { type BreakerState, type BreakerStore, mapTimes, READ_MARGIN_MS, timeMap } from '@shallot/circuit-breaker'
 import { type PostgresStoreContext, type Query, statement, transaction } from './postgres-store-context.js'
 import { breakerStateSchema, checked, nowSchema, parseStored } from './stored-values.js'
 import { NOW } from './tables.js'
@@ -67,7 +66,7 @@ export function postgresBreakerStore(context: PostgresStoreContext & { readonly 
         const current = serverState === undefined ? undefined : mapTimes(serverState, map.toLocal)
         try {
           const next = waiting.change(current)
-          if (next !== current) serverState = mapTimes(next, map.toServer)
+          if (next !== current) serverState = mapTimes(next, map.toStore)
           return { state: next }
         } catch (error) {
           return { error }

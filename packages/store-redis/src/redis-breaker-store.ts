@@ -1,5 +1,4 @@
-import type { BreakerState, BreakerStore } from '@shallot/circuit-breaker'
-import { mapTimes, READ_MARGIN_MS, type TimeMap, timeMap } from './breaker-times.js'
+import { type BreakerState, type BreakerStore, mapTimes, READ_MARGIN_MS, type TimeMap, timeMap } from '@shallot/circuit-breaker'
 import type { RedisStoreContext } from './redis-store-context.js'
 import { redisUnavailable } from './store-unavailable.js'
 import { breakerReadReplySchema, breakerStateSchema, flagReplySchema, parseStored } from './stored-values.js'
@@ -68,7 +67,7 @@ export function redisBreakerStore(context: RedisStoreContext & { readonly ttlMs:
       try {
         const next = waiting.change(current)
         answers.push({ state: next })
-        if (next !== current) redisState = mapTimes(next, map.toRedis)
+        if (next !== current) redisState = mapTimes(next, map.toStore)
       } catch (error) {
         answers.push({ error })
       }
