@@ -31,3 +31,4 @@ export {
   sampling,
   samplingOptionsSchema,
 } from './sampling.js'
+export { type UpdateRound, updateRounds } from './update-rounds.js'
