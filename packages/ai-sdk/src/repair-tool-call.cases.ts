@@ -100,6 +100,23 @@ describe('malformed tool-call JSON goes through the stack', () => {
     await expect(result.text).rejects.toMatchObject({ kind: 'loop_detected' })
   })
 
+  it('a huge malformed argument is refused by size before anything parses it', async () => {
+    const { readFile, asked } = readFileTool()
+    const model = scriptedLanguageModel([{ toolCalls: [{ name: 'read_file', rawInput: `{"path":"${'a'.repeat(300_000)}` }] }, { text: 'ok' }])
+    const shallot = shallotTools({ read_file: readFile })
+    const result = await generateText({
+      model,
+      prompt: 'read it',
+      tools: shallot.tools,
+      experimental_repairToolCall: shallot.repairToolCall,
+      stopWhen: stepCountIs(3),
+    })
+    const first = result.steps[0]?.toolResults[0]?.output
+    expect(isSoftFailure(first) && first.error).toMatchObject({ code: 'invalid_arguments', message: expect.stringContaining('too large') })
+    expect(String(lastToolResults(model.doGenerateCalls[1]?.prompt ?? [])[0]?.output.value).length).toBeLessThan(1000)
+    expect(asked).toEqual([])
+  })
+
   it('leaves unknown tool names and tools it does not wrap to the SDK', async () => {
     const { readFile } = readFileTool()
     const shallot = shallotTools({ read_file: readFile, ask_user: tool({ inputSchema: z.object({ q: z.string() }) }) })
