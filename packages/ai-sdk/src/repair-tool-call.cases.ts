@@ -102,7 +102,10 @@ describe('malformed tool-call JSON goes through the stack', () => {
 
   it('a huge malformed argument is refused by size before anything parses it', async () => {
     const { readFile, asked } = readFileTool()
-    const model = scriptedLanguageModel([{ toolCalls: [{ name: 'read_file', rawInput: `{"path":"${'a'.repeat(300_000)}` }] }, { text: 'ok' }])
+    const model = scriptedLanguageModel([
+      { toolCalls: [{ name: 'read_file', rawInput: `{"path":"${'a'.repeat(300_000)}` }] },
+      { text: 'ok' },
+    ])
     const shallot = shallotTools({ read_file: readFile })
     const result = await generateText({
       model,

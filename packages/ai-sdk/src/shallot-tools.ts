@@ -21,13 +21,12 @@ import {
   type StreamTextTransform,
   type Tool,
   type ToolCallRepairFunction,
-  type ToolExecutionOptions,
   type ToolSet,
 } from 'ai'
 import { z } from 'zod'
 import { hardStopTransform } from './hard-stop-transform.js'
 import { repairMalformedInput } from './repair-tool-call.js'
-import { sdkCall } from './sdk-call.js'
+import { type SdkExecutionOptions, sdkCall } from './sdk-call.js'
 import { softErrorTracer } from './soft-error-tracer.js'
 import { isSoftFailure, type SoftFailure, softFailure } from './soft-failure.js'
 import { toShallotTools } from './to-shallot-tool.js'
@@ -159,7 +158,7 @@ export function shallotTools<T extends ToolSet>(tools: T, options?: ShallotTools
       ...sdkTool,
       // The stack validates the input (once, with the original schema); the SDK only parses the JSON.
       inputSchema: jsonSchema(() => asSchema(sdkTool.inputSchema as FlexibleSchema<unknown>).jsonSchema),
-      async execute(input: unknown, sdkOptions: ToolExecutionOptions) {
+      async execute(input: unknown, sdkOptions: SdkExecutionOptions) {
         if (error !== undefined) throw error
         const signal = sdkOptions.abortSignal === undefined ? abortSignal : AbortSignal.any([sdkOptions.abortSignal, abortSignal])
         let result: ToolResult
