@@ -4,14 +4,14 @@ import { parseOptions } from '@shallot/core'
 import { anthropicMessages } from './anthropic-messages.js'
 import { openaiChat } from './openai-chat.js'
 import { openaiResponses } from './openai-responses.js'
+import { planReply } from './plan-reply.js'
 import { play } from './play.js'
 import { viewOf } from './request-view.js'
 import { optionsSchema, schemaOf } from './turn-schema.js'
 import type { FakeOutcome, FakeProvider, FakeProviderOptions, FakeReply, FakeRequest, FakeStep, FakeTurn } from './types.js'
-import type { PlannedReply, WireFormat } from './wire.js'
+import type { WireFormat } from './wire.js'
 
 const ROUTES = new Map<string, WireFormat>([openaiChat, openaiResponses, anthropicMessages].map((wire) => [`POST ${wire.path}`, wire]))
-const ID_PREFIX = { 'openai-chat': 'chatcmpl-fake', 'openai-responses': 'resp_fake', 'anthropic-messages': 'msg_fake' } as const
 
 type MutableRequest = { -readonly [K in keyof FakeRequest]: FakeRequest[K] }
 
@@ -23,8 +23,6 @@ export function checkTurn(turn: unknown, where: string): FakeTurn {
 function checkStep(step: unknown, where: string): FakeStep {
   return typeof step === 'function' ? (step as FakeStep) : checkTurn(step, where)
 }
-
-const tokens = (text: string) => Math.max(1, Math.ceil(text.length / 4))
 
 /**
  * A local HTTP server (127.0.0.1, an ephemeral port) that speaks OpenAI Chat Completions, OpenAI
@@ -111,7 +109,7 @@ export async function fakeProvider(options: FakeProviderOptions = {}): Promise<F
       if (size > maxBodyBytes) tooLarge = true
       else chunks.push(chunk)
     }
-    const text = Buffer.concat(chunks).toString('utf8')
+    const text = tooLarge ? '' : Buffer.concat(chunks).toString('utf8')
     let body: unknown
     let parseFailed = false
     try {
@@ -161,24 +159,7 @@ export async function fakeProvider(options: FakeProviderOptions = {}): Promise<F
       entry.outcome = 'faulted'
       return sendError(res, wire, 500, turn)
     }
-    const reply = (r: FakeReply): PlannedReply => {
-      const toolCalls = (r.toolCalls ?? []).map((call, i) => ({
-        id: call.id ?? `${wire.callPrefix}_${entry.index}_${i}`,
-        name: call.name,
-        arguments: call.rawArgs ?? JSON.stringify(call.args ?? {}),
-      }))
-      const output = (r.text ?? '') + toolCalls.map((call) => call.name + call.arguments).join('')
-      return {
-        id: `${ID_PREFIX[wire.api]}${entry.index}`,
-        model: entry.model ?? 'fake-model',
-        created: Math.floor(at / 1000),
-        text: r.text,
-        toolCalls,
-        finish: r.finishReason ?? (toolCalls.length > 0 ? 'tool_calls' : 'stop'),
-        inputTokens: r.usage?.inputTokens ?? tokens(text),
-        outputTokens: r.usage?.outputTokens ?? tokens(output),
-      }
-    }
+    const reply = (r: FakeReply) => planReply(r, wire, entry, text)
     await play({ turn, wire, entry, res, reply })
   }
 
@@ -224,6 +205,9 @@ export async function fakeProvider(options: FakeProviderOptions = {}): Promise<F
       steps.push(...more.map((step, i) => checkStep(step, `script() step ${from + i + 1}`)))
     },
     waitForRequest(index: number) {
+      if (!Number.isSafeInteger(index) || index < 0) {
+        return Promise.reject(new TypeError(`fakeProvider.waitForRequest(): index must be a whole number >= 0 (got ${String(index)})`))
+      }
       const arrived = requests[index]
       if (arrived !== undefined) return Promise.resolve(arrived)
       if (closing) return Promise.reject(new Error(`fakeProvider: closed before request ${index} arrived`))

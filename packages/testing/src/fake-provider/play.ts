@@ -72,7 +72,6 @@ export async function play(context: PlayContext): Promise<void> {
       res.socket?.destroy()
       return
     case 'hang':
-      res.socket?.setTimeout(0)
       return
     case 'reset_mid_stream':
     case 'stall':
