@@ -36,12 +36,31 @@ export function workspaceDirs() {
 /** An `exports` value with the "shallot-source" condition taken out, at any depth. */
 export function publishedExports(value) {
   if (typeof value !== 'object' || value === null) return value
-  return Object.fromEntries(Object.entries(value).filter(([key]) => key !== 'shallot-source').map(([key, v]) => [key, publishedExports(v)]))
+  return Object.fromEntries(
+    Object.entries(value)
+      .filter(([key]) => key !== 'shallot-source')
+      .map(([key, v]) => [key, publishedExports(v)]),
+  )
 }
 
 const FIRST_KEYS = [
-  'name', 'version', 'private', 'description', 'keywords', 'homepage', 'bugs', 'repository', 'license', 'author', 'type',
-  'sideEffects', 'engines', 'bin', 'exports', 'publishConfig', 'files',
+  'name',
+  'version',
+  'private',
+  'description',
+  'keywords',
+  'homepage',
+  'bugs',
+  'repository',
+  'license',
+  'author',
+  'type',
+  'sideEffects',
+  'engines',
+  'bin',
+  'exports',
+  'publishConfig',
+  'files',
 ]
 
 function ordered(manifest) {
