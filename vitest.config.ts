@@ -4,6 +4,7 @@ import { defineConfig } from 'vitest/config'
 // Workspace packages resolve to their TypeScript sources in tests (the "shallot-source" export
 // condition), so tests never run against a stale build.
 const conditions = ['shallot-source', 'import', 'module', 'node', 'default']
+const nodeConditions = ['shallot-source', 'node', 'default']
 
 const projectDirs = ['packages', 'examples'].flatMap((root) =>
   existsSync(root)
@@ -15,9 +16,17 @@ const projectDirs = ['packages', 'examples'].flatMap((root) =>
 
 const jsonReport = process.env.SHALLOT_VITEST_JSON
 
+// Tests of framework majors that need Node >= 22 (ai 7, the MCP SDK v2 client) live in *.node22.test.ts files and run
+// only on a Node that can load them: CI's second pass, on Node 24.
+const nodeMajor = Number(process.versions.node.split('.')[0])
+const exclude = nodeMajor >= 22 ? [] : ['**/*.node22.test.ts']
+
 export default defineConfig({
   resolve: { conditions },
-  ssr: { resolve: { conditions, externalConditions: conditions } },
+  // Vitest passes the ssr conditions to Node as --conditions, which then apply to require() too:
+  // forcing `import` there hands CJS packages with an ESM wrapper (pg → pg-pool) a module namespace
+  // instead of their class. Node adds `import` or `require` by itself, as each load needs.
+  ssr: { resolve: { conditions: nodeConditions, externalConditions: nodeConditions } },
   test: {
     // An unhandled rejection anywhere fails the run (vitest's default, stated so nobody turns it off).
     dangerouslyIgnoreUnhandledErrors: false,
@@ -29,6 +38,7 @@ export default defineConfig({
       test: {
         name: dir.split('/')[1] as string,
         include: [`${dir}/src/**/*.test.ts`, `${dir}/test/**/*.test.ts`],
+        exclude: ['**/node_modules/**', ...exclude],
       },
     })),
   },

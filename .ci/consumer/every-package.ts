@@ -1,17 +1,21 @@
 // Every published package imported by name, so `tsc` with skipLibCheck false reads every .d.ts a consumer
 // can reach, and the run proves each entry point loads under plain Node from an npm install.
 import * as aiSdk from '@shallot/ai-sdk'
+import * as bulkhead from '@shallot/bulkhead'
 import * as circuitBreaker from '@shallot/circuit-breaker'
 import * as cli from '@shallot/cli'
 import * as config from '@shallot/config'
 import * as core from '@shallot/core'
 import * as errorClassifier from '@shallot/error-classifier'
+import * as fallback from '@shallot/fallback'
+import * as hedging from '@shallot/hedging'
 import * as idempotency from '@shallot/idempotency'
 import * as idempotencyContract from '@shallot/idempotency/contract'
 import * as langchain from '@shallot/langchain'
 import * as mcp from '@shallot/mcp'
 import * as panicCatcher from '@shallot/panic-catcher'
 import * as retry from '@shallot/retry'
+import * as storePostgres from '@shallot/store-postgres'
 import * as storeRedis from '@shallot/store-redis'
 import { sqliteStore } from '@shallot/store-sqlite'
 import * as stuckLoop from '@shallot/stuck-loop'
@@ -21,17 +25,21 @@ import * as shallot from 'shallot'
 
 const modules = {
   aiSdk,
+  bulkhead,
   circuitBreaker,
   cli,
   config,
   core,
   errorClassifier,
+  fallback,
+  hedging,
   idempotency,
   idempotencyContract,
   langchain,
   mcp,
   panicCatcher,
   retry,
+  storePostgres,
   storeRedis,
   stuckLoop,
   testing,

@@ -1,7 +1,9 @@
 import { writeFileSync } from 'node:fs'
 import { cpus, totalmem } from 'node:os'
+import { configLoad, printConfigLoad } from './config-load.js'
 import { heapRetained, sustained } from './endurance.js'
 import { formatNs, printTable, type Row } from './measure.js'
+import { resilienceLayers } from './resilience.js'
 import { classifierPathological, eachLayer, fullStack, peers } from './scenarios.js'
 
 const quick = process.argv.includes('--quick')
@@ -13,8 +15,12 @@ const full = await fullStack()
 printTable('scenarios 1, 2, 3, 5: the full default stack', [...peerRows, ...full], 'koa-compose 7 no-op')
 const layers = await eachLayer()
 printTable('scenario 4: each layer alone', [...peerRows.slice(0, 2), ...layers], 'koa-compose 7 no-op')
+const resilience = await resilienceLayers()
+printTable('scenario 9: bulkhead, fallback, hedging alone', [...peerRows.slice(0, 2), ...resilience], 'koa-compose 7 no-op')
 const classifier = await classifierPathological()
 printTable('scenario 8: classify 100 KB pathological messages', classifier, classifier[0]?.name ?? '')
+const configRows = await configLoad(quick ? 1 : 3)
+printConfigLoad(configRows)
 const heap = await heapRetained(quick ? 100_000 : 1_000_000)
 console.log(`\nscenario 6: heap retained after ${heap.calls} distinct calls: ${heap.retainedMB.toFixed(2)} MB`)
 const throughput = await sustained(quick ? 3 : 10)
@@ -26,12 +32,13 @@ const cockatiel = p50(peerRows, 'cockatiel retry+breaker+timeout')
 const happy = p50(full, 'shallot: 7 layers, read')
 const figures = {
   machine: { cpu: cpus()[0]?.model ?? 'unknown', cores: cpus().length, memoryGiB: Math.round(totalmem() / 2 ** 30), node: process.version },
-  p50ns: Object.fromEntries([...peerRows, ...full, ...layers, ...classifier].map((r) => [r.name, Math.round(r.p50ns)])),
+  p50ns: Object.fromEntries([...peerRows, ...full, ...layers, ...resilience, ...classifier].map((r) => [r.name, Math.round(r.p50ns)])),
   ratios: { fullStackVsKoa7: happy / koa, cockatielVsFullStack: cockatiel / happy },
   heapRetainedMB: heap.retainedMB,
   heapCalls: heap.calls,
   throughputPerSecond: throughput.perSecond,
   throughputLastOverFirst: throughput.firstToLast,
+  configLoadMs: Object.fromEntries(configRows.map((r) => [r.name, Math.round(r.ms)])),
 }
 console.log(
   `\nfull stack = ${figures.ratios.fullStackVsKoa7.toFixed(2)}× koa-compose-7 (target ≤ 2), cockatiel = ${figures.ratios.cockatielVsFullStack.toFixed(1)}× full stack (target ≥ 8)`,
@@ -61,6 +68,10 @@ Full stack / koa-compose-7: **${figures.ratios.fullStackVsKoa7.toFixed(2)}×** (
 ## Each layer alone (scenario 4)
 
 ${table([...peerRows.slice(0, 2), ...layers], koa, 'koa-compose 7 no-op')}
+
+## Bulkhead, fallback and hedging alone (scenario 9)
+
+${table([...peerRows.slice(0, 2), ...resilience], koa, 'koa-compose 7 no-op')}
 
 ## Endurance (scenarios 6 and 7)
 

@@ -65,19 +65,28 @@ describe('state changes', () => {
     expect(logged).toEqual(changes.map(({ key, from, to, reason }) => ({ key, from, to, reason })))
   })
 
-  it('logs a throwing onStateChange and carries on', async () => {
-    const { tool } = sickTool()
+  it('logs a throwing onStateChange once, and no outcome changes: the probe that closes the circuit still succeeds', async () => {
+    const clock = manualClock()
+    const sick = sickTool()
     const { logger, lines } = capturingLogger()
+    let thrown = 0
     const breaker = circuitBreaker({
       policy: consecutive({ threshold: 1 }),
+      cooldownMs: 1000,
       onStateChange: () => {
+        thrown++
         throw new Error('dashboard is down')
       },
     })
-    const stack = createStack({ middleware: [breaker], tools: [tool], logger })
+    const stack = createStack({ middleware: [breaker], tools: [sick.tool], logger, clock })
     expect((await stack.dispatch(call('1'))).error?.code).toBe('upstream_error')
     expect((await stack.dispatch(call('2'))).error?.code).toBe('circuit_open')
-    expect(lines.some((l) => l.level === 'error' && l.msg === 'circuit breaker onStateChange threw')).toBe(true)
+    await clock.advance(1000)
+    sick.sick.value = false
+    expect(await stack.dispatch(call('3'))).toMatchObject({ ok: true })
+    // open, half-open, closed: three throws, one line.
+    expect(thrown).toBe(3)
+    expect(lines.filter((l) => l.level === 'error' && l.msg?.startsWith('circuit breaker onStateChange threw'))).toHaveLength(1)
   })
 })
 

@@ -141,6 +141,9 @@ export function circuitBreaker(options?: CircuitBreakerOptions): Middleware {
     }
   }
 
+  // A listener that throws is logged once, not on every state change after.
+  let listenerFailed = false
+
   function report(ctx: ToolContext, key: string, changes: readonly Transition[]): void {
     for (const { from, to, reason } of changes) {
       const fields = { key, from, to, reason }
@@ -150,7 +153,9 @@ export function circuitBreaker(options?: CircuitBreakerOptions): Middleware {
       try {
         onStateChange({ ...fields, at: ctx.clock.now(), runId: ctx.run.id })
       } catch (err) {
-        ctx.log.error({ key, err }, 'circuit breaker onStateChange threw')
+        if (listenerFailed) continue
+        listenerFailed = true
+        ctx.log.error({ key, err }, 'circuit breaker onStateChange threw; the call goes on, and its later throws are not logged')
       }
     }
   }

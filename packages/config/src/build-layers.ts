@@ -36,11 +36,12 @@ function createIssues(err: unknown, plan: LayerPlan, variant: LayerVariant, line
   return [makeIssue(variant.place([]), lineOf, { message: `${plan.name} refused these options: ${text.split('\n')[0]}` })]
 }
 
-function checkTools(config: ShallotConfig, tools: ReadonlyMap<string, AnyTool>): ConfigIssue[] {
-  const names = [...tools.keys()]
+/** A problem for each tool the config names that is not among `names`. */
+export function checkTools(config: ShallotConfig, names: readonly string[]): ConfigIssue[] {
+  const known = new Set(names)
   const issues: ConfigIssue[] = []
   for (const name of Object.keys(config.document.tools)) {
-    if (tools.has(name)) continue
+    if (known.has(name)) continue
     const guess = closest(name, names)
     issues.push(
       makeIssue(['tools', name], config.source.lineOf, {
@@ -60,7 +61,8 @@ function checkTools(config: ShallotConfig, tools: ReadonlyMap<string, AnyTool>):
  * {@link perTool} wrapper, and effect overrides add a {@link toolEffects} layer outside the rest.
  * Instances in `previous` whose middleware, tool and options are unchanged are kept as they are,
  * with whatever state they hold. Throws a {@link ConfigError} when a tool is unknown or a
- * middleware refuses its options.
+ * middleware refuses its options. With `tools` undefined (a check without the code), tool names and
+ * effect overrides are not checked.
  *
  * @example
  * const { middleware } = buildLayers(config, stack.tools, { stores }, new Map())
@@ -68,11 +70,11 @@ function checkTools(config: ShallotConfig, tools: ReadonlyMap<string, AnyTool>):
  */
 export function buildLayers(
   config: ShallotConfig,
-  tools: ReadonlyMap<string, AnyTool>,
+  tools: ReadonlyMap<string, AnyTool> | undefined,
   env: MiddlewareEnv,
   previous: LayerCache,
 ): BuiltLayers {
-  const issues = checkTools(config, tools)
+  const issues = tools === undefined ? [] : checkTools(config, [...tools.keys()])
   const cache = new Map<string, { definition: LayerPlan['definition']; layer: Middleware }>()
   let kept = 0
   let created = 0
@@ -111,7 +113,7 @@ export function buildLayers(
 
   const overridden = new Map<string, AnyTool>()
   for (const [name, effect] of config.effects) {
-    const tool = tools.get(name)
+    const tool = tools?.get(name)
     if (tool !== undefined && tool.effect !== effect) overridden.set(name, defineTool({ ...tool, effect }) as AnyTool)
   }
   if (overridden.size > 0) middleware.unshift(toolEffects(overridden))

@@ -1,7 +1,9 @@
 import { extname } from 'node:path'
-import { isAlias, isMap, isPair, isScalar, isSeq, LineCounter, type Node, parseDocument } from 'yaml'
-import { ConfigError } from './config-error.js'
-import { jsonSyntaxError } from './json-syntax-error.js'
+import { ConfigError, type ConfigIssue } from './config-error.js'
+import { parseJsonText } from './json-source.js'
+import { bytesText, DEFAULT_MAX_BYTES, fileIssue } from './limits.js'
+import { plainData } from './plain-data.js'
+import { parseYamlText } from './yaml-source.js'
 
 /** One step of a path into the document: an object key or a list index. */
 export type PathKey = string | number
@@ -14,6 +16,8 @@ export interface ConfigSource {
   readonly data: unknown
   /** The line of the value at `path` (of its key, for a value in an object), or of the nearest ancestor written in the file. */
   lineOf(path: readonly PathKey[]): number | undefined
+  /** Problems found while reading (a key written twice, a `__proto__` key), reported with the rest. */
+  readonly issues?: readonly ConfigIssue[]
 }
 
 const IDENTIFIER = /^[A-Za-z_$][\w$-]*$/
@@ -37,84 +41,57 @@ export function formatPath(path: readonly PathKey[]): string {
 const noLines = () => undefined
 
 /**
- * A config given as an object: no file, no lines.
+ * A config given as an object: no file, no lines. The object is checked as plain data (depth,
+ * prototypes) and copied, so later changes to it change nothing.
  *
  * @example
  * objectSource({ stack: ['retry'] }).lineOf(['stack', 0]) // undefined
  */
 export function objectSource(data: unknown): ConfigSource {
-  return { file: undefined, data, lineOf: noLines }
+  return { file: undefined, data: plainData(data), lineOf: noLines, issues: [] }
 }
 
-function syntaxError(file: string, line: number | undefined, message: string): ConfigError {
-  return new ConfigError(file, [
-    { path: '', line, message: `syntax error: ${message}`, received: undefined, allowed: undefined, hint: undefined },
-  ])
-}
-
-function lineAt(text: string, offset: number): number {
-  let line = 1
-  for (let i = 0; i < offset && i < text.length; i++) if (text.charCodeAt(i) === 10) line++
-  return line
-}
-
-function parseJson(text: string, file: string): unknown {
-  try {
-    return JSON.parse(text)
-  } catch (err) {
-    const found = jsonSyntaxError(text)
-    if (found !== undefined) throw syntaxError(file, lineAt(text, found.offset), found.message)
-    throw syntaxError(file, undefined, err instanceof Error ? (err.message.split('\n')[0] ?? '') : String(err))
-  }
+export interface ParseSourceOptions {
+  /** The largest text accepted, in bytes (UTF-8). Default 1 MiB. */
+  maxBytes?: number
 }
 
 /**
- * Parses a config file's text: JSON for `.json`, YAML for anything else. A syntax error is a
- * {@link ConfigError} with the line; nothing else is checked here.
+ * Parses a config file's text: JSON for `.json`, YAML for anything else. Neither parse recurses,
+ * a document may nest 64 levels, and YAML aliases are expanded within a budget. A syntax error, a
+ * text over `maxBytes`, or a document too deep is a {@link ConfigError} naming the file; keys
+ * written twice and `__proto__` keys are in `issues`, reported with the rest. Nothing else is checked here.
  *
  * @example
  * const source = parseSource(await readFile(file, 'utf8'), file)
  * source.lineOf(['stack', 3, 'retry']) // 12
  */
-export function parseSource(text: string, file: string): ConfigSource {
-  const json = extname(file).toLowerCase() === '.json'
-  const lineCounter = new LineCounter()
-  const doc = parseDocument(text, { lineCounter, prettyErrors: true, uniqueKeys: true })
-  let data: unknown
-  if (json) {
-    data = parseJson(text, file)
-  } else {
-    const error = doc.errors[0]
-    if (error !== undefined) throw syntaxError(file, error.linePos?.[0].line, error.message.replace(/ at line \d+, column \d+:?.*$/s, ''))
-    data = doc.toJS({ maxAliasCount: 100 })
+export function parseSource(text: string, file: string, options: ParseSourceOptions = {}): ConfigSource {
+  const maxBytes = checkMaxBytes(options.maxBytes)
+  // A UTF-8 byte is at most one UTF-16 unit, so most texts pass without counting their bytes.
+  if (text.length > maxBytes || (text.length * 3 > maxBytes && Buffer.byteLength(text, 'utf8') > maxBytes)) {
+    throw tooBig(file, Buffer.byteLength(text, 'utf8'), maxBytes)
   }
-  // JSON parsed by the YAML parser only serves to find lines; if it disagrees, lines are simply missing.
-  const lines = doc.errors.length === 0
-  const lineOfNode = (node: { range?: [number, number, number] | null | undefined } | null | undefined) =>
-    node?.range ? lineCounter.linePos(node.range[0]).line : undefined
+  const parsed = extname(file).toLowerCase() === '.json' ? parseJsonText(text, file) : parseYamlText(text, file)
+  return { file, ...parsed }
+}
 
-  function lineOf(path: readonly PathKey[]): number | undefined {
-    if (!lines) return undefined
-    let node: unknown = doc.contents
-    let line = lineOfNode(doc.contents as Node | null) ?? 1
-    for (const key of path) {
-      if (isAlias(node)) node = node.resolve(doc)
-      if (isMap(node)) {
-        const pair = node.items.find((item) => isPair(item) && isScalar(item.key) && String(item.key.value) === String(key))
-        if (pair === undefined) return line
-        line = lineOfNode(pair.key as Node) ?? line
-        node = pair.value
-      } else if (isSeq(node) && typeof key === 'number') {
-        const item = node.items[key]
-        if (item === undefined) return line
-        line = lineOfNode(item as Node) ?? line
-        node = item
-      } else {
-        return line
-      }
-    }
-    return line
+/** The error for a file over the size cap, before anything reads it. */
+export function tooBig(file: string, bytes: number, maxBytes: number): ConfigError {
+  return new ConfigError(file, [
+    fileIssue(
+      `the file is ${bytesText(bytes)}, over the ${bytesText(maxBytes)} a config may have`,
+      undefined,
+      'a config is a few kilobytes; raise maxBytes if this one really is that large',
+    ),
+  ])
+}
+
+/** `maxBytes` as given, or the default; a bad value is a TypeError naming the option. */
+export function checkMaxBytes(value: unknown): number {
+  if (value === undefined) return DEFAULT_MAX_BYTES
+  if (typeof value !== 'number' || !Number.isSafeInteger(value) || value < 1) {
+    throw new TypeError(`maxBytes: expected a whole number of bytes ≥ 1, got ${String(value)}`)
   }
-
-  return { file, data, lineOf }
+  return value
 }

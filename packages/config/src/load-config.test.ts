@@ -217,7 +217,21 @@ const malformed: Malformed[] = [
     path: '',
     says: ['syntax error: a trailing comma before "]"'],
   },
-  { what: 'a key written twice', text: 'stack: [retry]\ntools: {}\ntools: {}\n', line: 3, path: '', says: ['syntax error', 'unique'] },
+  {
+    what: 'a key written twice',
+    text: 'stack: [retry]\ntools: {}\ntools: {}\n',
+    line: 3,
+    path: 'tools',
+    says: ['"tools" is written twice in the same object (first on line 2)'],
+  },
+  {
+    what: 'a key written twice in JSON',
+    ext: 'json',
+    text: '{\n  "stack": ["retry"],\n  "stack": ["timeout"]\n}\n',
+    line: 3,
+    path: 'stack',
+    says: ['"stack" is written twice in the same object (first on line 2)'],
+  },
   { what: 'an empty file', text: '', line: 1, path: '', says: ['expected an object with $schema, stack, policies, tools, got null'] },
 ]
 

@@ -1,15 +1,16 @@
-import { readFile } from 'node:fs/promises'
+import { open } from 'node:fs/promises'
 import { dirname, resolve } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { closest, type MiddlewareDefinition, type ToolEffect } from '@shallot/core'
 import { builtinMiddleware } from './builtins.js'
 import { ConfigError, type ConfigIssue } from './config-error.js'
 import { type ConfigDocument, type ConfigInput, configSchema, entryParts } from './config-schema.js'
-import { type ConfigSource, objectSource, parseSource } from './config-source.js'
+import { type ConfigSource, checkMaxBytes, objectSource, parseSource, tooBig } from './config-source.js'
 import { issuesFromZod, makeIssue } from './describe-issue.js'
 import { jsonSchemaOf } from './describe-schema.js'
 import { loadMiddleware, MiddlewareLoadError } from './load-middleware.js'
-import { type LayerPlan, planLayers } from './plan-layers.js'
+import { type Broken, type LayerPlan, planLayers } from './plan-layers.js'
+import { salvage } from './salvage.js'
 
 /** A validated configuration: the document as written, and every layer resolved and checked. */
 export interface ShallotConfig {
@@ -34,9 +35,17 @@ export interface LoadConfigOptions {
   dir?: string
   /** Package export conditions to try first when resolving package names (tests in a monorepo pass their source condition). */
   conditions?: readonly string[]
+  /** The largest config file read, in bytes; a larger one is refused before it is read. Default 1 MiB. */
+  maxBytes?: number
 }
 
 const loaded = new WeakSet<ShallotConfig>()
+
+/** Issues in the order of the file (a stable sort keeps the order of those on one line). */
+function byLine(issues: readonly ConfigIssue[]): ConfigIssue[] {
+  const order = (i: ConfigIssue) => i.line ?? Number.MAX_SAFE_INTEGER
+  return [...issues].sort((a, b) => order(a) - order(b))
+}
 
 /**
  * True for a config made by {@link loadConfig} (the only kind a stack accepts).
@@ -57,25 +66,33 @@ const issue = (message: string): ConfigIssue => ({
   hint: undefined,
 })
 
-async function readSource(path: string): Promise<ConfigSource> {
-  let text: string
+/**
+ * Reads a config file's text, refusing one over `maxBytes` before reading it (and, should it grow
+ * meanwhile, after reading no more than one byte past the cap).
+ *
+ * @example
+ * const text = await readConfigText('/srv/agent/shallot.yaml', 1024 * 1024)
+ */
+export async function readConfigText(path: string, maxBytes: number): Promise<string> {
+  let handle: Awaited<ReturnType<typeof open>> | undefined
   try {
-    text = await readFile(path, 'utf8')
+    handle = await open(path, 'r')
+    const { size } = await handle.stat()
+    if (size > maxBytes) throw tooBig(path, size, maxBytes)
+    const buffer = Buffer.alloc(Math.min(size, maxBytes) + 1)
+    let length = 0
+    for (let read = -1; read !== 0 && length < buffer.length; length += read) {
+      read = (await handle.read(buffer, length, buffer.length - length, null)).bytesRead
+    }
+    if (length > maxBytes) throw tooBig(path, length, maxBytes)
+    return buffer.toString('utf8', 0, length)
   } catch (err) {
+    if (ConfigError.is(err)) throw err
     const code = (err as { code?: unknown }).code
     const why = code === 'ENOENT' ? 'no such file' : code === 'EISDIR' ? 'it is a folder' : String((err as Error).message ?? err)
     throw new ConfigError(path, [issue(`cannot read the config file: ${why}`)], { cause: err })
-  }
-  return parseSource(text, path)
-}
-
-function plainCopy(value: unknown): unknown {
-  try {
-    return structuredClone(value)
-  } catch (err) {
-    throw new ConfigError(undefined, [issue('the config must be plain data (objects, lists, strings, numbers, booleans, null)')], {
-      cause: err,
-    })
+  } finally {
+    await handle?.close()
   }
 }
 
@@ -91,7 +108,8 @@ function plainCopy(value: unknown): unknown {
 export async function loadConfig(pathOrObject: string | URL | ConfigInput, options: LoadConfigOptions = {}): Promise<ShallotConfig> {
   const fromFile = typeof pathOrObject === 'string' || pathOrObject instanceof URL
   const file = fromFile ? resolve(pathOrObject instanceof URL ? fileURLToPath(pathOrObject) : pathOrObject) : undefined
-  const source = file === undefined ? objectSource(plainCopy(pathOrObject)) : await readSource(file)
+  const maxBytes = checkMaxBytes(options.maxBytes)
+  const source = file === undefined ? objectSource(pathOrObject) : parseSource(await readConfigText(file, maxBytes), file, { maxBytes })
   return configFromSource(source, options)
 }
 
@@ -104,19 +122,26 @@ export async function loadConfig(pathOrObject: string | URL | ConfigInput, optio
 export async function configFromSource(source: ConfigSource, options: LoadConfigOptions = {}): Promise<ShallotConfig> {
   const { file, lineOf } = source
   const dir = file === undefined ? resolve(options.dir ?? process.cwd()) : dirname(file)
+  const issues: ConfigIssue[] = [...(source.issues ?? [])]
   const structure = await configSchema.safeParseAsync(source.data)
-  if (!structure.success) {
-    const issues = issuesFromZod(structure.error, { input: source.data, schema: jsonSchemaOf(configSchema), place: (p) => p, lineOf })
-    throw new ConfigError(file, issues)
+  let document: ConfigDocument
+  let broken: Broken | undefined
+  if (structure.success) {
+    document = structure.data
+  } else {
+    issues.push(...issuesFromZod(structure.error, { input: source.data, schema: jsonSchemaOf(configSchema), place: (p) => p, lineOf }))
+    // The parts that passed are still checked, so one wrong value does not hide the others.
+    const kept = salvage(source.data, structure.error.issues)
+    if (kept === undefined) throw new ConfigError(file, byLine(issues))
+    ;({ document, broken } = kept)
   }
-  const document = structure.data
   const registry = new Map<string, MiddlewareDefinition>()
   for (const definition of [...builtinMiddleware, ...(options.middleware ?? [])]) registry.set(definition.name, definition)
   const builtinNames = builtinMiddleware.map((d) => d.name)
 
-  const issues: ConfigIssue[] = []
   const wanted = new Map<string, number>()
   for (const [index, entry] of document.stack.entries()) {
+    if (broken?.entries.has(index)) continue
     const { name } = entryParts(entry)
     if (!registry.has(name) && !wanted.has(name)) wanted.set(name, index)
   }
@@ -149,15 +174,9 @@ export async function configFromSource(source: ConfigSource, options: LoadConfig
       }
     }),
   )
-  const plan = await planLayers(document, registry, lineOf)
+  const plan = await planLayers(document, registry, lineOf, broken)
   issues.push(...plan.issues)
-  if (issues.length > 0) {
-    const order = (i: ConfigIssue) => i.line ?? Number.MAX_SAFE_INTEGER
-    throw new ConfigError(
-      file,
-      [...issues].sort((a, b) => order(a) - order(b)),
-    )
-  }
+  if (issues.length > 0) throw new ConfigError(file, byLine(issues))
   const config: ShallotConfig = Object.freeze({ file, dir, document, layers: plan.layers, effects: plan.effects, source })
   loaded.add(config)
   return config

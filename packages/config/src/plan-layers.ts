@@ -35,19 +35,51 @@ export interface Plan {
 
 type LineOf = (path: readonly PathKey[]) => number | undefined
 
+/** Parts of the document whose own problems are already reported: nothing that refers to them is reported again. */
+export interface Broken {
+  /** Indexes of stack entries that failed the structure check. */
+  readonly entries: ReadonlySet<number>
+  /** Policies that failed the structure check. */
+  readonly policies: ReadonlySet<string>
+  /** True when `policies` itself is unusable, so any name may have been meant. */
+  readonly allPolicies: boolean
+  /** True when `stack` itself is unusable, so no override can be matched to a layer. */
+  readonly stack: boolean
+}
+
+const NOTHING_BROKEN: Broken = { entries: new Set(), policies: new Set(), allPolicies: false, stack: false }
+
+/** A stack entry's layer, valid or not: overrides are checked against its definition either way. */
+interface Candidate {
+  readonly definition: MiddlewareDefinition
+  /** The stack entry's options, without the keys that are wrong (their problems are already reported). */
+  readonly raw: Readonly<Record<string, unknown>>
+  readonly place: LayerVariant['place']
+  readonly layer: (LayerPlan & { readonly tools: Map<string, LayerVariant | typeof OFF> }) | undefined
+}
+
+type Written = Omit<LayerVariant, 'parsed'>
+type Checked =
+  | { readonly variant: LayerVariant; readonly badKeys?: undefined }
+  | { readonly variant?: undefined; readonly badKeys: Set<string> }
+
 /**
  * Checks every layer's options with its middleware's own schema, after looking up named policies and
- * merging each tool's override over the stack entry's options, and collects every problem.
+ * merging each tool's override over the stack entry's options, and collects every problem. A stack
+ * entry that is wrong does not hide the problems of its overrides: they are checked over the entry's
+ * valid options.
  */
 export async function planLayers(
   document: ConfigDocument,
   registry: ReadonlyMap<string, MiddlewareDefinition>,
   lineOf: LineOf,
+  broken: Broken = NOTHING_BROKEN,
 ): Promise<Plan> {
   const issues: ConfigIssue[] = []
-  const policyNames = Object.keys(document.policies)
+  const policies = document.policies
+  const policyNames = Object.keys(policies)
 
-  function lookup(ref: string, at: readonly PathKey[], inTools: boolean): Omit<LayerVariant, 'parsed'> | undefined {
+  function lookup(ref: string, at: readonly PathKey[], inTools: boolean): Written | undefined {
     if (ref === OFF) {
       issues.push(
         makeIssue(at, lineOf, {
@@ -58,8 +90,9 @@ export async function planLayers(
       )
       return undefined
     }
-    const policy = document.policies[ref]
-    if (policy === undefined) {
+    // Own properties only: "toString" or "__proto__" must never find something on Object.prototype.
+    if (!Object.hasOwn(policies, ref)) {
+      if (broken.allPolicies || broken.policies.has(ref)) return undefined
       const guess = closest(ref, policyNames)
       const allowed =
         policyNames.length === 0 ? 'an object of options (no policies are defined)' : `one of the policies: ${policyNames.join(', ')}`
@@ -78,29 +111,45 @@ export async function planLayers(
       )
       return undefined
     }
-    return { raw: policy, place: (path) => ['policies', ref, ...path] }
+    return { raw: policies[ref] as Record<string, unknown>, place: (path) => ['policies', ref, ...path] }
   }
 
-  async function check(definition: MiddlewareDefinition, variant: Omit<LayerVariant, 'parsed'>): Promise<LayerVariant | undefined> {
+  async function check(definition: MiddlewareDefinition, written: Written): Promise<Checked> {
     let parsed: Awaited<ReturnType<typeof definition.options.safeParseAsync>>
     try {
       // defineMiddleware asks only for safeParse; a zod schema also parses async refinements.
       const schema = definition.options
-      parsed = typeof schema.safeParseAsync === 'function' ? await schema.safeParseAsync(variant.raw) : schema.safeParse(variant.raw)
+      parsed = typeof schema.safeParseAsync === 'function' ? await schema.safeParseAsync(written.raw) : schema.safeParse(written.raw)
     } catch (err) {
-      issues.push(makeIssue(variant.place([]), lineOf, { message: `the options schema of "${definition.name}" threw: ${String(err)}` }))
-      return undefined
+      issues.push(makeIssue(written.place([]), lineOf, { message: `the options schema of "${definition.name}" threw: ${String(err)}` }))
+      return { badKeys: new Set(Object.keys(written.raw)) }
     }
-    if (parsed.success) return { ...variant, parsed: parsed.data }
+    if (parsed.success) return { variant: { ...written, parsed: parsed.data } }
     const schema = jsonSchemaOf(definition.options)
-    issues.push(...issuesFromZod(parsed.error, { input: variant.raw, schema, place: variant.place, lineOf }))
-    return undefined
+    issues.push(...issuesFromZod(parsed.error, { input: written.raw, schema, place: written.place, lineOf }))
+    const badKeys = new Set<string>()
+    for (const issue of parsed.error.issues) {
+      const first = issue.path[0]
+      if (first !== undefined) badKeys.add(String(first))
+      else if (issue.code === 'unrecognized_keys') for (const key of issue.keys) badKeys.add(key)
+    }
+    return { badKeys }
   }
 
-  const layers: Array<LayerPlan & { readonly tools: Map<string, LayerVariant | typeof OFF> }> = []
+  const layers: Array<NonNullable<Candidate['layer']>> = []
+  const candidates = new Map<string, Candidate>()
   const positions = new Map<string, number>()
   for (const [index, entry] of document.stack.entries()) {
     const at: PathKey[] = ['stack', index]
+    if (broken.entries.has(index)) {
+      const name = brokenName(entry)
+      if (name === undefined || positions.has(name)) continue
+      positions.set(name, index)
+      // The entry's own options are unusable, but its overrides can still be checked by its middleware.
+      const definition = registry.get(name)
+      if (definition !== undefined) candidates.set(name, { definition, raw: {}, place: (path) => [...at, name, ...path], layer: undefined })
+      continue
+    }
     const { name, value } = entryParts(entry)
     const earlier = positions.get(name)
     if (earlier !== undefined) {
@@ -116,10 +165,18 @@ export async function planLayers(
     const definition = registry.get(name)
     if (definition === undefined) continue // reported while loading packages
     const written = slot(value, [...at, name], lookup)
-    if (written === undefined) continue
-    const base = await check(definition, written)
-    if (base === undefined) continue
-    layers.push({ name, definition, at, base, tools: new Map() })
+    if (written === undefined) {
+      candidates.set(name, { definition, raw: {}, place: (path) => [...at, name, ...path], layer: undefined })
+      continue
+    }
+    const checked = await check(definition, written)
+    if (checked.variant === undefined) {
+      candidates.set(name, { definition, raw: without(written.raw, checked.badKeys), place: written.place, layer: undefined })
+      continue
+    }
+    const layer = { name, definition, at, base: checked.variant, tools: new Map<string, LayerVariant | typeof OFF>() }
+    layers.push(layer)
+    candidates.set(name, { definition, raw: checked.variant.raw, place: checked.variant.place, layer })
   }
 
   const effects = new Map<string, ToolEffect>()
@@ -131,9 +188,14 @@ export async function planLayers(
         effects.set(tool, value as ToolEffect)
         continue
       }
-      const layer = layers.find((l) => l.name === name)
-      if (layer === undefined) {
-        if (positions.has(name)) continue // its stack entry is invalid and already reported
+      if (broken.stack) continue // no layer can be matched; the stack's problem is reported
+      const candidate = candidates.get(name)
+      if (candidate === undefined) {
+        if (positions.has(name)) {
+          // Its stack entry is wrong, or its package did not load: a policy it names can still be checked.
+          if (typeof value === 'string' && value !== OFF) lookup(value, at, true)
+          continue
+        }
         const known = registry.has(name)
         const guess = known ? undefined : closest(name, inStack)
         issues.push(
@@ -149,32 +211,57 @@ export async function planLayers(
         continue
       }
       if (value === OFF) {
-        layer.tools.set(tool, OFF)
+        candidate.layer?.tools.set(tool, OFF)
         continue
       }
-      const written = override(layer.base, value as SlotValue, at, (ref, where) => lookup(ref, where, true))
+      const written = override(candidate, value as SlotValue, at, (ref, where) => lookup(ref, where, true))
       if (written === undefined) continue
-      const variant = await check(layer.definition, written)
-      if (variant !== undefined) layer.tools.set(tool, variant)
+      const checked = await check(candidate.definition, written)
+      if (checked.variant !== undefined) candidate.layer?.tools.set(tool, checked.variant)
     }
   }
-  return { layers, effects, issues }
+  return { layers, effects, issues: unique(issues) }
 }
 
-type Lookup = (ref: string, at: readonly PathKey[], inTools: boolean) => Omit<LayerVariant, 'parsed'> | undefined
+/** The middleware name of a stack entry that failed the structure check, when it has one. */
+function brokenName(entry: unknown): string | undefined {
+  if (typeof entry === 'string') return entry
+  if (typeof entry !== 'object' || entry === null || Array.isArray(entry)) return undefined
+  const keys = Object.keys(entry)
+  return keys.length === 1 ? keys[0] : undefined
+}
 
-function slot(value: SlotValue, at: readonly PathKey[], lookup: Lookup): Omit<LayerVariant, 'parsed'> | undefined {
+function without(raw: Readonly<Record<string, unknown>>, keys: ReadonlySet<string>): Record<string, unknown> {
+  const kept: Record<string, unknown> = {}
+  for (const [key, value] of Object.entries(raw)) if (!keys.has(key)) kept[key] = value
+  return kept
+}
+
+/** One issue per place and message: a policy named by several layers is wrong once. */
+function unique(issues: readonly ConfigIssue[]): ConfigIssue[] {
+  const seen = new Set<string>()
+  return issues.filter((issue) => {
+    const key = `${issue.path}\u0000${issue.message}`
+    if (seen.has(key)) return false
+    seen.add(key)
+    return true
+  })
+}
+
+type Lookup = (ref: string, at: readonly PathKey[], inTools: boolean) => Written | undefined
+
+function slot(value: SlotValue, at: readonly PathKey[], lookup: Lookup): Written | undefined {
   if (typeof value === 'string') return lookup(value, at, false)
   return { raw: value ?? {}, place: (path) => [...at, ...path] }
 }
 
 /** A tool's options: a policy replaces the stack entry's options; an object is merged over them, key by key. */
 function override(
-  base: LayerVariant,
+  base: Pick<Candidate, 'raw' | 'place'>,
   value: SlotValue,
   at: readonly PathKey[],
-  lookup: (ref: string, at: readonly PathKey[]) => Omit<LayerVariant, 'parsed'> | undefined,
-): Omit<LayerVariant, 'parsed'> | undefined {
+  lookup: (ref: string, at: readonly PathKey[]) => Written | undefined,
+): Written | undefined {
   if (typeof value === 'string') return lookup(value, at)
   const own = value ?? {}
   return {

@@ -94,6 +94,28 @@ describe('watchConfig', () => {
     expect(stack.config).toBe(before)
   })
 
+  it('survives any number of hostile rewrites of a JSON file, then applies a good one', async () => {
+    file = join(dir, 'shallot.json')
+    const { stack, reloads } = await start('{"stack": ["retry"]}')
+    const before = stack.config
+    const hostile = (i: number) =>
+      [
+        `{"stack": ${'['.repeat(3000 + i)}${']'.repeat(3000 + i)}}`,
+        `{"stack": ["retry"], "tools": {"__proto__": {"retry": "none"}}, "n": ${i}}`,
+        `{"stack": ["retry",]${' '.repeat(i)}}`,
+        `{"stack": ["retry"]}${' '.repeat(1024 * 1024 + i)}`,
+      ][i % 4] as string
+    for (let i = 0; i < 12; i++) {
+      writeFileSync(file, hostile(i))
+      await waitForIt(() => expect(errors).toHaveLength(i + 1))
+      expect(ConfigError.is(errors[i]), String(errors[i])).toBe(true)
+    }
+    expect(stack.config).toBe(before)
+    writeFileSync(file, '{"stack": ["timeout"]}')
+    await waitForIt(() => expect(reloads).toHaveLength(1))
+    expect(stack.config.layers.map((l) => l.name)).toEqual(['timeout'])
+  })
+
   it('reads a burst of writes once, after the quiet time', async () => {
     const { stack, reloads } = await start('stack: [retry]\n')
     for (const ms of [10, 20, 30]) {

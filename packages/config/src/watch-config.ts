@@ -1,10 +1,9 @@
 import { type FSWatcher, readFileSync, watch } from 'node:fs'
-import { readFile } from 'node:fs/promises'
 import { basename, dirname, resolve } from 'node:path'
 import { ConfigError } from './config-error.js'
-import { parseSource } from './config-source.js'
+import { checkMaxBytes, parseSource } from './config-source.js'
 import type { ConfigStack } from './create-stack-from-config.js'
-import { configFromSource, type LoadConfigOptions, type ShallotConfig } from './load-config.js'
+import { configFromSource, type LoadConfigOptions, readConfigText, type ShallotConfig } from './load-config.js'
 
 export interface WatchConfigOptions extends LoadConfigOptions {
   /** Called after a changed file was applied. */
@@ -16,6 +15,9 @@ export interface WatchConfigOptions extends LoadConfigOptions {
   /** Whether watching keeps the process alive until the returned function is called, as `fs.watch` does. Default true. */
   persistent?: boolean
 }
+
+const missing = (err: unknown) =>
+  (err as { code?: unknown }).code === 'ENOENT' || (ConfigError.is(err) && (err.cause as { code?: unknown } | undefined)?.code === 'ENOENT')
 
 function readText(file: string): string | undefined {
   try {
@@ -40,6 +42,7 @@ export function watchConfig(path: string, stack: ConfigStack, options: WatchConf
   const file = resolve(path)
   const name = basename(file)
   const { onReload, onError, debounceMs = 100, persistent = true, ...loadOptions } = options
+  const maxBytes = checkMaxBytes(loadOptions.maxBytes)
   let lastText = stack.config.file === file ? readText(file) : undefined
   let timer: ReturnType<typeof setTimeout> | undefined
   let running = false
@@ -64,16 +67,16 @@ export function watchConfig(path: string, stack: ConfigStack, options: WatchConf
     }
     running = true
     try {
-      const text = await readFile(file, 'utf8')
+      const text = await readConfigText(file, maxBytes)
       if (closed || text === lastText) return
-      const config = await configFromSource(parseSource(text, file), loadOptions)
+      const config = await configFromSource(parseSource(text, file, { maxBytes }), loadOptions)
       if (closed) return
       stack.reconfigure(config)
       lastText = text
       onReload?.(config)
     } catch (err) {
       // A file caught mid-rename is briefly missing; the next event brings it back.
-      if (!closed && (err as { code?: unknown }).code !== 'ENOENT') report(err)
+      if (!closed && !missing(err)) report(err)
     } finally {
       running = false
       if (again && !closed) {

@@ -1,9 +1,10 @@
+import { setMaxListeners } from 'node:events'
 import { nanoid } from 'nanoid'
 import { z } from 'zod'
+import { abortReason, onAbort } from './channel.js'
 import type { CallRecord, CheckpointStore, RunSnapshot, TurnRecord } from './checkpoints.js'
-import { abortReason } from './dispatcher.js'
 import { LoopError } from './errors.js'
-import { silentLogger } from './logger.js'
+import { guardLogger, silentLogger } from './logger.js'
 import type { Message, ModelAdapter, ModelTool } from './model.js'
 import { callModel, type ModelRetry } from './model-call.js'
 import { parseOptions } from './options.js'
@@ -110,6 +111,8 @@ async function pool<T, R>(items: readonly T[], limit: number, work: (item: T) =>
   return results
 }
 
+const noop = () => {}
+
 function record(result: ToolResult): CallRecord {
   const base = { id: result.callId, name: result.name, ok: result.ok, attempts: result.attempts, replayed: result.replayed }
   return result.error === undefined ? base : { ...base, code: result.error.code }
@@ -144,7 +147,7 @@ export function createAgent(options: AgentOptions): Agent {
     })
   const clock = options.clock ?? stack.clock
   const random = options.random ?? stack.random
-  const logger = options.logger ?? stack.logger
+  const logger = guardLogger(options.logger ?? stack.logger)
   const checkpoints = options.checkpoints
   const schemas = new Map<AnyTool, Record<string, unknown>>()
 
@@ -162,26 +165,30 @@ export function createAgent(options: AgentOptions): Agent {
     })
   }
 
-  async function dispatchTurn(calls: readonly ToolCall[], run: MutableRun): Promise<ToolResult[]> {
-    const turnController = new AbortController()
-    const stop = () => turnController.abort(run.signal.reason)
-    run.signal.addEventListener('abort', stop, { once: true })
-    try {
-      const settled = await pool(calls, limits.maxParallelToolCalls, async (call) => {
-        try {
-          return await stack.dispatch(call, { run, signal: turnController.signal })
-        } catch (err) {
-          // One hard error ends the turn: stop the sibling calls, report the first cause.
-          if (!turnController.signal.aborted) turnController.abort(err)
-          throw err
-        }
-      })
-      const failure = settled.find((s): s is PromiseRejectedResult => s.status === 'rejected')
-      if (failure !== undefined) throw turnController.signal.aborted ? abortReason(turnController.signal) : failure.reason
-      return settled.map((s) => (s as PromiseFulfilledResult<ToolResult>).value)
-    } finally {
-      run.signal.removeEventListener('abort', stop)
+  /**
+   * Dispatches one turn's calls on the run's own signal alone: no per-call or per-turn signal to
+   * combine. One hard error ends the run, so it aborts that signal, which stops the sibling calls.
+   */
+  async function dispatchTurn(calls: readonly ToolCall[], run: MutableRun, stopRun: AbortController): Promise<ToolResult[]> {
+    const dispatchOne = async (call: ToolCall) => {
+      try {
+        return await stack.dispatch(call, { run })
+      } catch (err) {
+        if (!stopRun.signal.aborted) stopRun.abort(err)
+        throw err
+      }
     }
+    if (calls.length === 1) {
+      try {
+        return [await dispatchOne(calls[0] as ToolCall)]
+      } catch (err) {
+        throw stopRun.signal.aborted ? abortReason(stopRun.signal) : err
+      }
+    }
+    const settled = await pool(calls, limits.maxParallelToolCalls, dispatchOne)
+    const failure = settled.find((s): s is PromiseRejectedResult => s.status === 'rejected')
+    if (failure !== undefined) throw stopRun.signal.aborted ? abortReason(stopRun.signal) : failure.reason
+    return settled.map((s) => (s as PromiseFulfilledResult<ToolResult>).value)
   }
 
   function escalation(result: ToolResult): LoopError | undefined {
@@ -201,13 +208,19 @@ export function createAgent(options: AgentOptions): Agent {
     const log = logger === silentLogger ? silentLogger : logger.child({ runId })
     const transcript: Message[] = [...snapshot.transcript]
     const turns: TurnRecord[] = [...snapshot.turns]
+    // The run's one signal: the caller's cancellation, or the first hard error of a turn. Every call
+    // of the run listens to it through core's shared subscription, never with a signal of its own.
+    const stopRun = new AbortController()
+    // Layers that wait abortably (a retry's backoff) listen on it directly; a wide turn must not warn at 11.
+    setMaxListeners(0, stopRun.signal)
+    const unfollow = signal === undefined ? noop : onAbort(signal, () => stopRun.abort(signal.reason))
     const run = createRun({
       id: runId,
       maxSteps: limits.maxSteps,
       stepsUsed: snapshot.stepsUsed,
       state: snapshot.state,
       turn: snapshot.turn,
-      ...(signal === undefined ? {} : { signal }),
+      signal: stopRun.signal,
     })
     const save = async (status: RunSnapshot['status'], output?: string) => {
       if (checkpoints === undefined) return
@@ -249,7 +262,7 @@ export function createAgent(options: AgentOptions): Agent {
           log.info({ outcome: 'completed', turns: turn, steps: run.budget.used }, 'run completed')
           return { status: 'completed', runId, output, turns: turn, steps: run.budget.used, transcript }
         }
-        const results = await dispatchTurn(calls, run)
+        const results = await dispatchTurn(calls, run, stopRun)
         for (const result of results) {
           const hard = escalation(result)
           if (hard !== undefined) throw hard
@@ -285,6 +298,8 @@ export function createAgent(options: AgentOptions): Agent {
         steps: run.budget.used,
         transcript,
       }
+    } finally {
+      unfollow()
     }
   }
 

@@ -1,3 +1,4 @@
+import type { AbortSource } from './channel.js'
 import type { AnyTool, Clock, DeferredSignal, Logger, RunContext, ToolCall, ToolContext, ToolOutput, TraceEvent } from './types.js'
 
 /** Where a call's events go: the stack's logger and listeners. One per stack, shared by its calls. */
@@ -14,6 +15,8 @@ export class CallContext implements ToolContext {
   readonly run: RunContext
   attempt = 1
   executions = 0
+  /** The attempt in which the tool last ran (0: never), so the terminal can refuse a second run in one attempt. */
+  executedAttempt = 0
   idempotencyKey?: string
   result?: ToolOutput | undefined
   readonly log: Logger
@@ -29,7 +32,7 @@ export class CallContext implements ToolContext {
     call: ToolCall,
     tool: AnyTool | undefined,
     run: RunContext,
-    signal: AbortSignal,
+    signal: AbortSource,
     log: Logger,
     clock: Clock,
     random: () => number,

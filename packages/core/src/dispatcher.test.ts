@@ -300,26 +300,32 @@ describe('dispatcher: late results', () => {
     expect(result.content).toBe('{"error":"timeout","message":"slow took longer than 10 ms"}')
   })
 
-  it('passes a failure that arrives after the abort to the aborting layer unchanged, with ctx.result unset', async () => {
+  it('stops waiting the moment the attempt signal aborts: the aborting layer gets its reason, the late failure changes nothing', async () => {
     const { tool, started, finish } = slowTool()
     const lateFailure = new Error('socket hang up')
-    const seen: { error?: unknown; result?: unknown } = {}
+    const seen: { error?: unknown; result?: unknown; settledBeforeTool?: boolean } = {}
+    let toolSettled = false
     const owner: Middleware = async function owner(ctx, next) {
       try {
         await next()
       } catch (err) {
         seen.error = err
         seen.result = ctx.result
-        throw new ToolError('timeout', 'slow took longer than 10 ms')
+        seen.settledBeforeTool = !toolSettled
+        throw err
       }
     }
     const observed: { result?: unknown; set: boolean } = { set: false }
     const stack = createStack({
-      middleware: [owner, abortMidCall(started.promise, () => finish.reject(lateFailure), observed)],
+      middleware: [owner, abortMidCall(started.promise, () => {}, observed)],
       tools: [tool],
     })
     const result = await stack.dispatch({ id: 'c1', name: 'slow', args: {} })
-    expect(seen).toEqual({ error: lateFailure, result: undefined })
+    expect(seen).toMatchObject({ result: undefined, settledBeforeTool: true })
+    expect(seen.error).toSatisfy(ToolError.is)
+    finish.reject(lateFailure)
+    toolSettled = true
+    await new Promise((resolve) => setImmediate(resolve))
     expect(observed.set).toBe(false)
     expect(result.error).toMatchObject({ code: 'timeout', message: 'slow took longer than 10 ms' })
   })

@@ -1,15 +1,12 @@
 import type { z } from 'zod'
-import { LoopError, ToolError } from './errors.js'
+import type { CallContext } from './call-context.js'
+import { type AbortSource, abortReason, canAbort, onAbort } from './channel.js'
+import { MiddlewareUsageError } from './compose.js'
+import { droppedRetryAfter, ToolError } from './errors.js'
+import { LinkedSignal } from './linked-signal.js'
 import { describeShape } from './shape.js'
 import { closest } from './suggest.js'
-import type { AnyTool, DeferredSignal, Logger, ToolCall, ToolContext, ToolExecuteContext } from './types.js'
-
-/** The error a layer or tool should see when `signal` has aborted: its own reason if it is ours, else cancellation. */
-export function abortReason(signal: { readonly reason: unknown }): ToolError | LoopError {
-  const reason: unknown = signal.reason
-  if (ToolError.is(reason) || LoopError.is(reason)) return reason
-  return new LoopError('cancelled', 'the run was cancelled', { cause: reason })
-}
+import type { AnyTool, Logger, ToolCall, ToolExecuteContext } from './types.js'
 
 /** The soft answer to a tool name that does not exist. */
 export function unknownTool(name: string, available: readonly string[]): ToolError {
@@ -66,16 +63,19 @@ async function parseArgs(tool: AnyTool, args: unknown): Promise<unknown> {
 
 /**
  * What `execute` receives. A class so its `signal` getter lives on the prototype (one shape for every
- * call) and creates a deferred signal only when the tool reads it.
+ * call). The signal is the attempt's own: it follows the attempt's source, is created only when the
+ * tool reads it, and is aborted when the attempt settles, so work the tool left running stops.
  */
 class AttemptContext implements ToolExecuteContext {
-  readonly #source: AbortSignal | DeferredSignal
+  readonly #source: AbortSource
+  #linked: LinkedSignal | undefined
+  #closed = false
   readonly call: ToolCall
   readonly idempotencyKey: string | undefined
   readonly attempt: number
   readonly log: Logger
 
-  constructor(call: ToolCall, source: AbortSignal | DeferredSignal, idempotencyKey: string | undefined, attempt: number, log: Logger) {
+  constructor(call: ToolCall, source: AbortSource, idempotencyKey: string | undefined, attempt: number, log: Logger) {
     this.call = call
     this.#source = source
     this.idempotencyKey = idempotencyKey
@@ -84,18 +84,69 @@ class AttemptContext implements ToolExecuteContext {
   }
 
   get signal(): AbortSignal {
-    const source = this.#source
-    return source instanceof AbortSignal ? source : source.signal
+    let linked = this.#linked
+    if (linked === undefined) {
+      linked = new LinkedSignal(this.#source)
+      this.#linked = linked
+      if (this.#closed) linked.close()
+    }
+    return linked.signal
   }
+
+  close(): void {
+    this.#closed = true
+    this.#linked?.close()
+  }
+}
+
+const isPromise = (value: unknown): value is PromiseLike<unknown> => typeof (value as PromiseLike<unknown> | null)?.then === 'function'
+
+/** Waits for `work`, but stops waiting as soon as `source` aborts; a late settle is dropped, never unhandled. */
+function untilAborted(work: PromiseLike<unknown>, source: AbortSource): Promise<unknown> {
+  return new Promise((resolve, reject) => {
+    const off = onAbort(source, () => reject(abortReason(source)))
+    // Promise.resolve: a hostile thenable whose then() throws becomes a rejection that still unsubscribes.
+    Promise.resolve(work).then(
+      (value) => {
+        off()
+        resolve(value)
+      },
+      (err: unknown) => {
+        off()
+        reject(err)
+      },
+    )
+  })
+}
+
+/**
+ * Whether the terminal itself must stop waiting when `source` aborts. A run's or a dispatch's
+ * signal has nobody else to do it; a signal a layer deferred (the timeout's) is watched by that
+ * layer, which stops waiting and reports the late settle itself.
+ */
+function mustWatch(source: AbortSource): boolean {
+  return source instanceof AbortSignal ? canAbort(source) : source instanceof LinkedSignal
+}
+
+function noteDroppedRetryAfter(ctx: CallContext, err: unknown): void {
+  // A WeakMap lookup, so a hostile thrown Proxy cannot throw from here: only real ToolErrors are in it.
+  const dropped = droppedRetryAfter(err)
+  if (dropped === undefined) return
+  ctx.log.warn(
+    { code: (err as ToolError).code, retryAfterMs: String(dropped.value) },
+    "dropped the retryAfterMs of the tool's error: it is not a finite number of milliseconds >= 0",
+  )
 }
 
 /**
  * The innermost step of every stack: validates the arguments with the tool's schema, spends one
- * step of the run's budget, runs the tool and sets `ctx.result`. A result that arrives after this
- * attempt's signal aborted is dropped, so a timed-out attempt can never change state.
+ * step of the run's budget, runs the tool and sets `ctx.result`. It stops waiting when the attempt's
+ * signal aborts, and a result that arrives after that is dropped, so an abandoned attempt can never
+ * change state. The tool runs at most once per attempt: only retry, by bumping `ctx.attempt`, may
+ * run it again.
  */
 export function createTerminal(toolNames: () => readonly string[]) {
-  return async function terminal(ctx: ToolContext): Promise<void> {
+  return async function terminal(ctx: CallContext): Promise<void> {
     const tool = ctx.tool
     if (tool === undefined) throw unknownTool(ctx.call.name, toolNames())
     // This attempt's signal, captured now: a deferred one is only created if the tool reads it.
@@ -103,9 +154,26 @@ export function createTerminal(toolNames: () => readonly string[]) {
     if (current.aborted) throw abortReason(current)
     const args = await parseArgs(tool, ctx.call.args)
     if (current.aborted) throw abortReason(current)
+    if (ctx.executedAttempt === ctx.attempt) {
+      throw new MiddlewareUsageError(
+        `next() reached tool "${tool.name}" a second time in attempt ${ctx.attempt}, after the tool already ran; ` +
+          'a layer may repeat a call only as a new attempt (increment ctx.attempt before calling next() again, as retry() does)',
+      )
+    }
     ctx.run.budget.spend(`tool:${tool.name}`)
     ctx.executions++
-    const value = await tool.execute(args, new AttemptContext(ctx.call, current, ctx.idempotencyKey, ctx.attempt, ctx.log))
+    ctx.executedAttempt = ctx.attempt
+    const context = new AttemptContext(ctx.call, current, ctx.idempotencyKey, ctx.attempt, ctx.log)
+    let value: unknown
+    try {
+      value = tool.execute(args, context)
+      if (isPromise(value)) value = await (mustWatch(current) ? untilAborted(value, current) : value)
+    } catch (err) {
+      noteDroppedRetryAfter(ctx, err)
+      throw err
+    } finally {
+      context.close()
+    }
     if (current.aborted) throw abortReason(current)
     ctx.result = { value }
   }

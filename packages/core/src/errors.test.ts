@@ -166,3 +166,15 @@ describe('LoopError', () => {
     expect(JSON.parse(json)).toMatchObject({ kind: 'recovery_exhausted', details: { attempts: 5 } })
   })
 })
+
+describe('ToolError retryAfterMs', () => {
+  it('keeps a finite wait of 0 or more and drops anything else, so no layer ever reads NaN', () => {
+    const after = (value: unknown) => new ToolError('rate_limited', 'busy', { retryAfterMs: value as number }).retryAfterMs
+    expect([after(0), after(1500), after(undefined)]).toEqual([0, 1500, undefined])
+    for (const bad of [Number.NaN, Number.POSITIVE_INFINITY, Number.NEGATIVE_INFINITY, -1, '5000', null]) {
+      const error = new ToolError('rate_limited', 'busy', { retryAfterMs: bad as number })
+      expect(error.retryAfterMs).toBeUndefined()
+      expect(error.toJSON()).not.toHaveProperty('retryAfterMs')
+    }
+  })
+})

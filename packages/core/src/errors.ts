@@ -27,6 +27,7 @@ export interface ToolErrorOptions {
   hint?: string
   retryable?: boolean
   safeToRepeat?: boolean
+  /** Server pushback in milliseconds: a finite number, 0 or more; anything else is dropped (and logged by the stack). */
   retryAfterMs?: number
   cause?: unknown
   /** Extra structured facts for logs and reports; never shown to the model unless a renderer chooses to. */
@@ -56,6 +57,26 @@ function capText(text: string, max = MAX_MESSAGE_LENGTH): string {
   const code = text.charCodeAt(max - 1)
   const end = code >= 0xd800 && code <= 0xdbff ? max - 1 : max
   return `${text.slice(0, end)}… [truncated ${text.length - end} chars]`
+}
+
+/** What a ToolError refused as its `retryAfterMs`, kept for the terminal's log line. */
+const droppedValues = new WeakMap<object, { readonly value: unknown }>()
+
+/**
+ * A wait the layers can act on: a finite number of milliseconds, 0 or more. Anything else (`NaN`
+ * from `Number('soon') * 1000`, `Infinity`, a negative, a string) would keep a breaker from opening
+ * and tell the model to "retry in NaNs", so it is dropped here, where every ToolError is built.
+ */
+function checkedRetryAfter(error: object, value: unknown): number | undefined {
+  if (value === undefined) return undefined
+  if (typeof value === 'number' && Number.isFinite(value) && value >= 0) return value
+  droppedValues.set(error, { value })
+  return undefined
+}
+
+/** The `retryAfterMs` a ToolError was given and dropped as unusable, if any (internal: for the log line). */
+export function droppedRetryAfter(error: unknown): { readonly value: unknown } | undefined {
+  return typeof error === 'object' && error !== null ? droppedValues.get(error) : undefined
 }
 
 const DEFAULT_CATEGORY: Record<string, ErrorCategory> = {
@@ -94,7 +115,7 @@ export class ToolError extends Error {
     this.hint = options.hint === undefined ? undefined : capText(options.hint, 500)
     this.retryable = options.retryable ?? this.category === 'transient'
     this.safeToRepeat = options.safeToRepeat ?? false
-    this.retryAfterMs = options.retryAfterMs
+    this.retryAfterMs = checkedRetryAfter(this, options.retryAfterMs)
     this.details = options.details
   }
 

@@ -1,11 +1,12 @@
 export { type Agent, type AgentLimits, type AgentOptions, createAgent, type RunOutcome } from './agent.js'
 export { canonicalJson, hashOf } from './canonical.js'
+export { type AbortSource, abortReason, onAbort } from './channel.js'
 export { type CallRecord, type CheckpointStore, memoryCheckpoints, type RunSnapshot, type TurnRecord } from './checkpoints.js'
 export { systemClock } from './clock.js'
 export { compose, MiddlewareUsageError } from './compose.js'
 export { defineMiddleware, isMiddlewareDefinition, type MiddlewareDefinition, type MiddlewareEnv } from './define-middleware.js'
 export { defineTool, type ToolSpec } from './define-tool.js'
-export { abortReason, invalidArguments, unknownTool } from './dispatcher.js'
+export { invalidArguments, unknownTool } from './dispatcher.js'
 export {
   type ErrorCategory,
   LoopError,

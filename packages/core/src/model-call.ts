@@ -1,5 +1,6 @@
-import { abortReason } from './dispatcher.js'
+import { abortReason, onAbort } from './channel.js'
 import { LoopError, ToolError } from './errors.js'
+import { LinkedSignal } from './linked-signal.js'
 import type { ModelAdapter, ModelRequest, ModelResponse } from './model.js'
 import type { Budget, Clock, Logger } from './types.js'
 
@@ -25,29 +26,72 @@ export function isTransientModelError(err: unknown): boolean {
 }
 
 const noop = () => {}
+// A reason of our own: aborting without one allocates a DOMException with a stack trace.
+const CANCELLED = Symbol('model deadline cancelled')
 
-async function once(
+/** Calls `fire` after `ms` on `clock` unless the returned function runs first; leaves nothing behind either way. */
+function startTimer(clock: Clock, ms: number, fire: () => void): () => void {
+  if (clock.timer !== undefined) return clock.timer(ms, fire)
+  const controller = new AbortController()
+  clock.sleep(ms, controller.signal).then(fire, noop)
+  return () => controller.abort(CANCELLED)
+}
+
+/**
+ * One attempt: settles with the model's answer, at the deadline, or the moment the run is
+ * cancelled, whether or not the adapter listens to its signal; a late answer is dropped. The
+ * adapter's signal is created only if it reads `request.signal`, and is aborted once the attempt
+ * settles, so a request the adapter left running is cancelled too.
+ */
+function once(
   model: ModelAdapter,
   request: Omit<ModelRequest, 'signal'>,
   signal: AbortSignal,
   clock: Clock,
   timeoutMs: number,
 ): Promise<ModelResponse> {
-  const controller = new AbortController()
-  const onAbort = () => controller.abort(signal.reason)
-  signal.addEventListener('abort', onAbort, { once: true })
-  const timer = new AbortController()
-  const deadline = clock.sleep(timeoutMs, timer.signal).then(() => {
-    const error = new ToolError('timeout', `the model did not answer within ${timeoutMs} ms`)
-    controller.abort(error)
-    throw error
-  }, noop)
-  try {
-    return await Promise.race([model.generate({ ...request, signal: controller.signal }), deadline as Promise<never>])
-  } finally {
-    timer.abort()
-    signal.removeEventListener('abort', onAbort)
-  }
+  const own = new LinkedSignal(signal)
+  return new Promise<ModelResponse>((resolve, reject) => {
+    let waiting = true
+    let cancelTimer = noop
+    let offAbort = noop
+    const stop = (): boolean => {
+      if (!waiting) return false
+      waiting = false
+      cancelTimer()
+      offAbort()
+      return true
+    }
+    cancelTimer = startTimer(clock, timeoutMs, () => {
+      const error = new ToolError('timeout', `the model did not answer within ${timeoutMs} ms`)
+      own.close(error)
+      if (stop()) reject(error)
+    })
+    offAbort = onAbort(signal, () => {
+      if (stop()) reject(abortReason(signal))
+    })
+    let answer: Promise<ModelResponse>
+    try {
+      answer = Promise.resolve(
+        model.generate({
+          ...request,
+          get signal() {
+            return own.signal
+          },
+        }),
+      )
+    } catch (err) {
+      answer = Promise.reject(err)
+    }
+    answer.then(
+      (response) => {
+        if (stop()) resolve(response)
+      },
+      (err: unknown) => {
+        if (stop()) reject(err)
+      },
+    )
+  }).finally(() => own.close())
 }
 
 /**

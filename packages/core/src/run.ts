@@ -1,5 +1,5 @@
-import { setMaxListeners } from 'node:events'
 import { nanoid } from 'nanoid'
+import { neverAborted } from './channel.js'
 import { LoopError } from './errors.js'
 import type { Budget, Json, RunContext } from './types.js'
 
@@ -42,10 +42,6 @@ export interface CreateRunOptions {
   turn?: number
 }
 
-const never = new AbortController().signal
-// Every concurrent call may listen on a run's signal (timeout does); a shared signal must not warn at 11.
-setMaxListeners(0, never)
-
 /**
  * A run context for calling `stack.dispatch` outside an agent, e.g. to share per-run counters
  * (stuck-loop, run-scoped breakers) across several calls.
@@ -60,6 +56,6 @@ export function createRun(options: CreateRunOptions = {}): MutableRun {
     turn: options.turn ?? 0,
     state: options.state ?? {},
     budget: new StepBudget(options.maxSteps, options.stepsUsed),
-    signal: options.signal ?? never,
+    signal: options.signal ?? neverAborted,
   }
 }

@@ -1,14 +1,15 @@
-import { setMaxListeners } from 'node:events'
 import { nanoid } from 'nanoid'
 import { z } from 'zod'
 import { CallContext, type EventSink } from './call-context.js'
+import { type AbortSource, abortReason, neverAborted, toHard } from './channel.js'
 import { systemClock } from './clock.js'
 import { compose, MiddlewareUsageError } from './compose.js'
 import { defineTool } from './define-tool.js'
-import { abortReason, createTerminal } from './dispatcher.js'
-import { LoopError, ToolError } from './errors.js'
+import { createTerminal } from './dispatcher.js'
+import type { LoopError, ToolError } from './errors.js'
 import { guardArgs } from './guard-args.js'
-import { silentLogger } from './logger.js'
+import { LinkedSignal } from './linked-signal.js'
+import { guardLogger, silentLogger } from './logger.js'
 import { type ErrorRenderer, renderError, renderValue, truncate } from './render.js'
 import { createRun } from './run.js'
 import type { AnyTool, Clock, Logger, Middleware, RunContext, ToolCall, ToolResult, TraceEvent } from './types.js'
@@ -80,10 +81,6 @@ const limitsSchema = z
   })
   .strict()
 
-const never = new AbortController().signal
-// Every concurrent call may listen on a run's signal (timeout does); a shared signal must not warn at 11.
-setMaxListeners(0, never)
-
 function toolList(tools: StackOptions['tools']): AnyTool[] {
   if (Array.isArray(tools)) return tools as AnyTool[]
   if (typeof tools === 'object' && tools !== null) return Object.values(tools)
@@ -95,10 +92,15 @@ function toLayers(middleware: StackOptions['middleware']): Middleware {
   return Array.isArray(middleware) ? compose(middleware) : compose([middleware as Middleware])
 }
 
-function combineSignals(a: AbortSignal, b: AbortSignal | undefined): AbortSignal {
-  if (b === undefined || b === never) return a
-  if (a === never) return b
-  return AbortSignal.any([a, b])
+/**
+ * The signal of one call: the run's, the dispatch's, or both. Two are linked lazily (nothing is
+ * combined unless a layer or the tool reads the signal), never with a per-call `AbortSignal.any`,
+ * which a long-lived run signal would keep alive call after call.
+ */
+function callSignal(run: AbortSignal, own: AbortSignal | undefined): AbortSignal | LinkedSignal {
+  if (own === undefined || own === neverAborted || own === run) return run
+  if (run === neverAborted) return own
+  return new LinkedSignal(run, own)
 }
 
 /**
@@ -127,18 +129,28 @@ export function createStack(options: StackOptions): Stack {
   const names = [...tools.keys()]
   const clock = options.clock ?? systemClock
   const random = options.random ?? Math.random
-  const logger = options.logger ?? silentLogger
+  const logger = guardLogger(options.logger ?? silentLogger)
   const logging = logger !== silentLogger
   const render = options.renderError ?? renderError
   const terminal = createTerminal(() => names)
   const listeners = new Set<(event: StackEvent) => void>()
   const defaultRun = createRun({ id: 'default' })
   let layers = toLayers(options.middleware)
+  // A listener that throws must never change a call's outcome: it is caught, logged the first time, and still called.
+  const failedListeners = new WeakSet<(event: StackEvent) => void>()
   const sink: EventSink = (ctx, event) => {
     if (logging) ctx.log.debug(event, event.type)
     if (listeners.size > 0) {
       const shared: StackEvent = { ...event, runId: ctx.run.id, callId: ctx.call.id, tool: ctx.call.name }
-      for (const listener of listeners) listener(shared)
+      for (const listener of listeners) {
+        try {
+          listener(shared)
+        } catch (err) {
+          if (failedListeners.has(listener)) continue
+          failedListeners.add(listener)
+          logger.error({ err, event: event.type }, 'a stack.on() listener threw; the call goes on, and its later throws are not logged')
+        }
+      }
     }
   }
 
@@ -162,7 +174,7 @@ export function createStack(options: StackOptions): Stack {
       throw new TypeError('stack.dispatch() takes a tool call { id, name, args }')
     }
     const run = dispatchOptions.run ?? defaultRun
-    const signal = combineSignals(run.signal, dispatchOptions.signal)
+    const signal: AbortSource = callSignal(run.signal, dispatchOptions.signal)
     if (signal.aborted) throw abortReason(signal)
     const onion = layers
     const started = clock.now()
@@ -213,6 +225,7 @@ export function createStack(options: StackOptions): Stack {
       result = softResult(ctx, err as ToolError, started)
     } finally {
       ctx.settled = true
+      if (signal instanceof LinkedSignal) signal.close()
     }
     if (logging) {
       log.info(
@@ -245,26 +258,4 @@ export function createStack(options: StackOptions): Stack {
       return () => listeners.delete(listener)
     },
   }
-}
-
-/** Sorts a thrown value onto a channel: `undefined` for a soft ToolError, else the LoopError that ends the run. */
-function toHard(err: unknown, signal: AbortSignal, tool: string): LoopError | undefined {
-  if (LoopError.is(err)) return err
-  if (signal.aborted) {
-    const reason = abortReason(signal)
-    if (LoopError.is(reason)) return reason
-  }
-  if (ToolError.is(err)) return undefined
-  if (err instanceof MiddlewareUsageError) {
-    return new LoopError('tool_crashed', `a middleware broke the onion's contract: ${err.message}`, { cause: err, details: { tool } })
-  }
-  const what = err instanceof Error ? `${err.name}: ${err.message}` : typeof err
-  return new LoopError(
-    'tool_crashed',
-    `Tool "${tool}" threw ${what}, and no layer turned it into a soft error; add panicCatcher() to the stack`,
-    {
-      cause: err,
-      details: { tool },
-    },
-  )
 }

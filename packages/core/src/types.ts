@@ -103,6 +103,11 @@ export interface DeferredSignal {
   readonly reason: unknown
   /** Creates (once) and returns the real signal, already aborted if the deferred one is. */
   readonly signal: AbortSignal
+  /**
+   * Optional: calls `callback` once when this signal aborts, and returns the function that
+   * unsubscribes. Lets core follow the signal without creating it; without it, core reads `signal`.
+   */
+  onAbort?(callback: () => void): () => void
 }
 
 /** What the terminal dispatcher (or a replaying layer) leaves on `ctx.result`. */

@@ -16,7 +16,10 @@ export interface StoredResult {
  * - `in_flight`: another worker holds a live lease on the key.
  * - `mismatch`: the key was used with different arguments.
  * - `unknown`: an earlier call may or may not have reached the world: its failure was recorded as
- *   `recorded`, or its worker's lease ran out before it reported back (`lease_expired`).
+ *   `recorded`, its worker's lease ran out before it reported back (`lease_expired`), or the record
+ *   the store read back is not well-formed (`corrupt`, with the `problem` for the log). A corrupt
+ *   record is never replayed, replaced or handed out as `new`: it answers `corrupt` until it expires
+ *   or someone removes it.
  */
 export type BeginResult =
   | { readonly status: 'new'; readonly token: string }
@@ -24,12 +27,15 @@ export type BeginResult =
   | { readonly status: 'in_flight' }
   | { readonly status: 'mismatch' }
   | { readonly status: 'unknown'; readonly reason: 'recorded' | 'lease_expired' }
+  | { readonly status: 'unknown'; readonly reason: 'corrupt'; readonly problem: string }
 
 /**
  * The atomic protocol behind `idempotency()`, with fencing tokens: only the token `begin` handed out
  * can settle a record, and a stale token (its record released, expired or replaced) can settle nothing.
  * Each method must be atomic with respect to every other caller of the same store, in any process
  * that shares it. The store owns time (leases and TTLs); see each implementation for which clock.
+ * A store validates every record it reads back (`parseStoredResult` checks the stored result) and
+ * answers `corrupt` for one that is not well-formed.
  *
  * @example
  * const begun = await store.begin('tenant-a 4f1c…', argsHash, 120_000, 86_400_000)

@@ -9,14 +9,18 @@ import {
   type ToolEffect,
   ToolError,
 } from '@shallot/core'
+import { checkBegin } from './check-begin.js'
 import { argsHashOf, derivedKey, keyProblem, scopeProblem, storeKeyOf } from './idempotency-key.js'
 import { type IdempotencyOptions, idempotencyOptionsSchema } from './idempotency-options.js'
-import type { BeginResult, StoredResult } from './idempotency-store.js'
+import type { StoredResult } from './idempotency-store.js'
 import { memoryStore } from './memory-store.js'
 import { parsedArgs } from './parsed-args.js'
 import { idempotencyMismatch, invalidKey, invalidScope, outcomeUnknown, stillInFlight, storeUnavailable } from './refusals.js'
 import { settleAction } from './settle-action.js'
 import { type SharedOutcome, sharedCalls, waitFor } from './shared-calls.js'
+
+/** What claiming a key gave: ownership (with the token that settles the record), or a stored success to replay. */
+type Claimed = { readonly owned: true; readonly token: string } | { readonly owned: false; readonly result: StoredResult }
 
 /** One guarded call, as this layer tracks it. */
 interface Guarded {
@@ -100,26 +104,38 @@ export function idempotency(options?: IdempotencyOptions): Middleware {
     }
   }
 
+  function corrupt(ctx: ToolContext, call: Guarded, problem: string): ToolError {
+    ctx.emit('idempotency.corrupt', { key: call.key, problem })
+    ctx.log.warn(
+      { key: call.key, storeKey: call.storeKey, problem },
+      'idempotency record is corrupt; identical calls are refused until it expires or is removed',
+    )
+    return refuse(ctx, call, outcomeUnknown(call.tool, 'corrupt', call.key))
+  }
+
   /** Claims the key in the store: its token, or the stored result to replay. Polls while another process holds it. */
-  async function claim(ctx: ToolContext, call: Guarded): Promise<string | StoredResult> {
+  async function claim(ctx: ToolContext, call: Guarded): Promise<Claimed> {
     const started = ctx.clock.now()
     let waiting = false
     for (;;) {
-      let begun: BeginResult
+      let answer: unknown
       try {
-        begun = await store.begin(call.storeKey, call.argsHash, leaseMs, ttlMs)
+        answer = await store.begin(call.storeKey, call.argsHash, leaseMs, ttlMs)
       } catch (err) {
         storeFailed(ctx, call, 'begin', err)
         throw refuse(ctx, call, storeUnavailable(call.tool, err))
       }
+      // Checked here too, so a store that trusts what it reads still cannot make a write run twice.
+      const begun = checkBegin(answer)
       switch (begun.status) {
         case 'new':
-          return begun.token
+          return { owned: true, token: begun.token }
         case 'done':
-          return begun.result
+          return { owned: false, result: begun.result }
         case 'mismatch':
           throw refuse(ctx, call, idempotencyMismatch(call.tool, call.key))
         case 'unknown':
+          if (begun.reason === 'corrupt') throw corrupt(ctx, call, begun.problem)
           throw refuse(ctx, call, outcomeUnknown(call.tool, begun.reason, call.key))
         case 'in_flight': {
           const waited = ctx.clock.now() - started
@@ -128,11 +144,6 @@ export function idempotency(options?: IdempotencyOptions): Middleware {
           waiting = true
           await sleep(ctx, Math.min(pollMs, waitMs - waited))
           break
-        }
-        default: {
-          const err = new TypeError(`store.begin() answered an unknown status: ${JSON.stringify(begun)}`)
-          storeFailed(ctx, call, 'begin', err)
-          throw refuse(ctx, call, storeUnavailable(call.tool, err))
         }
       }
     }
@@ -156,31 +167,33 @@ export function idempotency(options?: IdempotencyOptions): Middleware {
 
   /** Runs the call as the one owner of its key in this process, and tells `share` what waiting duplicates should see. */
   async function lead(ctx: ToolContext, next: Next, call: Guarded, share: (outcome: SharedOutcome) => void): Promise<void> {
-    let claimed: string | StoredResult
+    let claimed: Claimed
     try {
       claimed = await claim(ctx, call)
     } catch (err) {
       if (ToolError.is(err)) share({ argsHash: call.argsHash, ok: false, refusal: err })
       throw err
     }
-    if (typeof claimed !== 'string') {
-      replay(ctx, call, claimed.value, 'store')
-      share({ argsHash: call.argsHash, ok: true, json: claimed.value === undefined ? undefined : JSON.stringify(claimed.value) })
+    if (!claimed.owned) {
+      const { value } = claimed.result
+      replay(ctx, call, value, 'store')
+      share({ argsHash: call.argsHash, ok: true, json: value === undefined ? undefined : JSON.stringify(value) })
       return
     }
+    const { token } = claimed
     // The terminal counts every real invocation of the tool: if none happened, nothing reached the world.
     const executionsBefore = ctx.executions
     try {
       await next()
     } catch (err) {
-      await settleFailure(ctx, call, claimed, err, ctx.executions !== executionsBefore)
+      await settleFailure(ctx, call, token, err, ctx.executions !== executionsBefore)
       throw err
     }
     const value = ctx.result?.value
     const json = value === undefined ? undefined : canonicalJson(value)
     const stored: StoredResult = json === undefined ? {} : { value: JSON.parse(json) as Json }
     try {
-      const owned = await store.complete(call.storeKey, claimed, stored, ttlMs)
+      const owned = await store.complete(call.storeKey, token, stored, ttlMs)
       ctx.emit(owned ? 'idempotency.stored' : 'idempotency.token_lost', { key: call.key, op: 'complete' })
     } catch (err) {
       storeFailed(ctx, call, 'complete', err)

@@ -10,3 +10,4 @@ export {
 } from './idempotency-store.js'
 export { type MemoryStore, type MemoryStoreOptions, memoryStore, memoryStoreOptionsSchema } from './memory-store.js'
 export { type SettleAction, settleAction } from './settle-action.js'
+export { MAX_RESULT_DEPTH, parseStoredResult, storedResultProblem } from './stored-result.js'

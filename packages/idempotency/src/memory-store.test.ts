@@ -1,11 +1,17 @@
-import { OptionsError } from '@shallot/core'
+import { createStack, defineTool, OptionsError, ToolError } from '@shallot/core'
 import { manualClock } from '@shallot/testing'
 import { describe, expect, it, vi } from 'vitest'
-import { memoryStore } from './index.js'
+import { z } from 'zod'
+import { idempotency, memoryStore } from './index.js'
+import { memoryStoreRawWriter } from './memory-store.js'
 import { idempotencyStoreContract } from './store-contract.js'
 
 describe('memoryStore: the store contract', () => {
-  for (const c of idempotencyStoreContract((now) => memoryStore({ now }))) it(c.name, () => c.run())
+  const cases = idempotencyStoreContract((now) => {
+    const store = memoryStore({ now })
+    return { store, writeRaw: memoryStoreRawWriter(store) }
+  })
+  for (const c of cases) it(c.name, () => c.run())
 })
 
 describe('memoryStore: bounds', () => {
@@ -31,14 +37,79 @@ describe('memoryStore: bounds', () => {
     expect(await store.begin('b', 'h', LEASE, TTL)).toMatchObject({ status: 'new' })
   })
 
-  it('never evicts a record whose lease is live, so a call in flight keeps its guard', async () => {
-    const store = memoryStore({ maxEntries: 2, now: manualClock().now })
-    await store.begin('pending-1', 'h', LEASE, TTL)
-    await store.begin('pending-2', 'h', LEASE, TTL)
-    await settled(store, 'x')
+  it('never evicts a call in flight or an unknown outcome to make room; full of them, begin fails closed', async () => {
+    const clock = manualClock()
+    const store = memoryStore({ maxEntries: 3, now: clock.now })
+    const crashed = await store.begin('crashed', 'h', LEASE, TTL) // its lease will run out: lease_expired
+    await clock.advance(LEASE)
+    await store.begin('in-flight', 'h', LEASE, TTL)
+    const failed = await store.begin('failed', 'h', LEASE, TTL)
+    if (failed.status !== 'new' || crashed.status !== 'new') throw new Error('expected new records')
+    store.markUnknown('failed', failed.token, TTL)
+    expect(() => store.begin('fresh', 'h', LEASE, TTL)).toThrow(
+      expect.objectContaining({ code: 'store_full', message: expect.stringContaining('never evicted') }),
+    )
+    expect(() => store.begin('fresh', 'h', LEASE, TTL)).toThrow(ToolError)
     expect(store.size).toBe(3)
-    expect(await store.begin('pending-1', 'h', LEASE, TTL)).toEqual({ status: 'in_flight' })
-    expect(await store.begin('pending-2', 'h', LEASE, TTL)).toEqual({ status: 'in_flight' })
+    expect(store.begin('crashed', 'h', LEASE, TTL)).toEqual({ status: 'unknown', reason: 'lease_expired' })
+    expect(store.begin('in-flight', 'h', LEASE, TTL)).toEqual({ status: 'in_flight' })
+    expect(store.begin('failed', 'h', LEASE, TTL)).toEqual({ status: 'unknown', reason: 'recorded' })
+  })
+
+  it('evicts completed records, never pinned ones, when both kinds fill it', async () => {
+    const store = memoryStore({ maxEntries: 3, now: manualClock().now })
+    await store.begin('in-flight', 'h', LEASE, TTL)
+    await settled(store, 'done-1')
+    await settled(store, 'done-2')
+    await store.begin('in-flight-2', 'h', LEASE, TTL) // evicts done-1, the least recently used completed record
+    expect(store.begin('done-2', 'h', LEASE, TTL)).toEqual({ status: 'done', result: { value: 'done-2' } })
+    expect(store.begin('done-1', 'h', LEASE, TTL).status).toBe('new') // evicted: runs again (the cost of a bound); evicts done-2
+    // done-2 was evicted for it; now only pinned records are left, so nothing more fits.
+    expect(() => store.begin('done-2', 'h', LEASE, TTL)).toThrow(expect.objectContaining({ code: 'store_full' }))
+    expect(store.begin('in-flight', 'h', LEASE, TTL)).toEqual({ status: 'in_flight' })
+    expect(store.size).toBe(3)
+  })
+
+  it('drops expired records it may not evict before it gives up for lack of room', async () => {
+    const clock = manualClock()
+    const store = memoryStore({ maxEntries: 2, now: clock.now })
+    await store.begin('long', 'h', LEASE, 10 * TTL)
+    await store.begin('short', 'h', LEASE, TTL) // expires first, behind a live record
+    await clock.advance(LEASE + TTL)
+    expect(store.begin('fresh', 'h', LEASE, TTL).status).toBe('new')
+    expect(store.begin('long', 'h', LEASE, TTL)).toEqual({ status: 'unknown', reason: 'lease_expired' })
+  })
+
+  it('through idempotency(): a full store refuses a new write softly (store_unavailable), and no write runs twice', async () => {
+    const clock = manualClock()
+    const store = memoryStore({ maxEntries: 2, now: clock.now })
+    let executions = 0
+    const chargeCard = defineTool({
+      name: 'charge_card',
+      description: 'Charge a card',
+      input: z.object({ order: z.string() }),
+      execute: () => {
+        executions++
+        throw new ToolError('timeout', 'the bank did not answer') // may have charged: outcome unknown
+      },
+    })
+    const stack = createStack({ clock, tools: [chargeCard], middleware: [idempotency({ store, ttlMs: TTL })] })
+    const charge = (order: string) => stack.dispatch({ id: order, name: 'charge_card', args: { order } })
+    expect((await charge('o-1')).error?.code).toBe('timeout')
+    expect((await charge('o-2')).error?.code).toBe('timeout')
+    const refused = await charge('o-3')
+    expect(refused.error).toMatchObject({ code: 'store_unavailable', category: 'transient', safeToRepeat: true })
+    expect(refused.error?.message).toBe(
+      'The idempotency store is full of calls in progress and calls whose outcome is unknown, so charge_card was not run.',
+    )
+    expect(refused.error?.hint).toBe('try the identical call again once other calls have finished; if this keeps happening, tell the user')
+    expect(refused.trace.map((e) => e.type)).toEqual(['idempotency.store_error', 'idempotency.refused'])
+    expect((await charge('o-1')).error?.code).toBe('outcome_unknown')
+    expect((await charge('o-2')).error?.code).toBe('outcome_unknown')
+    expect(executions).toBe(2)
+    await clock.advance(TTL)
+    expect((await charge('o-3')).error?.code).toBe('timeout') // the unknown outcomes expired: room again
+    expect(executions).toBe(3)
   })
 
   it('sets no timer per key: expiry happens when a record is touched', async () => {

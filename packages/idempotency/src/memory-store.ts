@@ -1,6 +1,8 @@
-import { parseOptions, systemClock } from '@shallot/core'
+import { parseOptions, systemClock, ToolError } from '@shallot/core'
 import { z } from 'zod'
+import type { RawRecord } from './contract-parts.js'
 import type { BeginResult, StoredResult, SyncIdempotencyStore } from './idempotency-store.js'
+import { parseStoredResult } from './stored-result.js'
 
 /**
  * Options of {@link memoryStore}.
@@ -10,7 +12,7 @@ import type { BeginResult, StoredResult, SyncIdempotencyStore } from './idempote
  */
 export const memoryStoreOptionsSchema = z
   .object({
-    /** Most records kept; past it the least recently used settled record goes. Default 10,000. */
+    /** Most records kept; past it the least recently used completed record goes (never one in flight or unknown). Default 10,000. */
     maxEntries: z.number().int().positive().default(10_000),
     /** Milliseconds for leases and TTLs. Default: the system's monotonic clock. Pass `clock.now` of a manual clock in tests. */
     now: z.custom<() => number>((v) => typeof v === 'function', 'must be a function () => number').optional(),
@@ -37,10 +39,62 @@ interface Entry {
   result: string | undefined
 }
 
+const STATES: ReadonlySet<unknown> = new Set(['pending', 'done', 'unknown'])
+const isTime = (n: unknown): n is number => typeof n === 'number' && Number.isFinite(n)
+
+// Records are only ever written by this file, except through the contract's raw hook below; they
+// are checked on every read all the same, so the store's answers never rest on an unchecked record.
+function entryProblem(entry: Entry): string | undefined {
+  if (typeof entry !== 'object' || entry === null) return 'record is not an object'
+  if (typeof entry.argsHash !== 'string' || entry.argsHash === '') return 'argsHash is not a non-empty string'
+  if (!STATES.has(entry.state)) return `state is not pending, done or unknown`
+  if (typeof entry.token !== 'string' || !/^m[0-9]+$/.test(entry.token)) return 'token is not a token this store hands out'
+  if (!isTime(entry.leaseUntil)) return 'leaseUntil is not a finite number'
+  if (!isTime(entry.expiresAt)) return 'expiresAt is not a finite number'
+  if (entry.state !== 'done' && entry.result !== undefined) return `a ${entry.state} record holds a result`
+  return undefined
+}
+
+const rawWriters = new WeakMap<object, (key: string, record: RawRecord) => void>()
+
 /**
- * An in-memory {@link IdempotencyStore}: bounded (least recently used first, plus TTL), expired
- * records dropped when touched, no timer per key. A record whose lease is still live is never
- * evicted, so the bound can be exceeded by at most the number of calls in flight.
+ * The store contract's hook for a memory store: plants `record` under `key` as it is, valid or
+ * not, so the contract can check what the store answers for a corrupt record.
+ *
+ * @example
+ * for (const c of idempotencyStoreContract((now) => { const store = memoryStore({ now }); return { store, writeRaw: memoryStoreRawWriter(store) } })) it(c.name, () => c.run())
+ */
+export function memoryStoreRawWriter(store: MemoryStore): (key: string, record: RawRecord) => void {
+  const write = rawWriters.get(store)
+  if (write === undefined) throw new TypeError('memoryStoreRawWriter() takes a store made by memoryStore()')
+  return write
+}
+
+/**
+ * Thrown by `begin` when every record of a memory store is a call in flight or an unknown outcome:
+ * those are never evicted (either would let an identical write run again), so the store fails
+ * closed. `idempotency()` answers the call with a soft `store_unavailable`; the tool does not run.
+ */
+function storeFull(maxEntries: number): ToolError {
+  return new ToolError(
+    'store_full',
+    `memoryStore() holds ${maxEntries} records, all calls in flight or outcomes unknown, which are never evicted; no new key can be claimed`,
+    {
+      category: 'transient',
+      retryable: true,
+      safeToRepeat: true,
+      hint: 'raise maxEntries, or use a durable store (sqliteStore, redisStores) for this many writes',
+      details: { maxEntries },
+    },
+  )
+}
+
+/**
+ * An in-memory {@link IdempotencyStore}: bounded, TTL checked when a record is touched, no timer
+ * per key. Only completed records are evicted to make room (least recently used first): a call in
+ * flight or an unknown outcome is never evicted, since either would let an identical write run
+ * again. When every record is one of those, `begin` fails closed (a `store_full` ToolError, which
+ * `idempotency()` answers with a soft `store_unavailable`). Every record is validated when read.
  *
  * @example
  * const clock = manualClock()
@@ -48,28 +102,45 @@ interface Entry {
  */
 export function memoryStore(options?: MemoryStoreOptions): MemoryStore {
   const { maxEntries, now = systemClock.now } = parseOptions('memoryStore()', memoryStoreOptionsSchema, options)
-  const entries = new Map<string, Entry>()
+  // Two insertion-ordered maps: `settled` (done records, least recently used first) may be evicted;
+  // `pinned` (pending and unknown records) never is, only dropped once expired.
+  const settled = new Map<string, Entry>()
+  const pinned = new Map<string, Entry>()
   let tokens = 0
 
+  const expired = (entry: Entry, at: number) => isTime(entry?.expiresAt) && entry.expiresAt <= at
+
+  function drop(key: string): void {
+    settled.delete(key)
+    pinned.delete(key)
+  }
+
   function live(key: string, at: number): Entry | undefined {
-    const entry = entries.get(key)
+    const done = settled.get(key)
+    const entry = done ?? pinned.get(key)
     if (entry === undefined) return undefined
-    if (entry.expiresAt <= at) {
-      entries.delete(key)
+    if (expired(entry, at)) {
+      drop(key)
       return undefined
     }
-    entries.delete(key)
-    entries.set(key, entry)
+    if (done !== undefined) {
+      settled.delete(key)
+      settled.set(key, done)
+    }
     return entry
   }
 
   function makeRoom(at: number): void {
-    // Map iterates oldest first: that is the LRU order.
-    for (const [key, entry] of entries) {
-      if (entries.size < maxEntries) return
-      if (entry.state === 'pending' && entry.leaseUntil > at && entry.expiresAt > at) continue
-      entries.delete(key)
+    // One iterator per eviction: iterating a Map from its start walks the holes deletions left there.
+    while (settled.size + pinned.size >= maxEntries) {
+      const oldest = settled.keys().next()
+      if (oldest.done === true) break
+      settled.delete(oldest.value)
     }
+    if (pinned.size < maxEntries) return
+    // Only records that may not be evicted are left: drop the expired ones, wherever they sit.
+    for (const [key, entry] of pinned) if (expired(entry, at)) pinned.delete(key)
+    if (pinned.size >= maxEntries) throw storeFull(maxEntries)
   }
 
   function owned(key: string, token: string, at: number): Entry | undefined {
@@ -77,14 +148,14 @@ export function memoryStore(options?: MemoryStoreOptions): MemoryStore {
     return entry !== undefined && entry.token === token && entry.state === 'pending' ? entry : undefined
   }
 
-  return {
+  const store: MemoryStore = {
     begin(key: string, argsHash: string, leaseMs: number, ttlMs: number): BeginResult {
       const at = now()
       const entry = live(key, at)
       if (entry === undefined) {
         makeRoom(at)
         const token = `m${++tokens}`
-        entries.set(key, {
+        pinned.set(key, {
           argsHash,
           state: 'pending',
           token,
@@ -94,8 +165,15 @@ export function memoryStore(options?: MemoryStoreOptions): MemoryStore {
         })
         return { status: 'new', token }
       }
+      const problem = entryProblem(entry)
+      if (problem !== undefined) return { status: 'unknown', reason: 'corrupt', problem }
       if (entry.argsHash !== argsHash) return { status: 'mismatch' }
-      if (entry.state === 'done') return { status: 'done', result: entry.result === undefined ? {} : JSON.parse(entry.result) }
+      if (entry.state === 'done') {
+        const parsed = parseStoredResult(entry.result)
+        return 'result' in parsed
+          ? { status: 'done', result: parsed.result }
+          : { status: 'unknown', reason: 'corrupt', problem: parsed.problem }
+      }
       if (entry.state === 'unknown') return { status: 'unknown', reason: 'recorded' }
       return entry.leaseUntil > at ? { status: 'in_flight' } : { status: 'unknown', reason: 'lease_expired' }
     },
@@ -106,11 +184,13 @@ export function memoryStore(options?: MemoryStoreOptions): MemoryStore {
       entry.state = 'done'
       entry.result = JSON.stringify(result)
       entry.expiresAt = at + ttlMs
+      pinned.delete(key)
+      settled.set(key, entry)
       return true
     },
     release(key: string, token: string): boolean {
       if (owned(key, token, now()) === undefined) return false
-      entries.delete(key)
+      pinned.delete(key)
       return true
     },
     markUnknown(key: string, token: string, ttlMs: number): boolean {
@@ -122,10 +202,19 @@ export function memoryStore(options?: MemoryStoreOptions): MemoryStore {
       return true
     },
     get size() {
-      return entries.size
+      return settled.size + pinned.size
     },
     clear() {
-      entries.clear()
+      settled.clear()
+      pinned.clear()
     },
   }
+  rawWriters.set(store, (key, record) => {
+    drop(key)
+    // Only a record that reads as done may be evicted; anything else might be an unknown outcome.
+    const entry = { ...record } as unknown as Entry
+    if (record.state === 'done') settled.set(key, entry)
+    else pinned.set(key, entry)
+  })
+  return store
 }

@@ -1,5 +1,11 @@
 import { ToolError } from '@shallot/core'
 
+const WHY_UNKNOWN = {
+  recorded: 'it failed in a way that does not show whether it took effect',
+  lease_expired: 'its worker stopped before reporting back',
+  corrupt: 'its stored record cannot be read',
+} as const
+
 /**
  * The soft answer to an identical call whose first attempt may or may not have reached the world.
  * Not retryable and not safe to repeat: the model must look before it acts again.
@@ -7,9 +13,8 @@ import { ToolError } from '@shallot/core'
  * @example
  * throw outcomeUnknown('charge_card', 'recorded', key)
  */
-export function outcomeUnknown(tool: string, reason: 'recorded' | 'lease_expired', key: string): ToolError {
-  const why =
-    reason === 'recorded' ? 'it failed in a way that does not show whether it took effect' : 'its worker stopped before reporting back'
+export function outcomeUnknown(tool: string, reason: 'recorded' | 'lease_expired' | 'corrupt', key: string): ToolError {
+  const why = WHY_UNKNOWN[reason]
   return new ToolError(
     'outcome_unknown',
     `An identical earlier call of ${tool} may or may not have taken effect (${why}), so this call was not run. Repeating it will be refused the same way.`,
@@ -80,12 +85,26 @@ export function invalidKey(tool: string, problem: string, source: string): ToolE
 
 /**
  * The answer when the store failed before the call started. Fails closed: a write never runs
- * without its record. Transient and safe to repeat, since nothing ran.
+ * without its record. Transient and safe to repeat, since nothing ran. A memory store full of
+ * records it may not evict (its `store_full` error) is said so.
  *
  * @example
  * throw storeUnavailable('charge_card', err)
  */
 export function storeUnavailable(tool: string, cause: unknown): ToolError {
+  if (ToolError.is(cause) && cause.code === 'store_full') {
+    return new ToolError(
+      'store_unavailable',
+      `The idempotency store is full of calls in progress and calls whose outcome is unknown, so ${tool} was not run.`,
+      {
+        category: 'transient',
+        retryable: true,
+        safeToRepeat: true,
+        hint: 'try the identical call again once other calls have finished; if this keeps happening, tell the user',
+        cause,
+      },
+    )
+  }
   return new ToolError('store_unavailable', `The idempotency store did not answer, so ${tool} was not run.`, {
     category: 'transient',
     retryable: true,

@@ -1,5 +1,11 @@
 import assert from 'node:assert/strict'
-import type { IdempotencyStore } from './idempotency-store.js'
+import { type Contract, LEASE, type RawRecord, TTL, type WriteRaw } from './contract-parts.js'
+import { corruptRecordCases } from './corrupt-record-cases.js'
+import type { Awaitable, IdempotencyStore } from './idempotency-store.js'
+
+export type { RawRecord } from './contract-parts.js'
+
+export { corruptRecords } from './corrupt-record-cases.js'
 
 /** One behaviour every {@link IdempotencyStore} must show; `run` throws an assertion error when it does not. */
 export interface StoreContractCase {
@@ -7,27 +13,45 @@ export interface StoreContractCase {
   run(): Promise<void>
 }
 
-/** Builds a fresh, empty store whose time is `now()` (milliseconds, controlled by the contract). */
-export type StoreFactory = (now: () => number) => IdempotencyStore | Promise<IdempotencyStore>
+/** A store under test with the contract's hook to plant a raw, possibly corrupt record. */
+export interface StoreUnderTest {
+  readonly store: IdempotencyStore
+  /** Replaces whatever is stored under `key` (a store key, as `begin` receives it) with `record`. */
+  writeRaw(key: string, record: RawRecord): Awaitable<void>
+}
 
-const LEASE = 1_000
-const TTL = 60_000
+/**
+ * Builds a fresh, empty store whose time is `now()` (milliseconds, controlled by the contract).
+ * Return `{ store, writeRaw }` so the corrupt-record cases can plant raw records; a bare store fails them.
+ */
+export type StoreFactory = (now: () => number) => IdempotencyStore | StoreUnderTest | Promise<IdempotencyStore | StoreUnderTest>
 
 /**
  * The protocol every idempotency store must keep, as test cases for any runner. The contract
- * moves time itself through the `now` it hands the factory, so no case ever sleeps.
+ * moves time itself through the `now` it hands the factory, so no case ever sleeps. The factory
+ * returns the store and a `writeRaw` hook that plants raw records for the corrupt-record cases.
  *
  * @example
- * for (const c of idempotencyStoreContract((now) => memoryStore({ now }))) it(c.name, () => c.run())
+ * const cases = idempotencyStoreContract((now) => {
+ *   const store = sqliteStore({ path: ':memory:', now })
+ *   return { store, writeRaw: (key, record) => insertRowAsIs(store.database, key, record) }
+ * })
+ * for (const c of cases) it(c.name, () => c.run())
  */
 export function idempotencyStoreContract(create: StoreFactory): StoreContractCase[] {
   const cases: StoreContractCase[] = []
-  const contract = (name: string, body: (store: IdempotencyStore, clock: { t: number }) => Promise<void>) => {
+  const contract: Contract = (name, body) => {
     cases.push({
       name,
       async run() {
         const clock = { t: 1_700_000_000_000 }
-        await body(await create(() => clock.t), clock)
+        const made = await create(() => clock.t)
+        const underTest = 'store' in made && 'writeRaw' in made ? made : undefined
+        const writeRaw: WriteRaw =
+          underTest === undefined
+            ? () => assert.fail('the store test gives the contract no writeRaw hook: return { store, writeRaw } from the factory')
+            : (key, record) => underTest.writeRaw(key, record)
+        await body(underTest?.store ?? (made as IdempotencyStore), clock, writeRaw)
       },
     })
   }
@@ -153,5 +177,6 @@ export function idempotencyStoreContract(create: StoreFactory): StoreContractCas
     assert.equal(answers.filter((a) => a.status === 'in_flight').length, 49)
   })
 
+  corruptRecordCases(contract, claim)
   return cases
 }

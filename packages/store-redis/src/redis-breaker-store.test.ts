@@ -1,5 +1,6 @@
 import { type BreakerState, circuitBreaker, consecutive, sampling } from '@shallot/circuit-breaker'
 import { type Clock, createStack, defineTool, type Logger, type StackEvent, ToolError, type ToolResult } from '@shallot/core'
+import { idempotency } from '@shallot/idempotency'
 import { manualClock } from '@shallot/testing'
 import fc from 'fast-check'
 import type { Redis } from 'ioredis'
@@ -7,6 +8,7 @@ import { beforeAll, describe, expect, it } from 'vitest'
 import { z } from 'zod'
 import { mapTimes, READ_MARGIN_MS, timeMap } from './breaker-times.js'
 import { redisStores } from './index.js'
+import { redisCommands } from './redis-commands.js'
 import { useRedis } from './test-support/redis-fixture.js'
 
 const fixture = useRedis()
@@ -220,15 +222,40 @@ describe('redis breaker store: the store itself', () => {
     expect((await b.get('s'))?.counts).toEqual({ buckets: [[0, 0, 1]] })
   })
 
-  it('treats a corrupt state as absent, logs it, and overwrites it on the next write', async () => {
+  it('rejects the update that finds a corrupt state (the breaker then decides locally), discards it, and starts afresh', async () => {
     const prefix = freshPrefix()
     const warnings: string[] = []
     const logger: Logger = { debug() {}, info() {}, error() {}, warn: (_o, msg) => void warnings.push(msg ?? ''), child: () => logger }
     const store = redisStores({ client, prefix, logger }).breaker
-    for (const corrupt of ['not json', '{"circuit":"ajar"}', JSON.stringify({ ...initial, probes: [[1]] })]) {
-      await client.hset(`${prefix}:{search}:breaker`, 's', corrupt)
-      expect(await store.get('search')).toBeUndefined()
+    const key = `${prefix}:{search}:breaker`
+    const deep = `{"counts":${'['.repeat(100_000)}${']'.repeat(100_000)}}`
+    const hostile = [
+      'not json',
+      '"open"',
+      'null',
+      '42',
+      '[]',
+      '{"circuit":"ajar"}',
+      JSON.stringify({ ...initial, probes: [[1]] }),
+      '{"__proto__":{"circuit":"open"}}',
+      deep,
+    ]
+    for (const corrupt of hostile) {
+      await client.hset(key, { s: corrupt, v: '7' })
+      let called = false
+      const change = (current: BreakerState | undefined) => {
+        called = true
+        return current ?? initial
+      }
+      await expect(store.update('search', change)).rejects.toMatchObject({
+        code: 'store_unavailable',
+        message: expect.stringContaining('corrupt'),
+      })
+      expect(called).toBe(false)
+      expect(await client.exists(key)).toBe(0)
     }
+    await client.set(key, 'open') // another Redis type altogether
+    await expect(store.get('search')).rejects.toMatchObject({ message: expect.stringContaining('not a hash') })
     let seen: unknown = 'not called'
     await store.update('search', (current) => {
       seen = current
@@ -236,7 +263,52 @@ describe('redis breaker store: the store itself', () => {
     })
     expect(seen).toBeUndefined()
     expect(await store.get('search')).toMatchObject({ failures: 1 })
-    expect(warnings.filter((w) => w.includes('corrupt'))).toHaveLength(4)
+    expect(warnings.filter((w) => w.includes('corrupt'))).toHaveLength(hostile.length + 1)
+  })
+
+  it('never deletes a state another worker wrote after the corrupt one was read', async () => {
+    const prefix = freshPrefix()
+    const key = `${prefix}:{search}:breaker`
+    await client.hset(key, { s: 'not json', v: '3' })
+    // The version moved on: this discard must leave the newer state alone.
+    await client.hset(key, { s: JSON.stringify(initial), v: '4' })
+    expect(await redisCommands(client).breakerDiscard(key, '3')).toBe(0)
+    expect(await client.hget(key, 'v')).toBe('4')
+  })
+
+  it('through a stack: a corrupt breaker state neither crashes the call nor lets a write with an unknown outcome run again', async () => {
+    const prefix = freshPrefix()
+    let executions = 0
+    const charge = defineTool({
+      name: 'charge_card',
+      description: 'charge',
+      input: z.object({ order: z.string() }),
+      execute: ({ order }) => {
+        executions++
+        if (order === 'o-1') throw new ToolError('timeout', 'the bank did not answer')
+        return { charged: order }
+      },
+    })
+    const stores = redisStores({ client, prefix })
+    const stack = createStack({
+      tools: [charge],
+      middleware: [
+        idempotency({ store: stores.idempotency }),
+        circuitBreaker({ store: stores.breaker, policy: consecutive({ threshold: 2 }) }),
+      ],
+    })
+    const call = (order: string) => stack.dispatch({ id: order, name: 'charge_card', args: { order } })
+    expect((await call('o-1')).error?.code).toBe('timeout')
+    await client.hset(`${prefix}:{charge_card}:breaker`, { s: '{"circuit":"closed","generation":"NaN"}' })
+    const again = await call('o-1')
+    expect(again.error?.code).toBe('outcome_unknown')
+    const other = await call('o-2')
+    expect(other).toMatchObject({ ok: true, value: { charged: 'o-2' } })
+    expect(other.trace.map((e) => e.type)).toContain('circuit-breaker.store_error')
+    expect(executions).toBe(2)
+    const next = await call('o-3')
+    expect(next.ok).toBe(true)
+    expect(next.trace.map((e) => e.type)).not.toContain('circuit-breaker.store_error')
   })
 
   it('writes nothing when change returns the state it was given', async () => {

@@ -33,6 +33,8 @@ interface Read {
  * Times are kept in Redis's clock and handed to the breaker in the stack's clock, so workers whose
  * clocks started at different moments agree on cooldowns and on the one half-open probe. When Redis
  * is slow or down, `update` rejects within the timeout and the breaker decides on its local state.
+ * So it does when the state read back is corrupt: that one update rejects and the unreadable value
+ * is deleted (compare-and-set on its version), so the next update starts the shared state afresh.
  *
  * @example
  * const { breaker: store } = redisStores({ client })
@@ -42,16 +44,18 @@ export function redisBreakerStore(context: RedisStoreContext & { readonly ttlMs:
   const { commands, keys, bounded, clock, log, nowArg, ttlMs } = context
   const queues = new Map<string, Queue>()
 
-  async function read(key: string, redisKey: string): Promise<Read> {
+  async function read(key: string, redisKey: string, op: string): Promise<Read> {
     const reply = breakerReadReplySchema.safeParse(await commands.breakerRead(redisKey, nowArg()))
-    if (!reply.success)
-      throw redisUnavailable('circuit-breaker.read', 'Redis answered something the store does not understand', reply.error)
-    const [raw, version, redisNow] = reply.data
-    if (raw === '') return { state: undefined, version, redisNow }
-    const stored = parseStored(breakerStateSchema, raw)
+    if (!reply.success) throw redisUnavailable(op, 'Redis answered something the store does not understand', reply.error)
+    const [raw, version, redisNow, wrongType] = reply.data
+    const stored = wrongType !== '' ? { problem: wrongType } : raw === '' ? undefined : parseStored(breakerStateSchema, raw)
+    if (stored === undefined) return { state: undefined, version, redisNow }
     if ('value' in stored) return { state: stored.value as BreakerState, version, redisNow }
-    log.warn({ key, redisKey, problem: stored.problem }, 'breaker state in Redis was corrupt; treated as absent')
-    return { state: undefined, version, redisNow }
+    // Fails to this worker's own state for this call (the breaker logs it and emits circuit-breaker.store_error),
+    // and removes the unreadable value so the fleet shares one breaker again from the next call.
+    const discarded = flagReplySchema.safeParse(await commands.breakerDiscard(redisKey, version))
+    log.warn({ key, redisKey, problem: stored.problem, discarded: discarded.data === 1 }, 'breaker state in Redis was corrupt; discarded')
+    throw redisUnavailable(op, `the breaker state of "${key}" was corrupt (${stored.problem}) and was discarded`)
   }
 
   /** Applies each change in order to the state read, in each change's own clock; undefined when one threw. */
@@ -75,7 +79,7 @@ export function redisBreakerStore(context: RedisStoreContext & { readonly ttlMs:
   async function round(key: string, redisKey: string, batch: Waiting[]): Promise<void> {
     for (;;) {
       if (batch.every((w) => w.deadline.aborted)) return
-      const { state, version, redisNow } = await read(key, redisKey)
+      const { state, version, redisNow } = await read(key, redisKey, 'circuit-breaker.update')
       // Callers past their deadline have decided on local state already; their changes must not reach Redis.
       const live = batch.filter((w) => !w.deadline.aborted)
       const { answers, final } = applyAll(live, state, redisNow)
@@ -111,7 +115,7 @@ export function redisBreakerStore(context: RedisStoreContext & { readonly ttlMs:
     get(key) {
       const anchor = clock.now() - READ_MARGIN_MS
       return bounded('circuit-breaker.get', async () => {
-        const { state, redisNow } = await read(key, keys.breaker(key))
+        const { state, redisNow } = await read(key, keys.breaker(key), 'circuit-breaker.get')
         return state === undefined ? undefined : mapTimes(state, timeMap(anchor, redisNow).toLocal)
       })
     },

@@ -1,11 +1,11 @@
 import type { Cluster, Redis } from 'ioredis'
 import {
   BEGIN_LUA,
+  BREAKER_DISCARD_LUA,
   BREAKER_READ_LUA,
   BREAKER_WRITE_LUA,
   BUDGET_REFILL_LUA,
   BUDGET_TAKE_LUA,
-  DISCARD_LUA,
   SETTLE_LUA,
 } from './redis-scripts.js'
 
@@ -30,20 +30,20 @@ export interface RedisCommands {
     ttlMs: number,
     result: string,
   ): Promise<unknown>
-  discard(record: string, token: string): Promise<unknown>
   breakerRead(key: string, now: string): Promise<unknown>
   breakerWrite(key: string, version: string, state: string, ttlMs: number): Promise<unknown>
+  breakerDiscard(key: string, version: string): Promise<unknown>
   budgetTake(key: string, capacity: number, tokens: number): Promise<unknown>
-  budgetRefill(key: string, tokens: number): Promise<unknown>
+  budgetRefill(key: string, capacity: number, tokens: number): Promise<unknown>
   get(key: string): Promise<string | null>
 }
 
 const SCRIPTS = {
   shallotIdempotencyBegin: { numberOfKeys: 2, lua: BEGIN_LUA },
   shallotIdempotencySettle: { numberOfKeys: 1, lua: SETTLE_LUA },
-  shallotIdempotencyDiscard: { numberOfKeys: 1, lua: DISCARD_LUA },
   shallotBreakerRead: { numberOfKeys: 1, lua: BREAKER_READ_LUA },
   shallotBreakerWrite: { numberOfKeys: 1, lua: BREAKER_WRITE_LUA },
+  shallotBreakerDiscard: { numberOfKeys: 1, lua: BREAKER_DISCARD_LUA },
   shallotBudgetTake: { numberOfKeys: 1, lua: BUDGET_TAKE_LUA },
   shallotBudgetRefill: { numberOfKeys: 1, lua: BUDGET_REFILL_LUA },
 } as const
@@ -62,9 +62,9 @@ export function redisCommands(client: RedisClient): RedisCommands {
   return {
     begin: (...args) => defined.shallotIdempotencyBegin(...args),
     settle: (...args) => defined.shallotIdempotencySettle(...args),
-    discard: (...args) => defined.shallotIdempotencyDiscard(...args),
     breakerRead: (...args) => defined.shallotBreakerRead(...args),
     breakerWrite: (...args) => defined.shallotBreakerWrite(...args),
+    breakerDiscard: (...args) => defined.shallotBreakerDiscard(...args),
     budgetTake: (...args) => defined.shallotBudgetTake(...args),
     budgetRefill: (...args) => defined.shallotBudgetRefill(...args),
     get: (key) => client.get(key),

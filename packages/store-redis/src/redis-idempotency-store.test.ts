@@ -1,6 +1,6 @@
 import { createStack, defineTool, type Logger } from '@shallot/core'
 import { idempotency } from '@shallot/idempotency'
-import { idempotencyStoreContract } from '@shallot/idempotency/contract'
+import { idempotencyStoreContract, type RawRecord } from '@shallot/idempotency/contract'
 import { manualClock } from '@shallot/testing'
 import { Redis } from 'ioredis'
 import { beforeAll, describe, expect, it } from 'vitest'
@@ -29,11 +29,30 @@ function spyLogger(): Logger & { warnings: string[] } {
   return logger
 }
 
+const STATE_CODES: Record<string, string> = { pending: 'p', done: 'd', unknown: 'u' }
+
+/** The contract's hook: writes the record's hash fields as they are (Redis keeps text: NaN becomes 'NaN'). */
+function rawWriter(prefix: string) {
+  return async (key: string, raw: RawRecord) => {
+    const { record } = redisKeys(prefix).idempotency(key)
+    const state = typeof raw.state === 'string' && Object.hasOwn(STATE_CODES, raw.state) ? STATE_CODES[raw.state] : raw.state
+    const fields = { a: raw.argsHash, s: state, t: raw.token, l: raw.leaseUntil, e: raw.expiresAt, r: raw.result }
+    const present = Object.entries(fields).flatMap(([field, value]) => (value === undefined ? [] : [field, String(value)]))
+    await client
+      .multi()
+      .del(record)
+      .hset(record, ...present)
+      .exec()
+  }
+}
+
 describe('redis idempotency store: the store contract, on a real Redis', () => {
   // The contract moves time itself; `now` puts the scripts on its clock instead of Redis's TIME.
-  for (const c of idempotencyStoreContract((now) => redisStores({ client, prefix: freshPrefix(), now }).idempotency)) {
-    it(c.name, () => c.run())
-  }
+  const cases = idempotencyStoreContract((now) => {
+    const prefix = freshPrefix()
+    return { store: redisStores({ client, prefix, now }).idempotency, writeRaw: rawWriter(prefix) }
+  })
+  for (const c of cases) it(c.name, () => c.run())
 })
 
 describe('redis idempotency store: beyond the contract', () => {
@@ -91,30 +110,59 @@ describe('redis idempotency store: beyond the contract', () => {
     expect(ttl).toBeLessThanOrEqual(3000)
   })
 
-  it('treats a corrupt record as absent, logs it, and hands out a fresh token', async () => {
+  it('answers a corrupt record as unknown (corrupt), logs its Redis key, and leaves it in place', async () => {
     const prefix = freshPrefix()
     const logger = spyLogger()
     const store = redisStores({ client, prefix, logger }).idempotency
-    await client.hset(`${prefix}:{s}:idem:k`, { a: 'h', s: 'weird', t: '1' })
-    expect(await store.begin('s k', 'h', LEASE, TTL)).toMatchObject({ status: 'new' })
+    const record = `${prefix}:{s}:idem:k`
+    await client.hset(record, { a: 'h', s: 'weird', t: '1' })
+    expect(await store.begin('s k', 'h', LEASE, TTL)).toEqual({
+      status: 'unknown',
+      reason: 'corrupt',
+      problem: expect.stringContaining('state'),
+    })
+    expect(await client.hgetall(record)).toEqual({ a: 'h', s: 'weird', t: '1' })
     expect(logger.warnings).toEqual([expect.stringContaining('corrupt')])
   })
 
-  it('treats a stored result that is not valid JSON of the right shape as absent, logs it, and runs the call again', async () => {
+  it('answers a record key that holds another Redis type (a string, a list) as corrupt, not as a Redis error', async () => {
     const prefix = freshPrefix()
-    const logger = spyLogger()
-    const store = redisStores({ client, prefix, logger }).idempotency
-    const begun = await store.begin('s k', 'h', LEASE, TTL)
-    if (begun.status !== 'new') throw new Error(begun.status)
-    await store.complete('s k', begun.token, { value: 1 }, TTL)
-    for (const corrupt of ['{"value": 1', '{"value": 1, "extra": true}', '[1]']) {
-      await client.hset(`${prefix}:{s}:idem:k`, 'r', corrupt)
-      const again = await store.begin('s k', 'h', LEASE, TTL)
-      expect(again).toMatchObject({ status: 'new' })
-      if (again.status === 'new') await store.complete('s k', again.token, { value: 1 }, TTL)
+    const store = redisStores({ client, prefix }).idempotency
+    await client.set(`${prefix}:{s}:idem:a`, '{"value":"charged"}')
+    await client.rpush(`${prefix}:{s}:idem:b`, 'charged')
+    expect(await store.begin('s a', 'h', LEASE, TTL)).toEqual({
+      status: 'unknown',
+      reason: 'corrupt',
+      problem: 'the record is a string, not a hash',
+    })
+    expect(await store.begin('s b', 'h', LEASE, TTL)).toEqual({
+      status: 'unknown',
+      reason: 'corrupt',
+      problem: 'the record is a list, not a hash',
+    })
+  })
+
+  it('refuses, through a real stack, a write whose stored result was overwritten, and the charge does not run again', async () => {
+    let charges = 0
+    const charge = defineTool({
+      name: 'charge_card',
+      description: 'charge',
+      input: z.object({ amount: z.number() }),
+      execute: () => ({ chargeId: `ch_${++charges}` }),
+    })
+    const prefix = freshPrefix()
+    const stack = createStack({
+      tools: [charge],
+      middleware: [idempotency({ store: redisStores({ client, prefix }).idempotency, key: () => 'order-1' })],
+    })
+    const call = { id: 'c1', name: 'charge_card', args: { amount: 5 } }
+    await stack.dispatch(call)
+    for (const corrupt of ['"charged"', 'null', '42', '[]', 'true', '{"x":1}', '{"value": 1', '{"value": 1, "extra": true}']) {
+      await client.hset(`${prefix}:{default}:idem:order-1`, 'r', corrupt)
+      const again = await stack.dispatch(call)
+      expect(again.error?.code, corrupt).toBe('outcome_unknown')
     }
-    expect(logger.warnings).toHaveLength(3)
-    expect(await store.begin('s k', 'h', LEASE, TTL)).toEqual({ status: 'done', result: { value: 1 } })
+    expect(charges).toBe(1)
   })
 
   it('replays through a real stack: two stacks (two workers) on one Redis run a write once', async () => {

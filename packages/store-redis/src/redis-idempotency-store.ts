@@ -1,7 +1,7 @@
-import type { BeginResult, IdempotencyStore, StoredResult } from '@shallot/idempotency'
+import { type BeginResult, type IdempotencyStore, parseStoredResult } from '@shallot/idempotency'
 import type { RedisStoreContext } from './redis-store-context.js'
 import { redisUnavailable } from './store-unavailable.js'
-import { beginReplySchema, flagReplySchema, parseStored, storedResultSchema } from './stored-values.js'
+import { beginReplySchema, flagReplySchema } from './stored-values.js'
 
 type BeginReply = ReturnType<typeof beginReplySchema.parse>
 
@@ -10,7 +10,8 @@ type BeginReply = ReturnType<typeof beginReplySchema.parse>
  * step, so every worker of the fleet sees one record per key. Tokens come from an `INCR` counter per
  * scope, so they only grow; a settle with any other token (released, expired, replaced, or fenced
  * out because its lease ran out and another worker was told `unknown`) changes nothing.
- * Leases and TTLs run on Redis's clock.
+ * Leases and TTLs run on Redis's clock. A record that is not well-formed (checked in the script,
+ * its result checked with `parseStoredResult`) answers `unknown (corrupt)` and is left in place.
  *
  * @example
  * const { idempotency: store } = redisStores({ client })
@@ -46,31 +47,31 @@ export function redisIdempotencyStore(context: RedisStoreContext): IdempotencySt
     )
   }
 
+  function corrupt(key: string, record: string, problem: string): BeginResult {
+    log.warn({ key, record, problem }, 'idempotency record in Redis is corrupt; identical calls are refused until it expires or is removed')
+    return { status: 'unknown', reason: 'corrupt', problem }
+  }
+
   async function begin(key: string, argsHash: string, leaseMs: number, ttlMs: number): Promise<BeginResult> {
     const { record, fence } = keys.idempotency(key)
-    for (let attempt = 1; ; attempt++) {
-      const reply = await bounded(
-        'idempotency.begin',
-        async () => parseBegin(await commands.begin(record, fence, nowArg(), argsHash, leaseMs, ttlMs)),
-        (late) => releaseLate(key, late),
-      )
-      switch (reply[0]) {
-        case 'new':
-          if (reply[2] === '1') log.warn({ key, record }, 'idempotency record in Redis was corrupt; treated as absent and replaced')
-          return { status: 'new', token: reply[1] }
-        case 'done': {
-          const stored = parseStored(storedResultSchema, reply[1])
-          if ('value' in stored) return { status: 'done', result: stored.value as StoredResult }
-          log.warn({ key, record, problem: stored.problem }, 'stored idempotency result in Redis was corrupt; treated as absent')
-          await bounded('idempotency.begin', () => commands.discard(record, reply[2]))
-          if (attempt >= 2) throw redisUnavailable('idempotency.begin', 'the stored record stays corrupt')
-          break
-        }
-        case 'unknown':
-          return { status: 'unknown', reason: reply[1] }
-        default:
-          return { status: reply[0] }
+    const reply = await bounded(
+      'idempotency.begin',
+      async () => parseBegin(await commands.begin(record, fence, nowArg(), argsHash, leaseMs, ttlMs)),
+      (late) => releaseLate(key, late),
+    )
+    switch (reply[0]) {
+      case 'new':
+        return { status: 'new', token: reply[1] }
+      case 'done': {
+        const stored = parseStoredResult(reply[1])
+        return 'result' in stored ? { status: 'done', result: stored.result } : corrupt(key, record, stored.problem)
       }
+      case 'corrupt':
+        return corrupt(key, record, reply[1])
+      case 'unknown':
+        return { status: 'unknown', reason: reply[1] }
+      default:
+        return { status: reply[0] }
     }
   }
 

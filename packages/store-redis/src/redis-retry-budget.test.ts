@@ -43,20 +43,54 @@ describe('redis retry budget', () => {
     expect(await b.tryTake(5)).toBe(true)
   })
 
-  it('treats a corrupt bucket as full and logs it', async () => {
+  it('fails closed on a corrupt bucket: the take that finds it is refused, it is rewritten as empty, successes refill it', async () => {
     const prefix = freshPrefix()
     const warnings: string[] = []
     const logger: Logger = { debug() {}, info() {}, error() {}, warn: (_o, msg) => void warnings.push(msg ?? ''), child: () => logger }
     const budget = redisStores({ client, prefix, logger, retryBudget: { capacity: 10 } }).retryBudget
-    await client.set(`${prefix}:{default}:retry-budget`, 'lots')
-    expect(await budget.available()).toBe(10)
-    expect(await budget.tryTake(10)).toBe(true)
-    await client.set(`${prefix}:{default}:retry-budget`, '-3')
-    expect(await budget.tryTake(1)).toBe(true)
-    expect(await budget.available()).toBe(9)
-    // Read by available(), then by the take script twice: each reading notices and reports it.
-    expect(warnings).toHaveLength(3)
+    const key = `${prefix}:{default}:retry-budget`
+    for (const corrupt of ['lots', '-3', 'NaN', 'inf', '', '1e999']) {
+      await client.set(key, corrupt)
+      expect(await budget.available(), corrupt).toBe(0)
+      expect(await budget.tryTake(1), corrupt).toBe(false)
+      expect(await client.get(key)).toBe('10')
+      await budget.refill(4)
+      expect(await budget.available()).toBe(4)
+      expect(await budget.tryTake(4)).toBe(true)
+      expect(await budget.tryTake(1)).toBe(false)
+    }
+    await client.del(key)
+    await client.hset(key, 'spent', '0') // another Redis type altogether
+    expect(await budget.tryTake(1)).toBe(false)
+    expect(await client.get(key)).toBe('10')
+    await client.hset(`${prefix}:{default-2}:retry-budget`, 'x', '1')
+    const other = redisStores({ client, prefix, logger, retryBudget: { name: 'default-2', capacity: 10 } }).retryBudget
+    await other.refill(3) // a refill that finds it corrupt rewrites it as empty, then refills
+    expect(await other.available()).toBe(3)
+    expect(warnings.length).toBeGreaterThan(0)
     expect(warnings.every((w) => w.includes('corrupt'))).toBe(true)
+  })
+
+  it('through a stack: a corrupt bucket means no retry, never a crash or a storm', async () => {
+    const prefix = freshPrefix()
+    let executions = 0
+    const search = defineTool({
+      name: 'search',
+      description: 'search',
+      input: z.object({ q: z.string() }),
+      effect: 'read',
+      execute: () => {
+        executions++
+        throw new ToolError('upstream_error', 'upstream answered 503')
+      },
+    })
+    const { retryBudget } = redisStores({ client, prefix, clock: systemClock, retryBudget: { capacity: 100 } })
+    await client.set(`${prefix}:{default}:retry-budget`, '{"spent":0}')
+    const stack = createStack({ clock: manualClock(), tools: [search], middleware: [retry({ retryBudget })] })
+    const result = await stack.dispatch({ id: 'c', name: 'search', args: { q: 'x' } })
+    expect(result).toMatchObject({ ok: false, error: { code: 'upstream_error' } })
+    expect(result.trace).toContainEqual(expect.objectContaining({ type: 'retry.stopped', reason: 'retry_budget_empty' }))
+    expect(executions).toBe(1)
   })
 
   it('caps retries fleet-wide through real stacks: two workers share 10 tokens, so 10 failing calls get 2 retries in all', async () => {

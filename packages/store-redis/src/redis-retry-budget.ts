@@ -21,7 +21,9 @@ export interface RedisRetryBudget extends RetryBudgetStore {
 /**
  * One token bucket shared by every worker (`retry({ retryBudget })`), taken from and refilled by
  * Lua scripts so concurrent workers never overspend it. Redis keeps what was spent, so a missing key
- * is a full bucket. A take that answers after its deadline gives its tokens back.
+ * is a full bucket. A take that answers after its deadline gives its tokens back. A bucket that
+ * cannot be read fails closed: the take that finds it is refused and the bucket is rewritten as
+ * empty, so retries resume as successes refill it (never a silent reset to full).
  *
  * @example
  * const { retryBudget } = redisStores({ client, retryBudget: { capacity: 200 } })
@@ -34,13 +36,14 @@ export function redisRetryBudget(context: RedisStoreContext & { readonly name: s
   function parse(op: string, reply: unknown): boolean {
     const parsed = budgetReplySchema.safeParse(reply)
     if (!parsed.success) throw redisUnavailable(op, 'Redis answered something the store does not understand', parsed.error)
-    if (parsed.data[1] === 1) log.warn({ key, op }, 'retry budget in Redis was corrupt; treated as full')
+    if (parsed.data[1] === 1)
+      log.warn({ key, op }, 'retry budget in Redis was corrupt; rewritten as empty, so no retry until successes refill it')
     return parsed.data[0] === 1
   }
 
   function refill(tokens: number): Promise<void> {
     return bounded('retryBudget.refill', async () => {
-      parse('retryBudget.refill', await commands.budgetRefill(key, tokens))
+      parse('retryBudget.refill', await commands.budgetRefill(key, capacity, tokens))
     })
   }
 
@@ -63,8 +66,11 @@ export function redisRetryBudget(context: RedisStoreContext & { readonly name: s
         if (raw === null) return capacity
         const spent = Number(raw)
         if (raw.trim() === '' || !Number.isFinite(spent) || spent < 0) {
-          log.warn({ key, op: 'retryBudget.available' }, 'retry budget in Redis was corrupt; treated as full')
-          return capacity
+          log.warn(
+            { key, op: 'retryBudget.available' },
+            'retry budget in Redis is corrupt; reported as empty (the next take rewrites it so)',
+          )
+          return 0
         }
         return Math.max(0, capacity - spent)
       })

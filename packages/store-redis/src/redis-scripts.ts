@@ -9,28 +9,45 @@ local function now_ms(arg)
 end
 `
 
+const FINITE = `
+local function finite(x)
+  local n = tonumber(x)
+  if n and n == n and n ~= math.huge and n ~= -math.huge then return n end
+  return nil
+end
+`
+
 /**
  * Idempotency `begin`. KEYS: record, fence counter. ARGV: now, argsHash, leaseMs, ttlMs.
  * Record fields: a argsHash, s state (p pending, d done, u unknown, x lease expired), t token,
  * l lease end, e expiry, r result JSON. A pending record whose lease ran out becomes `x` the first
  * time anyone sees it, which fences its owner out: what the fleet was told (unknown) never flips.
+ * A record that is not well-formed answers {'corrupt', problem} and is left as it is: replacing it
+ * could run again a write it stands for. Only its own valid expiry removes it.
  */
-export const BEGIN_LUA = `${NOW}
+export const BEGIN_LUA = `${NOW}${FINITE}
 local now = now_ms(ARGV[1])
 local hash, lease, ttl = ARGV[2], math.floor(tonumber(ARGV[3])), math.floor(tonumber(ARGV[4]))
+local kind = redis.call('TYPE', KEYS[1]).ok
+if kind ~= 'none' and kind ~= 'hash' then return {'corrupt', 'the record is a ' .. kind .. ', not a hash'} end
 local r = redis.call('HMGET', KEYS[1], 'a', 's', 't', 'l', 'e', 'r')
-local corrupt = '0'
 if r[1] or r[2] or r[3] or r[4] or r[5] or r[6] then
-  local a, s, t, l, e = r[1], r[2], r[3], tonumber(r[4]), tonumber(r[5])
-  local valid = a and t and l and e and (s == 'p' or s == 'u' or s == 'x' or (s == 'd' and r[6]))
-  if not valid then
-    corrupt = '1'
-    redis.call('DEL', KEYS[1])
-  elseif e <= now then
+  local a, s, t, l, e = r[1], r[2], r[3], finite(r[4]), finite(r[5])
+  if e and e <= now then
     redis.call('DEL', KEYS[1])
   else
+    local problem = nil
+    if not a or a == '' then problem = 'field a (arguments hash) is missing or empty'
+    elseif not (s == 'p' or s == 'd' or s == 'u' or s == 'x') then problem = 'field s (state) is not p, d, u or x'
+    elseif not t or not string.match(t, '^[1-9][0-9]*$') then problem = 'field t (token) is not a token this store hands out'
+    elseif not l then problem = 'field l (lease end) is not a finite number'
+    elseif not e then problem = 'field e (expiry) is not a finite number'
+    elseif s == 'd' and not r[6] then problem = 'a done record has no field r (result)'
+    elseif s ~= 'd' and r[6] then problem = 'a record that is not done holds field r (result)'
+    end
+    if problem then return {'corrupt', problem} end
     if a ~= hash then return {'mismatch'} end
-    if s == 'd' then return {'done', r[6], t} end
+    if s == 'd' then return {'done', r[6]} end
     if s == 'u' then return {'unknown', 'recorded'} end
     if s == 'p' and l > now then return {'in_flight'} end
     if s == 'p' then redis.call('HSET', KEYS[1], 's', 'x') end
@@ -40,7 +57,7 @@ end
 local token = tostring(redis.call('INCR', KEYS[2]))
 redis.call('HSET', KEYS[1], 'a', hash, 's', 'p', 't', token, 'l', tostring(now + lease), 'e', tostring(now + lease + ttl))
 redis.call('PEXPIRE', KEYS[1], lease + ttl)
-return {'new', token, corrupt}
+return {'new', token}
 `
 
 /**
@@ -66,17 +83,16 @@ redis.call('PEXPIRE', KEYS[1], ttl)
 return 1
 `
 
-/** Deletes a record whose stored result did not validate, if it still holds `token`. KEYS: record. ARGV: token. */
-export const DISCARD_LUA = `
-if redis.call('HGET', KEYS[1], 't') ~= ARGV[1] then return 0 end
-redis.call('DEL', KEYS[1])
-return 1
-`
-
-/** Breaker read. KEYS: state. ARGV: now. Returns the state JSON (or ''), its version and Redis's now. */
+/**
+ * Breaker read. KEYS: state. ARGV: now. Returns the state JSON (or ''), its version, Redis's now,
+ * and a problem ('' when none) when the key holds another Redis type than a hash.
+ */
 export const BREAKER_READ_LUA = `${NOW}
+local now = tostring(now_ms(ARGV[1]))
+local kind = redis.call('TYPE', KEYS[1]).ok
+if kind ~= 'none' and kind ~= 'hash' then return {'', '0', now, 'the state is a ' .. kind .. ', not a hash'} end
 local r = redis.call('HMGET', KEYS[1], 's', 'v')
-return {r[1] or '', r[2] or '0', tostring(now_ms(ARGV[1]))}
+return {r[1] or '', r[2] or '0', now, ''}
 `
 
 /** Breaker compare-and-set. KEYS: state. ARGV: expected version, state JSON, ttlMs. 1 when written. */
@@ -88,33 +104,52 @@ redis.call('PEXPIRE', KEYS[1], math.floor(tonumber(ARGV[3])))
 return 1
 `
 
+/**
+ * Deletes a corrupt breaker state if nobody wrote it since it was read (same version), or any
+ * value of another Redis type. KEYS: state. ARGV: version read. 1 when deleted.
+ */
+export const BREAKER_DISCARD_LUA = `
+local kind = redis.call('TYPE', KEYS[1]).ok
+if kind == 'hash' and (redis.call('HGET', KEYS[1], 'v') or '0') ~= ARGV[1] then return 0 end
+redis.call('DEL', KEYS[1])
+return 1
+`
+
 // The bucket stores what was spent, so a missing key is a full bucket and nobody has to create it.
+// A bucket that cannot be read (not a finite number >= 0, or another Redis type) is rewritten as
+// empty, all of its capacity spent: retries wait for successes to refill it, as after a storm.
 const SPENT = `
-local function spent_of(key)
-  local raw = redis.call('GET', key)
-  if not raw then return 0, 0 end
-  local n = tonumber(raw)
-  if not n or n ~= n or n < 0 or n == math.huge then
-    redis.call('DEL', key)
-    return 0, 1
+local function spent_of(key, capacity)
+  local kind = redis.call('TYPE', key).ok
+  if kind == 'none' then return 0, 0 end
+  if kind == 'string' then
+    local n = tonumber(redis.call('GET', key))
+    if n and n == n and n >= 0 and n ~= math.huge then return n, 0 end
   end
-  return n, 0
+  redis.call('DEL', key)
+  redis.call('SET', key, tostring(capacity))
+  return capacity, 1
 end
 `
 
-/** Retry budget take. KEYS: bucket. ARGV: capacity, tokens. Returns {taken 0|1, corrupt 0|1}. */
+/**
+ * Retry budget take. KEYS: bucket. ARGV: capacity, tokens. Returns {taken 0|1, corrupt 0|1}; a
+ * take that finds the bucket corrupt is refused (fails closed: no retry).
+ */
 export const BUDGET_TAKE_LUA = `${SPENT}
-local spent, corrupt = spent_of(KEYS[1])
+local capacity = tonumber(ARGV[1])
+local spent, corrupt = spent_of(KEYS[1], capacity)
+if corrupt == 1 then return {0, 1} end
 local cost = tonumber(ARGV[2])
-if spent + cost > tonumber(ARGV[1]) then return {0, corrupt} end
+if spent + cost > capacity then return {0, 0} end
 if cost > 0 then redis.call('SET', KEYS[1], tostring(spent + cost)) end
-return {1, corrupt}
+return {1, 0}
 `
 
-/** Retry budget refill. KEYS: bucket. ARGV: tokens. Returns {0, corrupt 0|1}. */
+/** Retry budget refill. KEYS: bucket. ARGV: capacity, tokens. Returns {0, corrupt 0|1}. */
 export const BUDGET_REFILL_LUA = `${SPENT}
-local spent, corrupt = spent_of(KEYS[1])
-local left = spent - tonumber(ARGV[1])
+local spent, corrupt = spent_of(KEYS[1], tonumber(ARGV[1]))
+local left = spent - tonumber(ARGV[2])
 if left <= 0 then redis.call('DEL', KEYS[1]) else redis.call('SET', KEYS[1], tostring(left)) end
 return {0, corrupt}
 `

@@ -1,8 +1,5 @@
 import { z } from 'zod'
 
-/** A stored idempotency result, as JSON read back from Redis. */
-export const storedResultSchema = z.object({ value: z.json().optional() }).strict()
-
 /** A breaker state as JSON read back from Redis (unknown fields are dropped). */
 export const breakerStateSchema = z.object({
   circuit: z.enum(['closed', 'open', 'half-open']),
@@ -18,15 +15,16 @@ export const breakerStateSchema = z.object({
 
 /** The reply of the `begin` script. */
 export const beginReplySchema = z.union([
-  z.tuple([z.literal('new'), z.string(), z.enum(['0', '1'])]),
-  z.tuple([z.literal('done'), z.string(), z.string()]),
+  z.tuple([z.literal('new'), z.string()]),
+  z.tuple([z.literal('done'), z.string()]),
+  z.tuple([z.literal('corrupt'), z.string()]),
   z.tuple([z.literal('in_flight')]),
   z.tuple([z.literal('mismatch')]),
   z.tuple([z.literal('unknown'), z.enum(['recorded', 'lease_expired'])]),
 ])
 
-/** The reply of the breaker read script: state JSON (or ''), version, Redis's now. */
-export const breakerReadReplySchema = z.tuple([z.string(), z.string(), z.string().transform(Number).pipe(z.number())])
+/** The reply of the breaker read script: state JSON (or ''), version, Redis's now, a problem (or ''). */
+export const breakerReadReplySchema = z.tuple([z.string(), z.string(), z.string().transform(Number).pipe(z.number()), z.string()])
 
 /** The reply of the budget scripts: [taken, corrupt]. */
 export const budgetReplySchema = z.tuple([z.union([z.literal(0), z.literal(1)]), z.union([z.literal(0), z.literal(1)])])
@@ -48,7 +46,13 @@ export function parseStored<S extends z.ZodType>(schema: S, text: string): { val
   } catch {
     return { problem: 'not JSON' }
   }
-  const parsed = schema.safeParse(json)
+  let parsed: z.ZodSafeParseResult<z.output<S>>
+  try {
+    parsed = schema.safeParse(json)
+  } catch {
+    // A value nested deep enough overflows the stack of a recursive schema: not a shape this store writes.
+    return { problem: 'nested too deep' }
+  }
   if (parsed.success) return { value: parsed.data }
   return { problem: parsed.error.issues.map((i) => `${i.path.join('.') || '(root)'}: ${i.message}`).join('; ') }
 }

@@ -3,7 +3,7 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { createStack, defineTool, OptionsError } from '@shallot/core'
 import { idempotency } from '@shallot/idempotency'
-import { idempotencyStoreContract } from '@shallot/idempotency/contract'
+import { idempotencyStoreContract, type RawRecord } from '@shallot/idempotency/contract'
 import { manualClock } from '@shallot/testing'
 import Database from 'better-sqlite3'
 import { afterAll, afterEach, describe, expect, it } from 'vitest'
@@ -24,12 +24,50 @@ afterEach(() => {
 })
 afterAll(() => rmSync(dir, { recursive: true, force: true }))
 
+/** A column value as SQLite can hold it: a number it cannot store (NaN, Infinity) as its text, absent as NULL. */
+function column(value: unknown): string | number | null {
+  if (value === undefined || value === null) return null
+  if (typeof value === 'number') return Number.isFinite(value) ? value : String(value)
+  return typeof value === 'string' ? value : String(value)
+}
+
+/** The contract's hook: writes a row as it is, past the table's CHECK on state, as another writer could. */
+function rawWriter(store: SqliteStore, table = 'shallot_idempotency') {
+  return (key: string, record: RawRecord) => {
+    const db = store.database
+    db.pragma('ignore_check_constraints = ON')
+    try {
+      db.prepare(
+        `INSERT OR REPLACE INTO "${table}" (key, args_hash, state, token, lease_until, expires_at, result) VALUES (?, ?, ?, ?, ?, ?, ?)`,
+      ).run(
+        key,
+        column(record.argsHash),
+        column(record.state),
+        column(record.token),
+        column(record.leaseUntil),
+        column(record.expiresAt),
+        column(record.result),
+      )
+    } finally {
+      db.pragma('ignore_check_constraints = OFF')
+    }
+  }
+}
+
 describe('sqliteStore: the store contract', () => {
   describe('in memory', () => {
-    for (const c of idempotencyStoreContract((now) => open({ path: ':memory:', now }))) it(c.name, () => c.run())
+    const cases = idempotencyStoreContract((now) => {
+      const store = open({ path: ':memory:', now })
+      return { store, writeRaw: rawWriter(store) }
+    })
+    for (const c of cases) it(c.name, () => c.run())
   })
   describe('on a file', () => {
-    for (const c of idempotencyStoreContract((now) => open({ path: file(), now }))) it(c.name, () => c.run())
+    const cases = idempotencyStoreContract((now) => {
+      const store = open({ path: file(), now })
+      return { store, writeRaw: rawWriter(store) }
+    })
+    for (const c of cases) it(c.name, () => c.run())
   })
 })
 
@@ -102,6 +140,28 @@ describe('sqliteStore', () => {
     expect(await stack.dispatch(call)).toMatchObject({ replayed: true, value: { chargeId: 'ch_1' } })
     await clock.advance(1)
     expect(await stack.dispatch(call)).toMatchObject({ replayed: false, value: { chargeId: 'ch_2' } })
+  })
+
+  it('refuses a write whose row was edited to hold the string "charged", and the charge does not run again', async () => {
+    let charges = 0
+    const chargeCard = defineTool({
+      name: 'charge_card',
+      description: 'Charge a card',
+      input: z.object({ card: z.string(), amount: z.number() }),
+      execute: () => ({ chargeId: `ch_${++charges}` }),
+    })
+    const store = open({ path: file() })
+    const stack = createStack({ tools: [chargeCard], middleware: [idempotency({ store })] })
+    const call = { id: 'c', name: 'charge_card', args: { card: 'c1', amount: 5 } }
+    await stack.dispatch(call)
+    store.database.prepare(`UPDATE shallot_idempotency SET result = '"charged"'`).run()
+    const again = await stack.dispatch(call)
+    expect(again).toMatchObject({ ok: false, error: { code: 'outcome_unknown' } })
+    expect(again.trace.map((e) => e.type)).toEqual(['idempotency.corrupt', 'idempotency.refused'])
+    expect(charges).toBe(1)
+    // The row stays as it was, for a human to look at; the sweep leaves it too.
+    const rows = store.database.prepare('SELECT result FROM shallot_idempotency').all()
+    expect(rows).toEqual([{ result: '"charged"' }])
   })
 
   it('sweeps expired records as new ones arrive, so the file does not grow without bound', () => {

@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto'
 import { parseOptions } from '@shallot/core'
-import type { BeginResult, StoredResult, SyncIdempotencyStore } from '@shallot/idempotency'
+import { type BeginResult, parseStoredResult, type SyncIdempotencyStore } from '@shallot/idempotency'
 import Database from 'better-sqlite3'
 import { z } from 'zod'
 
@@ -52,13 +52,39 @@ export interface SqliteStore extends SyncIdempotencyStore {
   close(): void
 }
 
+/** A row as read: SQLite columns hold whatever was written into them, so every field is checked before use. */
 interface Row {
+  args_hash: unknown
+  state: unknown
+  token: unknown
+  lease_until: unknown
+  expires_at: unknown
+  result: unknown
+}
+
+/** A row that passed {@link rowProblem}. */
+interface GoodRow extends Row {
   args_hash: string
   state: 'pending' | 'done' | 'unknown'
   token: string
   lease_until: number
   expires_at: number
   result: string | null
+}
+
+const STATES: ReadonlySet<unknown> = new Set(['pending', 'done', 'unknown'])
+const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/
+const isTime = (n: unknown): n is number => typeof n === 'number' && Number.isFinite(n)
+
+/** What is wrong with a row, or `undefined` for one this store could have written. */
+function rowProblem(row: Row): string | undefined {
+  if (typeof row.args_hash !== 'string' || row.args_hash === '') return 'args_hash is not a non-empty string'
+  if (!STATES.has(row.state)) return 'state is not pending, done or unknown'
+  if (typeof row.token !== 'string' || !UUID.test(row.token)) return 'token is not a token this store hands out'
+  if (!isTime(row.lease_until)) return 'lease_until is not a finite number'
+  if (!isTime(row.expires_at)) return 'expires_at is not a finite number'
+  if (row.state !== 'done' && row.result !== null) return `a ${row.state} row holds a result`
+  return undefined
 }
 
 /** Expired rows dropped per new record: enough to keep up, small enough to keep `begin` short. */
@@ -69,6 +95,9 @@ const SWEEP_BATCH = 16
  * `BEGIN IMMEDIATE` around `begin`, so several processes can share one file safely and records
  * survive restarts. Leases and TTLs run on the wall clock (`Date.now`), the only clock processes
  * share: keep the machines' clocks in sync if the file is on shared storage (better: don't).
+ * Every row is validated when read: one that is not well-formed (a hand edit, another writer, a
+ * bad migration) answers `unknown (corrupt)` and stays, so `idempotency()` refuses the call with
+ * `outcome_unknown` until the row expires or someone deletes it; it is never replayed or re-run.
  *
  * @example
  * const store = sqliteStore({ path: 'agent-state.db' })
@@ -117,16 +146,25 @@ export function sqliteStore(options: SqliteStoreOptions): SqliteStore {
   const beginTx = db.transaction((key: string, argsHash: string, leaseMs: number, ttlMs: number): BeginResult => {
     const at = now()
     const row = select.get(key)
-    if (row === undefined || row.expires_at <= at) {
+    if (row === undefined || (isTime(row.expires_at) && row.expires_at <= at)) {
       sweep.run(at)
       const token = randomUUID()
       insert.run(key, argsHash, token, at + leaseMs, at + leaseMs + ttlMs)
       return { status: 'new', token }
     }
-    if (row.args_hash !== argsHash) return { status: 'mismatch' }
-    if (row.state === 'done') return { status: 'done', result: row.result === null ? {} : (JSON.parse(row.result) as StoredResult) }
-    if (row.state === 'unknown') return { status: 'unknown', reason: 'recorded' }
-    return row.lease_until > at ? { status: 'in_flight' } : { status: 'unknown', reason: 'lease_expired' }
+    // A row this store cannot read is never replaced or replayed: it may stand for a write that happened.
+    const problem = rowProblem(row)
+    if (problem !== undefined) return { status: 'unknown', reason: 'corrupt', problem }
+    const good = row as GoodRow
+    if (good.args_hash !== argsHash) return { status: 'mismatch' }
+    if (good.state === 'done') {
+      const parsed = parseStoredResult(good.result)
+      return 'result' in parsed
+        ? { status: 'done', result: parsed.result }
+        : { status: 'unknown', reason: 'corrupt', problem: parsed.problem }
+    }
+    if (good.state === 'unknown') return { status: 'unknown', reason: 'recorded' }
+    return good.lease_until > at ? { status: 'in_flight' } : { status: 'unknown', reason: 'lease_expired' }
   })
 
   return {

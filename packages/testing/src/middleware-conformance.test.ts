@@ -1,4 +1,4 @@
-import { abortReason, defineMiddleware, type Next, type ToolContext, ToolError } from '@shallot/core'
+import { abortReason, defineMiddleware, LoopError, type Next, type ToolContext, ToolError } from '@shallot/core'
 import { z } from 'zod'
 import { middlewareConformance } from './conformance.js'
 
@@ -17,6 +17,8 @@ const retryTransient = defineMiddleware({
           if (!ToolError.is(err) || !err.retryable || tries >= times) throw err
         }
         await ctx.clock.sleep(waitMs, ctx.signal).catch(() => {})
+        // A repeat is a new attempt: the terminal refuses to run the tool twice in one.
+        ctx.attempt++
       }
     },
 })
@@ -60,8 +62,11 @@ middlewareConformance(
             await next()
             return
           } catch (err) {
-            if (!ToolError.is(err) || tries >= 2) throw err
+            // The bug this sample carries: a cancellation is taken for one more transient failure.
+            const cancelled = LoopError.is(err) && err.kind === 'cancelled'
+            if ((!ToolError.is(err) && !cancelled) || tries >= 2) throw err
           }
+          ctx.attempt++
         }
       },
   }),

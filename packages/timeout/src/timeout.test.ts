@@ -338,7 +338,7 @@ describe('timeout() on the manual clock', () => {
     parent.abort()
     await expect(stack.dispatch(call('t'), { run })).rejects.toSatisfy((e: unknown) => LoopError.is(e) && e.kind === 'cancelled')
     // Directly through the layer too: the stack refuses an aborted run before any layer runs.
-    const ctx = { call: call('t'), signal: parent.signal, attempt: 1 } as unknown as ToolContext
+    const ctx = { call: call('t'), signal: parent.signal, currentSignal: () => parent.signal, attempt: 1 } as unknown as ToolContext
     await expect(layer(ctx, async () => {})).rejects.toSatisfy((e: unknown) => LoopError.is(e) && e.kind === 'cancelled')
     expect(execute).not.toHaveBeenCalled()
   })
@@ -365,8 +365,9 @@ describe('timeout() on the manual clock', () => {
     const names = ['quick', 'failing', 'slow', 'stubborn']
     const all = Promise.all(Array.from({ length: 1000 }, (_, i) => stack.dispatch(call(names[i % 4] as string, `c${i}`), { run })))
     await clock.advance(0)
-    // The 500 slow and stubborn calls are waiting: the count really moves, so the final check means something.
-    expect(getEventListeners(parent.signal, 'abort').length).toBe(before + 500)
+    // The 500 slow and stubborn calls are waiting, all through one shared listener (fifty would warn),
+    // so the count really moves and the final check means something.
+    expect(getEventListeners(parent.signal, 'abort').length).toBe(before + 1)
     expect(clock.pending).toBe(500)
     await clock.advance(50)
     const results: ToolResult[] = await all
@@ -451,5 +452,34 @@ describe('timeout() options', () => {
     expect(result.done).toBe(false)
     await clock.advance(1)
     expect(result.value?.error?.message).toBe("Tool 'stubborn' timed out after 30s")
+  })
+})
+
+describe('timeout(): work the tool left running', () => {
+  it('is cancelled when the attempt settles, whether it succeeded, failed or missed its deadline', async () => {
+    vi.useFakeTimers({ toFake: ['setTimeout', 'clearTimeout'] })
+    try {
+      for (const ending of ['succeeds', 'fails', 'expires'] as const) {
+        const fired = vi.fn()
+        const leaves = tool('leaves_timer', async (signal) => {
+          const t = setTimeout(fired, 60_000)
+          signal.addEventListener('abort', () => clearTimeout(t), { once: true })
+          if (ending === 'fails') throw new ToolError('not_found', 'no such page')
+          if (ending === 'expires') return new Promise(() => {})
+          return 'ok'
+        })
+        const clock = manualClock()
+        const stack = createStack({ tools: [leaves], clock, middleware: [timeout({ ms: 50 })] })
+        const pending = stack.dispatch(call('leaves_timer'))
+        await clock.advance(50)
+        const result = await pending
+        expect(result.error?.code ?? 'ok').toBe({ succeeds: 'ok', fails: 'not_found', expires: 'timeout' }[ending])
+        expect(vi.getTimerCount()).toBe(0)
+        vi.advanceTimersByTime(60_000)
+        expect(fired).not.toHaveBeenCalled()
+      }
+    } finally {
+      vi.useRealTimers()
+    }
   })
 })

@@ -1,9 +1,11 @@
 import {
+  type AbortSource,
   abortReason,
   type DeferredSignal,
   type LoopError,
   type Middleware,
   type Next,
+  onAbort,
   parseOptions,
   type ToolContext,
   type ToolError,
@@ -33,12 +35,14 @@ export type TimeoutOptions = z.input<typeof timeoutOptionsSchema>
 
 /**
  * The signal the timeout hands to the inner layers, created only if somebody reads it. A class, so
- * every attempt's instance shares one shape (an object literal with getters would not).
+ * every attempt's instance shares one shape (an object literal with getters would not). Core follows
+ * it through `onAbort` without creating it, so a tool that reads its signal costs one controller.
  */
 class DeadlineSignal implements DeferredSignal {
   aborted = false
   reason: unknown = undefined
   #controller: AbortController | undefined
+  #waiting: (() => void)[] | undefined
 
   get signal(): AbortSignal {
     if (this.#controller === undefined) {
@@ -48,11 +52,44 @@ class DeadlineSignal implements DeferredSignal {
     return this.#controller.signal
   }
 
+  onAbort(callback: () => void): () => void {
+    if (this.aborted) {
+      callback()
+      return noop
+    }
+    if (this.#waiting === undefined) this.#waiting = []
+    const waiting = this.#waiting
+    waiting.push(callback)
+    return () => {
+      const index = waiting.indexOf(callback)
+      if (index >= 0) waiting.splice(index, 1)
+    }
+  }
+
   abort(why: unknown): void {
+    if (this.aborted) return
     this.aborted = true
     this.reason = why
     this.#controller?.abort(why)
+    const waiting = this.#waiting
+    this.#waiting = undefined
+    if (waiting === undefined) return
+    for (const callback of waiting) {
+      try {
+        callback()
+      } catch {
+        // A follower's failure must not keep the others (or the deadline) from taking effect.
+      }
+    }
   }
+}
+
+const noop = () => {}
+
+/** Gives the outer layers back the signal they had, without creating it if it was deferred. */
+function restore(ctx: ToolContext, signal: AbortSource): void {
+  if (signal instanceof AbortSignal) ctx.signal = signal
+  else ctx.deferSignal(signal)
 }
 
 /**
@@ -74,7 +111,7 @@ export function timeout(options?: TimeoutOptions): Middleware {
   const limits = new Map(Object.entries(tools))
 
   return async function timeout(ctx: ToolContext, next: Next): Promise<void> {
-    const outer = ctx.signal
+    const outer = ctx.currentSignal()
     if (outer.aborted) throw abortReason(outer)
     const timeoutMs = limits.get(ctx.call.name) ?? ms
     const attempt = ctx.attempt
@@ -90,9 +127,9 @@ export function timeout(options?: TimeoutOptions): Middleware {
         const stopWaiting = (): boolean => {
           if (!waiting) return false
           waiting = false
-          ctx.signal = outer
+          restore(ctx, outer)
           cancelTimer()
-          outer.removeEventListener('abort', onAbort)
+          offOuter()
           return true
         }
         const giveUp = (why: StopReason, error: ToolError | LoopError) => {
@@ -101,7 +138,7 @@ export function timeout(options?: TimeoutOptions): Middleware {
           stoppedAt = ctx.clock.now()
           reject(error)
         }
-        const onAbort = () => {
+        const onOuterAbort = () => {
           reason = outer.reason
           abortInner(reason)
           giveUp('cancelled', abortReason(outer))
@@ -114,7 +151,7 @@ export function timeout(options?: TimeoutOptions): Middleware {
           abortInner(error)
           giveUp('expired', error)
         })
-        outer.addEventListener('abort', onAbort, { once: true })
+        const offOuter = onAbort(outer, onOuterAbort)
         ctx.deferSignal(deferred)
         let work: Promise<void>
         try {

@@ -1,0 +1,32 @@
+import { bulkhead } from '@shallot/bulkhead'
+import { fallback } from '@shallot/fallback'
+import { hedging } from '@shallot/hedging'
+import { bulkhead as cockatielBulkhead, fallback as cockatielFallback, handleAll } from 'cockatiel'
+import { readTool, stackOf } from './fixtures.js'
+import { type Row, time } from './measure.js'
+import { work } from './peers.js'
+
+let n = 0
+const call = () => ({ id: 'c', name: readTool.name, args: { id: n++ % 1000 } })
+
+/** 9: the bulkhead, fallback and hedging layers alone on the happy path, beside cockatiel's bulkhead and fallback. */
+export async function resilienceLayers(): Promise<Row[]> {
+  const peerBulkhead = cockatielBulkhead(10, 10)
+  const peerFallback = cockatielFallback(handleAll, 0)
+  const layers = {
+    bulkhead: [bulkhead({ limit: 10, queue: 10 })],
+    'fallback (no source for the tool)': [fallback({ tools: { other_tool: { from: 'cache' } } })],
+    'fallback (caching every result)': [fallback({ default: { from: 'cache' } })],
+    'fallback (fixed value)': [fallback({ default: { from: 'value', value: 0 } })],
+    'hedging (answers before the delay)': [hedging({ delayMs: 1000 })],
+  }
+  const rows: Row[] = [
+    await time('cockatiel bulkhead(10, 10)', () => peerBulkhead.execute(() => work(1))),
+    await time('cockatiel fallback', () => peerFallback.execute(() => work(1))),
+  ]
+  for (const [name, middleware] of Object.entries(layers)) {
+    const stack = stackOf(middleware, [readTool])
+    rows.push(await time(`shallot: ${name}`, () => stack.dispatch(call())))
+  }
+  return rows
+}

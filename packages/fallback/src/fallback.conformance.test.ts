@@ -1,0 +1,8 @@
+import { middlewareConformance } from '@shallot/testing/conformance'
+import { fallbackDefinition } from './index.js'
+
+middlewareConformance(fallbackDefinition, {
+  validOptions: { default: { from: 'cache' } },
+  invalidOptions: [{ cacheEntries: 0 }, { on: [] }, { tools: { a: { from: 'tool', tool: 'a' } } }, { default: { from: 'nowhere' } }],
+  abortOnEntry: false,
+})

@@ -1,0 +1,13 @@
+export { fallbackDefinition, fallbackDefinition as definition } from './definition.js'
+export { describeAge } from './describe-age.js'
+export {
+  DEFAULT_FALLBACK_CODES,
+  type FallbackAnswer,
+  type FallbackDispatch,
+  type FallbackOptions,
+  type FallbackSource,
+  fallback,
+  fallbackFileOptionsSchema,
+  fallbackOptionsSchema,
+  fallbackSourceSchema,
+} from './fallback.js'

@@ -1,0 +1,4 @@
+export { corruptCheckpoint, type PostgresCheckpoints } from './postgres-checkpoints.js'
+export type { PostgresRetryBudget } from './postgres-retry-budget.js'
+export { type PostgresStores, postgresStores, type SweepCounts } from './postgres-stores.js'
+export { type PostgresStoresOptions, postgresStoresOptionsSchema } from './postgres-stores-options.js'

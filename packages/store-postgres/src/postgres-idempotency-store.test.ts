@@ -1,0 +1,189 @@
+import { createStack, defineTool, type Logger } from '@shallot/core'
+import { type IdempotencyStore, idempotency } from '@shallot/idempotency'
+import { idempotencyStoreContract } from '@shallot/idempotency/contract'
+import { manualClock } from '@shallot/testing'
+import { describe, expect, it } from 'vitest'
+import { z } from 'zod'
+import { usePostgres } from './test-support/postgres-fixture.js'
+import { spyLogger } from './test-support/spy-logger.js'
+
+const pg = usePostgres()
+const LEASE = 1000
+const TTL = 60_000
+
+describe('postgres idempotency store: the store contract, on a real PostgreSQL', () => {
+  // The contract moves time itself; `now` puts the statements on its clock instead of the server's.
+  for (const c of idempotencyStoreContract(async (now) => (await pg.stores({ now })).idempotency)) {
+    it(c.name, () => c.run())
+  }
+})
+
+/** A stack with one write tool whose executions are counted, on a fresh table prefix. */
+async function chargeStack(logger: Logger = spyLogger()) {
+  const stores = await pg.stores({ logger })
+  const table = `"${stores.tablePrefix}idempotency"`
+  const runs = { count: 0 }
+  let value: unknown = { charged: 5 }
+  const charge = defineTool({
+    name: 'charge_card',
+    description: 'charge',
+    input: z.object({ order: z.string() }),
+    effect: 'write',
+    execute: () => {
+      runs.count++
+      return value
+    },
+  })
+  const stack = createStack({
+    tools: [charge],
+    middleware: [idempotency({ store: stores.idempotency, key: (_ctx, args) => (args as { order: string }).order })],
+  })
+  const call = (order: string, id = 'c') => stack.dispatch({ id, name: 'charge_card', args: { order } })
+  const setValue = (next: unknown) => {
+    value = next
+  }
+  return { stores, table, runs, call, setValue }
+}
+
+describe('postgres idempotency store: corrupt rows are refused as outcome_unknown, never replayed, never run again', () => {
+  const corruptResults: Array<[string, string | null]> = [
+    ['a JSON string', '"charged"'],
+    ['JSON null', 'null'],
+    ['a number', '5'],
+    ['an array', '[{"value": 1}]'],
+    ['an unknown field', '{"value": {"charged": 5}, "extra": true}'],
+    ['a misspelt field', '{"valu": {"charged": 5}}'],
+    ['a __proto__ key at the top', '{"__proto__": {"value": {"charged": 5}}}'],
+    ['a __proto__ key inside the value', '{"value": {"__proto__": {"admin": true}, "charged": 5}}'],
+    ['text that is not JSON', '{"value": 1'],
+    ['no result at all (SQL NULL)', null],
+  ]
+  for (const [what, result] of corruptResults) {
+    it(`refuses a done record whose result is ${what}`, async () => {
+      const logger = spyLogger()
+      const { table, runs, call } = await chargeStack(logger)
+      expect(await call('o-1')).toMatchObject({ ok: true, replayed: false })
+      await pg.pool.query(`UPDATE ${table} SET result = $1`, [result])
+      const again = await call('o-1')
+      expect(again).toMatchObject({ ok: false, error: { code: 'outcome_unknown', retryable: false, safeToRepeat: false } })
+      expect(await call('o-1')).toMatchObject({ ok: false, error: { code: 'outcome_unknown' } })
+      expect(runs.count).toBe(1)
+      expect(({} as Record<string, unknown>).admin).toBeUndefined()
+      expect(logger.warnings).toContainEqual({
+        msg: expect.stringContaining('corrupt'),
+        fields: expect.objectContaining({ key: 'default o-1' }),
+      })
+    })
+  }
+
+  const corruptRows: Array<[string, string]> = [
+    ['an unknown state', `state = 'weird'`],
+    ['an empty arguments hash', `args_hash = ''`],
+    ['a token that is not positive', 'token = -5'],
+    ['a state of the wrong case', `state = 'DONE'`],
+  ]
+  for (const [what, change] of corruptRows) {
+    it(`refuses a record with ${what}`, async () => {
+      const { table, runs, call } = await chargeStack()
+      expect(await call('o-1')).toMatchObject({ ok: true })
+      await pg.pool.query(`UPDATE ${table} SET ${change}`)
+      expect(await call('o-1')).toMatchObject({ ok: false, error: { code: 'outcome_unknown' } })
+      expect(runs.count).toBe(1)
+    })
+  }
+
+  it('refuses a pending record that is corrupt, and a settle by its owner changes nothing', async () => {
+    const clock = manualClock()
+    const stores = await pg.stores({ now: clock.now, logger: spyLogger() })
+    const store = stores.idempotency
+    const begun = await store.begin('s k', 'h', LEASE, TTL)
+    if (begun.status !== 'new') throw new Error(begun.status)
+    await pg.pool.query(`UPDATE "${stores.tablePrefix}idempotency" SET state = 'pending ' WHERE key = 's k'`)
+    expect(await store.begin('s k', 'h', LEASE, TTL)).toEqual({ status: 'unknown', reason: 'recorded' })
+    expect(await store.complete('s k', begun.token, { value: 1 }, TTL)).toBe(false)
+    expect(await store.begin('s k', 'h', LEASE, TTL)).toEqual({ status: 'unknown', reason: 'recorded' })
+  })
+
+  it('forgets a corrupt record once its expiry passed, as TTL cleanup would, and runs the call once', async () => {
+    const clock = manualClock()
+    const stores = await pg.stores({ now: clock.now, logger: spyLogger() })
+    const store = stores.idempotency
+    const begun = await store.begin('s k', 'h', LEASE, TTL)
+    if (begun.status !== 'new') throw new Error(begun.status)
+    await store.complete('s k', begun.token, { value: 1 }, TTL)
+    await pg.pool.query(`UPDATE "${stores.tablePrefix}idempotency" SET result = '[1]'`)
+    expect(await store.begin('s k', 'h', LEASE, TTL)).toEqual({ status: 'unknown', reason: 'recorded' })
+    await clock.advance(TTL)
+    expect(await store.begin('s k', 'h', LEASE, TTL)).toMatchObject({ status: 'new' })
+  })
+})
+
+describe('postgres idempotency store: beyond the contract', () => {
+  it('replays exactly what was stored: NUL characters, lone surrogates, emoji, key order, big and tiny numbers', async () => {
+    const { runs, call, setValue } = await chargeStack()
+    const value = { z: 'a\u0000b', a: '\ud800 lone', emoji: '👩‍💻', n: [1e300, -0.000001, 123456789012345], nested: { b: null, a: [true] } }
+    setValue(value)
+    expect(await call('o-odd')).toMatchObject({ ok: true, replayed: false })
+    const again = await call('o-odd')
+    expect(again).toMatchObject({ ok: true, replayed: true })
+    expect(again.value).toEqual(value)
+    expect(runs.count).toBe(1)
+  })
+
+  it('fences out an owner whose lease ran out once another worker was told unknown: the answer never flips', async () => {
+    const clock = manualClock()
+    const store = (await pg.stores({ now: clock.now })).idempotency
+    const begun = await store.begin('s k', 'h', LEASE, TTL)
+    if (begun.status !== 'new') throw new Error(begun.status)
+    await clock.advance(LEASE)
+    expect(await store.begin('s k', 'h', LEASE, TTL)).toEqual({ status: 'unknown', reason: 'lease_expired' })
+    expect(await store.complete('s k', begun.token, { value: 'late' }, TTL)).toBe(false)
+    expect(await store.release('s k', begun.token)).toBe(false)
+    expect(await store.markUnknown('s k', begun.token, TTL)).toBe(false)
+    expect(await store.begin('s k', 'h', LEASE, TTL)).toEqual({ status: 'unknown', reason: 'lease_expired' })
+  })
+
+  it('hands out tokens that only grow, across keys and releases', async () => {
+    const store = (await pg.stores()).idempotency
+    const tokens: bigint[] = []
+    for (const key of ['s a', 's b', 's a', 's c', 's a']) {
+      const begun = await store.begin(key, 'h', LEASE, TTL)
+      if (begun.status !== 'new') throw new Error(begun.status)
+      tokens.push(BigInt(begun.token))
+      await store.release(key, begun.token)
+    }
+    expect(tokens).toEqual([...tokens].sort((a, b) => (a < b ? -1 : 1)))
+    expect(new Set(tokens).size).toBe(5)
+  })
+
+  it('treats a token that is not one of its own as stale without asking the server to cast it', async () => {
+    const store = (await pg.stores()).idempotency
+    const begun = await store.begin('s k', 'h', LEASE, TTL)
+    if (begun.status !== 'new') throw new Error(begun.status)
+    for (const bad of ['', 'abc', '1; DROP TABLE x', '99999999999999999999999', '-1', `${begun.token} `]) {
+      expect(await store.complete('s k', bad, { value: 1 }, TTL)).toBe(false)
+      expect(await store.release('s k', bad)).toBe(false)
+    }
+    expect(await store.begin('s k', 'h', LEASE, TTL)).toEqual({ status: 'in_flight' })
+  })
+
+  it('deletes expired records: a few on every new record, and all of them on sweep()', async () => {
+    const clock = manualClock()
+    const stores = await pg.stores({ now: clock.now })
+    const table = `"${stores.tablePrefix}idempotency"`
+    const count = async () => Number((await pg.pool.query(`SELECT count(*) AS n FROM ${table}`)).rows[0].n)
+    for (let i = 0; i < 40; i++) await stores.idempotency.begin(`s k${i}`, 'h', LEASE, TTL)
+    await clock.advance(LEASE + TTL)
+    await stores.idempotency.begin('s fresh', 'h', LEASE, TTL)
+    expect(await count()).toBe(41 - 16)
+    expect(await stores.sweep()).toEqual({ idempotency: 24, breakers: 0, checkpoints: 0 })
+    expect(await count()).toBe(1)
+  })
+
+  it('refuses softly, naming migrate(), when the tables do not exist', async () => {
+    const { postgresStores } = await import('./index.js')
+    const store: IdempotencyStore = postgresStores({ pool: pg.pool, tablePrefix: 'never_migrated_' }).idempotency
+    const failure = await Promise.resolve(store.begin('s k', 'h', LEASE, TTL)).catch((err: unknown) => err)
+    expect(failure).toMatchObject({ code: 'store_unavailable', hint: expect.stringContaining('migrate()') })
+  })
+})

@@ -1,0 +1,134 @@
+import type { BeginResult, IdempotencyStore, StoredResult } from '@shallot/idempotency'
+import { type PostgresStoreContext, type Query, statement, transaction } from './postgres-store-context.js'
+import { postgresUnavailable } from './store-unavailable.js'
+import { checked, idempotencyRowSchema, nowSchema, parseStored, storedResultSchema } from './stored-values.js'
+import { NOW } from './tables.js'
+
+/** Expired rows dropped per new record: enough to keep up, small enough to keep `begin` short. */
+const SWEEP_BATCH = 16
+/** A token is a positive bigint; anything else can own no row (and must not reach a `::bigint` cast). */
+const TOKEN = /^[1-9]\d{0,18}$/
+
+/**
+ * The idempotency store of `postgresStores()`: `begin` is one transaction that claims the key or
+ * locks its row (`FOR UPDATE`) and decides on it; every settle is one guarded statement. Tokens come
+ * from one sequence, so they only grow. A worker whose lease ran out is fenced out once anyone was
+ * told so (the row becomes `lapsed`). Leases and TTLs run on the server's clock. Every row read is
+ * validated: a corrupt record is refused as `unknown`, never replayed and never run again.
+ *
+ * @example
+ * const { idempotency: store } = postgresStores({ pool })
+ * createStack({ tools, middleware: [idempotency({ store, scope: 'tenant-a' })] })
+ */
+export function postgresIdempotencyStore(context: PostgresStoreContext): IdempotencyStore {
+  const { pool, tables, bounded, log, nowParam } = context
+  const t = tables.idempotency
+  const fresh = `nextval('${tables.tokens.replaceAll("'", "''")}')`
+
+  const claimSql = `INSERT INTO ${t} (key, args_hash, state, token, lease_until, expires_at, result)
+    SELECT $2, $3, 'pending', ${fresh}, n.t + $4, n.t + $4 + $5, NULL FROM (SELECT ${NOW} AS t) n
+    ON CONFLICT (key) DO NOTHING RETURNING token::text AS token`
+  const lockSql = `SELECT args_hash, state, token::text AS token, lease_until::text AS lease_until,
+    expires_at::text AS expires_at, result, (${NOW})::text AS now FROM ${t} WHERE key = $2 FOR UPDATE`
+  const replaceSql = `UPDATE ${t} SET args_hash = $3, state = 'pending', token = ${fresh}, lease_until = n.t + $4,
+    expires_at = n.t + $4 + $5, result = NULL FROM (SELECT ${NOW} AS t) n WHERE key = $2 RETURNING token::text AS token`
+  const lapseSql = `UPDATE ${t} SET state = 'lapsed' WHERE key = $1`
+  const sweepSql = `DELETE FROM ${t} WHERE key IN (SELECT key FROM ${t} WHERE expires_at <= ${NOW} LIMIT ${SWEEP_BATCH} FOR UPDATE SKIP LOCKED)`
+  const owner = `key = $2 AND token = $3::bigint AND state = 'pending' AND expires_at > ${NOW}`
+  const completeSql = `UPDATE ${t} SET state = 'done', result = $4, expires_at = ${NOW} + $5 WHERE ${owner}`
+  const unknownSql = `UPDATE ${t} SET state = 'unknown', expires_at = ${NOW} + $4 WHERE ${owner}`
+  const releaseSql = `DELETE FROM ${t} WHERE ${owner}`
+
+  const tokenOf = (rows: Array<Record<string, unknown>>) => {
+    const token = rows[0]?.token
+    if (typeof token !== 'string' || !TOKEN.test(token)) throw new TypeError('the server answered no token')
+    return token
+  }
+
+  function corrupt(key: string, problem: string): BeginResult {
+    log.warn({ key, problem }, 'idempotency record in PostgreSQL is corrupt; identical calls are refused until it expires or is deleted')
+    return { status: 'unknown', reason: 'recorded' }
+  }
+
+  /** Decides on the locked row of `key`; `undefined` when the row vanished between claim and lock. */
+  async function decide(query: Query, key: string, argsHash: string, leaseMs: number, ttlMs: number): Promise<BeginResult | undefined> {
+    const raw = (await query(lockSql, [nowParam(), key])).rows[0]
+    if (raw === undefined) return undefined
+    const now = checked(nowSchema, raw.now)
+    if ('problem' in now) throw new TypeError(`the server answered no time: ${now.problem}`)
+    const at = now.value
+    // A row past its expiry is gone, whatever is in it: what TTL cleanup would have deleted anyway.
+    const expiresAt = checked(idempotencyRowSchema.shape.expires_at, raw.expires_at)
+    if ('value' in expiresAt && expiresAt.value <= at) {
+      const replaced = await query(replaceSql, [nowParam(), key, argsHash, leaseMs, ttlMs])
+      await query(sweepSql, [nowParam()])
+      return { status: 'new', token: tokenOf(replaced.rows) }
+    }
+    const row = checked(idempotencyRowSchema, raw)
+    if ('problem' in row) return corrupt(key, row.problem)
+    const record = row.value
+    if (record.args_hash !== argsHash) return { status: 'mismatch' }
+    switch (record.state) {
+      case 'done': {
+        if (record.result === null) return corrupt(key, 'a done record without a result')
+        const stored = parseStored(storedResultSchema, record.result)
+        if ('problem' in stored) return corrupt(key, `result: ${stored.problem}`)
+        return { status: 'done', result: stored.value as StoredResult }
+      }
+      case 'unknown':
+        return { status: 'unknown', reason: 'recorded' }
+      case 'lapsed':
+        return { status: 'unknown', reason: 'lease_expired' }
+      case 'pending':
+        if (record.lease_until > at) return { status: 'in_flight' }
+        // Telling anyone the outcome is unknown fences the owner out: the answer never flips to done.
+        await query(lapseSql, [key])
+        return { status: 'unknown', reason: 'lease_expired' }
+    }
+  }
+
+  function settle(op: 'complete' | 'release' | 'markUnknown', sql: string, key: string, token: string, extra: readonly unknown[]) {
+    if (!TOKEN.test(token)) return Promise.resolve(false)
+    return bounded(`idempotency.${op}`, async () => {
+      const { rowCount } = await statement(pool, sql, [nowParam(), key, token, ...extra])
+      return rowCount === 1
+    })
+  }
+
+  // A begin that answered after its deadline may have claimed the key for nobody: give it back.
+  function releaseLate(key: string, begun: BeginResult): void {
+    if (begun.status !== 'new') return
+    settle('release', releaseSql, key, begun.token, []).then(
+      (released) => log.info({ key, released }, 'released the key of a begin that answered after its deadline'),
+      (err: unknown) => log.warn({ key, err }, 'could not release the key of a begin that answered after its deadline'),
+    )
+  }
+
+  async function begin(key: string, argsHash: string, leaseMs: number, ttlMs: number): Promise<BeginResult> {
+    return bounded(
+      'idempotency.begin',
+      (signal) =>
+        transaction(pool, signal, async (query) => {
+          // A row released between our claim and our lock is free again: claim once more.
+          for (let attempt = 0; attempt < 3; attempt++) {
+            const claimed = await query(claimSql, [nowParam(), key, argsHash, leaseMs, ttlMs])
+            if (claimed.rows.length > 0) {
+              await query(sweepSql, [nowParam()])
+              return { status: 'new', token: tokenOf(claimed.rows) }
+            }
+            const decided = await decide(query, key, argsHash, leaseMs, ttlMs)
+            if (decided !== undefined) return decided
+          }
+          throw postgresUnavailable('idempotency.begin', 'the record kept changing under the claim')
+        }),
+      (late) => releaseLate(key, late),
+    )
+  }
+
+  return {
+    begin,
+    complete: (key, token, result, ttlMs) => settle('complete', completeSql, key, token, [JSON.stringify(result), ttlMs]),
+    release: (key, token) => settle('release', releaseSql, key, token, []),
+    markUnknown: (key, token, ttlMs) => settle('markUnknown', unknownSql, key, token, [ttlMs]),
+  }
+}

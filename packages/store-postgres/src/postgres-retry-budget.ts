@@ -1,0 +1,89 @@
+import type { RetryBudgetStore } from '@shallot/retry'
+import { type PostgresStoreContext, type Query, statement, transaction } from './postgres-store-context.js'
+import { spentSchema } from './stored-values.js'
+
+/**
+ * The retry budget of `postgresStores()`: one token bucket for the fleet.
+ *
+ * @example
+ * const { retryBudget } = postgresStores({ pool })
+ * await retryBudget.available() // 500 until someone retries
+ */
+export interface PostgresRetryBudget extends RetryBudgetStore {
+  readonly name: string
+  readonly capacity: number
+  tryTake(tokens: number): Promise<boolean>
+  refill(tokens: number): Promise<void>
+  available(): Promise<number>
+}
+
+/**
+ * One token bucket shared by every worker (`retry({ retryBudget })`): a row of tokens spent (a
+ * missing row is a full bucket), changed under a row lock so concurrent workers never overspend it.
+ * A spent count that is not a finite, non-negative number is corrupt: it reads as a full bucket
+ * (logged) and the next take replaces it. A take that answers after its deadline gives
+ * its tokens back.
+ *
+ * @example
+ * const { retryBudget } = postgresStores({ pool, retryBudget: { capacity: 200 } })
+ * createStack({ tools, middleware: [retry({ retryBudget })] })
+ */
+export function postgresRetryBudget(
+  context: PostgresStoreContext & { readonly name: string; readonly capacity: number },
+): PostgresRetryBudget {
+  const { pool, tables, bounded, log, name, capacity } = context
+  const t = tables.budgets
+  const touchSql = `INSERT INTO ${t} (name, spent) VALUES ($1, 0) ON CONFLICT (name) DO NOTHING`
+  const lockSql = `SELECT spent FROM ${t} WHERE name = $1 FOR UPDATE`
+  const writeSql = `UPDATE ${t} SET spent = $2 WHERE name = $1`
+
+  function spentOf(raw: unknown, op: string): number {
+    if (raw === undefined) return 0
+    const parsed = spentSchema.safeParse(raw)
+    if (parsed.success) return parsed.data
+    log.warn({ name, op, spent: String(raw) }, 'retry budget in PostgreSQL is corrupt; treated as full')
+    return 0
+  }
+
+  /** Locks the bucket's row and spends `tokens` if that many are left. */
+  function take(tokens: number, signal: AbortSignal): Promise<boolean> {
+    return transaction(pool, signal, async (query: Query) => {
+      await query(touchSql, [name])
+      const spent = spentOf((await query(lockSql, [name])).rows[0]?.spent, 'retryBudget.tryTake')
+      if (spent + tokens > capacity) return false
+      await query(writeSql, [name, spent + tokens])
+      return true
+    })
+  }
+
+  // One statement, and no write at all while the bucket is full: every successful call refills.
+  // It moves only a valid positive count (NaN sorts above Infinity in PostgreSQL); tryTake repairs the rest.
+  const refillSql = `UPDATE ${t} SET spent = greatest(0, spent - $2) WHERE name = $1 AND spent > 0 AND spent < 'Infinity'`
+
+  function refill(tokens: number): Promise<void> {
+    return bounded('retryBudget.refill', async () => {
+      await statement(pool, refillSql, [name, tokens])
+    })
+  }
+
+  return {
+    name,
+    capacity,
+    tryTake(tokens) {
+      return bounded(
+        'retryBudget.tryTake',
+        (signal) => take(tokens, signal),
+        (taken) => {
+          if (taken) refill(tokens).catch((err: unknown) => log.warn({ name, err }, 'could not give back tokens taken after the deadline'))
+        },
+      )
+    },
+    refill,
+    available() {
+      return bounded('retryBudget.available', async () => {
+        const { rows } = await statement(pool, `SELECT spent FROM ${t} WHERE name = $1`, [name])
+        return Math.max(0, capacity - spentOf(rows[0]?.spent, 'retryBudget.available'))
+      })
+    },
+  }
+}
