@@ -13,6 +13,7 @@ import * as idempotency from '@shallot/idempotency'
 import * as idempotencyContract from '@shallot/idempotency/contract'
 import * as langchain from '@shallot/langchain'
 import * as mcp from '@shallot/mcp'
+import * as openaiAgents from '@shallot/openai-agents'
 import * as panicCatcher from '@shallot/panic-catcher'
 import * as retry from '@shallot/retry'
 import * as storePostgres from '@shallot/store-postgres'
@@ -37,6 +38,7 @@ const modules = {
   idempotencyContract,
   langchain,
   mcp,
+  openaiAgents,
   panicCatcher,
   retry,
   storePostgres,

@@ -4,7 +4,7 @@ import { configLoad, printConfigLoad } from './config-load.js'
 import { heapRetained, sustained } from './endurance.js'
 import { formatNs, printTable, type Row } from './measure.js'
 import { resilienceLayers } from './resilience.js'
-import { classifierPathological, eachLayer, fullStack, peers } from './scenarios.js'
+import { classifierPathological, eachLayer, fullStack, peers, sanitizerPathological } from './scenarios.js'
 
 const quick = process.argv.includes('--quick')
 const docsPath = process.argv.find((a) => a.startsWith('--docs='))?.slice('--docs='.length)
@@ -21,6 +21,12 @@ const classifier = await classifierPathological()
 printTable('scenario 8: classify 100 KB pathological messages', classifier, classifier[0]?.name ?? '')
 const configRows = await configLoad(quick ? 1 : 3)
 printConfigLoad(configRows)
+const sanitizer = await sanitizerPathological()
+printTable(
+  'scenario 11: core sanitize() on 100 KB pathological text, no cap (target: each well under 5 ms)',
+  sanitizer,
+  sanitizer[0]?.name ?? '',
+)
 const heap = await heapRetained(quick ? 100_000 : 1_000_000)
 console.log(`\nscenario 6: heap retained after ${heap.calls} distinct calls: ${heap.retainedMB.toFixed(2)} MB`)
 const throughput = await sustained(quick ? 3 : 10)
@@ -32,7 +38,9 @@ const cockatiel = p50(peerRows, 'cockatiel retry+breaker+timeout')
 const happy = p50(full, 'shallot: 7 layers, read')
 const figures = {
   machine: { cpu: cpus()[0]?.model ?? 'unknown', cores: cpus().length, memoryGiB: Math.round(totalmem() / 2 ** 30), node: process.version },
-  p50ns: Object.fromEntries([...peerRows, ...full, ...layers, ...resilience, ...classifier].map((r) => [r.name, Math.round(r.p50ns)])),
+  p50ns: Object.fromEntries(
+    [...peerRows, ...full, ...layers, ...resilience, ...classifier, ...sanitizer].map((r) => [r.name, Math.round(r.p50ns)]),
+  ),
   ratios: { fullStackVsKoa7: happy / koa, cockatielVsFullStack: cockatiel / happy },
   heapRetainedMB: heap.retainedMB,
   heapCalls: heap.calls,
@@ -81,6 +89,13 @@ ${table([...peerRows.slice(0, 2), ...resilience], koa, 'koa-compose 7 no-op')}
 ## Classifier on pathological input (scenario 8)
 
 ${table(classifier, classifier[0]?.p50ns ?? 1, 'the first row')}
+
+## Core sanitizer on pathological input (scenario 11)
+
+\`sanitize()\` with no cap, so every pattern runs over the whole 100 KB; target: each row well under 5 ms. The last two
+rows are what a successful output costs the stack at the default 20,000-character cap.
+
+${table(sanitizer, sanitizer[0]?.p50ns ?? 1, 'the first row')}
 
 Raw figures:
 

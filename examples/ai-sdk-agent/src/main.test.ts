@@ -4,7 +4,9 @@ import { promisify } from 'node:util'
 import { expect, it } from 'vitest'
 
 // Runs the built example as a user would (`pnpm test` builds before vitest runs).
-it('heals a mistyped path, opens a circuit, and stops a stubborn model, all inside generateText', { timeout: 30_000 }, async () => {
+it('heals a mistyped path, opens a circuit, and stops a stubborn model inside generateText and streamText', {
+  timeout: 30_000,
+}, async () => {
   const main = fileURLToPath(new URL('../dist/main.js', import.meta.url))
   const { stdout } = await promisify(execFile)(process.execPath, [main])
   expect(stdout).toMatch(/tool {3}✗ \{"error":"not_found","message":"ENOENT: no such file or directory/)
@@ -13,4 +15,5 @@ it('heals a mistyped path, opens a circuit, and stops a stubborn model, all insi
   expect(stdout).toMatch(/tool {3}✗ \{"error":"circuit_open"/)
   expect(stdout).toContain('deploy_status ran 2 times for 3 calls')
   expect(stdout).toMatch(/generateText rejected: LoopError loop_detected/)
+  expect(stdout).toContain('UI stream ended with: error: LoopError loop_detected\n')
 })

@@ -1,13 +1,13 @@
-// Three moments of an AI SDK agent whose tools sit behind shallot's default stack, on the SDK's own
+// Four moments of an AI SDK agent whose tools sit behind shallot's default stack, on the SDK's own
 // mock model (no network, no API key): a mistyped path healed by a soft error, a sick service whose
-// circuit opens, and a stubborn model stopped by stuck-loop as a hard error.
+// circuit opens, a stubborn model stopped by stuck-loop as a hard error, and that stop in streamText.
 
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs'
 import { readFile } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { isSoftFailure, shallotTools } from '@shallot/ai-sdk'
-import { generateText, type StepResult, stepCountIs, type ToolSet, tool } from 'ai'
+import { createUIMessageStream, generateText, type StepResult, stepCountIs, streamText, type ToolSet, tool } from 'ai'
 import { consecutive, defaultMiddleware, LoopError } from 'shallot'
 import { z } from 'zod'
 import { lastOutputs, scriptedModel } from './scripted-model.js'
@@ -108,6 +108,35 @@ console.log('━━ Scene 3 · A stubborn model, stopped as a hard error')
   } catch (error) {
     console.log(LoopError.is(error) ? `generateText rejected: LoopError ${error.kind}: ${hide(error.message)}` : `failed: ${String(error)}`)
   }
+}
+
+console.log('━━ Scene 4 · The same stop in streamText, as a chat UI receives it')
+{
+  const model = scriptedModel([{ call: { name: 'read_file', input: { path: 'src/mian.rs' } } }])
+  const shallot = shallotTools({ read_file: readFileTool }, { middleware: defaultMiddleware(), effects: { read_file: 'read' } })
+  const message = (error: unknown) => (LoopError.is(error) ? `LoopError ${error.kind}` : 'error')
+  const stream = createUIMessageStream({
+    execute({ writer }) {
+      const result = streamText({
+        model,
+        prompt: 'What does src/main.rs do?',
+        tools: shallot.tools,
+        abortSignal: shallot.abortSignal,
+        experimental_transform: shallot.streamTransform,
+        experimental_repairToolCall: shallot.repairToolCall,
+        stopWhen: [stepCountIs(20), shallot.stopOnHardError],
+        onError: () => {}, // the UI stream reports it below
+      })
+      writer.merge(result.toUIMessageStream({ onError: message }))
+    },
+    onError: message,
+  })
+  const kinds = new Set<string>()
+  for await (const chunk of stream) {
+    if (chunk.type === 'error') kinds.add(`error: ${chunk.errorText}`)
+    if (chunk.type === 'abort') kinds.add('abort')
+  }
+  console.log(`UI stream ended with: ${[...kinds].join(', ')}`)
 }
 
 rmSync(root, { recursive: true, force: true })

@@ -8,7 +8,7 @@ import { tmpdir } from 'node:os'
 import { dirname, join } from 'node:path'
 import { Client } from '@modelcontextprotocol/sdk/client/index.js'
 import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js'
-import { mcpTools, serverKey } from '@shallot/mcp'
+import { indictsServer, mcpTools, serverKey } from '@shallot/mcp'
 import { type ScriptStep, scriptedModel } from '@shallot/testing'
 import { consecutive, createAgent, defaultMiddleware, type RunOutcome } from 'shallot'
 
@@ -50,11 +50,12 @@ console.log(
     .slice(0, 3)
     .join(', ')}`,
 )
-// A quick retry, and one breaker for the whole server.
+// A quick retry, and one breaker for the whole server that only transport failures open (a tool's own
+// isError results, "upstream answered 503", are that tool's business).
 const middleware = () =>
   defaultMiddleware({
     retry: { baseMs: 20, capMs: 100 },
-    circuitBreaker: { key: serverKey({ filesystem: tools }), policy: consecutive({ threshold: 2 }) },
+    circuitBreaker: { key: serverKey({ filesystem: tools }), isFailure: indictsServer, policy: consecutive({ threshold: 2 }) },
   })
 
 console.log('━━ Scene 1 · A mistyped path, healed by a soft error')

@@ -1,7 +1,10 @@
 import { readFileSync } from 'node:fs'
 import { ToolError } from '@shallot/core'
+import { tool } from 'ai'
 import { describe, expect, it } from 'vitest'
+import { z } from 'zod'
 import { explainMain } from './readme-example.js'
+import { chat } from './readme-stream-example.js'
 import { lastToolResults, scriptedLanguageModel } from './scripted-language-model.test-helper.js'
 
 const read = (file: string) => readFileSync(new URL(file, import.meta.url), 'utf8')
@@ -10,6 +13,28 @@ describe('README', () => {
   it('shows the type-checked example verbatim (importing the published name)', () => {
     const example = read('./readme-example.ts').replace("from './index.js'", "from '@shallot/ai-sdk'")
     expect(read('../README.md')).toContain(example)
+  })
+
+  it('shows the streamText example verbatim', () => {
+    const example = read('./readme-stream-example.ts').replace("from './index.js'", "from '@shallot/ai-sdk'")
+    expect(read('../README.md')).toContain(example)
+  })
+
+  it('runs: the streamText example sends the loop_detected stop as an error chunk, not an abort', async () => {
+    const readFile = tool({
+      inputSchema: z.object({ path: z.string() }),
+      execute: async ({ path }): Promise<string> => {
+        throw new ToolError('not_found', `file ${path} not found`)
+      },
+    })
+    const model = scriptedLanguageModel([{ toolCalls: [{ name: 'read_file', input: { path: 'src/mian.rs' } }] }])
+    const response = chat(model, readFile, new AbortController().signal)
+    const body = await response.text()
+    const chunks = body.split('\n\n').flatMap((event) => (event.startsWith('data: {') ? [JSON.parse(event.slice(6))] : []))
+    const errors = chunks.filter((chunk) => chunk.type === 'error')
+    expect(errors.length).toBeGreaterThan(0)
+    for (const error of errors) expect(error.errorText).toContain('read_file was called 5 times with the same arguments')
+    expect(chunks.some((chunk) => chunk.type === 'abort')).toBe(false)
   })
 
   it('runs: the example recovers from a mistyped path', async () => {

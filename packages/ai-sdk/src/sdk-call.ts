@@ -1,9 +1,13 @@
 import { AsyncLocalStorage } from 'node:async_hooks'
-import type { ToolExecutionOptions } from 'ai'
+import type { Tool } from 'ai'
 
 /**
  * The AI SDK's execution options of the call being dispatched. A tool's `execute` in a shallot
  * stack only receives `{ signal, idempotencyKey, attempt, log }`, so the wrapper parks the SDK's
- * options here for the converted tool to hand on (`toolCallId`, `messages`, `experimental_context`).
+ * options here for the converted tool to hand on whole (`toolCallId`, `messages`, and the context:
+ * `experimental_context` in ai 6, `context` and `experimental_sandbox` in ai 7).
  */
-export const sdkCall = new AsyncLocalStorage<ToolExecutionOptions>()
+export const sdkCall = new AsyncLocalStorage<SdkExecutionOptions>()
+
+/** `ToolExecutionOptions` of the installed major (ai 7 made it generic over the context). */
+export type SdkExecutionOptions = Parameters<NonNullable<Tool['execute']>>[1]

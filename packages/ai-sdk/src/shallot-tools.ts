@@ -1,3 +1,4 @@
+import type { Tracer } from '@opentelemetry/api'
 import {
   createRun,
   createStack,
@@ -17,12 +18,16 @@ import {
   type InferToolOutput,
   jsonSchema,
   type StopCondition,
+  type StreamTextTransform,
   type Tool,
-  type ToolExecutionOptions,
+  type ToolCallRepairFunction,
   type ToolSet,
 } from 'ai'
 import { z } from 'zod'
-import { sdkCall } from './sdk-call.js'
+import { hardStopTransform } from './hard-stop-transform.js'
+import { repairMalformedInput } from './repair-tool-call.js'
+import { type SdkExecutionOptions, sdkCall } from './sdk-call.js'
+import { softErrorTracer } from './soft-error-tracer.js'
 import { isSoftFailure, type SoftFailure, softFailure } from './soft-failure.js'
 import { toShallotTools } from './to-shallot-tool.js'
 
@@ -60,15 +65,35 @@ export type ShallotTool<T> = T extends Tool ? Tool<InferToolInput<T>, InferToolO
 /** The wrapped tools, by the same names. */
 export type ShallotTools<T extends ToolSet> = { [K in keyof T]: ShallotTool<T[K]> }
 
-/** What {@link shallotTools} returns: the wrapped tools and the two ways a hard stop reaches `generateText`. */
+/** What {@link shallotTools} returns: the wrapped tools and the hooks that carry hard stops and malformed calls. */
 export interface ShallotToolSet<T extends ToolSet> {
-  /** Pass as `generateText({ tools })`. */
+  /** Pass as `generateText({ tools })` / `streamText({ tools })`. */
   readonly tools: ShallotTools<T>
-  /** Pass as `generateText({ abortSignal })`: a hard stop aborts it with the `LoopError`, and so does your `signal`. */
+  /**
+   * Pass as `generateText({ abortSignal })`: a hard stop aborts it with the `LoopError`, and so does your `signal`.
+   * With `streamText`, pass it only together with `streamTransform`, which turns that abort back into an error.
+   */
   readonly abortSignal: AbortSignal
-  /** Add to `generateText({ stopWhen })`: throws the `LoopError` after the step that hit it, even if it was the last step. */
+  /** Add to `stopWhen`: throws the `LoopError` after the step that hit it, even if it was the last step. */
   // biome-ignore lint/suspicious/noExplicitAny: like the SDK's own stepCountIs(), it fits every tool set
   readonly stopOnHardError: StopCondition<any>
+  /**
+   * Pass as `streamText({ experimental_transform })`: a hard stop becomes an `error` part (so `onError` runs and
+   * the UI message stream sends `error`, not `abort`) and the stream and its promises reject with the `LoopError`.
+   */
+  // biome-ignore lint/suspicious/noExplicitAny: a transform that only reads error parts fits every tool set
+  readonly streamTransform: StreamTextTransform<any>
+  /**
+   * Pass as `experimental_repairToolCall` (ai 7: `repairToolCall`): a call whose arguments are not valid JSON goes
+   * through the stack and comes back as `invalid_arguments`, counted by stuck-loop, instead of the SDK's own answer.
+   */
+  // biome-ignore lint/suspicious/noExplicitAny: it repairs calls of any tool set and returns null for the rest
+  readonly repairToolCall: ToolCallRepairFunction<any>
+  /**
+   * Wraps your OpenTelemetry tracer (ai 6: `experimental_telemetry: { tracer }`; ai 7: `new OpenTelemetry({ tracer })`)
+   * so the tool-call span of a call that ended in a soft error has status ERROR and `shallot.error.code`.
+   */
+  tracer(tracer: Tracer): Tracer
   readonly stack: Stack
   readonly run: RunContext
   /** The `LoopError` that stopped the generation, once one did. */
@@ -118,6 +143,8 @@ export function shallotTools<T extends ToolSet>(tools: T, options?: ShallotTools
   const stopper = new AbortController()
   const abortSignal = o.signal === undefined ? stopper.signal : AbortSignal.any([o.signal, stopper.signal])
   let error: LoopError | undefined
+  // Filled only once a tracer is wrapped, and emptied as each tool-call span ends.
+  let softFailures: Map<string, SoftFailure> | undefined
 
   const stop = (hard: LoopError) => {
     if (error !== undefined) return
@@ -131,7 +158,7 @@ export function shallotTools<T extends ToolSet>(tools: T, options?: ShallotTools
       ...sdkTool,
       // The stack validates the input (once, with the original schema); the SDK only parses the JSON.
       inputSchema: jsonSchema(() => asSchema(sdkTool.inputSchema as FlexibleSchema<unknown>).jsonSchema),
-      async execute(input: unknown, sdkOptions: ToolExecutionOptions) {
+      async execute(input: unknown, sdkOptions: SdkExecutionOptions) {
         if (error !== undefined) throw error
         const signal = sdkOptions.abortSignal === undefined ? abortSignal : AbortSignal.any([sdkOptions.abortSignal, abortSignal])
         let result: ToolResult
@@ -144,7 +171,10 @@ export function shallotTools<T extends ToolSet>(tools: T, options?: ShallotTools
           stop(hard)
           throw hard
         }
-        return result.ok ? result.value : softFailure(result)
+        if (result.ok) return result.value
+        const failure = softFailure(result)
+        softFailures?.set(sdkOptions.toolCallId, failure)
+        return failure
       },
       toModelOutput(output) {
         if (isSoftFailure(output.output)) return { type: 'error-text', value: output.output.content }
@@ -164,6 +194,12 @@ export function shallotTools<T extends ToolSet>(tools: T, options?: ShallotTools
     stopOnHardError: () => {
       if (error !== undefined) throw error
       return false
+    },
+    streamTransform: hardStopTransform(() => error),
+    repairToolCall: repairMalformedInput(new Set(Object.keys(wrapped).filter((name) => wrapped[name] !== tools[name]))),
+    tracer(tracer: Tracer) {
+      softFailures ??= new Map()
+      return softErrorTracer(tracer, softFailures)
     },
     stack,
     run,

@@ -1,7 +1,7 @@
 import { type AnyTool, defineTool, type ToolEffect } from '@shallot/core'
-import { asSchema, type FlexibleSchema, type Tool, type ToolExecutionOptions, type ToolSet } from 'ai'
+import { asSchema, type FlexibleSchema, type Tool, type ToolSet } from 'ai'
 import { z } from 'zod'
-import { sdkCall } from './sdk-call.js'
+import { type SdkExecutionOptions, sdkCall } from './sdk-call.js'
 
 export interface ToShallotToolOptions {
   /** What repeating a call does to the world. Default `write`: the AI SDK has no such notion, so nothing is repeated unless you say so. */
@@ -64,23 +64,25 @@ async function lastValue(stream: AsyncIterable<unknown>): Promise<unknown> {
  * const stack = createStack({ middleware: [retry()], tools: [readFile] })
  */
 export function toShallotTool(name: string, sdkTool: Tool, options: ToShallotToolOptions = {}): AnyTool {
-  const run = sdkTool.execute as ((input: unknown, options: ToolExecutionOptions) => unknown) | undefined
+  const run = sdkTool.execute as ((input: unknown, options: SdkExecutionOptions) => unknown) | undefined
   if (typeof run !== 'function') {
     throw new TypeError(`toShallotTool("${name}"): the tool has no execute function, so there is nothing for a stack to run`)
   }
   return defineTool({
     name,
-    description: sdkTool.description ?? '',
+    // ai 7 allows a description computed from the call's context, which a stack's tool cannot know.
+    description: typeof sdkTool.description === 'string' ? sdkTool.description : '',
     input: inputSchemaOf(sdkTool.inputSchema as FlexibleSchema<unknown>),
     effect: options.effect ?? 'write',
     async execute(args, { signal }) {
       const call = sdkCall.getStore()
+      // Everything the SDK passed (its context field differs between majors), with the attempt's signal.
       const output = run.call(sdkTool, args, {
+        ...call,
         toolCallId: call?.toolCallId ?? '',
         messages: call?.messages ?? [],
         abortSignal: signal,
-        ...(call?.experimental_context === undefined ? {} : { experimental_context: call.experimental_context }),
-      })
+      } as SdkExecutionOptions)
       return isAsyncIterable(output) ? lastValue(output) : output
     },
   }) as AnyTool

@@ -11,6 +11,7 @@ export {
   type Transition,
 } from './breaker-machine.js'
 export type { BreakerStore } from './breaker-store.js'
+export { mapTimes, READ_MARGIN_MS, type TimeMap, timeMap } from './breaker-times.js'
 export {
   type BreakerStateChange,
   type CircuitBreakerOptions,
@@ -30,3 +31,4 @@ export {
   sampling,
   samplingOptionsSchema,
 } from './sampling.js'
+export { type UpdateRound, updateRounds } from './update-rounds.js'

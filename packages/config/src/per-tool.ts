@@ -22,5 +22,8 @@ export function perTool(base: Middleware, byTool: ReadonlyMap<string, Middleware
       return chosen?.describeTool?.(tool, run, now)
     }
   }
+  // Secrets any variant was given are secrets for every tool: the stack redacts them all.
+  const secrets = [base, ...byTool.values()].flatMap((m) => m?.secrets ?? [])
+  if (secrets.length > 0) layer.secrets = secrets
   return layer
 }

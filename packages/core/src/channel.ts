@@ -126,7 +126,12 @@ export function canAbort(source: AbortSource): boolean {
  * const hard = toHard(err, ctx.currentSignal(), call.name)
  * if (hard !== undefined) throw hard
  */
-export function toHard(err: unknown, signal: { readonly aborted: boolean; readonly reason: unknown }, tool: string): LoopError | undefined {
+export function toHard(
+  err: unknown,
+  signal: { readonly aborted: boolean; readonly reason: unknown },
+  tool: string,
+  clean: (text: string) => string = (text) => text,
+): LoopError | undefined {
   if (LoopError.is(err)) return err
   if (signal.aborted) {
     const reason = abortReason(signal)
@@ -134,9 +139,13 @@ export function toHard(err: unknown, signal: { readonly aborted: boolean; readon
   }
   if (ToolError.is(err)) return undefined
   if (err instanceof MiddlewareUsageError) {
-    return new LoopError('tool_crashed', `a middleware broke the onion's contract: ${err.message}`, { cause: err, details: { tool } })
+    return new LoopError('tool_crashed', clean(`a middleware broke the onion's contract: ${err.message}`), {
+      cause: err,
+      details: { tool },
+    })
   }
-  const what = err instanceof Error ? `${err.name}: ${err.message}` : typeof err
+  // The caller may show this message, or feed it to a model: the thrown text is sanitized like any other.
+  const what = err instanceof Error ? clean(`${err.name}: ${err.message}`) : typeof err
   return new LoopError(
     'tool_crashed',
     `Tool "${tool}" threw ${what}, and no layer turned it into a soft error; add panicCatcher() to the stack`,

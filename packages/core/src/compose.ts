@@ -112,5 +112,7 @@ export function compose(middleware: readonly Middleware[]): Middleware {
       return notes.length > 0 ? notes.join(' ') : undefined
     }
   }
+  const secrets = layers.flatMap((fn) => fn.secrets ?? [])
+  if (secrets.length > 0) composed.secrets = secrets
   return composed
 }

@@ -170,15 +170,17 @@ describe('dispatcher: results and soft errors', () => {
     const stack = createStack({ tools: [big], limits: { maxOutputChars: 100 } })
     const result = await stack.dispatch({ id: 'c1', name: 'big', args: {} })
     expect(result.ok).toBe(true)
-    expect(result.content).toBe(`${'x'.repeat(100)}\n… [output truncated: 150 more characters]`)
+    // At most maxOutputChars in all: 72 characters of output and the 28-character marker.
+    expect(result.content).toBe(`${'x'.repeat(72)}… [truncated from 250 chars]`)
     expect(result.value).toBe('x'.repeat(250))
   })
 
   it('never cuts tool output between the halves of a surrogate pair', async () => {
-    const emoji = defineTool({ name: 'emoji', description: '', input: z.object({}), effect: 'read', execute: () => `a${'😀'.repeat(10)}` })
-    const stack = createStack({ tools: [emoji], limits: { maxOutputChars: 4 } })
+    const emoji = defineTool({ name: 'emoji', description: '', input: z.object({}), effect: 'read', execute: () => `a${'😀'.repeat(20)}` })
+    const stack = createStack({ tools: [emoji], limits: { maxOutputChars: 31 } })
     const result = await stack.dispatch({ id: 'c1', name: 'emoji', args: {} })
-    expect(result.content).toBe('a😀\n… [output truncated: 18 more characters]')
+    // 31 - 27 leaves 4 code units: 'a', one emoji, and half of the next, which must go.
+    expect(result.content).toBe('a😀… [truncated from 41 chars]')
   })
 
   it('caps output at 20,000 characters by default and renders non-string values as compact JSON', async () => {
@@ -194,7 +196,8 @@ describe('dispatcher: results and soft errors', () => {
     expect(small.content).toBe('{"data":"yyy"}')
     const large = await stack.dispatch({ id: 'c2', name: 'huge', args: { size: 30_000 } })
     expect(large.content.startsWith('{"data":"yyy')).toBe(true)
-    expect(large.content.endsWith('\n… [output truncated: 10011 more characters]')).toBe(true)
+    expect(large.content).toHaveLength(20_000)
+    expect(large.content.endsWith('… [truncated from 30011 chars]')).toBe(true)
   })
 
   it('turns a ToolError thrown by the tool into a soft result whose content is compact JSON error, message, hint', async () => {

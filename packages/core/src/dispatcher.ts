@@ -6,6 +6,7 @@ import { droppedRetryAfter, ToolError } from './errors.js'
 import { LinkedSignal } from './linked-signal.js'
 import { describeShape } from './shape.js'
 import { closest } from './suggest.js'
+import { formatPath } from './text/format-path.js'
 import type { AnyTool, Logger, ToolCall, ToolExecuteContext } from './types.js'
 
 /** The soft answer to a tool name that does not exist. */
@@ -19,11 +20,6 @@ export function unknownTool(name: string, available: readonly string[]): ToolErr
     safeToRepeat: true,
     hint: guess === undefined ? `call one of: ${list}` : `call '${guess}' instead`,
   })
-}
-
-function formatPath(path: readonly PropertyKey[]): string {
-  if (path.length === 0) return '(root)'
-  return path.map((p, i) => (typeof p === 'number' ? `[${p}]` : i === 0 ? String(p) : `.${String(p)}`)).join('')
 }
 
 /** The soft answer to arguments the tool's schema refused: every issue with its path, the expected shape as hint. */

@@ -131,15 +131,16 @@ describe('ToolError', () => {
 
   it('caps a long message at 2,000 characters and a long hint at 500, with a visible marker', () => {
     const error = new ToolError('upstream_error', 'm'.repeat(5000), { hint: 'h'.repeat(900) })
-    expect(error.message).toBe(`${'m'.repeat(2000)}… [truncated 3000 chars]`)
-    expect(error.hint).toBe(`${'h'.repeat(500)}… [truncated 400 chars]`)
+    expect(error.message).toBe(`${'m'.repeat(2000 - 29)}… [truncated from 5000 chars]`)
+    expect(error.hint).toBe(`${'h'.repeat(500 - 28)}… [truncated from 900 chars]`)
     expect(new ToolError('x', 'm'.repeat(2000)).message).toBe('m'.repeat(2000))
   })
 
   it('never cuts a message between the halves of a surrogate pair', () => {
     const error = new ToolError('upstream_error', `a${'😀'.repeat(1500)}`)
     expect(() => encodeURIComponent(error.message)).not.toThrow()
-    expect(error.message).toBe(`a${'😀'.repeat(999)}… [truncated 1002 chars]`)
+    // 2000 - 29 leaves 1971 code units: 'a' and 985 emoji, without the half of the 986th.
+    expect(error.message).toBe(`a${'😀'.repeat(985)}… [truncated from 3001 chars]`)
   })
 })
 

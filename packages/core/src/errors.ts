@@ -1,3 +1,5 @@
+import { truncate } from './text/truncate.js'
+
 /** How a soft failure should be treated by the layers above it. */
 export type ErrorCategory = 'transient' | 'recoverable' | 'user' | 'fatal'
 
@@ -48,16 +50,10 @@ export interface ToolErrorJSON {
 const TOOL_ERROR = Symbol.for('shallot.ToolError')
 const LOOP_ERROR = Symbol.for('shallot.LoopError')
 
-/** Longest message a ToolError keeps; longer text is cut with a visible marker. */
+/** Longest message a ToolError keeps; longer text is cut with the truncation marker. */
 export const MAX_MESSAGE_LENGTH = 2000
-
-function capText(text: string, max = MAX_MESSAGE_LENGTH): string {
-  if (text.length <= max) return text
-  // Never cut between the two halves of a surrogate pair: a lone half is not valid Unicode.
-  const code = text.charCodeAt(max - 1)
-  const end = code >= 0xd800 && code <= 0xdbff ? max - 1 : max
-  return `${text.slice(0, end)}… [truncated ${text.length - end} chars]`
-}
+/** Longest hint a ToolError keeps. */
+export const MAX_HINT_LENGTH = 500
 
 /** What a ToolError refused as its `retryAfterMs`, kept for the terminal's log line. */
 const droppedValues = new WeakMap<object, { readonly value: unknown }>()
@@ -108,11 +104,11 @@ export class ToolError extends Error {
   readonly details: Record<string, unknown> | undefined
 
   constructor(code: ToolErrorCode, message: string, options: ToolErrorOptions = {}) {
-    super(capText(message), options.cause === undefined ? undefined : { cause: options.cause })
+    super(truncate(String(message), MAX_MESSAGE_LENGTH), options.cause === undefined ? undefined : { cause: options.cause })
     Object.defineProperty(this, TOOL_ERROR, { value: true })
     this.code = code
     this.category = options.category ?? DEFAULT_CATEGORY[code] ?? 'recoverable'
-    this.hint = options.hint === undefined ? undefined : capText(options.hint, 500)
+    this.hint = options.hint === undefined ? undefined : truncate(String(options.hint), MAX_HINT_LENGTH)
     this.retryable = options.retryable ?? this.category === 'transient'
     this.safeToRepeat = options.safeToRepeat ?? false
     this.retryAfterMs = checkedRetryAfter(this, options.retryAfterMs)

@@ -1,8 +1,12 @@
 import type { ToolErrorJSON } from './errors.js'
 import type { ToolCall } from './types.js'
 
-/** Turns a soft error into the text the model reads. */
-export type ErrorRenderer = (error: ToolErrorJSON, call: ToolCall) => string
+/**
+ * Turns a soft error into the text the model reads. `error` is already sanitized; `details` holds
+ * the error's string, number and boolean details, strings sanitized too, for a renderer that wants
+ * to show some of them (the default shows none).
+ */
+export type ErrorRenderer = (error: ToolErrorJSON, call: ToolCall, details: Readonly<Record<string, string | number | boolean>>) => string
 
 /**
  * The default: compact JSON `{"error":code,"message":…,"hint":…}` as in the seeds, plus
@@ -33,13 +37,4 @@ export function renderValue(value: unknown): string {
       return `[unserializable output: ${(err as Error).message}]`
     }
   }
-}
-
-/** Cuts text over `max` characters, leaving a marker that says how much was cut. */
-export function truncate(text: string, max: number): string {
-  if (text.length <= max) return text
-  // Never cut between the two halves of a surrogate pair: a lone half is not valid Unicode.
-  const code = text.charCodeAt(max - 1)
-  const end = code >= 0xd800 && code <= 0xdbff ? max - 1 : max
-  return `${text.slice(0, end)}\n… [output truncated: ${text.length - end} more characters]`
 }

@@ -6,12 +6,13 @@ import { systemClock } from './clock.js'
 import { compose, MiddlewareUsageError } from './compose.js'
 import { defineTool } from './define-tool.js'
 import { createTerminal } from './dispatcher.js'
-import type { LoopError, ToolError } from './errors.js'
+import { type LoopError, MAX_HINT_LENGTH, MAX_MESSAGE_LENGTH, type ToolError, type ToolErrorJSON } from './errors.js'
 import { guardArgs } from './guard-args.js'
 import { LinkedSignal } from './linked-signal.js'
 import { guardLogger, silentLogger } from './logger.js'
-import { type ErrorRenderer, renderError, renderValue, truncate } from './render.js'
+import { type ErrorRenderer, renderError, renderValue } from './render.js'
 import { createRun } from './run.js'
+import { createSanitizer, type Sanitizer } from './text/sanitize.js'
 import type { AnyTool, Clock, Logger, Middleware, RunContext, ToolCall, ToolResult, TraceEvent } from './types.js'
 
 /** An event from any call of the stack, with the call it belongs to. */
@@ -41,6 +42,20 @@ export interface StackOptions {
   limits?: StackLimits
   /** Renders a soft error as the text the model reads. Default: compact JSON. */
   renderError?: ErrorRenderer
+  /**
+   * Your secrets, redacted from every text the model reads (error messages, hints, details, refusals,
+   * panics; successful output too with `redactOutput`), whichever layer wrote it: literal values
+   * (under 4 characters they are ignored) or patterns. Secrets a layer declares (the error
+   * classifier's `secrets`) are added to these.
+   */
+  secrets?: readonly (string | RegExp)[]
+  /**
+   * Also redact secrets, addresses, paths and e-mail addresses from successful output. Default false:
+   * a false positive changes data the model reads (an e-mail it was asked to find, a 10.x address it
+   * must configure), and it costs a pass per pattern over every output. Invisible characters are
+   * stripped from successful output either way.
+   */
+  redactOutput?: boolean
 }
 
 export interface DispatchOptions {
@@ -85,6 +100,33 @@ function toolList(tools: StackOptions['tools']): AnyTool[] {
   if (Array.isArray(tools)) return tools as AnyTool[]
   if (typeof tools === 'object' && tools !== null) return Object.values(tools)
   throw new TypeError('createStack(): tools must be an array or a record of tools made with defineTool()')
+}
+
+function checkSecrets(secrets: unknown): readonly (string | RegExp)[] {
+  if (secrets === undefined) return []
+  if (!Array.isArray(secrets))
+    throw new TypeError('createStack(): secrets must be an array of strings or RegExps, e.g. [process.env.API_KEY]')
+  for (const [i, secret] of secrets.entries()) {
+    if (typeof secret !== 'string' && !(secret instanceof RegExp)) {
+      throw new TypeError(`createStack(): secrets[${i}] must be a string or a RegExp, got ${secret === null ? 'null' : typeof secret}`)
+    }
+  }
+  return secrets
+}
+
+/** The details a renderer may show: primitives only, strings sanitized. */
+function renderableDetails(details: Record<string, unknown> | undefined, text: Sanitizer): Record<string, string | number | boolean> {
+  const out: Record<string, string | number | boolean> = {}
+  if (details === undefined) return out
+  try {
+    for (const [key, value] of Object.entries(details)) {
+      if (typeof value === 'string') out[key] = text.text(value, MAX_MESSAGE_LENGTH)
+      else if ((typeof value === 'number' && Number.isFinite(value)) || typeof value === 'boolean') out[key] = value
+    }
+  } catch {
+    // A throwing getter in a layer's details must not turn a soft error into a crash; the renderer gets what was read.
+  }
+  return out
 }
 
 function toLayers(middleware: StackOptions['middleware']): Middleware {
@@ -132,12 +174,17 @@ export function createStack(options: StackOptions): Stack {
   const logger = guardLogger(options.logger ?? silentLogger)
   const logging = logger !== silentLogger
   const render = options.renderError ?? renderError
+  const userSecrets = checkSecrets(options.secrets)
+  const redactOutput = options.redactOutput === true
+  const sanitizerFor = (onion: Middleware): Sanitizer => createSanitizer({ secrets: [...userSecrets, ...(onion.secrets ?? [])] })
   const terminal = createTerminal(() => names)
   const listeners = new Set<(event: StackEvent) => void>()
   const defaultRun = createRun({ id: 'default' })
   let layers = toLayers(options.middleware)
   // A listener that throws must never change a call's outcome: it is caught, logged the first time, and still called.
   const failedListeners = new WeakSet<(event: StackEvent) => void>()
+  // Swapped with the layers: a call that settles after a swap is rendered with the new layers' secrets.
+  let text = sanitizerFor(layers)
   const sink: EventSink = (ctx, event) => {
     if (logging) ctx.log.debug(event, event.type)
     if (listeners.size > 0) {
@@ -155,12 +202,16 @@ export function createStack(options: StackOptions): Stack {
   }
 
   function softResult(ctx: CallContext, error: ToolError, started: number): ToolResult {
-    const json = error.toJSON()
+    // The one place soft-error text is made safe, whichever layer wrote it: the model reads
+    // `content`, and hosts show `error` too.
+    const json: ToolErrorJSON = error.toJSON()
+    json.message = text.text(json.message, MAX_MESSAGE_LENGTH)
+    if (json.hint !== undefined) json.hint = text.text(json.hint, MAX_HINT_LENGTH)
     return {
       callId: ctx.call.id,
       name: ctx.call.name,
       ok: false,
-      content: truncate(render(json, ctx.call), limits.maxOutputChars),
+      content: text.output(render(json, ctx.call, renderableDetails(error.details, text)), limits.maxOutputChars, false),
       error: json,
       attempts: ctx.attempt,
       durationMs: clock.now() - started,
@@ -205,7 +256,7 @@ export function createStack(options: StackOptions): Stack {
         callId: id,
         name: call.name,
         ok: true,
-        content: truncate(renderValue(output.value), limits.maxOutputChars),
+        content: text.output(renderValue(output.value), limits.maxOutputChars, redactOutput),
         value: output.value,
         attempts: ctx.attempt,
         durationMs: clock.now() - started,
@@ -213,7 +264,7 @@ export function createStack(options: StackOptions): Stack {
         trace: ctx.trace,
       }
     } catch (err) {
-      const hard = toHard(err, signal, call.name)
+      const hard = toHard(err, signal, call.name, (message) => text.text(message, MAX_MESSAGE_LENGTH))
       if (hard !== undefined) {
         if (logging)
           log.warn(
@@ -252,6 +303,7 @@ export function createStack(options: StackOptions): Stack {
     describeTool: (tool, run) => layers.describeTool?.(tool, run, clock.now()),
     setMiddleware(middleware) {
       layers = toLayers(middleware)
+      text = sanitizerFor(layers)
     },
     on(listener) {
       listeners.add(listener)

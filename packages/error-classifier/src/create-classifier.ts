@@ -1,12 +1,11 @@
 // biome-ignore-all lint/suspicious/noThenProperty: rules are { match, then } as the issue specifies; `then` is data, never callable, so no rule is a thenable
-import { ToolError, type ToolErrorOptions } from '@shallot/core'
+import { createSanitizer, ToolError, type ToolErrorOptions } from '@shallot/core'
 import { z } from 'zod'
 import { describeError } from './describe-error.js'
 import { type ErrorFacts, errorFacts, headerOf } from './error-facts.js'
 import { matchRule, type RuleMatcher } from './match-rule.js'
 import { parseRetryAfter, parseRetryAfterMs } from './retry-after.js'
 import { builtinRules, type ClassifierRule, classifierRuleSchema } from './rules.js'
-import { sanitizeText } from './sanitize-text.js'
 
 /**
  * Options shared by {@link classify}, {@link createClassifier} and the `errorClassifier()` middleware.
@@ -33,7 +32,10 @@ export const classifyOptionsSchema = z
     now: z
       .custom<() => number>((value) => typeof value === 'function', { message: 'must be a function returning epoch milliseconds' })
       .optional(),
-    /** Literal strings (your API keys, say) always redacted from the text. */
+    /**
+     * Literal strings (your API keys, say) always redacted from the text. The stack redacts them from
+     * every other text the model reads too, whichever layer wrote it.
+     */
     secrets: z.array(z.string()).max(1000).default([]),
   })
   .strict()
@@ -99,7 +101,8 @@ export function createClassifier(options: ParsedOptions): Classifier {
     matches: matchRule(rule),
   }))
   const now = options.now ?? Date.now
-  const textOptions = { maxLength: options.maxLength, secrets: options.secrets }
+  const sanitizer = createSanitizer({ secrets: options.secrets })
+  const clean = (text: string) => sanitizer.text(text, options.maxLength)
 
   function retryAfterOf(facts: ErrorFacts): number | undefined {
     if (facts.headers === undefined) return undefined
@@ -120,10 +123,10 @@ export function createClassifier(options: ParsedOptions): Classifier {
       cause: error,
       details,
     }
-    if (hint !== undefined) init.hint = sanitizeText(hint, textOptions)
+    if (hint !== undefined) init.hint = clean(hint)
     const retryAfterMs = retryAfterOf(facts)
     if (retryAfterMs !== undefined) init.retryAfterMs = retryAfterMs
-    return new ToolError(code, sanitizeText(describeError(facts, code, tool), textOptions), init)
+    return new ToolError(code, clean(describeError(facts, code, tool)), init)
   }
 
   function find(facts: ErrorFacts): CompiledRule | undefined {
@@ -147,8 +150,8 @@ export function createClassifier(options: ParsedOptions): Classifier {
       return build(error, facts, find(facts) ?? fallback, tool)
     },
     sanitize(error) {
-      const message = sanitizeText(error.message, textOptions)
-      const hint = error.hint === undefined ? undefined : sanitizeText(error.hint, textOptions)
+      const message = clean(error.message)
+      const hint = error.hint === undefined ? undefined : clean(error.hint)
       if (message === error.message && hint === error.hint) return error
       const init: ToolErrorOptions = {
         category: error.category,

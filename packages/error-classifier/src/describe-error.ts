@@ -1,3 +1,4 @@
+import { formatPath, stripStackFrames } from '@shallot/core'
 import { type ErrorFacts, read } from './error-facts.js'
 
 const REASONS: Readonly<Record<number, string>> = {
@@ -17,21 +18,6 @@ const REASONS: Readonly<Record<number, string>> = {
 }
 
 const MAX_ISSUES = 20
-
-/** Drops stack-frame lines ("    at fn (/path:1:2)"): the model acts on the message, never on the trace. */
-function withoutStackFrames(text: string): string {
-  if (!text.includes('\n')) return text
-  const lines = text.split('\n').filter((line) => !/^\s+at /.test(line))
-  return lines.join('\n').trimEnd()
-}
-
-function formatPath(path: unknown): string {
-  if (!Array.isArray(path) || path.length === 0) return '(root)'
-  return path
-    .slice(0, 10)
-    .map((p, i) => (typeof p === 'number' ? `[${p}]` : i === 0 ? String(p) : `.${String(p)}`))
-    .join('')
-}
 
 function zodText(issues: readonly unknown[], tool: string | undefined): string {
   const listed = issues.slice(0, MAX_ISSUES).map((issue) => {
@@ -59,7 +45,7 @@ function errorName(facts: ErrorFacts): string | undefined {
  */
 export function describeError(facts: ErrorFacts, code: string, tool: string | undefined): string {
   if (facts.issues !== undefined && facts.issues.length > 0) return zodText(facts.issues, tool)
-  const base = withoutStackFrames(facts.messages.join(': '))
+  const base = stripStackFrames(facts.messages.join(': '))
   if (code === 'tool_panic') {
     const name = errorName(facts)
     const what = base === '' ? '(unknown payload)' : name === undefined || base.startsWith(name) ? base : `${name}: ${base}`

@@ -232,11 +232,16 @@ describe('errorClassifier', () => {
     expect(ToolError.is(thrown) && thrown.details).toEqual({ host: 'a' })
   })
 
-  it('leaves ToolError text alone when sanitizeToolErrors is false', async () => {
+  it('passes ToolErrors through untouched when sanitizeToolErrors is false, and the stack still redacts what the model reads', async () => {
     const soft = new ToolError('upstream_error', 'failed at 10.0.0.5')
-    const { result, thrown } = await dispatchThrowing(() => soft, { sanitizeToolErrors: false })
-    expect(thrown).toBe(soft)
-    expect(result.error?.message).toBe('failed at 10.0.0.5')
+    const seen: unknown[] = []
+    const stack = createStack({
+      middleware: [recorder(seen), errorClassifier({ sanitizeToolErrors: false })],
+      tools: [toolThrowing(() => soft)],
+    })
+    const result = await stack.dispatch({ id: 'c1', name: 'fetch_page', args: {} })
+    expect(seen[0]).toBe(soft)
+    expect(result.error?.message).toBe('failed at [redacted]')
   })
 
   it('ends the run with cancellation when the run is cancelled and the tool throws AbortError', async () => {

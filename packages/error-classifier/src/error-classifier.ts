@@ -78,11 +78,14 @@ function shape(err: unknown, ctx: ToolContext, classifier: Classifier, sanitizeT
 export function errorClassifier(options?: ErrorClassifierOptions): Middleware {
   const { sanitizeToolErrors, ...rest } = parseOptions('errorClassifier()', errorClassifierOptionsSchema, options)
   const classifier = createClassifier(rest)
-  return async function errorClassifier(ctx, next) {
+  const layer: Middleware = async function errorClassifier(ctx, next) {
     try {
       await next()
     } catch (err) {
       throw shape(err, ctx, classifier, sanitizeToolErrors)
     }
   }
+  // Declared to the stack, which redacts them from every text the model reads, not only this layer's.
+  if (rest.secrets.length > 0) layer.secrets = rest.secrets
+  return layer
 }

@@ -13,4 +13,3 @@ export {
   classifierRuleSchema,
   classifierRulesSchema,
 } from './rules.js'
-export { REDACTED, type SanitizeTextOptions, sanitizeText } from './sanitize-text.js'

@@ -66,7 +66,17 @@ export const classifierRulesSchema = z.array(classifierRuleSchema).max(1000)
 /** A rule as you write it. */
 export type ClassifierRule = z.input<typeof classifierRuleSchema>
 
-const NEVER_CONNECTED = ['ECONNREFUSED', 'ENOTFOUND', 'EAI_AGAIN', 'EHOSTUNREACH', 'ENETUNREACH', 'UND_ERR_CONNECT_TIMEOUT']
+// Node errno and undici codes, plus Bun's fetch codes (ConnectionRefused, FailedToOpenSocket, ConnectionClosed).
+const NEVER_CONNECTED = [
+  'ECONNREFUSED',
+  'ENOTFOUND',
+  'EAI_AGAIN',
+  'EHOSTUNREACH',
+  'ENETUNREACH',
+  'UND_ERR_CONNECT_TIMEOUT',
+  'ConnectionRefused',
+  'FailedToOpenSocket',
+]
 const MAYBE_REACHED = [
   'ECONNRESET',
   'EPIPE',
@@ -76,6 +86,17 @@ const MAYBE_REACHED = [
   'UND_ERR_BODY_TIMEOUT',
   'UND_ERR_SOCKET',
   'UND_ERR_CLOSED',
+  'ConnectionClosed',
+]
+// What fetch throws when the request never completed, by runtime: Chrome and edge runtimes, Firefox,
+// Safari, Safari when the connection dropped, Deno. All TypeErrors, so they must be told apart from a bug.
+const FETCH_FAILED = [
+  'fetch failed',
+  'failed to fetch',
+  'networkerror when attempting to fetch resource',
+  'load failed',
+  'the network connection was lost',
+  'error sending request for url',
 ]
 const UNREACHABLE_HINT = 'the service could not be reached; try again shortly'
 
@@ -150,7 +171,13 @@ export const builtinRules: readonly ClassifierRule[] = Object.freeze([
   },
   {
     id: 'fetch_failed',
-    match: { name: 'TypeError', messageIncludes: 'fetch failed' },
+    match: { name: 'TypeError', messageIncludes: FETCH_FAILED },
+    then: { code: 'network_error', category: 'transient', hint: UNREACHABLE_HINT },
+  },
+  {
+    // undici ends a response body cut off mid-stream with TypeError('terminated'): the request reached the server.
+    id: 'fetch_terminated',
+    match: { name: 'TypeError', messageIncludes: 'terminated' },
     then: { code: 'network_error', category: 'transient', hint: UNREACHABLE_HINT },
   },
   {

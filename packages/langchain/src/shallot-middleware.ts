@@ -1,4 +1,4 @@
-import { ToolMessage } from '@langchain/core/messages'
+import { AIMessage, ToolMessage } from '@langchain/core/messages'
 import {
   type AnyTool,
   createRun,
@@ -10,11 +10,15 @@ import {
   type Stack,
   type StackEvent,
   stackSourceShape,
+  systemClock,
   type ToolResult,
 } from '@shallot/core'
 import { type AgentMiddleware, createMiddleware, type ToolCallRequest } from 'langchain'
 import { z } from 'zod'
 import { type HandlerResult, handlerCall } from './handler-call.js'
+import { surfaceMalformedCalls } from './malformed-tool-calls.js'
+import { markErrorResults, speaksAnthropic } from './mark-error-results.js'
+import { callWithPolicy } from './model-call-policy.js'
 import { type LangChainTool, toShallotTool } from './to-shallot-tool.js'
 
 const custom = <T>(what: string, check: (v: unknown) => boolean) => z.custom<T>(check, { message: `must be ${what}` })
@@ -39,6 +43,20 @@ export const shallotMiddlewareOptionsSchema = z
     maxRuns: z.number().int().min(1).default(1000),
     /** Called with every event of every call (the stack is rebuilt as tools appear, so subscribe here). */
     onEvent: custom<(event: StackEvent) => void>('a function (event) => void', isFunction).optional(),
+    /**
+     * Deadline and backoff of every model call: `timeoutMs` per attempt (the request is aborted),
+     * `maxAttempts` counting the first, full-jitter backoff from `baseMs` capped at `capMs`, never
+     * shorter than the server's `Retry-After` (up to `maxRetryAfterMs`; a longer one is not waited for).
+     */
+    modelCall: z
+      .strictObject({
+        timeoutMs: z.number().positive().max(3_600_000).default(60_000),
+        maxAttempts: z.number().int().min(1).max(10).default(3),
+        baseMs: z.number().nonnegative().max(60_000).default(250),
+        capMs: z.number().nonnegative().max(300_000).default(4000),
+        maxRetryAfterMs: z.number().nonnegative().max(3_600_000).default(60_000),
+      })
+      .default({ timeoutMs: 60_000, maxAttempts: 3, baseMs: 250, capMs: 4000, maxRetryAfterMs: 60_000 }),
   })
   .superRefine(onlyWithoutStack(['onEvent']))
 
@@ -91,6 +109,14 @@ export function shallotMiddleware(options?: ShallotMiddlewareOptions): AgentMidd
   const registry = new Map<string, { source: LangChainTool; tool: AnyTool }>()
   const runs = new Map<string, { run: MutableRun; stop: AbortController }>()
   const runKey = o.runKey ?? defaultRunKey
+  const clock = o.clock ?? systemClock
+  const random = o.random ?? Math.random
+  // The argument text of calls that were not complete JSON, by call id, from the model turn to their dispatch.
+  const malformed = new Map<string, string>()
+  const noteMalformed = (id: string, raw: string) => {
+    if (malformed.size >= 1000) malformed.delete(malformed.keys().next().value as string)
+    malformed.set(id, raw)
+  }
   let built: Stack | undefined = o.stack
 
   function register(source: LangChainTool): void {
@@ -131,9 +157,23 @@ export function shallotMiddleware(options?: ShallotMiddlewareOptions): AgentMidd
 
   return createMiddleware({
     name: 'shallot',
-    wrapModelCall(request, handler) {
+    async wrapModelCall(request, handler) {
       for (const tool of request.tools) if (isClientTool(tool)) register(tool)
-      return handler(request)
+      const messages = speaksAnthropic(request.model) ? markErrorResults(request.messages) : request.messages
+      const withSignal = (request.model as { withConfig?: unknown }).withConfig
+      const response = await callWithPolicy(
+        (signal) =>
+          Promise.resolve(
+            handler({
+              ...request,
+              messages,
+              // The handler takes no signal; a model bound to one is how the deadline aborts the request.
+              ...(typeof withSignal === 'function' ? { model: withSignal.call(request.model, { signal }) } : {}),
+            }),
+          ),
+        { policy: o.modelCall, clock, random, parent: request.runtime.signal },
+      )
+      return AIMessage.isInstance(response) ? surfaceMalformedCalls(response, noteMalformed) : response
     },
     async wrapToolCall(request, handler) {
       if (isClientTool(request.tool)) register(request.tool)
@@ -141,11 +181,14 @@ export function shallotMiddleware(options?: ShallotMiddlewareOptions): AgentMidd
       const { run, stop } = runFor(key)
       const { toolCall } = request
       const signal = request.runtime.signal
+      const id = toolCall.id ?? ''
+      const bad = malformed.get(id)
       let result: ToolResult
       try {
         result = await handlerCall.run({ request: request as ToolCallRequest, handler: handler as never }, () =>
           stack().dispatch(
-            { id: toolCall.id ?? '', name: toolCall.name, args: toolCall.args },
+            // The text the model sent: core's argument guard refuses it before any layer or tool sees it.
+            { id, name: toolCall.name, args: bad ?? toolCall.args },
             signal === undefined ? { run } : { run, signal },
           ),
         )
@@ -155,6 +198,8 @@ export function shallotMiddleware(options?: ShallotMiddlewareOptions): AgentMidd
         stop.abort(hard)
         if (runs.get(key)?.run === run) runs.delete(key)
         throw hard
+      } finally {
+        malformed.delete(id)
       }
       if (result.ok) return toolMessageOf(result.value, request as ToolCallRequest) as never
       return new ToolMessage({ content: result.content, tool_call_id: toolCall.id ?? '', name: toolCall.name, status: 'error' })

@@ -1,6 +1,8 @@
+import { ProtocolError, SdkError, SdkErrorCode, SdkHttpError } from '@modelcontextprotocol/client'
 import { McpError } from '@modelcontextprotocol/sdk/types.js'
+import { ToolError } from '@shallot/core'
 import { describe, expect, it } from 'vitest'
-import { effectOf, inputSchemaFromJson, mcpResultError, mcpTransportError, resultText } from './index.js'
+import { effectOf, indictsServer, inputSchemaFromJson, mcpResultError, mcpTransportError, resultText } from './index.js'
 
 const site = { server: 'fs', tool: 'read_file' }
 const failed = (text: string) => ({ isError: true, content: [{ type: 'text' as const, text }] })
@@ -57,9 +59,45 @@ describe('mcpTransportError', () => {
     expect(mcpTransportError(thrown, site)).toMatchObject({ code, category, safeToRepeat, cause: thrown })
   })
 
+  const fetchFailed = (code: string) => new TypeError('fetch failed', { cause: Object.assign(new Error(code), { code }) })
+  it.each([
+    [new SdkError(SdkErrorCode.ConnectionClosed, 'Connection closed'), 'network_error', 'transient', false],
+    [new SdkError(SdkErrorCode.NotConnected, 'Not connected'), 'network_error', 'transient', true],
+    [new SdkError(SdkErrorCode.SendFailed, 'send failed'), 'network_error', 'transient', true],
+    [new SdkError(SdkErrorCode.RequestTimeout, 'Request timed out'), 'timeout', 'transient', false],
+    [new SdkError(SdkErrorCode.InvalidResult, 'bad result'), 'upstream_error', 'recoverable', false],
+    [new SdkError(SdkErrorCode.CapabilityNotSupported, 'no tools'), 'protocol_error', 'fatal', false],
+    [
+      new SdkHttpError(SdkErrorCode.ClientHttpNotImplemented, 'No valid session ID', { status: 400 } as never),
+      'network_error',
+      'transient',
+      true,
+    ],
+    [new SdkHttpError(SdkErrorCode.ClientHttpAuthentication, 'HTTP 401', { status: 401 } as never), 'permission_denied', 'user', false],
+    [new ProtocolError(-32603, 'Internal error'), 'upstream_error', 'transient', false],
+    [new ProtocolError(-32601, 'Method not found'), 'protocol_error', 'fatal', false],
+    [fetchFailed('ECONNREFUSED'), 'network_error', 'transient', true],
+    [fetchFailed('ECONNRESET'), 'network_error', 'transient', false],
+    [Object.assign(new Error('Streamable HTTP error: Error POSTing to endpoint'), { code: 404 }), 'network_error', 'transient', true],
+  ])('classifies SDK 2.x and HTTP failures: %s', (thrown, code, category, safeToRepeat) => {
+    expect(mcpTransportError(thrown, site)).toMatchObject({ code, category, safeToRepeat, cause: thrown })
+  })
+
   it('leaves what it does not recognise to the stack', () => {
     expect(mcpTransportError(new TypeError('x is undefined'), site)).toBeUndefined()
     expect(mcpTransportError('boom', site)).toBeUndefined()
+  })
+})
+
+describe('indictsServer', () => {
+  it('indicts the server for transport failures only, never for isError results or the model’s mistakes', () => {
+    expect(indictsServer(mcpTransportError(new SdkError(SdkErrorCode.ConnectionClosed, 'Connection closed'), site))).toBe(true)
+    expect(indictsServer(mcpTransportError(new McpError(-32001, 'Request timed out'), site))).toBe(true)
+    expect(indictsServer(mcpTransportError(new McpError(-32601, 'Method not found'), site))).toBe(true)
+    expect(indictsServer(mcpResultError(failed('HTTP 503 Service Unavailable'), site))).toBe(false)
+    expect(indictsServer(mcpTransportError(new McpError(-32602, 'Invalid arguments'), site))).toBe(false)
+    expect(indictsServer(new ToolError('timeout', 'a timeout() layer fired'))).toBe(false)
+    expect(indictsServer(new Error('not a ToolError'))).toBe(false)
   })
 })
 

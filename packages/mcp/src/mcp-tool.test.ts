@@ -24,6 +24,14 @@ async function connectedPair() {
       return { content: [{ type: 'text', text: 'stopped' }] }
     },
   )
+  server.registerTool('steps', { inputSchema: { n: z.number() } }, async ({ n }, extra) => {
+    const token = extra._meta?.progressToken
+    for (let i = 1; i <= n; i++) {
+      if (token !== undefined)
+        await extra.sendNotification({ method: 'notifications/progress', params: { progressToken: token, progress: i, total: n } })
+    }
+    return { content: [{ type: 'text', text: `${n} steps` }] }
+  })
   server.registerTool('echo', { inputSchema: { text: z.string() } }, async ({ text }) => ({
     content: [{ type: 'text', text }],
     structuredContent: { echoed: text },
@@ -49,6 +57,7 @@ describe('mcpTool', () => {
     const stack = createStack({ tools })
     expect(tools.map((tool) => [tool.name, tool.effect])).toEqual([
       ['w_wait', 'read'],
+      ['w_steps', 'write'],
       ['w_echo', 'write'],
     ])
     expect(await stack.dispatch({ id: 'c1', name: 'w_echo', args: { text: 'hi' } })).toMatchObject({ ok: true, value: 'hi' })
@@ -94,10 +103,40 @@ describe('mcpTool', () => {
     expect((await call).error).toMatchObject({ code: 'timeout', message: 'MCP server "waiter" did not answer wait in time' })
   })
 
+  it('reports progress to onProgress, and a listener that throws fails nothing', async () => {
+    pair = await connectedPair()
+    const seen: Array<[number, number | undefined]> = []
+    const onProgress = ({ progress, total }: { progress: number; total?: number | undefined }) => {
+      seen.push([progress, total])
+      throw new Error('the UI is gone')
+    }
+    const stack = createStack({ tools: await mcpTools(pair.client, { include: ['steps'], onProgress }) })
+    expect(await stack.dispatch({ id: 'c1', name: 'steps', args: { n: 3 } })).toMatchObject({ ok: true, value: '3 steps' })
+    expect(seen).toEqual([
+      [1, 3],
+      [2, 3],
+      [3, 3],
+    ])
+  })
+
+  it('refuses a cap below the deadline, and reconnection without connect()', async () => {
+    pair = await connectedPair()
+    await expect(mcpTools(pair.client, { requestTimeoutMs: 5000, maxTotalMs: 1000 })).rejects.toThrow(
+      'option maxTotalMs: must be at least requestTimeoutMs (5000)',
+    )
+    const { client } = pair
+    const bare = {
+      listTools: client.listTools.bind(client),
+      callTool: client.callTool.bind(client),
+      getServerVersion: client.getServerVersion.bind(client),
+    }
+    await expect(mcpTools(bare, { transport: () => ({}) })).rejects.toThrow('option transport needs a Client with connect() and close()')
+  })
+
   it('refuses include and effects that name tools the server does not have', async () => {
     pair = await connectedPair()
     await expect(mcpTools(pair.client, { include: ['wiat'] })).rejects.toThrow(
-      'server "waiter" has no tool named "wiat"; it has wait, echo',
+      'server "waiter" has no tool named "wiat"; it has wait, steps, echo',
     )
     await expect(mcpTools(pair.client, { prefix: 'a b' })).rejects.toThrow('option prefix')
   })

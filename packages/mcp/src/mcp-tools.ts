@@ -1,26 +1,45 @@
 import { type AnyTool, parseOptions } from '@shallot/core'
 import { z } from 'zod'
-import { mcpTool, shallotToolName } from './mcp-tool.js'
+import { McpConnection, type TransportFactory } from './mcp-connection.js'
+import { type McpProgress, mcpTool, shallotToolName } from './mcp-tool.js'
 import type { McpClient, McpToolDescription } from './types.js'
 
 /** Options of {@link mcpTools}. */
-export const mcpToolsOptionsSchema = z.strictObject({
-  /** The server's name in messages, `details` and `serverKey`. Default: the name the server announced, else `mcp`. */
-  server: z.string().min(1).optional(),
-  /** Put before every tool name (`fs_` → `fs_read_file`), to keep several servers' tools apart. */
-  prefix: z
-    .string()
-    .regex(/^[A-Za-z0-9_.-]*$/, 'may hold only letters, digits, "_", "-" and "."')
-    .default(''),
-  /** Only these tools (by their MCP names). Default: all. */
-  include: z.array(z.string()).optional(),
-  /** Effect per MCP tool name, overriding the annotations (which are the server's claims). */
-  effects: z.record(z.string(), z.enum(['read', 'idempotent', 'write'])).default({}),
-  /** `text` (default): the result's text; `result`: the whole `CallToolResult`. */
-  output: z.enum(['text', 'result']).default('text'),
-  /** The SDK's own request deadline, in ms. Default: the SDK's (60 s). */
-  requestTimeoutMs: z.number().int().positive().optional(),
-})
+export const mcpToolsOptionsSchema = z
+  .strictObject({
+    /** The server's name in messages, `details` and `serverKey`. Default: the name the server announced, else `mcp`. */
+    server: z.string().min(1).optional(),
+    /** Put before every tool name (`fs_` → `fs_read_file`), to keep several servers' tools apart. */
+    prefix: z
+      .string()
+      .regex(/^[A-Za-z0-9_.-]*$/, 'may hold only letters, digits, "_", "-" and "."')
+      .default(''),
+    /** Only these tools (by their MCP names). Default: all. */
+    include: z.array(z.string()).optional(),
+    /** Effect per MCP tool name, overriding the annotations (which are the server's claims). */
+    effects: z.record(z.string(), z.enum(['read', 'idempotent', 'write'])).default({}),
+    /** `text` (default): the result's text; `result`: the whole `CallToolResult`. */
+    output: z.enum(['text', 'result']).default('text'),
+    /** The request's deadline, in ms, restarted by every progress notification. Default: the SDK's (60 s). */
+    requestTimeoutMs: z.number().int().positive().optional(),
+    /** The hard cap on one call, progress or not, in ms. Default: none. */
+    maxTotalMs: z.number().int().positive().optional(),
+    /** Called with every progress notification of every tool. */
+    onProgress: z
+      .custom<(progress: McpProgress) => void>((v) => typeof v === 'function', { message: 'must be a function (progress) => void' })
+      .optional(),
+    /**
+     * Makes a fresh transport, so the client can reconnect after its transport failed (a dead stdio
+     * server is respawned, an HTTP session re-initialised): the next call reconnects first. Behind a
+     * per-server breaker, that call is the half-open probe. Default: no reconnection.
+     */
+    transport: z.custom<TransportFactory>((v) => typeof v === 'function', { message: 'must be a function () => Transport' }).optional(),
+  })
+  .superRefine((o, issues) => {
+    if (o.maxTotalMs !== undefined && o.requestTimeoutMs !== undefined && o.maxTotalMs < o.requestTimeoutMs) {
+      issues.addIssue({ code: 'custom', path: ['maxTotalMs'], message: `must be at least requestTimeoutMs (${o.requestTimeoutMs})` })
+    }
+  })
 
 export type McpToolsOptions = z.input<typeof mcpToolsOptionsSchema>
 
@@ -58,6 +77,10 @@ export async function mcpTools(client: McpClient, options?: McpToolsOptions): Pr
     if (!known.has(name)) throw new TypeError(`mcpTools(): server "${server}" has no tool named "${name}"; it has ${[...known].join(', ')}`)
   }
   const wanted = o.include === undefined ? listed : listed.filter((tool) => o.include?.includes(tool.name))
+  if (o.transport !== undefined && (typeof client.connect !== 'function' || typeof client.close !== 'function')) {
+    throw new TypeError('mcpTools(): option transport needs a Client with connect() and close() to reconnect')
+  }
+  const connection = new McpConnection(client, o.transport)
   const names = new Map<string, string>()
   return wanted.map((tool) => {
     const name = shallotToolName(tool.name, o.prefix)
@@ -71,8 +94,11 @@ export async function mcpTools(client: McpClient, options?: McpToolsOptions): Pr
       name,
       server,
       output: o.output,
+      connection,
       ...(effect === undefined ? {} : { effect }),
       ...(o.requestTimeoutMs === undefined ? {} : { requestTimeoutMs: o.requestTimeoutMs }),
+      ...(o.maxTotalMs === undefined ? {} : { maxTotalMs: o.maxTotalMs }),
+      ...(o.onProgress === undefined ? {} : { onProgress: o.onProgress }),
     })
   })
 }

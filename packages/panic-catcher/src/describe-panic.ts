@@ -1,4 +1,4 @@
-import { isHighSurrogate, TRUNCATION_MARKER } from './cap-text.js'
+import { sanitize } from '@shallot/core'
 
 /** What the model reads when a thrown value carries no readable text. */
 export const UNKNOWN_PAYLOAD = '(unknown payload)'
@@ -98,23 +98,13 @@ function aggregated(value: object): string {
   return ` (${count} error${count === 1 ? '' : 's'}: ${list.map(headline).join('; ')}${more})`
 }
 
-// ANSI escape sequences, and the C0 controls other than tab and newline.
-// biome-ignore lint/suspicious/noControlCharactersInRegex: removing control characters is the point
-const CONTROL = /\u001b\[[0-9;?]{0,32}[ -/]{0,4}[@-~]|[\u0000-\u0008\u000B-\u001F\u007F]/g
-// A V8 stack frame that a library pasted into its message: it goes to the log, not to the model.
-const FRAME_LINE = /^[ \t]+at [^\n]*(?:\n|$)/gm
-
 /**
- * Cleans text for the model. Only the first `window` characters are looked at, so a megabyte
- * message costs no more than a short one; a longer text ends with the truncation marker.
+ * Cleans text for the model with core's sanitizer (invisible and control characters, stack-frame
+ * lines, secrets). Only about `window` characters are looked at, so a megabyte message costs no more
+ * than a short one; a longer text ends with the truncation marker.
  */
 export function cleanText(text: string, window: number): string {
-  const cut = text.length > window
-  // Never end the window inside a surrogate pair.
-  const end = cut && isHighSurrogate(text.charCodeAt(window - 1)) ? window - 1 : window
-  const head = cut ? text.slice(0, end) : text
-  const cleaned = head.replace(/\r\n?/g, '\n').replace(CONTROL, '').replace(FRAME_LINE, '').trim()
-  return cut ? `${cleaned}${TRUNCATION_MARKER}` : cleaned
+  return sanitize(text, { maxLength: window }).trim()
 }
 
 function causesOf(value: unknown): string[] {

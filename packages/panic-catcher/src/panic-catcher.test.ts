@@ -13,7 +13,9 @@ import {
 import fc from 'fast-check'
 import { describe, expect, it } from 'vitest'
 import { z } from 'zod'
-import { DEFAULT_PANIC_HINT, type PanicCatcherOptions, panicCatcher, TRUNCATION_MARKER } from './index.js'
+import { DEFAULT_PANIC_HINT, type PanicCatcherOptions, panicCatcher } from './index.js'
+
+const TRUNCATION_MARKER = /… \[truncated from \d+ chars\]$/
 
 const call = { id: 'call-7', name: 'boom', args: {} }
 
@@ -319,13 +321,13 @@ describe('panicCatcher(): text size', () => {
     const message = result.error?.message ?? ''
     expect(message.length).toBe(500)
     expect(message.startsWith('Tool "boom" panicked: xxx')).toBe(true)
-    expect(message.endsWith(TRUNCATION_MARKER)).toBe(true)
+    expect(message).toMatch(TRUNCATION_MARKER)
   })
 
   it('honours maxMessageLength', async () => {
     const result = await panicOf(() => 'y'.repeat(1000), { maxMessageLength: 120 })
     expect(result.error?.message).toHaveLength(120)
-    expect(result.error?.message.endsWith(TRUNCATION_MARKER)).toBe(true)
+    expect(result.error?.message).toMatch(TRUNCATION_MARKER)
   })
 
   it('never cuts a character in half', async () => {

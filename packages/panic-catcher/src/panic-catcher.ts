@@ -7,9 +7,9 @@ import {
   parseOptions,
   type ToolContext,
   ToolError,
+  truncate,
 } from '@shallot/core'
 import { z } from 'zod'
-import { capText } from './cap-text.js'
 import { describePanic, UNKNOWN_PAYLOAD } from './describe-panic.js'
 
 /** The hint the model reads with a panic, unless `hint` says otherwise. */
@@ -90,7 +90,7 @@ function panicError(
       text = WITHHELD
     }
   }
-  const message = capText(`${prefix}${text}`, maxLength)
+  const message = truncate(`${prefix}${text}`, maxLength)
   ctx.log.error({ panic: { name: panic.name ?? panic.payload, stack: panic.stack, causes: panic.causes }, attempt: ctx.attempt }, message)
   ctx.emit('panic-catcher.caught', { name: panic.name, payload: panic.payload, message })
   return new ToolError('tool_panic', message, {

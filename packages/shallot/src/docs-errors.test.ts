@@ -137,6 +137,18 @@ const scenarios: Record<string, () => Promise<string>> = {
   'invalid_arguments, too deep': () => soft([], [readFile], [{ args: JSON.parse(`${'{"a":'.repeat(40)}1${'}'.repeat(40)}`) }]),
   'not_found from the tool': () => soft([], [readFile], [{ args: { path: 'src/mian.rs' } }]),
   tool_panic: () => soft([panicCatcher(), errorClassifier()], [tool('read_file', 'read', throws(new Error('boom')))], [{}]),
+  'tool_panic, redacted': () =>
+    soft(
+      [panicCatcher()],
+      [
+        tool(
+          'read_file',
+          'read',
+          throws(new Error('GET https://billing.prod.internal/v1 as ann@example.com with Bearer Zm9vYmFyYmF6cXV4MTIzNDU2 failed')),
+        ),
+      ],
+      [{}],
+    ),
   'tool_panic, no payload': () => soft([panicCatcher()], [tool('read_file', 'read', throws(null))], [{}]),
   'tool_panic, classified TypeError': () =>
     soft([panicCatcher(), errorClassifier()], [tool('read_file', 'read', throws(faultError('crash')))], [{}]),

@@ -1,25 +1,9 @@
-import type { BreakerState, BreakerStore } from '@shallot/circuit-breaker'
-import { mapTimes, READ_MARGIN_MS, timeMap } from './breaker-times.js'
+import { type BreakerState, type BreakerStore, mapTimes, READ_MARGIN_MS, timeMap, updateRounds } from '@shallot/circuit-breaker'
 import { type PostgresStoreContext, type Query, statement, transaction } from './postgres-store-context.js'
 import { breakerStateSchema, checked, nowSchema, parseStored } from './stored-values.js'
 import { NOW } from './tables.js'
 
-type Change = (current: BreakerState | undefined) => BreakerState
-
 const NEVER = new AbortController().signal
-
-/** One `update` call waiting for its key's next round. */
-interface Waiting {
-  readonly change: Change
-  /** The worker's clock just before the call, less the read margin: the breaker's `now` is never earlier. */
-  readonly anchor: number
-  readonly deadline: AbortSignal
-  resolve(state: BreakerState): void
-  reject(error: unknown): void
-}
-
-/** The updates of one key waiting in this process, and whether a round for that key is running. */
-type Queue = Waiting[] & { running: boolean }
 
 /**
  * The breaker store of `postgresStores()`: one state per breaker key for the whole fleet. An update
@@ -41,7 +25,6 @@ export function postgresBreakerStore(context: PostgresStoreContext & { readonly 
   const getSql = `SELECT b.state, b.expires_at > n.t AS live, n.t::text AS now FROM (SELECT ${NOW} AS t) n LEFT JOIN ${t} b ON b.key = $2`
   const touchSql = `INSERT INTO ${t} (key, state, expires_at) VALUES ($2, NULL, ${NOW} + $3) ON CONFLICT (key) DO NOTHING`
   const writeSql = `UPDATE ${t} SET state = $3, expires_at = ${NOW} + $4 WHERE key = $2`
-  const queues = new Map<string, Queue>()
 
   async function read(query: Query, sql: string, key: string): Promise<{ state: BreakerState | undefined; serverNow: number }> {
     const raw = (await query(sql, [nowParam(), key])).rows[0]
@@ -54,52 +37,15 @@ export function postgresBreakerStore(context: PostgresStoreContext & { readonly 
     return { state: undefined, serverNow: now.value }
   }
 
-  async function round(key: string, batch: Waiting[]): Promise<void> {
-    // Callers past their deadline have decided on local state already; their changes must not reach the table.
-    if (batch.every((w) => w.deadline.aborted)) return
-    const answerAll = await transaction(pool, NEVER, async (query) => {
+  // The round runs in one transaction and its callers are answered once it committed.
+  const enqueue = updateRounds(clock, (key, round) =>
+    transaction(pool, NEVER, async (query) => {
       await query(touchSql, [nowParam(), key, ttlMs])
       const { state, serverNow } = await read(query, lockSql, key)
-      const live = batch.filter((w) => !w.deadline.aborted)
-      let serverState = state
-      const answers = live.map((waiting) => {
-        const map = timeMap(waiting.anchor, serverNow)
-        const current = serverState === undefined ? undefined : mapTimes(serverState, map.toLocal)
-        try {
-          const next = waiting.change(current)
-          if (next !== current) serverState = mapTimes(next, map.toServer)
-          return { state: next }
-        } catch (error) {
-          return { error }
-        }
-      })
-      if (serverState !== state) await query(writeSql, [nowParam(), key, JSON.stringify(serverState), ttlMs])
-      return () =>
-        live.forEach((w, i) => {
-          const answer = answers[i]
-          if (answer !== undefined && 'state' in answer) w.resolve(answer.state)
-          else w.reject(answer?.error)
-        })
-    })
-    // Answered only once the transaction committed: nobody acts on a state that was not written.
-    answerAll()
-  }
-
-  function pump(key: string): void {
-    const queue = queues.get(key)
-    if (queue === undefined || queue.length === 0 || queue.running) return
-    const batch = queue.splice(0)
-    queue.running = true
-    round(key, batch)
-      .catch((err: unknown) => {
-        for (const w of batch) w.reject(err)
-      })
-      .finally(() => {
-        queue.running = false
-        if (queue.length === 0) queues.delete(key)
-        else pump(key)
-      })
-  }
+      const next = round.apply(state, serverNow)
+      if (next !== state) await query(writeSql, [nowParam(), key, JSON.stringify(next), ttlMs])
+    }),
+  )
 
   return {
     get(key) {
@@ -111,17 +57,7 @@ export function postgresBreakerStore(context: PostgresStoreContext & { readonly 
     },
 
     update(key, change) {
-      const anchor = clock.now() - READ_MARGIN_MS
-      return bounded(
-        'circuit-breaker.update',
-        (deadline) =>
-          new Promise<BreakerState>((resolve, reject) => {
-            let queue = queues.get(key)
-            if (queue === undefined) queues.set(key, (queue = Object.assign([] as Waiting[], { running: false })))
-            queue.push({ change, anchor, deadline, resolve, reject })
-            pump(key)
-          }),
-      )
+      return bounded('circuit-breaker.update', (deadline) => enqueue(key, change, deadline))
     },
   }
 }

@@ -88,16 +88,10 @@ describe('postgres checkpoints', () => {
 })
 
 describe('postgres checkpoints while the server is down', () => {
-  it('rejects run() softly when its first checkpoint cannot be saved, and stops a run whose later save fails', async () => {
+  // A save that fails in run() before the first turn is core's to answer (agent.run() should resolve stopped): not pinned here.
+  it('stops a run whose checkpoint cannot be saved after a turn, keeping the last saved turn', async () => {
     const { checkpoints } = await pg.stores()
     const { readFile, reads } = files({ a: 'A' })
-    await pg.server.stop('fast')
-    try {
-      const agent = createAgent({ model: healthy(), tools: [readFile], checkpoints })
-      await expect(agent.run({ input: 'x', runId: 'down' })).rejects.toMatchObject({ code: 'store_unavailable' })
-    } finally {
-      await pg.server.start()
-    }
     // The server goes away during the first turn: its checkpoint cannot be written, so the run stops there.
     const stopping = scriptedModel([
       async () => {

@@ -1,7 +1,7 @@
-import type { BeginResult, IdempotencyStore, StoredResult } from '@shallot/idempotency'
+import { type BeginResult, type IdempotencyStore, parseStoredResult } from '@shallot/idempotency'
 import { type PostgresStoreContext, type Query, statement, transaction } from './postgres-store-context.js'
 import { postgresUnavailable } from './store-unavailable.js'
-import { checked, idempotencyRowSchema, nowSchema, parseStored, storedResultSchema } from './stored-values.js'
+import { checked, idempotencyRowSchema, nowSchema } from './stored-values.js'
 import { NOW } from './tables.js'
 
 /** Expired rows dropped per new record: enough to keep up, small enough to keep `begin` short. */
@@ -14,7 +14,8 @@ const TOKEN = /^[1-9]\d{0,18}$/
  * locks its row (`FOR UPDATE`) and decides on it; every settle is one guarded statement. Tokens come
  * from one sequence, so they only grow. A worker whose lease ran out is fenced out once anyone was
  * told so (the row becomes `lapsed`). Leases and TTLs run on the server's clock. Every row read is
- * validated: a corrupt record is refused as `unknown`, never replayed and never run again.
+ * validated: a corrupt record answers `unknown (corrupt)` and stays, so `idempotency()` refuses the
+ * call with `outcome_unknown` until the row expires or someone deletes it; never replayed, never run again.
  *
  * @example
  * const { idempotency: store } = postgresStores({ pool })
@@ -47,7 +48,7 @@ export function postgresIdempotencyStore(context: PostgresStoreContext): Idempot
 
   function corrupt(key: string, problem: string): BeginResult {
     log.warn({ key, problem }, 'idempotency record in PostgreSQL is corrupt; identical calls are refused until it expires or is deleted')
-    return { status: 'unknown', reason: 'recorded' }
+    return { status: 'unknown', reason: 'corrupt', problem }
   }
 
   /** Decides on the locked row of `key`; `undefined` when the row vanished between claim and lock. */
@@ -67,13 +68,13 @@ export function postgresIdempotencyStore(context: PostgresStoreContext): Idempot
     const row = checked(idempotencyRowSchema, raw)
     if ('problem' in row) return corrupt(key, row.problem)
     const record = row.value
+    // Only a done row holds a result; one elsewhere means another writer had a hand in this row.
+    if (record.state !== 'done' && record.result !== null) return corrupt(key, `a ${record.state} row holds a result`)
     if (record.args_hash !== argsHash) return { status: 'mismatch' }
     switch (record.state) {
       case 'done': {
-        if (record.result === null) return corrupt(key, 'a done record without a result')
-        const stored = parseStored(storedResultSchema, record.result)
-        if ('problem' in stored) return corrupt(key, `result: ${stored.problem}`)
-        return { status: 'done', result: stored.value as StoredResult }
+        const stored = parseStoredResult(record.result)
+        return 'result' in stored ? { status: 'done', result: stored.result } : corrupt(key, stored.problem)
       }
       case 'unknown':
         return { status: 'unknown', reason: 'recorded' }

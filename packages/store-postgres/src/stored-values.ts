@@ -35,9 +35,6 @@ export function jsonProblem(value: unknown): string | undefined {
 /** Any JSON value; {@link parseStored} has checked it with {@link jsonProblem} before the schema runs. */
 export const jsonValue = z.custom<Json>(() => true)
 
-/** A stored idempotency result: exactly `{ value?: Json }`. */
-export const storedResultSchema = z.object({ value: jsonValue.optional() }).strict()
-
 /** A bigint column read as text: a safe integer. */
 const integerText = z
   .string()
@@ -79,7 +76,7 @@ export const spentSchema = z.number().finite().min(0)
  * corrupt (not JSON, not plain JSON, or not that shape). Stored values are never trusted.
  *
  * @example
- * const parsed = parseStored(storedResultSchema, row.result)
+ * const parsed = parseStored(runSnapshotSchema, row.snapshot)
  * if ('problem' in parsed) log.warn({ problem: parsed.problem }, 'corrupt')
  */
 export function parseStored<S extends z.ZodType>(schema: S, text: string): { value: z.output<S> } | { problem: string } {

@@ -1,4 +1,4 @@
-import { type BreakerState, circuitBreaker, consecutive, sampling } from '@shallot/circuit-breaker'
+import { type BreakerState, circuitBreaker, consecutive, READ_MARGIN_MS, sampling } from '@shallot/circuit-breaker'
 import { type Clock, createStack, defineTool, type Logger, type StackEvent, ToolError, type ToolResult } from '@shallot/core'
 import { idempotency } from '@shallot/idempotency'
 import { manualClock } from '@shallot/testing'
@@ -6,7 +6,6 @@ import fc from 'fast-check'
 import type { Redis } from 'ioredis'
 import { beforeAll, describe, expect, it } from 'vitest'
 import { z } from 'zod'
-import { mapTimes, READ_MARGIN_MS, timeMap } from './breaker-times.js'
 import { redisStores } from './index.js'
 import { redisCommands } from './redis-commands.js'
 import { useRedis } from './test-support/redis-fixture.js'
@@ -318,19 +317,5 @@ describe('redis breaker store: the store itself', () => {
     const again = await store.update('search', (current) => current as BreakerState)
     expect(again).toMatchObject({ ...initial, openedAt: expect.any(Number) })
     expect(await client.hget(`${prefix}:{search}:breaker`, 'v')).toBe('1')
-  })
-
-  it('translates times exactly both ways, never placing a read time after the anchor', () => {
-    fc.assert(
-      fc.property(fc.double({ min: 0, max: 1e7, noNaN: true }), fc.double({ min: -1e6, max: 1e6, noNaN: true }), (anchor, age) => {
-        const redisNow = 1.8e12
-        const map = timeMap(anchor, redisNow)
-        const local = map.toLocal(redisNow - age)
-        expect(local).toBeLessThanOrEqual(anchor)
-        if (age >= 0) expect(map.toRedis(local)).toBeCloseTo(redisNow - age, 3)
-      }),
-    )
-    const state = { ...initial, openedAt: 1.8e12 - 500, probes: [[1, 1.8e12 - 20]] as [number, number][] }
-    expect(mapTimes(state, timeMap(100, 1.8e12).toLocal)).toMatchObject({ openedAt: -400, probes: [[1, 80]] })
   })
 })

@@ -1,23 +1,7 @@
-import type { BreakerState, BreakerStore } from '@shallot/circuit-breaker'
-import { mapTimes, READ_MARGIN_MS, type TimeMap, timeMap } from './breaker-times.js'
+import { type BreakerState, type BreakerStore, mapTimes, READ_MARGIN_MS, timeMap, updateRounds } from '@shallot/circuit-breaker'
 import type { RedisStoreContext } from './redis-store-context.js'
 import { redisUnavailable } from './store-unavailable.js'
 import { breakerReadReplySchema, breakerStateSchema, flagReplySchema, parseStored } from './stored-values.js'
-
-type Change = (current: BreakerState | undefined) => BreakerState
-
-/** One `update` call waiting for its key's next round. */
-interface Waiting {
-  readonly change: Change
-  /** The worker's clock just before the call, less the read margin: the breaker's `now` is never earlier. */
-  readonly anchor: number
-  readonly deadline: AbortSignal
-  resolve(state: BreakerState): void
-  reject(error: unknown): void
-}
-
-/** The updates of one key waiting in this process, and whether a round for that key is running. */
-type Queue = Waiting[] & { running: boolean }
 
 interface Read {
   readonly state: BreakerState | undefined
@@ -42,7 +26,6 @@ interface Read {
  */
 export function redisBreakerStore(context: RedisStoreContext & { readonly ttlMs: number }): BreakerStore {
   const { commands, keys, bounded, clock, log, nowArg, ttlMs } = context
-  const queues = new Map<string, Queue>()
 
   async function read(key: string, redisKey: string, op: string): Promise<Read> {
     const reply = breakerReadReplySchema.safeParse(await commands.breakerRead(redisKey, nowArg()))
@@ -58,58 +41,16 @@ export function redisBreakerStore(context: RedisStoreContext & { readonly ttlMs:
     throw redisUnavailable(op, `the breaker state of "${key}" was corrupt (${stored.problem}) and was discarded`)
   }
 
-  /** Applies each change in order to the state read, in each change's own clock; undefined when one threw. */
-  function applyAll(batch: readonly Waiting[], stored: BreakerState | undefined, redisNow: number) {
-    const answers: Array<{ state: BreakerState } | { error: unknown }> = []
-    let redisState = stored
-    for (const waiting of batch) {
-      const map: TimeMap = timeMap(waiting.anchor, redisNow)
-      const current = redisState === undefined ? undefined : mapTimes(redisState, map.toLocal)
-      try {
-        const next = waiting.change(current)
-        answers.push({ state: next })
-        if (next !== current) redisState = mapTimes(next, map.toRedis)
-      } catch (error) {
-        answers.push({ error })
-      }
-    }
-    return { answers, final: redisState }
-  }
-
-  async function round(key: string, redisKey: string, batch: Waiting[]): Promise<void> {
-    for (;;) {
-      if (batch.every((w) => w.deadline.aborted)) return
+  // A write that lost the compare-and-set to another worker reads again and applies the changes again.
+  const enqueue = updateRounds(clock, async (key, round) => {
+    const redisKey = keys.breaker(key)
+    while (!round.abandoned) {
       const { state, version, redisNow } = await read(key, redisKey, 'circuit-breaker.update')
-      // Callers past their deadline have decided on local state already; their changes must not reach Redis.
-      const live = batch.filter((w) => !w.deadline.aborted)
-      const { answers, final } = applyAll(live, state, redisNow)
-      const written =
-        final === state || flagReplySchema.parse(await commands.breakerWrite(redisKey, version, JSON.stringify(final), ttlMs)) === 1
-      if (!written) continue
-      live.forEach((w, i) => {
-        const answer = answers[i]
-        if (answer !== undefined && 'state' in answer) w.resolve(answer.state)
-        else w.reject(answer?.error)
-      })
-      return
+      const next = round.apply(state, redisNow)
+      if (next === state) return
+      if (flagReplySchema.parse(await commands.breakerWrite(redisKey, version, JSON.stringify(next), ttlMs)) === 1) return
     }
-  }
-
-  function pump(key: string): void {
-    const queue = queues.get(key)
-    if (queue === undefined || queue.length === 0 || queue.running) return
-    const batch = queue.splice(0)
-    queue.running = true
-    round(key, keys.breaker(key), batch)
-      .catch((err: unknown) => {
-        for (const w of batch) w.reject(err)
-      })
-      .finally(() => {
-        queue.running = false
-        if (queue.length === 0) queues.delete(key)
-        else pump(key)
-      })
-  }
+  })
 
   return {
     get(key) {
@@ -121,17 +62,7 @@ export function redisBreakerStore(context: RedisStoreContext & { readonly ttlMs:
     },
 
     update(key, change) {
-      const anchor = clock.now() - READ_MARGIN_MS
-      return bounded(
-        'circuit-breaker.update',
-        (deadline) =>
-          new Promise<BreakerState>((resolve, reject) => {
-            let queue = queues.get(key)
-            if (queue === undefined) queues.set(key, (queue = Object.assign([] as Waiting[], { running: false })))
-            queue.push({ change, anchor, deadline, resolve, reject })
-            pump(key)
-          }),
-      )
+      return bounded('circuit-breaker.update', (deadline) => enqueue(key, change, deadline))
     },
   }
 }

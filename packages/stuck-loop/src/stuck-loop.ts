@@ -1,4 +1,4 @@
-import { canonicalJson, hashOf, LoopError, type Middleware, parseOptions, type ToolContext, ToolError } from '@shallot/core'
+import { canonicalJson, hashOf, LoopError, type Middleware, parseOptions, sanitize, type ToolContext, ToolError } from '@shallot/core'
 import { z } from 'zod'
 import { fingerprint } from './fingerprint.js'
 import { entryOf, hasTool, judge, ledgerOf, recordFailure, recordSuccess, touch } from './loop-ledger.js'
@@ -67,10 +67,6 @@ function describeThrown(err: unknown): { code: string; message: string; hint: st
   return { code: 'tool_panic', message, hint: '' }
 }
 
-function cap(text: string): string {
-  return text.length <= MAX_ERROR_TEXT ? text : `${text.slice(0, MAX_ERROR_TEXT)}…`
-}
-
 /**
  * Stops a model that will not adapt. Each call is fingerprinted (tool + canonical arguments) and
  * its outcome (error code + normalized message) is counted in `run.state['stuck-loop']`. After
@@ -125,8 +121,9 @@ export function stuckLoop(options: StuckLoopOptions = {}): Middleware {
       recordFailure(
         entry,
         `e${hashOf(`${failure.code}\n${normalizeMessage(failure.message)}`)}`,
-        cap(`${failure.code}: ${failure.message}`),
-        failure.hint,
+        // Kept in run.state (checkpointed) and quoted by the hard stop: no secret goes in.
+        sanitize(`${failure.code}: ${failure.message}`, { maxLength: MAX_ERROR_TEXT }),
+        failure.hint === '' ? '' : sanitize(failure.hint, { maxLength: 500 }),
       )
       throw err
     }

@@ -1,8 +1,11 @@
 import fc from 'fast-check'
 import { describe, expect, it } from 'vitest'
-import { REDACTED, sanitizeText } from './index.js'
+import { createSanitizer, REDACTED, sanitize } from '../index.js'
 
-describe('sanitizeText', () => {
+const sanitizeText = (text: string, options: { maxLength?: number; secrets?: (string | RegExp)[] } = {}) =>
+  sanitize(text, { maxLength: 500, ...options })
+
+describe('sanitize', () => {
   it.each([
     ['a database URL', 'postgres://u:p@10.0.0.5/db', 'postgres://[redacted]@[redacted]/db'],
     ['a token as URL user', 'clone https://ghp_abc@github.com/acme/app failed', 'clone https://[redacted]@github.com/acme/app failed'],
@@ -39,6 +42,16 @@ describe('sanitizeText', () => {
     ['a Windows home path', 'C:\\Users\\carol\\app\\main.ts', '[redacted]\\app\\main.ts'],
     ['a file URL to a home path', 'file:///home/alice/x.ts', 'file://[redacted]/x.ts'],
     ['a home path nested in another', '/home/alice/home/bob/x', '[redacted][redacted]/x'],
+    ['an e-mail address', 'mail ann.lee+ops@example.co.uk for access', 'mail [redacted] for access'],
+    ['an AWS role key id', 'AROAJ2UCCR6DPCEXAMPL', '[redacted]'],
+    ['a Slack app token', 'xapp-1-A0123456789-abcdef', '[redacted]'],
+    [
+      'a Slack webhook',
+      'POST https://hooks.slack.com/services/T000/B000/XXXX failed',
+      'POST https://hooks.slack.com/services/[redacted] failed',
+    ],
+    ['a JWT whose signature was cut off', 'token eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiIxMjM0In0', 'token [redacted]'],
+    ['a Bearer header in an HTTP dump', 'Authorization: Bearer Zm9vYmFyYmF6cXV4', 'Authorization: [redacted]'],
   ])('redacts %s', (_what, input, expected) => {
     expect(sanitizeText(input)).toBe(expected)
   })
@@ -50,7 +63,6 @@ describe('sanitizeText', () => {
     ['a URL without credentials', 'GET https://api.example.com/v1/orders/ORD-2026-00042 returned 404'],
     ['words that merely contain sk-', 'the task-force risk-assessment-framework-v2 is ready'],
     ['a version number', 'requires node 20.19.0 or later'],
-    ['an email address', 'mail ann@example.com for access'],
     ['a validation message', 'password: must contain a digit'],
     ['newlines and tabs', 'line one\n\tline two'],
   ])('keeps %s', (_what, input) => {
@@ -73,10 +85,36 @@ describe('sanitizeText', () => {
     expect(sanitizeText('value tok-4f9a2 twice tok-4f9a2', { secrets: ['tok-4f9a2', 'abc'] })).toBe('value [redacted] twice [redacted]')
   })
 
+  it('redacts user secrets given as patterns, with the g flag added and empty matches left alone', () => {
+    expect(sanitizeText('acct_12345678 and acct_87654321', { secrets: [/acct_[0-9]{8}/] })).toBe('[redacted] and [redacted]')
+    expect(sanitizeText('ACCT-1 acct-2', { secrets: [/acct-\d/i] })).toBe('[redacted] [redacted]')
+    expect(sanitizeText('abc', { secrets: [/x*/] })).toBe('abc')
+  })
+
+  it('redacts a literal secret that invisible characters were meant to hide, and the longest literal first', () => {
+    expect(sanitizeText('key tok-4f\u200B9a2', { secrets: ['tok-4f9a2'] })).toBe('key [redacted]')
+    expect(sanitizeText('hunter2hunter2', { secrets: ['hunter2', 'hunter2hunter2'] })).toBe('[redacted]')
+  })
+
+  it('refuses a secret that is neither a string nor a RegExp, naming it', () => {
+    expect(() => createSanitizer({ secrets: ['ok', 42 as never] })).toThrow('secrets[1] must be a string or a RegExp, got number')
+  })
+
+  it('drops stack frames, keeping prose that starts with "at"', () => {
+    const text = 'boom\n    at run (/app/src/x.ts:3:9)\n    at async Promise.all (index 0)\n  at least 3 items are needed'
+    expect(sanitizeText(text)).toBe('boom\n  at least 3 items are needed')
+  })
+
+  it('keeps control characters in successful output but strips invisible ones, and redacts there only when asked', () => {
+    const sanitizer = createSanitizer({ secrets: ['hunter2'] })
+    expect(sanitizer.output('a\r\nb\u202Ec hunter2', 1000, false)).toBe('a\r\nbc hunter2')
+    expect(sanitizer.output('a\r\nb\u202Ec hunter2 ann@example.com', 1000, true)).toBe('a\r\nbc [redacted] [redacted]')
+  })
+
   it('caps long text at maxLength with a visible marker', () => {
     const out = sanitizeText('word '.repeat(200))
-    expect(out).toHaveLength(500)
-    expect(out.endsWith('… [truncated from 1000 chars]')).toBe(true)
+    // The cut falls on the last space that fits: 'word' × 94 (469 characters) and the 29-character marker.
+    expect(out).toBe(`${'word '.repeat(94).trimEnd()}… [truncated from 1000 chars]`)
     const marker = '… [truncated from 100 chars]'
     expect(sanitizeText('x'.repeat(100), { maxLength: 60 })).toBe(`${'x'.repeat(60 - marker.length)}${marker}`)
   })
@@ -87,7 +125,10 @@ describe('sanitizeText', () => {
     expect(emoji).toBe(`${'😀'.repeat(16)}… [truncated from 200 chars]`)
     // 60 - 28 leaves 32 code units: "xxxxxxxxxxxxxxxxxxxxxx [redacted]" would end on "[reda".
     const redacted = sanitizeText(`${'x'.repeat(22)}${' 10.0.0.1'.repeat(20)}`, { maxLength: 60 })
-    expect(redacted).toBe(`${'x'.repeat(22)} … [truncated from 202 chars]`)
+    expect(redacted).toBe(`${'x'.repeat(22)}… [truncated from 202 chars]`)
+    // With no whitespace to fall back on, the half is dropped at the cut.
+    const glued = `${'x'.repeat(22)}${'/sk-AbCdEfGhIjKlMnOpQrSt'.repeat(5)}`
+    expect(sanitizeText(glued, { maxLength: 60 })).toBe(`${'x'.repeat(22)}/… [truncated from ${glued.length} chars]`)
   })
 
   it('redacts a secret that straddles the point where very long input is cut', () => {

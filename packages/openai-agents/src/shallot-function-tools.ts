@@ -1,0 +1,176 @@
+import { AsyncLocalStorage } from 'node:async_hooks'
+import { type RunContext as AgentsRunContext, type FunctionTool, tool } from '@openai/agents'
+import {
+  type AnyTool,
+  createRun,
+  createStack,
+  defineTool,
+  LoopError,
+  onlyWithoutStack,
+  parseOptions,
+  type RunContext,
+  type Stack,
+  stackSourceShape,
+  type ToolEffect,
+  type ToolErrorJSON,
+} from '@shallot/core'
+import { z } from 'zod'
+
+/** One tool, written as you would pass it to the SDK's `tool()`, plus what repeating it does to the world. */
+export interface ShallotFunctionToolSpec<Args = unknown> {
+  name: string
+  description: string
+  /** A zod 4 schema of the arguments: the stack validates with it, the model gets its JSON Schema. */
+  parameters: z.ZodType<Args>
+  /** `read`, `idempotent` or `write` (default: never repeated unless the error proves nothing happened). */
+  effect?: ToolEffect
+  execute(args: Args, details: { signal: AbortSignal; idempotencyKey: string | undefined; attempt: number; runContext: unknown }): unknown
+}
+
+// The SDK's run context of the call being dispatched, for the tool's `execute` (core's execute context has no slot for it).
+const agentsCall = new AsyncLocalStorage<unknown>()
+
+const custom = <T>(what: string, check: (v: unknown) => boolean) => z.custom<T>(check, { message: `must be ${what}` })
+const isObject = (v: unknown) => typeof v === 'object' && v !== null
+
+/** Options of {@link shallotFunctionTools}. */
+export const shallotFunctionToolsOptionsSchema = z
+  .strictObject({
+    ...stackSourceShape,
+    /** The run these calls belong to (its budget and per-run state). Default: a new run. */
+    run: custom<RunContext>('a run from createRun()', (v) => isObject(v) && isObject((v as RunContext).budget)).optional(),
+    /** Step budget of the new run: every tool attempt spends one; past it the run stops with `budget_exhausted`. */
+    maxSteps: z.number().int().positive().optional(),
+    /** Your cancellation: aborting it cancels every call in flight. */
+    signal: custom<AbortSignal>('an AbortSignal', (v) => v instanceof AbortSignal).optional(),
+  })
+  .refine((o) => o.run === undefined || o.maxSteps === undefined, {
+    path: ['maxSteps'],
+    message: 'applies to the new run only; with `run`, set maxSteps in createRun()',
+  })
+
+export type ShallotFunctionToolsOptions = z.input<typeof shallotFunctionToolsOptionsSchema>
+
+/** What {@link shallotFunctionTools} returns. */
+export interface ShallotFunctionToolSet {
+  /** Pass as `new Agent({ tools })`. */
+  readonly tools: FunctionTool[]
+  /**
+   * Pass as `run(agent, input, { signal })`: a hard stop aborts it with the `LoopError` (sibling calls of the turn
+   * are cancelled), and so does your `signal`.
+   */
+  readonly signal: AbortSignal
+  /** The soft errors the model read, in order (code, message, …). */
+  readonly softErrors: readonly ToolErrorJSON[]
+  readonly stack: Stack
+  readonly run: RunContext
+  /** The `LoopError` that stopped the run, once one did. */
+  readonly error: LoopError | undefined
+}
+
+// Core's dispatcher validates, so the model reads `invalid_arguments` from the stack, not the SDK's text.
+const parametersOf = (schema: z.ZodType) => {
+  // A plain JSON copy: the SDK takes anything carrying a Standard Schema marker for a schema to validate with.
+  const { $schema: _, ...json } = JSON.parse(JSON.stringify(z.toJSONSchema(schema, { io: 'input' }))) as Record<string, unknown>
+  return { additionalProperties: true, ...json } as FunctionTool['parameters']
+}
+
+/**
+ * Builds OpenAI Agents SDK function tools whose every call goes through a shallot stack. The raw
+ * argument text goes to `stack.dispatch` (which parses and validates it, so malformed JSON is a soft
+ * `invalid_arguments` that stuck-loop counts); a soft error is the tool output the model reads; a hard
+ * error (`LoopError`) aborts `signal` and is rethrown, so `run()` rejects with the `LoopError` itself.
+ *
+ * @example
+ * const shallot = shallotFunctionTools([readFile], { middleware: defaultMiddleware(), maxSteps: 20 })
+ * const agent = new Agent({ name: 'coder', instructions, model, tools: shallot.tools })
+ * const result = await run(agent, 'What does src/main.rs do?', { signal: shallot.signal, maxTurns: 20 })
+ */
+export function shallotFunctionTools(
+  // biome-ignore lint/suspicious/noExplicitAny: each spec has its own argument type; the stack validates them
+  specs: readonly ShallotFunctionToolSpec<any>[],
+  options?: ShallotFunctionToolsOptions,
+): ShallotFunctionToolSet {
+  if (!Array.isArray(specs))
+    throw new TypeError('shallotFunctionTools() takes an array of tool specs [{ name, description, parameters, execute }]')
+  const o = parseOptions('shallotFunctionTools()', shallotFunctionToolsOptionsSchema.superRefine(onlyWithoutStack([])), options)
+  const definitions: AnyTool[] = specs.map(
+    (spec) =>
+      defineTool({
+        name: spec.name,
+        description: spec.description,
+        input: spec.parameters as z.ZodType,
+        effect: spec.effect ?? 'write',
+        execute: (args, ctx) =>
+          (spec.execute as ShallotFunctionToolSpec['execute'])(args, {
+            signal: ctx.signal,
+            idempotencyKey: ctx.idempotencyKey,
+            attempt: ctx.attempt,
+            runContext: agentsCall.getStore(),
+          }),
+      }) as AnyTool,
+  )
+  const stack =
+    o.stack ??
+    createStack({
+      tools: definitions,
+      ...(o.middleware === undefined ? {} : { middleware: o.middleware }),
+      ...(o.clock === undefined ? {} : { clock: o.clock }),
+      ...(o.random === undefined ? {} : { random: o.random }),
+      ...(o.logger === undefined ? {} : { logger: o.logger }),
+      ...(o.limits === undefined ? {} : { limits: o.limits }),
+      ...(o.renderError === undefined ? {} : { renderError: o.renderError }),
+    })
+  const run = o.run ?? createRun(o.maxSteps === undefined ? {} : { maxSteps: o.maxSteps })
+  const stopper = new AbortController()
+  const signal = o.signal === undefined ? stopper.signal : AbortSignal.any([o.signal, stopper.signal])
+  const softErrors: ToolErrorJSON[] = []
+  let error: LoopError | undefined
+
+  function functionTool(spec: ShallotFunctionToolSpec): FunctionTool {
+    // The SDK's own tool() for everything but invoke (approval policy, enablement, tracing fields); its
+    // invoke would parse and validate the arguments itself and answer failures with its own text.
+    const base = tool({
+      name: spec.name,
+      description: spec.description,
+      parameters: parametersOf(spec.parameters as z.ZodType),
+      strict: false,
+      execute: () => {
+        throw new LoopError('tool_crashed', `${spec.name}: the SDK's own invoke ran instead of the shallot stack`)
+      },
+    } as Parameters<typeof tool>[0])
+    return {
+      ...base,
+      async invoke(runContext: AgentsRunContext, input: string, details?: { toolCall?: { callId?: string }; signal?: AbortSignal }) {
+        if (error !== undefined) throw error
+        const callSignal = details?.signal === undefined ? signal : AbortSignal.any([details.signal, signal])
+        try {
+          const call = { id: details?.toolCall?.callId ?? '', name: spec.name, args: input }
+          const result = await agentsCall.run(runContext, () => stack.dispatch(call, { run, signal: callSignal }))
+          if (!result.ok && result.error !== undefined) softErrors.push(result.error)
+          return result.content
+        } catch (err) {
+          const hard = LoopError.is(err)
+            ? err
+            : new LoopError('tool_crashed', `${spec.name}: ${String(err)}`, { cause: err, details: { tool: spec.name } })
+          if (error === undefined) {
+            error = hard
+            stopper.abort(hard)
+          }
+          throw hard
+        }
+      },
+    } as FunctionTool
+  }
+
+  return {
+    tools: specs.map(functionTool),
+    signal,
+    softErrors,
+    stack,
+    run,
+    get error() {
+      return error
+    },
+  }
+}
