@@ -44,6 +44,11 @@ describe('shallot demo', () => {
 describe('usage errors', () => {
   it.each([
     [['launch'], 'unknown command "launch"'],
+    [['chekc', 'shallot.yaml'], `unknown command "chekc"; did you mean 'check'?`],
+    [['smi'], `unknown command "smi"; did you mean 'sim'?`],
+    [['--verbose'], 'unknown command "--verbose"'],
+    [['sim', '--rusn', '5'], `Unknown option '--rusn'; did you mean '--runs'?`],
+    [['demo', '--realtime'], `Unknown option '--realtime'; did you mean '--real-time'?`],
     [['demo', '--fast'], "Unknown option '--fast'"],
     [['sim', '--runs', 'many'], '--runs must be a whole number 1–1000000, got "many"'],
     [['sim', '--faults', 'fire'], '--faults: unknown fault "fire"'],
@@ -59,7 +64,57 @@ describe('usage errors', () => {
   })
 })
 
+describe('shallot --version', () => {
+  it('prints the version of the installed package, and exits 0', async () => {
+    const manifest = JSON.parse(readFileSync(new URL('../package.json', import.meta.url), 'utf8')) as { version: string }
+    expect(manifest.version).toMatch(/^\d+\.\d+\.\d+/)
+    for (const flag of ['--version', '-v']) expect(await run(flag)).toEqual({ code: 0, out: manifest.version, err: '' })
+  })
+
+  it('suggests nothing for a command that is nowhere near a known one', async () => {
+    const { err } = await run('deploy')
+    expect(err.split('\n')[0]).toBe('shallot: unknown command "deploy"')
+  })
+})
+
 describe('shallot sim', () => {
+  it('prints progress lines on stderr when stderr is not a terminal, and keeps stdout for the tables', async () => {
+    const err: string[] = []
+    const out: string[] = []
+    const code = await main(['sim', '--runs', '40', '--steps', '5,10', '--seed', '2'], {
+      out: (l) => out.push(l),
+      err: (l) => err.push(l),
+      errIsTerminal: false,
+    })
+    expect(code).toBe(0)
+    expect(err.filter((l) => l.endsWith(': 40 runs'))).toEqual([
+      'shallot sim: [1/4] no retry, 5 steps: 40 runs',
+      'shallot sim: [2/4] no retry, 10 steps: 40 runs',
+      'shallot sim: [3/4] default stack, 5 steps: 40 runs',
+      'shallot sim: [4/4] default stack, 10 steps: 40 runs',
+    ])
+    expect(err.filter((l) => l.startsWith('shallot sim: [4/4]'))).toEqual([
+      'shallot sim: [4/4] default stack, 10 steps: 40 runs',
+      'shallot sim: [4/4] default stack, 10 steps: 10/40 runs (25%)',
+      'shallot sim: [4/4] default stack, 10 steps: 20/40 runs (50%)',
+      'shallot sim: [4/4] default stack, 10 steps: 30/40 runs (75%)',
+      'shallot sim: [4/4] default stack, 10 steps: 40/40 runs (100%)',
+    ])
+    expect(err.join('\n')).not.toMatch(new RegExp(`[\r${String.fromCharCode(27)}]`))
+    expect(out.join('\n')).not.toContain('shallot sim: [')
+  })
+
+  it('prints a progress line for a single run too', async () => {
+    const err: string[] = []
+    await main(['sim', '--runs', '1', '--steps', '3'], { out: () => {}, err: (l) => err.push(l) })
+    expect(err).toEqual([
+      'shallot sim: [1/2] no retry, 3 steps: 1 runs',
+      'shallot sim: [1/2] no retry, 3 steps: 1/1 runs (100%)',
+      'shallot sim: [2/2] default stack, 3 steps: 1 runs',
+      'shallot sim: [2/2] default stack, 3 steps: 1/1 runs (100%)',
+    ])
+  })
+
   it('reproduces (1-p)^n without retry within a percentage point over 10,000 runs', { timeout: 120_000 }, async () => {
     const noRetry = (env: Parameters<Parameters<typeof simulate>[0]['stack']>[0]) =>
       createStack({ ...env, middleware: [panicCatcher(), errorClassifier()] })

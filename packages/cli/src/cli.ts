@@ -1,13 +1,35 @@
+import { readFileSync } from 'node:fs'
 import { parseArgs } from 'node:util'
+import { closest } from '@shallot/core'
 import { runCheck } from './check.js'
 import { runDemo } from './demo/run-demo.js'
 import { DEFAULT_STACK, type NamedStack, NO_RETRY, parseSimFlags, runHerd, runSim } from './sim/command.js'
 import { configStack } from './sim/config-stack.js'
+import { progressLines } from './sim/progress.js'
 import { USAGE, UsageError } from './usage.js'
 
 export interface CliIO {
   out: (line: string) => void
   err: (line: string) => void
+  /** Whether `err` is a terminal: there `sim` redraws one progress bar, elsewhere it prints a line per cell. */
+  errIsTerminal?: boolean
+}
+
+const COMMANDS = ['demo', 'sim', 'check', 'help'] as const
+
+/** The version in this package's manifest (one folder above both `src/` and `dist/`). */
+function version(): string {
+  const manifest = JSON.parse(readFileSync(new URL('../package.json', import.meta.url), 'utf8')) as { version: string }
+  return manifest.version
+}
+
+/** `Unknown option '--rusn'` from parseArgs, with the nearest flag the command accepts. */
+function withFlagGuess(message: string, flags: readonly string[]): string {
+  const typed = /Unknown option '(-{1,2}[^']+)'/.exec(message)?.[1]
+  if (typed === undefined || flags.length === 0) return message
+  const guess = closest(typed.replace(/^-+/, ''), flags)
+  // parseArgs' note about positionals that start with '-' is noise next to the flag the user meant.
+  return guess === undefined ? message : `Unknown option '${typed}'; did you mean '--${guess}'?`
 }
 
 const SIM_FLAGS = {
@@ -30,15 +52,21 @@ const SIM_FLAGS = {
  * @example
  * process.exitCode = await main(process.argv.slice(2))
  */
-export async function main(argv: readonly string[], io: CliIO = { out: console.log, err: console.error }): Promise<number> {
+export async function main(
+  argv: readonly string[],
+  io: CliIO = { out: console.log, err: console.error, errIsTerminal: process.stderr.isTTY === true },
+): Promise<number> {
   const [command, ...rest] = argv
+  let flags: readonly string[] = []
   try {
     switch (command) {
       case 'demo': {
+        flags = ['real-time']
         const { values } = parseArgs({ args: rest, options: { 'real-time': { type: 'boolean' } }, strict: true })
         return await runDemo({ realTime: values['real-time'] === true, print: io.out })
       }
       case 'sim': {
+        flags = Object.keys(SIM_FLAGS)
         const { values, positionals } = parseArgs({ args: rest, options: SIM_FLAGS, strict: true, allowPositionals: true })
         if (positionals[0] === 'herd') {
           await runHerd(values, io.out)
@@ -55,25 +83,31 @@ export async function main(argv: readonly string[], io: CliIO = { out: console.l
         } else {
           stacks.push(NO_RETRY, DEFAULT_STACK)
         }
-        await runSim(parseSimFlags(values), stacks, io.out)
+        await runSim(parseSimFlags(values), stacks, io.out, progressLines(io.err, io.errIsTerminal === true))
         return 0
       }
       case 'check': {
         if (rest.length !== 1 || rest[0]?.startsWith('-')) throw new UsageError('check takes one config file: shallot check shallot.yaml')
         return await runCheck(rest[0] as string, io)
       }
+      case '--version':
+      case '-v':
+        io.out(version())
+        return 0
       case undefined:
       case '--help':
       case '-h':
       case 'help':
         io.out(USAGE)
         return command === undefined ? 2 : 0
-      default:
-        throw new UsageError(`unknown command "${command}"`)
+      default: {
+        const guess = command.startsWith('-') ? undefined : closest(command, COMMANDS)
+        throw new UsageError(`unknown command "${command}"${guess === undefined ? '' : `; did you mean '${guess}'?`}`)
+      }
     }
   } catch (err) {
     if (err instanceof UsageError || (err instanceof TypeError && (err as { code?: string }).code?.startsWith('ERR_PARSE_ARGS'))) {
-      io.err(`shallot: ${err.message}`)
+      io.err(`shallot: ${err instanceof UsageError ? err.message : withFlagGuess(err.message, flags)}`)
       io.err(USAGE)
       return 2
     }

@@ -20,4 +20,5 @@ commands:
       --plot FILE.svg             write a chart of success rate by steps
   sim herd [--clients 100]        N clients contending for one resource, with each backoff
   check FILE                      validate a config file; exit code 1 on error
+  --version                       print the version
 `

@@ -53,6 +53,30 @@ describe('defaultMiddleware()', () => {
     expect(() => defaultMiddleware({ timeout: { ms: -5 } })).toThrow(/ms/)
   })
 
+  it('rejects a misspelt layer name with the nearest layer, instead of leaving that layer at its defaults', () => {
+    const call = () => defaultMiddleware({ timeOut: { ms: 10 } } as never)
+    expect(call).toThrow(OptionsError)
+    expect(call).toThrow(`defaultMiddleware(): unknown option "timeOut"; did you mean 'timeout'?`)
+    expect(() => defaultMiddleware({ circutBreaker: false } as never)).toThrow(/did you mean 'circuitBreaker'\?/)
+    expect(() => defaultMiddleware({ cache: {} } as never)).toThrow(/unknown option "cache"; known options: panicCatcher, stuckLoop/)
+  })
+
+  it('rejects a layer given something other than options or false, and options that are not an object', () => {
+    expect(() => defaultMiddleware({ retry: true } as never)).toThrow(
+      "defaultMiddleware(): option retry: expected the layer's options object, or false to leave it out (got true)",
+    )
+    expect(() => defaultMiddleware({ timeout: [5] } as never)).toThrow(/option timeout: expected the layer's options object/)
+    expect(() => defaultMiddleware('fast' as never)).toThrow(OptionsError)
+    expect(() => defaultMiddleware(JSON.parse('{"__proto__":{"timeout":false}}'))).toThrow(/unknown option "__proto__"/)
+  })
+
+  it("passes a layer's misspelt option to that layer, which suggests the key it meant", () => {
+    expect(() => defaultMiddleware({ timeout: { millis: 5 } } as never)).toThrow(`timeout(): unknown option "millis"; did you mean 'ms'?`)
+    expect(() => defaultMiddleware({ retry: { maxAttempt: 2 } } as never)).toThrow(
+      /^retry\(\): unknown option "maxAttempt"; did you mean 'maxAttempts'\?/,
+    )
+  })
+
   it('creates no AbortController on the happy path unless the tool reads its signal', async () => {
     const stack = createStack({ middleware: defaultMiddleware(), tools: tools() })
     globalThis.AbortController = CountingAbortController

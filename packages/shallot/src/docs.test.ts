@@ -81,6 +81,9 @@ function homeOf(doc: string): string {
   return match ? join(ROOT, match[1] as string, match[2] as string) : SHALLOT_DIR
 }
 
+/** Packages that exist only as a docs walk-through (named-file blocks with a `src/index.ts`): name → the page. */
+const BUILT_BY_DOCS: Readonly<Record<string, string>> = { '@acme/shallot-quota': 'docs/writing-middleware.md' }
+
 /** A block whose first line is a comment naming a file (`// src/quota.ts`) is compiled as that file. */
 const FILE_COMMENT = /^\/\/ ((?:[\w-]+\/)*[\w.-]+\.m?ts)\s*$/
 
@@ -150,6 +153,20 @@ function checkBlocks(blocks: readonly DocBlock[]): Map<DocBlock, string[]> {
       // A README may import a sibling package its own package does not depend on: resolve it the way
       // a user who installed it would, from inside that package (its own name resolves there).
       const name = /^(@[^/]+\/[^/]+|[^@./][^/]*)/.exec(literal.text)?.[1]
+      const built = name === undefined ? undefined : BUILT_BY_DOCS[name]
+      if (built !== undefined && byPath.has(containingFile)) {
+        // The package a walk-through builds resolves to that page's files, for the pages that install it.
+        const page = join(homeOf(built), '.docs-check', built.replace(/[^A-Za-z0-9]+/g, '-'), '__docs__.mts')
+        return ts.resolveModuleName(
+          `./src/index.js${literal.text.slice((name as string).length)}`,
+          page,
+          opts,
+          host,
+          cache,
+          redirected,
+          mode,
+        )
+      }
       const dir = name === undefined ? undefined : workspace.get(name)
       if (dir === undefined || !byPath.has(containingFile)) return found
       return ts.resolveModuleName(literal.text, join(dir, 'src', '__docs__.mts'), opts, host, cache, redirected, mode)

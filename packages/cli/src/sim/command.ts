@@ -5,6 +5,7 @@ import { defaultMiddleware, errorClassifier, panicCatcher, timeout } from 'shall
 import { UsageError } from '../usage.js'
 import { HERD_BACKOFFS, herd } from './herd.js'
 import { plotSvg, type Series } from './plot.js'
+import type { Progress } from './progress.js'
 import { type SimOptions, type SimResult, type StackEnv, simulate } from './simulate.js'
 
 const FAULTS: Record<string, FaultKind> = {
@@ -80,19 +81,6 @@ export function parseSimFlags(values: Record<string, string | boolean | undefine
   return flags
 }
 
-function progressBar(label: string): (done: number, total: number) => void {
-  if (process.stderr.isTTY !== true) return () => {}
-  let last = -1
-  return (done, total) => {
-    const pct = Math.floor((done / total) * 100)
-    if (pct === last) return
-    last = pct
-    const filled = Math.round(pct / 4)
-    process.stderr.write(`\r  ${label.padEnd(28)} [${'#'.repeat(filled)}${'.'.repeat(25 - filled)}] ${String(pct).padStart(3)}%`)
-    if (done === total) process.stderr.write('\r\x1b[2K')
-  }
-}
-
 const pct = (rate: number) => `${(rate * 100).toFixed(1)}%`
 
 /** Runs the grid (stacks × step counts) and prints one table per stack, plus the p^n column. */
@@ -100,11 +88,14 @@ export async function runSim(
   flags: SimFlags,
   stacks: readonly NamedStack[],
   print: (line: string) => void,
+  progress: Progress = () => () => {},
 ): Promise<Map<string, SimResult[]>> {
   print(
     `shallot sim: ${flags.runs} runs per cell, fault rate ${flags.faultRate} per attempt (${flags.faults.join(', ')}), ${flags.effect} tool, seed ${flags.seed}`,
   )
   const results = new Map<string, SimResult[]>()
+  const cells = stacks.length * flags.steps.length
+  let cell = 0
   for (const stack of stacks) {
     const rows: SimResult[] = []
     for (const steps of flags.steps) {
@@ -118,7 +109,7 @@ export async function runSim(
           effect: flags.effect,
           seed: flags.seed,
           stack: stack.build,
-          onProgress: progressBar(`${stack.label}, ${steps} steps`),
+          onProgress: progress({ label: `${stack.label}, ${steps} steps`, cell: ++cell, cells, runs: flags.runs }),
         }),
       )
     }
