@@ -26,12 +26,6 @@ export function flakyTool() {
   })
 }
 
-/** A clock whose sleeps resolve at once: retry delays cost nothing but their bookkeeping. */
-export const zeroClock = {
-  now: () => performance.now(),
-  sleep: (_ms: number, signal?: AbortSignal) => (signal?.aborted ? Promise.reject(signal.reason) : Promise.resolve()),
-}
-
 /** A pino logger writing to a stream that drops everything. */
 export function nullPino() {
   const sink = new Writable({ write: (_chunk, _encoding, done) => done() })
@@ -40,4 +34,14 @@ export function nullPino() {
 
 export function stackOf(middleware: Middleware[], tools: StackOptions['tools'], extra: Partial<StackOptions> = {}) {
   return createStack({ middleware, tools, ...extra })
+}
+
+let serial = 0
+/**
+ * A call with arguments never seen before in this process: a write with repeated arguments would
+ * be an idempotent replay, not a write, and a read would measure caches that real traffic misses.
+ */
+export function distinctCall(name: string) {
+  const id = serial++
+  return { id: `c${id}`, name, args: { id } }
 }

@@ -1,16 +1,61 @@
 import { measure } from 'mitata'
 
-/** One measured function: its median and mean cost per call in nanoseconds. */
+/** One measured function: its median cost per call in nanoseconds, over interleaved rounds. */
 export interface Row {
   name: string
+  /** Median over the rounds of each round's mitata median. */
   p50ns: number
   avgns: number
+  /** The fastest and slowest round's median: how much the shared machine moved the row. */
+  minns: number
+  maxns: number
 }
 
-/** Measures an async or sync function with mitata and keeps the figures that go in the tables. */
+/** A function to measure, by name. */
+export interface Case {
+  readonly name: string
+  readonly fn: () => unknown
+}
+
+const median = (values: readonly number[]) => {
+  const sorted = [...values].sort((a, b) => a - b)
+  return sorted[Math.floor(sorted.length / 2)] ?? Number.NaN
+}
+
+/**
+ * Measures every case in `rounds` interleaved rounds (case 1, 2, …, n, then again, the order
+ * rotated each round) and keeps each case's median round. On a shared machine load comes in waves;
+ * measuring the rows of one table one after the other would give each its own wave, so ratios
+ * between rows would measure the load, not the code.
+ */
+export async function interleave(cases: readonly Case[], rounds = 5, cpuMsPerRound = 120): Promise<Row[]> {
+  const samples = cases.map(() => ({ p50: [] as number[], avg: [] as number[] }))
+  for (let round = 0; round < rounds; round++) {
+    for (let k = 0; k < cases.length; k++) {
+      const index = (k + round) % cases.length
+      const item = cases[index] as Case
+      const stats = await measure(item.fn, { min_cpu_time: cpuMsPerRound * 1e6 })
+      const sample = samples[index] as { p50: number[]; avg: number[] }
+      sample.p50.push(stats.p50)
+      sample.avg.push(stats.avg)
+    }
+  }
+  return cases.map((item, i) => {
+    const sample = samples[i] as { p50: number[]; avg: number[] }
+    return {
+      name: item.name,
+      p50ns: median(sample.p50),
+      avgns: median(sample.avg),
+      minns: Math.min(...sample.p50),
+      maxns: Math.max(...sample.p50),
+    }
+  })
+}
+
+/** Measures one function alone (tables whose rows do not compare with each other). */
 export async function time(name: string, fn: () => unknown): Promise<Row> {
-  const stats = await measure(fn, { min_cpu_time: 400 * 1e6 })
-  return { name, p50ns: stats.p50, avgns: stats.avg }
+  const [row] = await interleave([{ name, fn }], 1, 400)
+  return row as Row
 }
 
 /** Formats nanoseconds for people: 37 ns, 1.2 µs, 3.4 ms. */
@@ -27,6 +72,7 @@ export function printTable(title: string, rows: readonly Row[], baseline: string
   const width = Math.max(...rows.map((r) => r.name.length))
   for (const row of rows) {
     const ratio = base ? `${(row.p50ns / base.p50ns).toFixed(2)}× ${baseline}` : ''
-    console.log(`  ${row.name.padEnd(width)}  ${formatNs(row.p50ns).padStart(10)}  ${ratio}`)
+    const spread = `[${formatNs(row.minns)} – ${formatNs(row.maxns)}]`
+    console.log(`  ${row.name.padEnd(width)}  ${formatNs(row.p50ns).padStart(10)}  ${spread.padEnd(24)} ${ratio}`)
   }
 }

@@ -8,19 +8,24 @@ export const work = async (x: number) => x + 1
 /** The floor: a bare await of the trivial function. */
 export const floor = () => work(1)
 
-/** koa-compose 4.2.0 with seven no-op middlewares in front of the work. */
-export function koaSevenNoop(): () => Promise<unknown> {
-  const noop = (_ctx: { out?: number }, next: () => Promise<unknown>) => next()
+/**
+ * koa-compose 4.2.0 with seven layers as users write them, `async (ctx, next) => { await next() }`,
+ * in front of the work: each layer pays for its own async frame, as shallot's layers do.
+ */
+export function koaSevenAsync(): () => Promise<unknown> {
+  const layer = async (_ctx: { out?: number }, next: () => Promise<unknown>) => {
+    await next()
+  }
   const fn = koaCompose<{ out?: number }>([
-    noop,
-    noop,
-    noop,
-    noop,
-    noop,
-    noop,
-    async (ctx, next) => {
+    layer,
+    layer,
+    layer,
+    layer,
+    layer,
+    layer,
+    layer,
+    async (ctx) => {
       ctx.out = await work(1)
-      return next()
     },
   ])
   return () => fn({})

@@ -2,15 +2,12 @@ import { bulkhead } from '@shallot/bulkhead'
 import { fallback } from '@shallot/fallback'
 import { hedging } from '@shallot/hedging'
 import { bulkhead as cockatielBulkhead, fallback as cockatielFallback, handleAll } from 'cockatiel'
-import { readTool, stackOf } from './fixtures.js'
-import { type Row, time } from './measure.js'
+import { distinctCall, readTool, stackOf } from './fixtures.js'
+import type { Case } from './measure.js'
 import { work } from './peers.js'
 
-let n = 0
-const call = () => ({ id: 'c', name: readTool.name, args: { id: n++ % 1000 } })
-
 /** 9: the bulkhead, fallback and hedging layers alone on the happy path, beside cockatiel's bulkhead and fallback. */
-export async function resilienceLayers(): Promise<Row[]> {
+export function resilienceCases(): Case[] {
   const peerBulkhead = cockatielBulkhead(10, 10)
   const peerFallback = cockatielFallback(handleAll, 0)
   const layers = {
@@ -20,13 +17,13 @@ export async function resilienceLayers(): Promise<Row[]> {
     'fallback (fixed value)': [fallback({ default: { from: 'value', value: 0 } })],
     'hedging (answers before the delay)': [hedging({ delayMs: 1000 })],
   }
-  const rows: Row[] = [
-    await time('cockatiel bulkhead(10, 10)', () => peerBulkhead.execute(() => work(1))),
-    await time('cockatiel fallback', () => peerFallback.execute(() => work(1))),
+  const cases: Case[] = [
+    { name: 'cockatiel bulkhead(10, 10)', fn: () => peerBulkhead.execute(() => work(1)) },
+    { name: 'cockatiel fallback', fn: () => peerFallback.execute(() => work(1)) },
   ]
   for (const [name, middleware] of Object.entries(layers)) {
     const stack = stackOf(middleware, [readTool])
-    rows.push(await time(`shallot: ${name}`, () => stack.dispatch(call())))
+    cases.push({ name: `shallot: ${name}`, fn: () => stack.dispatch(distinctCall(readTool.name)) })
   }
-  return rows
+  return cases
 }

@@ -1,42 +1,123 @@
-import { createSanitizer, sanitize } from '@shallot/core'
+import { createAgent, createSanitizer, type ModelAdapter, sanitize } from '@shallot/core'
 import { classify } from '@shallot/error-classifier'
 import { circuitBreaker, defaultMiddleware, errorClassifier, idempotency, panicCatcher, retry, stuckLoop, timeout } from 'shallot'
-import { flakyTool, nullPino, readTool, stackOf, writeTool, zeroClock } from './fixtures.js'
-import { type Row, time } from './measure.js'
-import { cockatielTrio, floor, koaSevenNoop, opossumWithTimeout } from './peers.js'
+import { distinctCall, flakyTool, nullPino, readTool, stackOf, writeTool } from './fixtures.js'
+import { type Case, type Row, time } from './measure.js'
+import { cockatielTrio, floor, koaSevenAsync, opossumWithTimeout } from './peers.js'
 
-/** The floor and the peers, measured in every scenario's run so ratios compare like with like. */
-export async function peers(): Promise<Row[]> {
-  const koa = koaSevenNoop()
-  const cockatiel = cockatielTrio()
-  const opossum = opossumWithTimeout()
+/** The floor and the peers, measured in the same rounds as shallot's rows so ratios compare like with like. */
+export function peerCases(): Case[] {
   return [
-    await time('bare await', floor),
-    await time('koa-compose 7 no-op', koa),
-    await time('opossum + timeout', opossum),
-    await time('cockatiel retry+breaker+timeout', cockatiel),
+    { name: 'bare await', fn: floor },
+    { name: KOA, fn: koaSevenAsync() },
+    { name: 'opossum + timeout', fn: opossumWithTimeout() },
+    { name: COCKATIEL, fn: cockatielTrio() },
   ]
 }
 
-let n = 0
-const call = (name: string) => ({ id: 'c', name, args: { id: n++ % 1000 } })
+/** The row names the targets table reads. */
+export const KOA = 'koa-compose 7 async no-op'
+export const COCKATIEL = 'cockatiel retry+breaker+timeout'
+export const READ = 'shallot: 7 layers, read'
+export const READ_SIGNAL = 'shallot: 7 layers, read, dispatch(call, { signal })'
+export const WRITE = 'shallot: 7 layers, write (distinct args)'
+export const AGENT = 'createAgent run: one tool call, then the answer'
 
-/** 1–3 and 5: the full default stack on the happy path, with a write, with pino, and with one failure. */
-export async function fullStack(): Promise<Row[]> {
+/** Runs `calls` first so a broken row fails loudly instead of timing the wrong thing. */
+async function checked(name: string, fn: () => Promise<unknown>, check: () => void): Promise<Case> {
+  for (let i = 0; i < 200; i++) await fn()
+  check()
+  return { name, fn }
+}
+
+/** 1–3 and 5: the full default stack on the happy path (read, read with a signal, write, pino) and with one failure retried. */
+export async function fullStackCases(): Promise<Case[]> {
   const read = stackOf(defaultMiddleware(), [readTool])
   const write = stackOf(defaultMiddleware(), [writeTool])
   const logged = stackOf(defaultMiddleware(), [readTool], { logger: nullPino() })
-  const failing = stackOf(defaultMiddleware({ retry: { backoff: 'none' } }), [flakyTool()], { clock: zeroClock })
+  // A zero delay on the system clock: the retry really happens (the tool runs twice) and costs only its bookkeeping.
+  // No retry budget: at one failure in two calls the default bucket would run dry and the row would stop retrying.
+  const failing = stackOf(defaultMiddleware({ retry: { backoff: 'constant', baseMs: 0, retryBudget: false } }), [flakyTool()])
+  const signal = new AbortController().signal
+  let writes = 0
+  let replays = 0
+  write.on((event) => {
+    if (event.type === 'idempotency.stored') writes++
+    else if (event.type === 'idempotency.replayed') replays++
+  })
+  let retried = 0
+  let failed = 0
+  failing.on((event) => {
+    if (event.type === 'retry.scheduled') retried++
+  })
+  const okOrCount = (result: { ok: boolean }) => {
+    if (!result.ok) failed++
+  }
   return [
-    await time('shallot: 7 layers, read', () => read.dispatch(call('lookup'))),
-    await time('shallot: 7 layers, write', () => write.dispatch(call('record'))),
-    await time('shallot: 7 layers, pino to null', () => logged.dispatch(call('lookup'))),
-    await time('shallot: fail once, retry', () => failing.dispatch(call('flaky'))),
+    await checked(
+      READ,
+      () => read.dispatch(distinctCall('lookup')),
+      () => {},
+    ),
+    await checked(
+      READ_SIGNAL,
+      () => read.dispatch(distinctCall('lookup'), { signal }),
+      () => {},
+    ),
+    await checked(
+      WRITE,
+      () => write.dispatch(distinctCall('record')),
+      () => {
+        if (replays > 0 || writes < 200)
+          throw new Error(`the write row replayed ${replays} calls and executed ${writes}: its arguments are not distinct`)
+      },
+    ),
+    await checked(
+      'shallot: 7 layers, pino to null',
+      () => logged.dispatch(distinctCall('lookup')),
+      () => {},
+    ),
+    await checked(
+      'shallot: fail once, retry',
+      () => failing.dispatch(distinctCall('flaky')).then(okOrCount),
+      () => {
+        if (retried !== 200 || failed !== 0)
+          throw new Error(`the retry row retried ${retried} of 200 calls and failed ${failed}: it does not measure a retry`)
+      },
+    ),
   ]
 }
 
-/** 4: each middleware alone in front of the read tool. */
-export async function eachLayer(): Promise<Row[]> {
+/** A model that asks for one tool call with fresh arguments, then answers: one agent run is two turns. */
+function oneCallModel(): ModelAdapter {
+  let serial = 0
+  return {
+    generate: async ({ messages }) => {
+      const last = messages[messages.length - 1]
+      if (last?.role === 'tool') return { text: 'done' }
+      return { toolCalls: [{ id: `t${serial}`, name: 'lookup', args: { id: serial++ } }] }
+    },
+  }
+}
+
+/** The agent loop: a run whose one tool call goes through the full default stack. */
+export async function agentCase(): Promise<Case> {
+  const agent = createAgent({ model: oneCallModel(), tools: [readTool], middleware: defaultMiddleware() })
+  let incomplete = 0
+  return checked(
+    AGENT,
+    () =>
+      agent.run({ input: 'look it up' }).then((outcome) => {
+        if (outcome.status !== 'completed' || outcome.turns !== 2) incomplete++
+      }),
+    () => {
+      if (incomplete > 0) throw new Error(`${incomplete} agent runs did not complete in two turns`)
+    },
+  )
+}
+
+/** 4: each middleware alone in front of the read tool (idempotency in front of the write tool). */
+export function eachLayerCases(): Case[] {
   const layers = {
     'no layers (dispatcher only)': [],
     'panic-catcher': [panicCatcher()],
@@ -47,13 +128,11 @@ export async function eachLayer(): Promise<Row[]> {
     'error-classifier': [errorClassifier()],
     timeout: [timeout({ ms: 5_000 })],
   }
-  const rows: Row[] = []
-  for (const [name, middleware] of Object.entries(layers)) {
+  return Object.entries(layers).map(([name, middleware]) => {
     const tool = name.startsWith('idempotency') ? writeTool : readTool
     const stack = stackOf(middleware, [tool])
-    rows.push(await time(`shallot: ${name}`, () => stack.dispatch(call(tool.name))))
-  }
-  return rows
+    return { name: `shallot: ${name}`, fn: () => stack.dispatch(distinctCall(tool.name)) }
+  })
 }
 
 /** 8: the classifier on 100 KB of pathological text. */

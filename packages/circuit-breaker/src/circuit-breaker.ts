@@ -246,6 +246,8 @@ export function circuitBreaker(options?: CircuitBreakerOptions): Middleware {
     if (settled !== undefined) await settled
   }
 
+  // Keeps the onion's contract by construction (docs/decisions/270-compose-fast-path.md): compose calls it without the misuse bookkeeping.
+  ;(middleware as Middleware & Record<symbol, unknown>)[Symbol.for('shallot.middleware.trusted')] = true
   middleware.describeTool = function describeTool(tool, run, now) {
     const key = keyOf === undefined ? tool.name : keysByTool.get(tool.name)
     if (key === undefined) return undefined

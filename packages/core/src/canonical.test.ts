@@ -118,3 +118,105 @@ describe('hashOf', () => {
     expect(hashOf('{"a":1}')).not.toBe(hashOf({ a: 1 }))
   })
 })
+
+/** The implementation before it stopped allocating a closure, a Set and arrays per call: the oracle. */
+function oracleCanonicalJson(value: unknown): string {
+  const seen = new Set<object>()
+  const write = (v: unknown): string => {
+    switch (typeof v) {
+      case 'string':
+        return JSON.stringify(v)
+      case 'number':
+        return Number.isFinite(v) ? JSON.stringify(v === 0 ? 0 : v) : `"${String(v)}"`
+      case 'boolean':
+        return v ? 'true' : 'false'
+      case 'bigint':
+        return `"${v}n"`
+      case 'undefined':
+      case 'function':
+      case 'symbol':
+        return 'null'
+    }
+    if (v === null) return 'null'
+    const obj = v as object
+    if (seen.has(obj)) return '"[circular]"'
+    seen.add(obj)
+    let out: string
+    if (Array.isArray(obj)) {
+      const items: string[] = []
+      for (let i = 0; i < obj.length; i++) items.push(write(obj[i]))
+      out = `[${items.join(',')}]`
+    } else if (obj instanceof Date) {
+      out = Number.isNaN(obj.getTime()) ? 'null' : JSON.stringify(obj.toISOString())
+    } else {
+      const record = obj as Record<string, unknown>
+      const parts: string[] = []
+      for (const key of Object.keys(record).sort()) {
+        const item = record[key]
+        if (item === undefined || typeof item === 'function' || typeof item === 'symbol') continue
+        parts.push(`${JSON.stringify(key)}:${write(item)}`)
+      }
+      out = `{${parts.join(',')}}`
+    }
+    seen.delete(obj)
+    return out
+  }
+  return write(value)
+}
+
+describe('canonicalJson against the allocating implementation it replaced', () => {
+  it('writes the same bytes for any value, JSON or not', () => {
+    const anything = fc.anything({
+      withBigInt: true,
+      withDate: true,
+      withSparseArray: true,
+      withNullPrototype: true,
+      withObjectString: true,
+      withBoxedValues: true,
+      withMap: true,
+      withSet: true,
+      withTypedArray: true,
+    })
+    fc.assert(
+      fc.property(
+        fc.oneof(anything, fc.jsonValue(), fc.array(fc.oneof(fc.double(), fc.constant(undefined), fc.func(fc.nat())))),
+        (value) => {
+          expect(canonicalJson(value)).toBe(oracleCanonicalJson(value))
+        },
+      ),
+      { numRuns: 2000 },
+    )
+  })
+
+  it('writes the same bytes for shared and cyclic structures, and stays right on the next call', () => {
+    fc.assert(
+      fc.property(fc.jsonValue(), fc.nat(5), (value, where) => {
+        const shared = { value }
+        const cyclic: Record<string, unknown> = { a: shared, b: [shared, shared] }
+        if (where % 2 === 0) cyclic.self = cyclic
+        else (cyclic.b as unknown[]).push(cyclic)
+        expect(canonicalJson(cyclic)).toBe(oracleCanonicalJson(cyclic))
+        expect(canonicalJson(shared)).toBe(oracleCanonicalJson(shared))
+      }),
+    )
+  })
+
+  it('leaves no state behind when a getter throws, and lets a getter fingerprint while being fingerprinted', () => {
+    const hostile = {
+      get boom() {
+        throw new Error('getter')
+      },
+    }
+    const inner = { x: 1 }
+    expect(() => canonicalJson({ inner, hostile })).toThrow('getter')
+    // Were `inner` still marked as on the path, it would now read as circular.
+    expect(canonicalJson({ inner })).toBe('{"inner":{"x":1}}')
+    const reentrant = {
+      a: inner,
+      get b() {
+        return canonicalJson({ inner })
+      },
+    }
+    expect(canonicalJson(reentrant)).toBe(oracleCanonicalJson(reentrant))
+  })
+})

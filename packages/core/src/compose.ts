@@ -22,12 +22,56 @@ function describeValue(value: unknown): string {
 const noop = () => {}
 
 /**
+ * The flag a middleware carries when it keeps the onion's contract by construction: it returns a
+ * promise, never calls `next()` while an earlier `next()` is pending, and settles only after its
+ * `next()` settled, or, if it stops waiting (a deadline), takes care of the abandoned call itself.
+ * `compose` calls such a layer Koa style, with a plain `next`, and skips the bookkeeping that catches
+ * those mistakes in other middleware. A registered symbol, so a layer can carry it without importing
+ * core's value (`fn[Symbol.for('shallot.middleware.trusted')] = true`).
+ */
+export const TRUSTED_MIDDLEWARE: unique symbol = Symbol.for('shallot.middleware.trusted') as never
+
+type Flagged = Middleware & { [TRUSTED_MIDDLEWARE]?: unknown }
+
+/**
+ * Marks `fn` as keeping the onion's contract (see {@link TRUSTED_MIDDLEWARE}) and returns it. Only
+ * for layers whose every path has been read for that: a trusted layer that breaks the contract is
+ * no longer told so by a {@link MiddlewareUsageError}.
+ *
+ * @example
+ * const timing = trustedMiddleware(async function timing(ctx, next) {
+ *   const started = ctx.clock.now()
+ *   try { await next() } finally { ctx.log.debug({ ms: ctx.clock.now() - started }, 'tool call') }
+ * })
+ */
+export function trustedMiddleware<M extends Middleware>(fn: M): M {
+  ;(fn as Flagged)[TRUSTED_MIDDLEWARE] = true
+  return fn
+}
+
+/** Whether `fn` carries the {@link TRUSTED_MIDDLEWARE} flag. */
+export function isTrustedMiddleware(fn: unknown): boolean {
+  return typeof fn === 'function' && (fn as Flagged)[TRUSTED_MIDDLEWARE] === true
+}
+
+/** The final `next` of a composed call: called plainly, its throw or odd return turned into a promise. */
+function callLast(last: Next | undefined): Promise<void> {
+  if (last === undefined) return Promise.resolve()
+  try {
+    return Promise.resolve(last())
+  } catch (err) {
+    return Promise.reject(err)
+  }
+}
+
+/**
  * Composes middlewares into one, Koa style: the first is outermost, errors propagate outward,
  * and the result is itself a middleware, so stacks nest.
  *
  * Unlike koa-compose, a layer may call `next()` again once the previous call settled (that is how
  * retry re-runs the inner layers). Calling `next()` while an earlier call is pending, or resolving
- * while a `next()` is still pending, is a {@link MiddlewareUsageError}.
+ * while a `next()` is still pending, is a {@link MiddlewareUsageError}. Layers marked with
+ * {@link trustedMiddleware} (shallot's own) are called without that bookkeeping.
  *
  * @example
  * const stack = compose([panicCatcher(), retry(), timeout({ ms: 5000 })])
@@ -43,63 +87,69 @@ export function compose(middleware: readonly Middleware[]): Middleware {
     }
   })
   const layers = [...middleware]
+  const trusted = layers.map(isTrustedMiddleware)
   const count = layers.length
 
-  const composed: Middleware = function composed(ctx: ToolContext, last?: Next): Promise<void> {
-    return run(0)
-
-    function run(i: number): Promise<void> {
-      const fn = i < count ? layers[i] : last
-      if (fn === undefined) return Promise.resolve()
-      if (i >= count) {
-        try {
-          return Promise.resolve((fn as Next)())
-        } catch (err) {
-          return Promise.reject(err)
-        }
-      }
-      let pending: Promise<void> | undefined
-      const next: Next = () => {
-        if (pending !== undefined) {
-          return Promise.reject(
-            new MiddlewareUsageError(
-              `${nameOf(fn)} called next() while its previous next() was still pending; await next() before calling it again`,
-            ),
-          )
-        }
-        const inner = run(i + 1).then(
-          () => {
-            pending = undefined
-          },
-          (err: unknown) => {
-            pending = undefined
-            throw err
-          },
-        )
-        pending = inner
-        return inner
-      }
-      let out: Promise<void>
+  function run(ctx: ToolContext, last: Next | undefined, i: number): Promise<void> {
+    if (i >= count) return callLast(last)
+    const fn = layers[i] as Middleware
+    if (trusted[i]) {
       try {
-        out = Promise.resolve((fn as Middleware)(ctx, next))
+        return fn(ctx, () => run(ctx, last, i + 1))
       } catch (err) {
         return Promise.reject(err)
       }
-      return out.then(
+    }
+    return guarded(fn, ctx, last, i)
+  }
+
+  function guarded(fn: Middleware, ctx: ToolContext, last: Next | undefined, i: number): Promise<void> {
+    let pending: Promise<void> | undefined
+    const next: Next = () => {
+      if (pending !== undefined) {
+        return Promise.reject(
+          new MiddlewareUsageError(
+            `${nameOf(fn)} called next() while its previous next() was still pending; await next() before calling it again`,
+          ),
+        )
+      }
+      const inner = run(ctx, last, i + 1).then(
         () => {
-          if (pending !== undefined) {
-            pending.catch(noop)
-            throw new MiddlewareUsageError(`${nameOf(fn)} returned before its next() settled; await next() (or return its promise)`)
-          }
+          pending = undefined
         },
         (err: unknown) => {
-          // The layer gave up on its inner call; whatever that call does later must not surface as an unhandled rejection.
-          if (pending !== undefined) pending.catch(noop)
+          pending = undefined
           throw err
         },
       )
+      pending = inner
+      return inner
     }
+    let out: Promise<void>
+    try {
+      out = Promise.resolve(fn(ctx, next))
+    } catch (err) {
+      return Promise.reject(err)
+    }
+    return out.then(
+      () => {
+        if (pending !== undefined) {
+          pending.catch(noop)
+          throw new MiddlewareUsageError(`${nameOf(fn)} returned before its next() settled; await next() (or return its promise)`)
+        }
+      },
+      (err: unknown) => {
+        // The layer gave up on its inner call; whatever that call does later must not surface as an unhandled rejection.
+        if (pending !== undefined) pending.catch(noop)
+        throw err
+      },
+    )
   }
+
+  // The composed middleware keeps the contract whatever its layers do (the untrusted ones are guarded), so an outer compose may trust it.
+  const composed: Middleware = trustedMiddleware(function composed(ctx: ToolContext, last?: Next): Promise<void> {
+    return run(ctx, last, 0)
+  })
 
   const describers = layers.filter((fn) => typeof fn.describeTool === 'function')
   if (describers.length > 0) {

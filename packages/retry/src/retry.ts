@@ -105,7 +105,7 @@ export function retry(options?: RetryOptions | Backoff): Middleware {
     if (isThenable(done)) done.then(undefined, (err: unknown) => refillFailed(ctx, err))
   }
 
-  return async function retry(ctx: ToolContext, next: Next): Promise<void> {
+  const middleware: Middleware = async function retry(ctx: ToolContext, next: Next): Promise<void> {
     // Inner layers may swap ctx.signal for their own deadline; waits and repeats use the signal this call came with.
     const signal = ctx.signal
     const started = timed ? ctx.clock.now() : 0
@@ -152,6 +152,9 @@ export function retry(options?: RetryOptions | Backoff): Middleware {
       return
     }
   }
+  // Keeps the onion's contract by construction (docs/decisions/270-compose-fast-path.md): compose calls it without the misuse bookkeeping.
+  ;(middleware as Middleware & Record<symbol, unknown>)[Symbol.for('shallot.middleware.trusted')] = true
+  return middleware
 }
 
 function isThenable(value: unknown): value is PromiseLike<unknown> {

@@ -1,4 +1,7 @@
+import { execFile } from 'node:child_process'
 import { getEventListeners } from 'node:events'
+import { dirname, join } from 'node:path'
+import { fileURLToPath } from 'node:url'
 import {
   createRun,
   createStack,
@@ -394,24 +397,29 @@ describe('timeout() on the system clock with fake timers', () => {
     expect(result.value?.error?.message).toBe("Tool 'slow' timed out after 2s")
   })
 
-  it('leaves no timer pending once the stack settles, on every path', async () => {
+  it('lets nothing change once every path settled: time passing the deadlines reports nothing late and leaves no timer', async () => {
     vi.useFakeTimers()
     const parent = new AbortController()
     const stack = createStack({ tools: [quick, failing, cooperative, stubborn], middleware: [timeout({ ms: 1000 })] })
-    expect(vi.getTimerCount()).toBe(0)
+    const events: string[] = []
+    stack.on((event) => {
+      if (event.type.startsWith('timeout.')) events.push(event.type)
+    })
     const ok = await stack.dispatch(call('quick'))
     const soft = await stack.dispatch(call('failing'))
-    expect(vi.getTimerCount()).toBe(0)
+    await vi.advanceTimersByTimeAsync(5000)
+    expect(events).toEqual([])
     const timedOut = stack.dispatch(call('slow'))
     const cancelled = stack.dispatch(call('stubborn'), { run: createRun({ signal: parent.signal }) })
     cancelled.catch(() => {})
     await vi.advanceTimersByTimeAsync(0)
-    expect(vi.getTimerCount()).toBe(2)
     parent.abort()
     await expect(cancelled).rejects.toSatisfy((e: unknown) => LoopError.is(e) && e.kind === 'cancelled')
-    expect(vi.getTimerCount()).toBe(1)
     await vi.advanceTimersByTimeAsync(1000)
     expect([ok.ok, soft.error?.code, (await timedOut).error?.code]).toEqual([true, 'not_found', 'timeout'])
+    await vi.advanceTimersByTimeAsync(60_000)
+    // The cancelled call's deadline never fires: one expiry, for the one call that missed its deadline.
+    expect(events.filter((type) => type === 'timeout.expired')).toHaveLength(1)
     expect(vi.getTimerCount()).toBe(0)
   })
 
@@ -482,4 +490,44 @@ describe('timeout(): work the tool left running', () => {
       vi.useRealTimers()
     }
   })
+})
+
+describe('timeout() and the life of the process', () => {
+  const here = dirname(fileURLToPath(import.meta.url))
+  /** Runs a module in a fresh Node process from this package (its dist build), and returns what it printed. */
+  function node(source: string): Promise<{ code: number | null; out: string }> {
+    return new Promise((resolve, reject) => {
+      const child = execFile(process.execPath, ['--input-type=module', '-e', source], { cwd: join(here, '..') }, (err, stdout) => {
+        if (err !== null && typeof err.code !== 'number') reject(err)
+        else resolve({ code: child.exitCode, out: stdout })
+      })
+    })
+  }
+  const prelude = `
+    import { createStack, defineTool } from '@shallot/core'
+    import { timeout } from '@shallot/timeout'
+    import { z } from 'zod'
+    const input = z.object({})
+    const quick = defineTool({ name: 'quick', description: 'd', input, effect: 'read', execute: () => 'ok' })
+    const hung = defineTool({ name: 'hung', description: 'd', input, effect: 'read', execute: () => new Promise(() => {}) })
+  `
+
+  it('lets the process exit as soon as its calls settled, long before their deadline', async () => {
+    // Were the deadline holding the process, it would live ten minutes and the test would time out.
+    const { code, out } = await node(`${prelude}
+      const stack = createStack({ tools: [quick], middleware: [timeout({ ms: 600_000 })] })
+      const results = []
+      for (let i = 0; i < 100; i++) results.push((await stack.dispatch({ id: 'c' + i, name: 'quick', args: {} })).ok)
+      console.log(results.every(Boolean))
+    `)
+    expect({ code, out: out.trim() }).toEqual({ code: 0, out: 'true' })
+  }, 30_000)
+
+  it('keeps the process alive while a deadline is pending, so a hung tool still gets its timeout answer', async () => {
+    const { code, out } = await node(`${prelude}
+      const stack = createStack({ tools: [hung], middleware: [timeout({ ms: 20 })] })
+      console.log((await stack.dispatch({ id: 'c', name: 'hung', args: {} })).error.code)
+    `)
+    expect({ code, out: out.trim() }).toEqual({ code: 0, out: 'timeout' })
+  }, 30_000)
 })

@@ -1,16 +1,17 @@
 import {
   type AbortSource,
   abortReason,
+  createRun,
   type DeferredSignal,
-  type LoopError,
   type Middleware,
   type Next,
   onAbort,
   parseOptions,
+  systemClock,
   type ToolContext,
-  type ToolError,
 } from '@shallot/core'
 import { z } from 'zod'
+import { type DeadlineQueue, deadlineQueue, type Expiring } from './deadlines.js'
 import { errorLabel, type LateOutcome, reportLate, type StopReason } from './report-late.js'
 import { startTimer } from './start-timer.js'
 import { timeoutError } from './timeout-error.js'
@@ -86,10 +87,138 @@ class DeadlineSignal implements DeferredSignal {
 
 const noop = () => {}
 
+/** What `createRun()` hands every run without a signal of its own: the library's one signal that never aborts. */
+const neverAborted = createRun().signal
+
 /** Gives the outer layers back the signal they had, without creating it if it was deferred. */
 function restore(ctx: ToolContext, signal: AbortSource): void {
   if (signal instanceof AbortSignal) ctx.signal = signal
   else ctx.deferSignal(signal)
+}
+
+// The resolving functions of the promise being built, handed over without an executor closure per call.
+let capturedResolve: () => void = noop
+let capturedReject: (err: unknown) => void = noop
+function capture(resolve: () => void, reject: (err: unknown) => void): void {
+  capturedResolve = resolve
+  capturedReject = reject
+}
+
+/**
+ * One attempt under a deadline: the promise the layer returns, and the three ways it ends. `settle`
+ * (the inner call finished first), `expire` (the deadline passed), `cancel` (the outer signal
+ * aborted). Whichever comes first decides; a `settle` after the others is reported as late and
+ * changes nothing.
+ */
+class TimedAttempt implements Expiring {
+  deadline = 0
+  prevDue: Expiring | undefined = undefined
+  nextDue: Expiring | undefined = undefined
+  queue: DeadlineQueue | undefined = undefined
+  readonly promise: Promise<void>
+  readonly #resolve: () => void
+  readonly #reject: (err: unknown) => void
+  /** The signal the inner layers get: an AbortController exists only if the tool reads it. */
+  readonly inner = new DeadlineSignal()
+  #waiting = true
+  #stopped: StopReason | undefined = undefined
+  #stoppedAt = 0
+  /** The abort reason the inner layers were handed, so their rejection with it reads as "stopped as asked". */
+  #reason: unknown = undefined
+  #offOuter: () => void = noop
+  #cancelTimer: () => void = noop
+
+  constructor(
+    readonly ctx: ToolContext,
+    readonly outer: AbortSource,
+    readonly timeoutMs: number,
+    readonly attempt: number,
+  ) {
+    this.promise = new Promise<void>(capture)
+    this.#resolve = capturedResolve
+    this.#reject = capturedReject
+  }
+
+  /** Starts the deadline and follows the outer signal, if it can abort at all. */
+  start(): void {
+    const { ctx, outer } = this
+    if (ctx.clock === systemClock) deadlineQueue(this.timeoutMs).add(this, ctx.clock.now())
+    // A virtual clock keeps its own time: the deadline is a timer on it, so tests and `shallot sim` move it.
+    else this.#cancelTimer = startTimer(ctx.clock, this.timeoutMs, () => this.expire())
+    if (outer !== neverAborted) this.#offOuter = onAbort(outer, () => this.cancel())
+    ctx.deferSignal(this.inner)
+  }
+
+  expire(): void {
+    if (!this.#waiting) return
+    const { ctx, attempt, timeoutMs } = this
+    const error = timeoutError(ctx.call.name, ctx.tool, timeoutMs, attempt)
+    // The reason the inner layers see is the timeout itself, so the terminal's late-result guard throws it.
+    this.#reason = error
+    this.inner.abort(error)
+    if (!this.#stop('expired')) return
+    try {
+      ctx.log.info({ attempt, timeoutMs }, 'tool call timed out')
+      ctx.emit('timeout.expired', { attempt, timeoutMs })
+    } finally {
+      this.#reject(error)
+    }
+  }
+
+  cancel(): void {
+    if (!this.#waiting) return
+    const reason = this.outer.reason
+    this.#reason = reason
+    this.inner.abort(reason)
+    if (this.#stop('cancelled')) this.#reject(abortReason(this.outer))
+  }
+
+  /** The inner call finished: with `error` when it failed. */
+  settle(failed: boolean, error: unknown): void {
+    if (this.#waiting) {
+      this.#release()
+      if (failed) this.#reject(error)
+      else this.#resolve()
+      return
+    }
+    const outcome: LateOutcome = !failed ? 'resolved' : error === this.#reason ? 'stopped' : 'rejected'
+    const { ctx, attempt, timeoutMs } = this
+    reportLate(ctx, {
+      attempt,
+      timeoutMs,
+      after: this.#stopped,
+      outcome,
+      lateByMs: ctx.clock.now() - this.#stoppedAt,
+      error: outcome === 'rejected' ? errorLabel(error) : undefined,
+    })
+  }
+
+  #stop(why: StopReason): boolean {
+    if (!this.#waiting) return false
+    this.#release()
+    this.#stopped = why
+    this.#stoppedAt = this.ctx.clock.now()
+    return true
+  }
+
+  #release(): void {
+    this.#waiting = false
+    restore(this.ctx, this.outer)
+    this.queue?.remove(this)
+    this.#cancelTimer()
+    this.#offOuter()
+  }
+}
+
+/** Waits for the inner call and tells the attempt how it ended: one async frame instead of two reaction closures. */
+async function follow(attempt: TimedAttempt, next: Next): Promise<void> {
+  try {
+    await next()
+  } catch (err) {
+    attempt.settle(true, err)
+    return
+  }
+  attempt.settle(false, undefined)
 }
 
 /**
@@ -99,6 +228,9 @@ function restore(ctx: ToolContext, signal: AbortSource): void {
  * ("Tool 'x' timed out after 2s"); a cancelled run throws `LoopError('cancelled')` instead.
  * A result or failure that arrives after either is logged as late, emitted as `timeout.late`,
  * and otherwise ignored. Put it inside `retry()` so each attempt gets the full deadline.
+ *
+ * On the real clock every deadline of one duration shares one timer (docs/decisions/271-timeout-deadlines.md),
+ * which holds the process open only while a deadline is pending.
  *
  * @example
  * const stack = createStack({
@@ -110,75 +242,16 @@ export function timeout(options?: TimeoutOptions): Middleware {
   const { ms, tools } = parseOptions('timeout()', timeoutOptionsSchema, options)
   const limits = new Map(Object.entries(tools))
 
-  return async function timeout(ctx: ToolContext, next: Next): Promise<void> {
+  const middleware: Middleware = function timeout(ctx: ToolContext, next: Next): Promise<void> {
     const outer = ctx.currentSignal()
-    if (outer.aborted) throw abortReason(outer)
-    const timeoutMs = limits.get(ctx.call.name) ?? ms
-    const attempt = ctx.attempt
-    let stoppedAt = 0
-    let stopped: StopReason | undefined
-    let reason: unknown
-    try {
-      await new Promise<void>((resolve, reject) => {
-        // The inner layers get a deferred signal: an AbortController exists only if the tool reads it.
-        const deferred = new DeadlineSignal()
-        const abortInner = (why: unknown) => deferred.abort(why)
-        let waiting = true
-        const stopWaiting = (): boolean => {
-          if (!waiting) return false
-          waiting = false
-          restore(ctx, outer)
-          cancelTimer()
-          offOuter()
-          return true
-        }
-        const giveUp = (why: StopReason, error: ToolError | LoopError) => {
-          if (!stopWaiting()) return
-          stopped = why
-          stoppedAt = ctx.clock.now()
-          reject(error)
-        }
-        const onOuterAbort = () => {
-          reason = outer.reason
-          abortInner(reason)
-          giveUp('cancelled', abortReason(outer))
-        }
-        const cancelTimer = startTimer(ctx.clock, timeoutMs, () => {
-          if (!waiting) return
-          const error = timeoutError(ctx.call.name, ctx.tool, timeoutMs, attempt)
-          // The reason the inner layers see is the timeout itself, so the terminal's late-result guard throws it.
-          reason = error
-          abortInner(error)
-          giveUp('expired', error)
-        })
-        const offOuter = onAbort(outer, onOuterAbort)
-        ctx.deferSignal(deferred)
-        let work: Promise<void>
-        try {
-          work = next()
-        } catch (err) {
-          work = Promise.reject(err)
-        }
-        const late = (outcome: LateOutcome, error?: string) =>
-          reportLate(ctx, { attempt, timeoutMs, after: stopped, outcome, lateByMs: ctx.clock.now() - stoppedAt, error })
-        work.then(
-          () => {
-            if (stopWaiting()) resolve()
-            else late('resolved')
-          },
-          (err: unknown) => {
-            if (stopWaiting()) reject(err)
-            else if (err === reason) late('stopped')
-            else late('rejected', errorLabel(err))
-          },
-        )
-      })
-    } catch (err) {
-      if (stopped === 'expired') {
-        ctx.log.info({ attempt, timeoutMs }, 'tool call timed out')
-        ctx.emit('timeout.expired', { attempt, timeoutMs })
-      }
-      throw err
-    }
+    if (outer.aborted) return Promise.reject(abortReason(outer))
+    const attempt = new TimedAttempt(ctx, outer, limits.get(ctx.call.name) ?? ms, ctx.attempt)
+    attempt.start()
+    void follow(attempt, next)
+    return attempt.promise
   }
+  // Keeps the onion's contract by construction (docs/decisions/270-compose-fast-path.md): it settles only after
+  // next() settled, or, when it stops waiting, follows the abandoned call to its end itself.
+  ;(middleware as Middleware & Record<symbol, unknown>)[Symbol.for('shallot.middleware.trusted')] = true
+  return middleware
 }
