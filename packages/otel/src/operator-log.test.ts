@@ -157,3 +157,32 @@ it('refuses a bad logger and bad options, naming them', () => {
   expect(() => operatorLog(logger, { maxTaskChars: -1 })).toThrow(/maxTaskChars/)
   expect(() => operatorLog(logger, { colour: true } as never)).toThrow(/colour/)
 })
+
+it('keeps the totals of two concurrent runs that share one model apart', async () => {
+  const { lines, logger } = capture()
+  const clock = manualClock()
+  const log = operatorLog(logger)
+  let calls = 0
+  const model = log.model(
+    {
+      async generate(request) {
+        const mine = ++calls
+        await clock.sleep(mine === 1 ? 100 : 10)
+        return { text: 'done', usage: { inputTokens: request.messages.length * 7, outputTokens: mine }, finishReason: 'stop' }
+      },
+    },
+    clock,
+  )
+  const agent = log.agent(createAgent({ model, tools: [], clock }))
+  const both = Promise.all([agent.run({ runId: 'a', input: 'one' }), agent.run({ runId: 'b', input: 'two' })])
+  await clock.runAll()
+  await both
+  const finished = Object.fromEntries(lines.filter((l) => l.msg === 'run finished').map((l) => [l.runId, l]))
+  expect(finished.a).toMatchObject({ modelCalls: 1, inputTokens: 7, outputTokens: 1, durationMs: 100 })
+  expect(finished.b).toMatchObject({ modelCalls: 1, inputTokens: 7, outputTokens: 2, durationMs: 10 })
+  const modelLines = lines.filter((l) => l.msg === 'model call').map((l) => [l.runId, l.latencyMs])
+  expect(modelLines).toEqual([
+    ['b', 10],
+    ['a', 100],
+  ])
+})
