@@ -85,6 +85,33 @@ it('a late result after the span ended becomes a zero-length child span, not a l
   expect(late?.attributes).toMatchObject({ after: 'expired', outcome: 'stopped', lateByMs: 4_000, 'gen_ai.tool.name': 'slow' })
 })
 
+it('a tracer that throws, or spans that throw, cost the trace and never the call', async () => {
+  const broken = {
+    startSpan() {
+      throw new Error('exporter gone')
+    },
+  } as never
+  const throwingSpans = {
+    startSpan: () =>
+      new Proxy(
+        {},
+        {
+          get: () => () => {
+            throw new Error('span closed')
+          },
+        },
+      ),
+  } as never
+  for (const tracer of [broken, throwingSpans]) {
+    const stack = createStack({ tools: [echo], middleware: [otel({ tracer }), hostile] })
+    await expect(stack.dispatch({ id: 'c1', name: 'echo', args: { text: 'hi' } })).resolves.toMatchObject({ ok: true, value: 'hi' })
+    await expect(stack.dispatch({ id: 'c2', name: 'echo', args: { text: 4 } })).resolves.toMatchObject({
+      ok: false,
+      error: { code: 'invalid_arguments' },
+    })
+  }
+})
+
 it('with no provider registered it records nothing and changes nothing', async () => {
   const stack = createStack({ tools: [echo], middleware: [otel()] })
   await expect(stack.dispatch({ id: 'c1', name: 'echo', args: { text: 'hi' } })).resolves.toMatchObject({ ok: true, value: 'hi' })

@@ -104,43 +104,59 @@ export function otel(options: OtelOptions = {}): Middleware {
       'shallot.turn': ctx.run.turn,
     }
     if (ctx.tool !== undefined) attributes['shallot.tool.effect'] = ctx.tool.effect
-    const span = tracer.startSpan(`execute_tool ${ctx.call.name}`, {
-      kind: SpanKind.INTERNAL,
-      attributes,
-      startTime: time.at(ctx.clock, started),
-    })
+    let span: Span
+    try {
+      span = tracer.startSpan(`execute_tool ${ctx.call.name}`, {
+        kind: SpanKind.INTERNAL,
+        attributes,
+        startTime: time.at(ctx.clock, started),
+      })
+    } catch {
+      // A tracer that cannot start a span costs the trace, never the call.
+      return next()
+    }
     let done = false
     const emit = ctx.emit
     ctx.emit = function emitAndTrace(type: string, fields?: Record<string, unknown>): void {
       emit.call(ctx, type, fields)
       observe(ctx, span, () => done, type, fields)
     }
-    let errorType: string | undefined
+    let failure: { error: unknown } | undefined
     try {
       await context.with(trace.setSpan(context.active(), span), next)
-      span.setAttribute('shallot.outcome', 'ok')
-      span.setAttribute('shallot.tool.replayed', ctx.result?.replayed === true)
-    } catch (err) {
-      if (ToolError.is(err)) {
-        errorType = err.code
-        span.setAttributes({ 'error.type': err.code, 'shallot.outcome': 'soft_error', 'shallot.error.category': err.category })
-        span.setStatus({ code: SpanStatusCode.ERROR, message: clean(err.message) })
-      } else {
-        errorType = errorTypeOf(err)
-        span.setAttributes({ 'error.type': errorType, 'shallot.outcome': 'hard_error' })
-        span.setStatus({ code: SpanStatusCode.ERROR, message: LoopError.is(err) ? clean(err.message) : 'the call ended the run' })
-      }
-      throw err
-    } finally {
-      done = true
-      const ended = ctx.clock.now()
-      span.setAttributes({ 'shallot.tool.attempts': ctx.attempt, 'shallot.tool.executions': ctx.executions })
-      span.end(time.at(ctx.clock, ended))
-      const metric: Attributes = { 'gen_ai.operation.name': 'execute_tool', 'gen_ai.tool.name': ctx.call.name }
-      if (errorType !== undefined) metric['error.type'] = errorType
-      instruments.duration.record(Math.max(0, ended - started) / 1000, metric)
-      instruments.attempts.record(ctx.attempt, metric)
+    } catch (error) {
+      failure = { error }
     }
+    done = true
+    try {
+      finish(ctx, span, started, failure)
+    } catch {
+      // Telemetry never changes a call's outcome.
+    }
+    if (failure !== undefined) throw failure.error
+  }
+
+  function finish(ctx: ToolContext, span: Span, started: number, failure: { error: unknown } | undefined): void {
+    let errorType: string | undefined
+    const err = failure?.error
+    if (failure === undefined) {
+      span.setAttributes({ 'shallot.outcome': 'ok', 'shallot.tool.replayed': ctx.result?.replayed === true })
+    } else if (ToolError.is(err)) {
+      errorType = err.code
+      span.setAttributes({ 'error.type': err.code, 'shallot.outcome': 'soft_error', 'shallot.error.category': err.category })
+      span.setStatus({ code: SpanStatusCode.ERROR, message: clean(err.message) })
+    } else {
+      errorType = errorTypeOf(err)
+      span.setAttributes({ 'error.type': errorType, 'shallot.outcome': 'hard_error' })
+      span.setStatus({ code: SpanStatusCode.ERROR, message: LoopError.is(err) ? clean(err.message) : 'the call ended the run' })
+    }
+    const ended = ctx.clock.now()
+    span.setAttributes({ 'shallot.tool.attempts': ctx.attempt, 'shallot.tool.executions': ctx.executions })
+    span.end(time.at(ctx.clock, ended))
+    const metric: Attributes = { 'gen_ai.operation.name': 'execute_tool', 'gen_ai.tool.name': ctx.call.name }
+    if (errorType !== undefined) metric['error.type'] = errorType
+    instruments.duration.record(Math.max(0, ended - started) / 1000, metric)
+    instruments.attempts.record(ctx.attempt, metric)
   }
   return otelLayer
 }
