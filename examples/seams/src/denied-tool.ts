@@ -6,7 +6,7 @@ export const deleteRepo = {
   name: 'delete_repo',
   description: 'Delete a repository by name',
   input: z.object({ repo: z.string() }),
-  execute: ({ repo }: { repo: string }): never => {
+  execute: ({ repo }: { repo: string }): string => {
     throw new ToolError('permission_denied', `the token may not delete ${repo}; an admin must approve it`, {
       category: 'user',
       hint: 'ask a person with admin rights',
