@@ -42,6 +42,8 @@ function breakerStack(options: Parameters<typeof circuitBreaker>[0] = {}, outer:
     middleware: [...outer, circuitBreaker({ policy: consecutive({ threshold: 1 }), ...options })],
     tools: [t.tool],
     clock,
+    // What the breaker counts is the question here, not whether the run ends on a `user`/`fatal` error.
+    escalate: { fatal: false, user: false },
   })
   return Object.assign(t, { stack, clock })
 }

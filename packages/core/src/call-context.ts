@@ -1,4 +1,5 @@
-import type { AbortSource } from './channel.js'
+import { fingerprintOf, type ParsedArgs, parseEagerly, parseNow } from './call-args.js'
+import { type AbortSource, abortReason } from './channel.js'
 import type { AnyTool, Clock, DeferredSignal, Logger, RunContext, ToolCall, ToolContext, ToolOutput, TraceEvent } from './types.js'
 
 /** Where a call's events go: the stack's logger and listeners. One per stack, shared by its calls. */
@@ -17,6 +18,10 @@ export class CallContext implements ToolContext {
   executions = 0
   /** The attempt in which the tool last ran (0: never), so the terminal can refuse a second run in one attempt. */
   executedAttempt = 0
+  /**
+   * Declared on ToolContext by `@shallot/idempotency` (declaration merging); the stack's part is to
+   * forward it to the tool's `execute`, which may pass it upstream.
+   */
   idempotencyKey?: string
   result?: ToolOutput | undefined
   readonly log: Logger
@@ -27,6 +32,9 @@ export class CallContext implements ToolContext {
   settled = false
   #current: AbortSignal | DeferredSignal
   readonly #sink: EventSink
+  readonly #toolNames: () => readonly string[]
+  #parsed: ParsedArgs | undefined
+  #fingerprint: string | undefined
 
   constructor(
     call: ToolCall,
@@ -37,6 +45,7 @@ export class CallContext implements ToolContext {
     clock: Clock,
     random: () => number,
     sink: EventSink,
+    toolNames: () => readonly string[],
   ) {
     this.call = call
     this.tool = tool
@@ -46,6 +55,47 @@ export class CallContext implements ToolContext {
     this.clock = clock
     this.random = random
     this.#sink = sink
+    this.#toolNames = toolNames
+  }
+
+  /** The parse, made once: on first read, or before the onion for a schema that may need an async parse. */
+  parsedArgs(): ParsedArgs {
+    let parsed = this.#parsed
+    if (parsed === undefined) {
+      parsed = parseNow(this.tool, this.call, this.#toolNames)
+      this.#parsed = parsed
+    }
+    return parsed
+  }
+
+  /**
+   * Parses before the first layer runs, for a tool whose schema is new to the stack or async: a
+   * promise only when the schema needs an async parse, so a synchronous one adds no await.
+   */
+  parseEagerly(tool: AnyTool): Promise<void> | undefined {
+    const parsed = parseEagerly(tool, this.call)
+    if (!(parsed instanceof Promise)) {
+      this.#parsed = parsed
+      return undefined
+    }
+    return parsed.then((settled) => {
+      this.#parsed = settled
+    })
+  }
+
+  get args(): unknown {
+    const parsed = this.parsedArgs()
+    if (parsed.ok) return parsed.value
+    throw parsed.error
+  }
+
+  get fingerprint(): string {
+    let fingerprint = this.#fingerprint
+    if (fingerprint === undefined) {
+      fingerprint = fingerprintOf(this.call, this.parsedArgs())
+      this.#fingerprint = fingerprint
+    }
+    return fingerprint
   }
 
   get signal(): AbortSignal {
@@ -68,8 +118,29 @@ export class CallContext implements ToolContext {
     return this.#current
   }
 
+  async runTool(signal: AbortSignal): Promise<unknown> {
+    const tool = this.tool
+    if (tool === undefined) throw (this.parsedArgs() as { readonly error: unknown }).error
+    const args = this.args
+    if (signal.aborted) throw abortReason(signal)
+    this.run.budget.spend(`tool:${tool.name}`)
+    this.executions++
+    const value = await tool.execute(args, {
+      call: this.call,
+      signal,
+      idempotencyKey: this.idempotencyKey,
+      attempt: this.attempt,
+      log: this.log,
+    })
+    if (signal.aborted) throw abortReason(signal)
+    return value
+  }
+
   emit(type: string, fields?: Record<string, unknown>): void {
-    const event: TraceEvent = { ...fields, type, at: this.clock.now() }
+    // Object.assign, then the two keys: `{ ...fields, type, at }` costs about 15 times more on this V8.
+    const event = Object.assign({}, fields) as { type: string; at: number; [field: string]: unknown }
+    event.type = type
+    event.at = this.clock.now()
     if (!this.settled) this.trace.push(event)
     this.#sink(this, event)
   }

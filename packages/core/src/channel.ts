@@ -1,6 +1,6 @@
 import { setMaxListeners } from 'node:events'
 import { MiddlewareUsageError } from './compose.js'
-import { LoopError, ToolError } from './errors.js'
+import { LoopError, ToolError, type ToolErrorJSON } from './errors.js'
 import type { DeferredSignal } from './types.js'
 
 /**
@@ -151,4 +151,40 @@ export function toHard(
     `Tool "${tool}" threw ${what}, and no layer turned it into a soft error; add panicCatcher() to the stack`,
     { cause: err, details: { tool } },
   )
+}
+
+/** Which soft-error categories end the run instead of reaching the model: a stack-level policy. */
+export interface EscalationPolicy {
+  /** A `fatal` soft error ends the run as `LoopError('fatal')`. Default true. */
+  readonly fatal: boolean
+  /** A `user` soft error ends the run as `LoopError('user_input_required')`. Default true. */
+  readonly user: boolean
+}
+
+/** The default policy: both categories end the run, for every caller of `stack.dispatch`. */
+export const ESCALATE_ALL: EscalationPolicy = Object.freeze({ fatal: true, user: true })
+
+/**
+ * The second soft→hard decision, made after the layers answered: a soft error whose category the
+ * policy escalates becomes the LoopError that ends the run, else `undefined` (the model reads it).
+ * `error` is the sanitized JSON the model would have read, so the LoopError carries no secret.
+ *
+ * @example
+ * const hard = escalation(result.error, result.name, { fatal: true, user: true })
+ * if (hard !== undefined) throw hard
+ */
+export function escalation(error: ToolErrorJSON, tool: string, policy: EscalationPolicy, cause?: unknown): LoopError | undefined {
+  if (error.category === 'fatal' && policy.fatal) {
+    return new LoopError('fatal', `${tool} failed fatally: ${error.message}`, {
+      cause,
+      details: { tool, code: error.code, message: error.message },
+    })
+  }
+  if (error.category === 'user' && policy.user) {
+    return new LoopError('user_input_required', `${tool} needs a person: ${error.message}`, {
+      cause,
+      details: { tool, code: error.code, message: error.message },
+    })
+  }
+  return undefined
 }

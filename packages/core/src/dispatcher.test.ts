@@ -11,6 +11,14 @@ import {
   type ToolExecuteContext,
 } from './index.js'
 
+// The field `@shallot/idempotency` declares on ToolContext, declared the same way here: core's tests
+// set it without depending on the layer, and the terminal must forward it to the tool.
+declare module './types.js' {
+  interface ToolContext {
+    idempotencyKey?: string
+  }
+}
+
 function deferred<T = void>() {
   let resolve!: (value: T) => void
   let reject!: (reason: unknown) => void

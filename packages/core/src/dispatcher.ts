@@ -45,18 +45,6 @@ function shapeOf(tool: AnyTool): string {
   return shape
 }
 
-async function parseArgs(tool: AnyTool, args: unknown): Promise<unknown> {
-  let parsed: z.ZodSafeParseResult<unknown>
-  try {
-    parsed = tool.input.safeParse(args)
-  } catch {
-    // Schemas with async refinements cannot be parsed synchronously.
-    parsed = await tool.input.safeParseAsync(args)
-  }
-  if (!parsed.success) throw invalidArguments(tool, parsed.error)
-  return parsed.data
-}
-
 /**
  * What `execute` receives. A class so its `signal` getter lives on the prototype (one shape for every
  * call). The signal is the attempt's own: it follows the attempt's source, is created only when the
@@ -141,15 +129,16 @@ function noteDroppedRetryAfter(ctx: CallContext, err: unknown): void {
  * change state. The tool runs at most once per attempt: only retry, by bumping `ctx.attempt`, may
  * run it again.
  */
-export function createTerminal(toolNames: () => readonly string[]) {
+export function createTerminal() {
   return async function terminal(ctx: CallContext): Promise<void> {
     const tool = ctx.tool
-    if (tool === undefined) throw unknownTool(ctx.call.name, toolNames())
+    // The call's one parse answers an unknown tool too (`unknown_tool`, with the names it could have meant).
+    if (tool === undefined) throw (ctx.parsedArgs() as { readonly error: unknown }).error
     // This attempt's signal, captured now: a deferred one is only created if the tool reads it.
     const current = ctx.currentSignal()
     if (current.aborted) throw abortReason(current)
-    const args = await parseArgs(tool, ctx.call.args)
-    if (current.aborted) throw abortReason(current)
+    // Parsed once per call, shared with every layer that read it first (idempotency, stuck-loop).
+    const args = ctx.args
     if (ctx.executedAttempt === ctx.attempt) {
       throw new MiddlewareUsageError(
         `next() reached tool "${tool.name}" a second time in attempt ${ctx.attempt}, after the tool already ran; ` +

@@ -1,6 +1,6 @@
 export { type Agent, type AgentLimits, type AgentOptions, createAgent, type RunOutcome } from './agent.js'
 export { canonicalJson, hashOf } from './canonical.js'
-export { type AbortSource, abortReason, onAbort } from './channel.js'
+export { type AbortSource, abortReason, type EscalationPolicy, onAbort } from './channel.js'
 export { type CallRecord, type CheckpointStore, memoryCheckpoints, type RunSnapshot, type TurnRecord } from './checkpoints.js'
 export { systemClock } from './clock.js'
 export { compose, MiddlewareUsageError } from './compose.js'
@@ -34,6 +34,7 @@ export { REDACTED } from './text/redacted.js'
 export { createSanitizer, type SanitizeOptions, type Sanitizer, sanitize } from './text/sanitize.js'
 export { stripStackFrames } from './text/strip-stack-frames.js'
 export { truncate } from './text/truncate.js'
+export { overrideTools } from './tool-overrides.js'
 export type {
   AnyTool,
   Budget,

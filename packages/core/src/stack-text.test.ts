@@ -98,9 +98,9 @@ describe('the stack sanitizes every text the model reads', () => {
 
   it('refuses secrets that are not strings or RegExps, naming the entry', () => {
     expect(() => createStack({ tools: [], secrets: ['ok', 42 as never] })).toThrow(
-      'createStack(): secrets[1] must be a string or a RegExp, got number',
+      'createStack(): option secrets[1]: must be a string or a RegExp (got number)',
     )
-    expect(() => createStack({ tools: [], secrets: 'hunter2' as never })).toThrow(/secrets must be an array/)
+    expect(() => createStack({ tools: [], secrets: 'hunter2' as never })).toThrow(/option secrets: must be an array/)
   })
 })
 

@@ -117,12 +117,33 @@ export interface ToolOutput {
   replayed?: boolean
 }
 
-/** The shared object every middleware of one call sees. Extend it by declaration merging. */
+/**
+ * The shared object every middleware of one call sees: what every layer may use. A layer that
+ * adds a field of its own declares it by declaration merging, as idempotency does for its key:
+ *
+ * @example
+ * declare module '@shallot/core' {
+ *   interface ToolContext {
+ *     tenant?: string
+ *   }
+ * }
+ */
 export interface ToolContext {
   readonly call: ToolCall
   /** `undefined` when the model asked for a tool that does not exist. */
   readonly tool: AnyTool | undefined
   readonly run: RunContext
+  /**
+   * The arguments as the tool's schema parses them (defaults filled in): parsed once per call, on
+   * first read, and shared by every layer and the tool, which never parse again. Reading it throws
+   * the soft `invalid_arguments` (or `unknown_tool`) error the tool would answer with.
+   */
+  readonly args: unknown
+  /**
+   * The call's identity: tool name and canonical parsed arguments, hashed (the guarded raw arguments
+   * when they do not parse). Stuck-loop counts repeats by it; idempotency derives keys from it.
+   */
+  readonly fingerprint: string
   /**
    * Run cancellation combined with this attempt's deadline. A layer may replace it for the layers
    * inside (and must restore it), or defer it with {@link ToolContext.deferSignal}.
@@ -134,10 +155,8 @@ export interface ToolContext {
   currentSignal(): AbortSignal | DeferredSignal
   /** 1-based; bumped by retry before each repeat. */
   attempt: number
-  /** How many times the tool's `execute` was actually invoked for this call (0: it never ran). */
-  executions: number
-  /** Set by idempotency; forwarded to the tool. */
-  idempotencyKey?: string
+  /** How many times the tool's `execute` was actually invoked for this call (0: it never ran). Counted by the stack. */
+  readonly executions: number
   result?: ToolOutput | undefined
   readonly log: Logger
   readonly clock: Clock
@@ -146,6 +165,12 @@ export interface ToolContext {
   readonly trace: TraceEvent[]
   /** Records an event on the trace and hands it to the stack's listeners. */
   emit(type: string, fields?: Record<string, unknown>): void
+  /**
+   * Runs the tool once more beside `next()`, on `signal`, the way the terminal does: with the call's
+   * parsed arguments, spending one step and counting one execution. For a layer that races a
+   * second attempt against the first (hedging); every other layer calls `next()`.
+   */
+  runTool(signal: AbortSignal): Promise<unknown>
 }
 
 /** The inner layers, as seen from one layer. May be called again once the previous call settled. */

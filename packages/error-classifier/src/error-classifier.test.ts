@@ -30,7 +30,12 @@ function recorder(seen: unknown[]): Middleware {
 
 async function dispatchThrowing(thrown: () => unknown, options?: ErrorClassifierOptions) {
   const seen: unknown[] = []
-  const stack = createStack({ middleware: [recorder(seen), errorClassifier(options)], tools: [toolThrowing(thrown)] })
+  // These tests read the soft error the classifier made; the stack's escalation policy would end the run on `user`/`fatal`.
+  const stack = createStack({
+    middleware: [recorder(seen), errorClassifier(options)],
+    tools: [toolThrowing(thrown)],
+    escalate: { fatal: false, user: false },
+  })
   const result = await stack.dispatch({ id: 'c1', name: 'fetch_page', args: {} })
   return { result, thrown: seen[0] }
 }

@@ -2,7 +2,6 @@ import {
   type AnyTool,
   abortReason,
   type DeferredSignal,
-  invalidArguments,
   LoopError,
   type Middleware,
   type Next,
@@ -110,17 +109,6 @@ const lost = () =>
     safeToRepeat: true,
   })
 
-async function parseArgs(tool: AnyTool, args: unknown): Promise<unknown> {
-  let parsed: { success: true; data: unknown } | { success: false; error: z.ZodError }
-  try {
-    parsed = tool.input.safeParse(args)
-  } catch {
-    parsed = await tool.input.safeParseAsync(args)
-  }
-  if (!parsed.success) throw invalidArguments(tool, parsed.error)
-  return parsed.data
-}
-
 /**
  * For a `read` or `idempotent` tool that has not answered within a delay (a fixed `delayMs`, or
  * the tool's recent p95), starts a second attempt beside the first and takes whichever succeeds
@@ -186,17 +174,10 @@ export function hedging(options?: HedgingOptions): Middleware {
     }
   }
 
-  /** The hedge: what the dispatcher does for the first attempt, done here because next() is taken. */
-  async function runHedge(ctx: ToolContext, tool: AnyTool, signal: AbortSignal): Promise<unknown> {
-    const args = await parseArgs(tool, ctx.call.args)
-    if (signal.aborted) throw abortReason(signal)
+  /** The hedge: the stack's own run of the tool beside next() (the call's one parse, one step, one execution counted). */
+  async function runHedge(ctx: ToolContext, _tool: AnyTool, signal: AbortSignal): Promise<unknown> {
     if (ctx.run.budget.remaining <= 0) throw SKIPPED
-    ctx.run.budget.spend(`tool:${tool.name}`)
-    ctx.executions++
-    const { call, idempotencyKey, attempt, log } = ctx
-    const value = await tool.execute(args, { call, signal, idempotencyKey, attempt, log })
-    if (signal.aborted) throw abortReason(signal)
-    return value
+    return ctx.runTool(signal)
   }
 
   function hedged(ctx: ToolContext, next: Next, tool: AnyTool, outer: AbortSignal | DeferredSignal): Promise<void> {

@@ -235,10 +235,17 @@ describe('idempotency: time and scope', () => {
     expect(charges).toHaveLength(2)
   })
 
-  it('answers a scope function that returns garbage with a fatal soft error, without running the tool', async () => {
+  it('answers a scope function that returns garbage with a fatal error, without running the tool', async () => {
     const { tool, charges } = cardTool()
-    const stack = createStack({ tools: [tool], middleware: [idempotency({ scope: () => '' })] })
-    const result = await stack.dispatch(charge({ card: 'c1', amount: 5 }))
+    const middleware = [idempotency({ scope: () => '' })]
+    // Fatal: the stack's default policy ends the run with it; with escalation off, the model reads it.
+    await expect(createStack({ tools: [tool], middleware }).dispatch(charge({ card: 'c1', amount: 5 }))).rejects.toMatchObject({
+      name: 'LoopError',
+      kind: 'fatal',
+      details: { code: 'invalid_scope' },
+    })
+    const soft = createStack({ tools: [tool], middleware, escalate: { fatal: false } })
+    const result = await soft.dispatch(charge({ card: 'c1', amount: 5 }))
     expect(result.error).toMatchObject({ code: 'invalid_scope', category: 'fatal' })
     expect(charges).toHaveLength(0)
   })

@@ -10,7 +10,7 @@ import {
   ToolError,
 } from '@shallot/core'
 import { checkBegin } from './check-begin.js'
-import { argsHashOf, derivedKey, keyProblem, scopeProblem, storeKeyOf } from './idempotency-key.js'
+import { derivedKey, keyProblem, scopeProblem, storeKeyOf } from './idempotency-key.js'
 import { type IdempotencyOptions, idempotencyOptionsSchema } from './idempotency-options.js'
 import type { StoredResult } from './idempotency-store.js'
 import { memoryStore } from './memory-store.js'
@@ -18,6 +18,18 @@ import { parsedArgs } from './parsed-args.js'
 import { idempotencyMismatch, invalidKey, invalidScope, outcomeUnknown, stillInFlight, storeUnavailable } from './refusals.js'
 import { settleAction } from './settle-action.js'
 import { type SharedOutcome, sharedCalls, waitFor } from './shared-calls.js'
+
+declare module '@shallot/core' {
+  interface ToolContext {
+    /**
+     * Set by `idempotency()`: the call's key, stable across retries and resumes. The stack forwards
+     * it to the tool's `execute` (`idempotencyKey`), which may pass it upstream.
+     */
+    idempotencyKey?: string
+  }
+}
+
+const isPromise = (value: unknown): value is PromiseLike<unknown> => typeof (value as PromiseLike<unknown> | null)?.then === 'function'
 
 /** What claiming a key gave: ownership (with the token that settles the record), or a stored success to replay. */
 type Claimed = { readonly owned: true; readonly token: string } | { readonly owned: false; readonly result: StoredResult }
@@ -113,39 +125,74 @@ export function idempotency(options?: IdempotencyOptions): Middleware {
     return refuse(ctx, call, outcomeUnknown(call.tool, 'corrupt', call.key))
   }
 
-  /** Claims the key in the store: its token, or the stored result to replay. Polls while another process holds it. */
-  async function claim(ctx: ToolContext, call: Guarded): Promise<Claimed> {
-    const started = ctx.clock.now()
+  /**
+   * What one `begin` answered: ownership or a stored result (the claim is over), or `undefined`
+   * while another process holds the key. Refusals throw.
+   */
+  function claimed(ctx: ToolContext, call: Guarded, answer: unknown): Claimed | undefined {
+    // Checked here too, so a store that trusts what it reads still cannot make a write run twice.
+    const begun = checkBegin(answer)
+    switch (begun.status) {
+      case 'new':
+        return { owned: true, token: begun.token }
+      case 'done':
+        return { owned: false, result: begun.result }
+      case 'mismatch':
+        throw refuse(ctx, call, idempotencyMismatch(call.tool, call.key))
+      case 'unknown':
+        if (begun.reason === 'corrupt') throw corrupt(ctx, call, begun.problem)
+        throw refuse(ctx, call, outcomeUnknown(call.tool, begun.reason, call.key))
+      case 'in_flight':
+        return undefined
+    }
+  }
+
+  function beginFailed(ctx: ToolContext, call: Guarded, err: unknown): ToolError {
+    storeFailed(ctx, call, 'begin', err)
+    return refuse(ctx, call, storeUnavailable(call.tool, err))
+  }
+
+  /**
+   * Claims the key in the store: its token, or the stored result to replay. A synchronous store
+   * (memory, SQLite) answers without a single await; while another process holds the key, polls.
+   */
+  function claim(ctx: ToolContext, call: Guarded): Claimed | Promise<Claimed> {
+    let answer: unknown
+    try {
+      answer = store.begin(call.storeKey, call.argsHash, leaseMs, ttlMs)
+    } catch (err) {
+      throw beginFailed(ctx, call, err)
+    }
+    if (isPromise(answer)) return poll(ctx, call, ctx.clock.now(), answer)
+    return claimed(ctx, call, answer) ?? poll(ctx, call, ctx.clock.now(), undefined)
+  }
+
+  async function poll(ctx: ToolContext, call: Guarded, started: number, pending: PromiseLike<unknown> | undefined): Promise<Claimed> {
     let waiting = false
-    for (;;) {
+    for (let first = pending; ; first = undefined) {
+      if (first !== undefined) {
+        let answer: unknown
+        try {
+          answer = await first
+        } catch (err) {
+          throw beginFailed(ctx, call, err)
+        }
+        const done = claimed(ctx, call, answer)
+        if (done !== undefined) return done
+      }
+      const waited = ctx.clock.now() - started
+      if (waited >= waitMs) throw refuse(ctx, call, stillInFlight(call.tool, call.key, waited))
+      if (!waiting) ctx.emit('idempotency.waiting', { key: call.key, where: 'store' })
+      waiting = true
+      await sleep(ctx, Math.min(pollMs, waitMs - waited))
       let answer: unknown
       try {
         answer = await store.begin(call.storeKey, call.argsHash, leaseMs, ttlMs)
       } catch (err) {
-        storeFailed(ctx, call, 'begin', err)
-        throw refuse(ctx, call, storeUnavailable(call.tool, err))
+        throw beginFailed(ctx, call, err)
       }
-      // Checked here too, so a store that trusts what it reads still cannot make a write run twice.
-      const begun = checkBegin(answer)
-      switch (begun.status) {
-        case 'new':
-          return { owned: true, token: begun.token }
-        case 'done':
-          return { owned: false, result: begun.result }
-        case 'mismatch':
-          throw refuse(ctx, call, idempotencyMismatch(call.tool, call.key))
-        case 'unknown':
-          if (begun.reason === 'corrupt') throw corrupt(ctx, call, begun.problem)
-          throw refuse(ctx, call, outcomeUnknown(call.tool, begun.reason, call.key))
-        case 'in_flight': {
-          const waited = ctx.clock.now() - started
-          if (waited >= waitMs) throw refuse(ctx, call, stillInFlight(call.tool, call.key, waited))
-          if (!waiting) ctx.emit('idempotency.waiting', { key: call.key, where: 'store' })
-          waiting = true
-          await sleep(ctx, Math.min(pollMs, waitMs - waited))
-          break
-        }
-      }
+      const done = claimed(ctx, call, answer)
+      if (done !== undefined) return done
     }
   }
 
@@ -153,7 +200,8 @@ export function idempotency(options?: IdempotencyOptions): Middleware {
   async function settleFailure(ctx: ToolContext, call: Guarded, token: string, error: unknown, reachedTool: boolean): Promise<void> {
     const action = settleAction(call.effect, error, reachedTool)
     try {
-      const owned = action === 'release' ? await store.release(call.storeKey, token) : await store.markUnknown(call.storeKey, token, ttlMs)
+      const settling = action === 'release' ? store.release(call.storeKey, token) : store.markUnknown(call.storeKey, token, ttlMs)
+      const owned = isPromise(settling) ? await settling : settling
       if (!owned) ctx.emit('idempotency.token_lost', { key: call.key, op: action })
       else if (action === 'release') ctx.emit('idempotency.released', { key: call.key })
       else {
@@ -169,7 +217,8 @@ export function idempotency(options?: IdempotencyOptions): Middleware {
   async function lead(ctx: ToolContext, next: Next, call: Guarded, share: (outcome: SharedOutcome) => void): Promise<void> {
     let claimed: Claimed
     try {
-      claimed = await claim(ctx, call)
+      const claiming = claim(ctx, call)
+      claimed = isPromise(claiming) ? await claiming : claiming
     } catch (err) {
       if (ToolError.is(err)) share({ argsHash: call.argsHash, ok: false, refusal: err })
       throw err
@@ -193,7 +242,8 @@ export function idempotency(options?: IdempotencyOptions): Middleware {
     const json = value === undefined ? undefined : canonicalJson(value)
     const stored: StoredResult = json === undefined ? {} : { value: JSON.parse(json) as Json }
     try {
-      const owned = await store.complete(call.storeKey, token, stored, ttlMs)
+      const completing = store.complete(call.storeKey, token, stored, ttlMs)
+      const owned = isPromise(completing) ? await completing : completing
       ctx.emit(owned ? 'idempotency.stored' : 'idempotency.token_lost', { key: call.key, op: 'complete' })
     } catch (err) {
       storeFailed(ctx, call, 'complete', err)
@@ -204,10 +254,11 @@ export function idempotency(options?: IdempotencyOptions): Middleware {
   return async function idempotency(ctx: ToolContext, next: Next): Promise<void> {
     const tool = ctx.tool
     if (tool === undefined || !guardedEffects.has(tool.effect)) return next()
-    const parsed = await parsedArgs(tool, ctx.call.args)
+    const parsed = parsedArgs(ctx)
     if (parsed === undefined) return next()
     const scope = scopeOf(ctx, tool.name)
-    const argsHash = argsHashOf(tool.name, parsed.args)
+    // The call's one identity (tool + canonical parsed arguments), the one stuck-loop counts by too.
+    const argsHash = ctx.fingerprint
     const key = keyOf(ctx, tool.name, scope, argsHash, parsed.args)
     ctx.idempotencyKey = key
     const call: Guarded = { tool: tool.name, effect: tool.effect, key, storeKey: storeKeyOf(scope, key), argsHash }

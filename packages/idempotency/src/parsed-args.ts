@@ -1,22 +1,19 @@
-import type { AnyTool } from '@shallot/core'
+import type { ToolContext } from '@shallot/core'
 
 /**
- * The call's arguments as the tool's schema parses them (defaults filled in, so `{ amount: 5 }`
- * and `{ amount: 5, currency: 'usd' }` are one call when `usd` is the default), or `undefined`
- * when the schema refuses them: the dispatcher will answer `invalid_arguments` and nothing runs,
- * so no record is needed.
+ * The call's arguments as the tool's schema parsed them (`ctx.args`: defaults filled in, so
+ * `{ amount: 5 }` and `{ amount: 5, currency: 'usd' }` are one call when `usd` is the default),
+ * or `undefined` when the schema refuses them: the dispatcher will answer `invalid_arguments` and
+ * nothing runs, so no record is needed. The parse is the call's one parse, shared with the tool.
  *
  * @example
- * const parsed = await parsedArgs(tool, ctx.call.args)
+ * const parsed = parsedArgs(ctx)
  * if (parsed === undefined) return next()
  */
-export async function parsedArgs(tool: AnyTool, args: unknown): Promise<{ readonly args: unknown } | undefined> {
-  let result: { success: boolean; data?: unknown }
+export function parsedArgs(ctx: ToolContext): { readonly args: unknown } | undefined {
   try {
-    result = tool.input.safeParse(args)
+    return { args: ctx.args }
   } catch {
-    // Schemas with async refinements cannot be parsed synchronously.
-    result = await tool.input.safeParseAsync(args)
+    return undefined
   }
-  return result.success ? { args: result.data } : undefined
 }

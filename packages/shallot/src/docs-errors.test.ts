@@ -71,7 +71,8 @@ const throws = (value: unknown) => () => {
 /** Dispatches calls in order on one run and returns the last result's content (the model's text). */
 async function soft(middleware: Middleware[], tools: Parameters<typeof createStack>[0]['tools'], calls: Array<Partial<ToolCall>>) {
   const clock = manualClock()
-  const stack = createStack({ middleware, tools, clock, random: seededRandom(1) })
+  // The soft text the model reads when the stack's escalation policy lets `user`/`fatal` errors through.
+  const stack = createStack({ middleware, tools, clock, random: seededRandom(1), escalate: { fatal: false, user: false } })
   const run = createRun({ id: 'run-1' })
   let content = ''
   for (const [i, call] of calls.entries()) {
@@ -232,7 +233,12 @@ const scenarios: Record<string, () => Promise<string>> = {
     const broken: Middleware = async function broken(_ctx, next) {
       void next()
     }
-    return hard([broken], [readFile], [{ args: { path: 'src/main.rs' } }])
+    // A tool that answers later: a sync tool's result is already set when a layer forgets to await next().
+    const slowRead = tool('read_file', 'read', async () => {
+      await new Promise((resolve) => setImmediate(resolve))
+      return 'fn main() {}'
+    })
+    return hard([broken], [slowRead], [{ args: { path: 'src/main.rs' } }])
   },
 }
 

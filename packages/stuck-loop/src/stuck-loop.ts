@@ -1,6 +1,5 @@
 import { canonicalJson, hashOf, LoopError, type Middleware, parseOptions, sanitize, type ToolContext, ToolError } from '@shallot/core'
 import { z } from 'zod'
-import { fingerprint } from './fingerprint.js'
 import { entryOf, hasTool, judge, ledgerOf, recordFailure, recordSuccess, touch } from './loop-ledger.js'
 import { normalizeMessage } from './normalize-message.js'
 import { loopDetected, refusal } from './refusal.js'
@@ -68,7 +67,8 @@ function describeThrown(err: unknown): { code: string; message: string; hint: st
 }
 
 /**
- * Stops a model that will not adapt. Each call is fingerprinted (tool + canonical arguments) and
+ * Stops a model that will not adapt. Each call is identified by `ctx.fingerprint` (tool + canonical
+ * parsed arguments, the identity idempotency keys by too) and
  * its outcome (error code + normalized message) is counted in `run.state['stuck-loop']`. After
  * `refuseAfter` identical failures, or `flailAfter` failures of any kind, the next identical call
  * is refused before it runs with a soft `repeated_failure`; when identical attempts, refusals
@@ -91,9 +91,9 @@ export function stuckLoop(options: StuckLoopOptions = {}): Middleware {
     const state = ctx.run.state
     let fp: string | undefined
     const before = ledgerOf(state)
-    // Happy path: no history for this tool means no fingerprint is needed before the call.
+    // Happy path: no history for this tool means no fingerprint (and no parse) is needed before the call.
     if (before !== undefined && (watchSuccess || hasTool(before, name))) {
-      fp = fingerprint(name, ctx.call.args)
+      fp = ctx.fingerprint
       const entry = entryOf(before, fp)
       const verdict = entry === undefined ? undefined : judge(entry, limits)
       if (entry !== undefined && verdict !== undefined) {
@@ -116,7 +116,7 @@ export function stuckLoop(options: StuckLoopOptions = {}): Middleware {
     } catch (err) {
       if (LoopError.is(err)) throw err
       const failure = describeThrown(err)
-      fp ??= fingerprint(name, ctx.call.args)
+      fp ??= ctx.fingerprint
       const entry = touch(ledgerOf(state, true), fp, name, limits.window)
       recordFailure(
         entry,
@@ -131,7 +131,7 @@ export function stuckLoop(options: StuckLoopOptions = {}): Middleware {
     // Re-read: calls running in parallel may have written the ledger while this one ran.
     const after = ledgerOf(state, watchSuccess)
     if (after === undefined || (fp === undefined && !watchSuccess && !hasTool(after, name))) return
-    fp ??= fingerprint(name, ctx.call.args)
+    fp ??= ctx.fingerprint
     recordSuccess(after, fp, watchSuccess ? `v${hashOf(canonicalJson(ctx.result?.value))}` : undefined, name, limits.window)
   }
 }

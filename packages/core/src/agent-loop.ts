@@ -1,0 +1,145 @@
+import { setMaxListeners } from 'node:events'
+import type { AgentSettings } from './agent-options.js'
+import { abortReason, onAbort } from './channel.js'
+import type { CallRecord, RunSnapshot, TurnRecord } from './checkpoints.js'
+import { LoopError } from './errors.js'
+import { silentLogger } from './logger.js'
+import type { Message } from './model.js'
+import { callModel } from './model-call.js'
+import { modelToolsOf } from './model-tools.js'
+import { buildReport, type RunReport } from './report.js'
+import { createRun } from './run.js'
+import { dispatchTurn } from './turn-dispatch.js'
+import type { ToolResult } from './types.js'
+
+export type RunOutcome =
+  | {
+      readonly status: 'completed'
+      readonly runId: string
+      readonly output: string
+      readonly turns: number
+      readonly steps: number
+      readonly transcript: readonly Message[]
+    }
+  | {
+      readonly status: 'stopped'
+      readonly runId: string
+      readonly error: LoopError
+      readonly report: RunReport
+      readonly turns: number
+      readonly steps: number
+      readonly transcript: readonly Message[]
+    }
+
+const noop = () => {}
+
+function record(result: ToolResult): CallRecord {
+  const base = { id: result.callId, name: result.name, ok: result.ok, attempts: result.attempts, replayed: result.replayed }
+  return result.error === undefined ? base : { ...base, code: result.error.code }
+}
+
+/**
+ * The agent loop: from a snapshot (a new run's, or a checkpointed one's), asks the model, dispatches
+ * its calls, appends the results and checkpoints each completed turn, until the model answers
+ * without tool calls or a hard error stops the run. Never rejects for a hard error: it is the outcome.
+ */
+export function agentLoop(settings: AgentSettings): (snapshot: RunSnapshot, signal: AbortSignal | undefined) => Promise<RunOutcome> {
+  const { model, stack, limits, modelRetry, clock, random, logger, checkpoints } = settings
+  const modelTools = modelToolsOf(stack)
+
+  return async function drive(snapshot, signal) {
+    const { runId, input } = snapshot
+    const log = logger === silentLogger ? silentLogger : logger.child({ runId })
+    const transcript: Message[] = [...snapshot.transcript]
+    const turns: TurnRecord[] = [...snapshot.turns]
+    // The run's one signal: the caller's cancellation, or the first hard error of a turn. Every call
+    // of the run listens to it through core's shared subscription, never with a signal of its own.
+    const stopRun = new AbortController()
+    // Layers that wait abortably (a retry's backoff) listen on it directly; a wide turn must not warn at 11.
+    setMaxListeners(0, stopRun.signal)
+    const unfollow = signal === undefined ? noop : onAbort(signal, () => stopRun.abort(signal.reason))
+    const run = createRun({
+      id: runId,
+      maxSteps: limits.maxSteps,
+      stepsUsed: snapshot.stepsUsed,
+      state: snapshot.state,
+      turn: snapshot.turn,
+      signal: stopRun.signal,
+    })
+    const modelEnv = { signal: run.signal, clock, random, budget: run.budget, log, timeoutMs: limits.modelTimeoutMs, retry: modelRetry }
+    const save = async (status: RunSnapshot['status'], output?: string) => {
+      if (checkpoints === undefined) return
+      const next: RunSnapshot = {
+        version: 1,
+        runId,
+        input,
+        status,
+        turn: run.turn,
+        stepsUsed: run.budget.used,
+        state: run.state,
+        transcript,
+        turns,
+        ...(output === undefined ? {} : { output }),
+      }
+      await checkpoints.save(JSON.parse(JSON.stringify(next)) as RunSnapshot)
+    }
+    try {
+      for (;;) {
+        if (run.signal.aborted) throw abortReason(run.signal)
+        if (run.turn >= limits.maxTurns) {
+          throw new LoopError('budget_exhausted', `turn limit reached: ${limits.maxTurns} turns`, {
+            details: { maxTurns: limits.maxTurns },
+          })
+        }
+        const turn = run.turn + 1
+        run.turn = turn
+        const response = await callModel(model, { messages: transcript, tools: modelTools(run) }, modelEnv)
+        const calls = response.toolCalls ?? []
+        if (calls.length === 0) {
+          const output = response.text ?? ''
+          transcript.push({ role: 'assistant', content: output, toolCalls: [] })
+          turns.push({ turn, text: output, calls: [] })
+          await save('completed', output)
+          log.info({ outcome: 'completed', turns: turn, steps: run.budget.used }, 'run completed')
+          return { status: 'completed', runId, output, turns: turn, steps: run.budget.used, transcript }
+        }
+        // The stack escalates fatal/user soft errors itself (its `escalate` policy): they reject here.
+        const results = await dispatchTurn(stack, calls, run, stopRun, limits.maxParallelToolCalls)
+        transcript.push(
+          response.text === undefined
+            ? { role: 'assistant', toolCalls: calls }
+            : { role: 'assistant', content: response.text, toolCalls: calls },
+        )
+        let failed = 0
+        for (const result of results) {
+          if (!result.ok) failed++
+          transcript.push({ role: 'tool', callId: result.callId, name: result.name, content: result.content, ok: result.ok })
+        }
+        turns.push(
+          response.text === undefined ? { turn, calls: results.map(record) } : { turn, text: response.text, calls: results.map(record) },
+        )
+        await save('running')
+        log.info({ turn, calls: results.length, failed, steps: run.budget.used }, 'turn completed')
+      }
+    } catch (err) {
+      const error = LoopError.is(err)
+        ? err
+        : new LoopError('tool_crashed', `the agent loop failed: ${err instanceof Error ? err.message : String(err)}`, { cause: err })
+      // The in-flight turn is dropped: only committed turns count.
+      run.turn = turns.length === 0 ? snapshot.turn : (turns[turns.length - 1] as TurnRecord).turn
+      await save('stopped').catch((saveError: unknown) => log.error({ err: saveError }, 'could not checkpoint the stopped run'))
+      log.warn({ outcome: 'stopped', kind: error.kind, message: error.message, turns: turns.length, steps: run.budget.used }, 'run stopped')
+      return {
+        status: 'stopped',
+        runId,
+        error,
+        report: buildReport(runId, input, turns, error),
+        turns: turns.length,
+        steps: run.budget.used,
+        transcript,
+      }
+    } finally {
+      unfollow()
+    }
+  }
+}
