@@ -19,14 +19,14 @@ const answered = (answer: Json) => ({ [POLICY_STATE_KEY]: { approvals: { call_9:
 
 function setup({ withIdempotency, ...options }: { onApproval?: OnApproval; approvalTimeoutMs?: number; withIdempotency?: boolean } = {}) {
   const clock = manualClock()
-  const { runs, tools } = countedTools()
+  const { runs, tools, transfer } = countedTools()
   const sent: unknown[] = []
-  const transfer = tools[0] as (typeof tools)[0]
   const spy = {
     ...transfer,
-    execute: (args: { to: string; amountCents: number }, context: Parameters<typeof transfer.execute>[1]) => (
-      sent.push(args), transfer.execute(args, context)
-    ),
+    execute: (args: { to: string; amountCents: number }, context: Parameters<typeof transfer.execute>[1]) => {
+      sent.push(args)
+      return transfer.execute(args, context)
+    },
   }
   const store = memoryStore()
   const stack = createStack({

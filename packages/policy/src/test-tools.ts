@@ -64,5 +64,5 @@ export function countedTools() {
       return 'tagged'
     },
   })
-  return { runs, tools: [transfer, readFile, fetchUrl, deleteUser, deleteFile, tag] }
+  return { runs, transfer, tools: [transfer, readFile, fetchUrl, deleteUser, deleteFile, tag] }
 }
