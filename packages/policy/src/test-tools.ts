@@ -66,3 +66,11 @@ export function countedTools() {
   })
   return { runs, transfer, tools: [transfer, readFile, fetchUrl, deleteUser, deleteFile, tag] }
 }
+
+/** The fenced blocks of one language in a markdown text, in order. */
+export function fencedBlocks(markdown: string, lang: string): string[] {
+  const blocks: string[] = []
+  const fence = new RegExp(`^\`\`\`${lang}\\n([\\s\\S]*?)^\`\`\`$`, 'gm')
+  for (const match of markdown.matchAll(fence)) blocks.push(match[1] as string)
+  return blocks
+}
