@@ -1,0 +1,31 @@
+import { type AnyTool, createAgent, createRun, type Json, type ModelAdapter, type Stack, type ToolCall } from '@shallot/core'
+import { idempotency } from '@shallot/idempotency'
+import { panicCatcher } from '@shallot/panic-catcher'
+import { stuckLoop } from '@shallot/stuck-loop'
+import { type OnApproval, POLICY_STATE_KEY, policy } from './index.js'
+
+const rules = [
+  { action: 'deny' as const, tools: 'delete_*', reason: 'nothing is deleted by this agent' },
+  {
+    id: 'big',
+    action: 'approve' as const,
+    tools: 'transfer',
+    args: [{ arg: 'amountCents', gt: 10_000 }],
+    reason: 'over $100 needs a person',
+  },
+]
+
+// A UI that can ask at once: the agent waits for the answer (two minutes at most, then it is a no).
+export function askingAgent(model: ModelAdapter, tools: readonly AnyTool[], ask: OnApproval) {
+  return createAgent({
+    model,
+    tools,
+    middleware: [panicCatcher(), stuckLoop(), policy({ rules, onApproval: ask, approvalTimeoutMs: 120_000 }), idempotency()],
+  })
+}
+
+// No UI at hand: the call stops the run; later, the answer goes into the run state and the call comes again.
+export async function answerLater(stack: Stack, call: ToolCall, answer: 'approve' | 'deny' | { deny: string } | { args: Json }) {
+  const run = createRun({ id: 'run-42', state: { [POLICY_STATE_KEY]: { approvals: { [call.id]: answer } } } })
+  return stack.dispatch(call, { run })
+}

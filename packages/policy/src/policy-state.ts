@@ -1,0 +1,71 @@
+import type { Json, RunContext } from '@shallot/core'
+
+/**
+ * Where the policy keeps what must survive a checkpoint, in `ctx.run.state`:
+ * - `approvals[callId]`: a human's answer, put there by whoever resumes the run
+ *   (`'approve'`, `'deny'`, `{ deny: reason }` or `{ args }`);
+ * - `consumed[callId]`: the answer was acted on once, so the same approval never runs a call twice;
+ * - `counts[ruleId]`: calls that met a `maxPerRun` rule's conditions and went through.
+ */
+export const POLICY_STATE_KEY = 'shallot.policy'
+
+type JsonObject = { [key: string]: Json }
+
+const isObject = (value: unknown): value is JsonObject => typeof value === 'object' && value !== null && !Array.isArray(value)
+
+/** Sets an own property, so a key like `__proto__` (a call id is the model's text) is data, never the prototype. */
+function put(target: JsonObject, key: string, value: Json): void {
+  Object.defineProperty(target, key, { value, enumerable: true, writable: true, configurable: true })
+}
+
+function own(target: JsonObject, key: string): Json | undefined {
+  return Object.hasOwn(target, key) ? target[key] : undefined
+}
+
+/** The policy's slot of the run state, repaired when a snapshot holds something else there. */
+function slot(run: RunContext, field: 'approvals' | 'consumed' | 'counts'): JsonObject {
+  let root = own(run.state, POLICY_STATE_KEY)
+  if (!isObject(root)) {
+    root = {}
+    put(run.state, POLICY_STATE_KEY, root)
+  }
+  let inner = own(root, field)
+  if (!isObject(inner)) {
+    inner = {}
+    put(root, field, inner)
+  }
+  return inner
+}
+
+const peek = (run: RunContext, field: 'approvals' | 'consumed' | 'counts', key: string): Json | undefined => {
+  const root = own(run.state, POLICY_STATE_KEY)
+  if (!isObject(root)) return undefined
+  const inner = own(root, field)
+  return isObject(inner) ? own(inner, key) : undefined
+}
+
+/** The human's answer for a call, as the run state holds it (not yet validated). */
+export const storedApproval = (run: RunContext, callId: string): Json | undefined => peek(run, 'approvals', callId)
+
+/** How the answer for a call was used, if it was: `{ turn, as }`. */
+export const consumedAs = (run: RunContext, callId: string): Json | undefined => peek(run, 'consumed', callId)
+
+/** Records that the answer for a call was acted on. Written before the call goes inward, so a late crash cannot undo it in memory. */
+export function markConsumed(run: RunContext, callId: string, as: 'approve' | 'deny' | 'edit'): void {
+  put(slot(run, 'consumed'), callId, { turn: run.turn, as })
+  // The answer is spent: a later turn whose model reuses the id is asked afresh.
+  const approvals = slot(run, 'approvals')
+  if (Object.hasOwn(approvals, callId)) delete approvals[callId]
+}
+
+/** Calls counted against a `maxPerRun` rule so far (a corrupt count reads as the limit reached: fail closed). */
+export function countOf(run: RunContext, ruleId: string): number {
+  const value = peek(run, 'counts', ruleId)
+  if (value === undefined) return 0
+  return typeof value === 'number' && Number.isInteger(value) && value >= 0 ? value : Number.POSITIVE_INFINITY
+}
+
+export function addCount(run: RunContext, ruleId: string): void {
+  const current = countOf(run, ruleId)
+  put(slot(run, 'counts'), ruleId, Number.isFinite(current) ? current + 1 : Number.MAX_SAFE_INTEGER)
+}

@@ -1,0 +1,271 @@
+import {
+  type AnyTool,
+  abortReason,
+  canonicalJson,
+  invalidArguments,
+  type Middleware,
+  type Next,
+  parseOptions,
+  type RunContext,
+  sanitize,
+  type ToolCall,
+  type ToolContext,
+  ToolError,
+} from '@shallot/core'
+import { z } from 'zod'
+import { approvalDecisionSchema, askInProcess, isNoAnswer, type OnApproval, whyNoAnswer } from './approval.js'
+import { describeRules, hintFor } from './describe-rules.js'
+import { plainArgsProblem } from './plain-args.js'
+import { approvalRequired, approvalUsed, blockedByPolicy, deniedByUser, type PendingApproval } from './policy-errors.js'
+import { addCount, consumedAs, countOf, markConsumed, storedApproval } from './policy-state.js'
+import { type CompiledRule, compileRules, policyCodeRuleSchema } from './rules.js'
+
+/** The longest an in-process approval may wait: the longest a JavaScript timer holds. */
+const MAX_WAIT_MS = 2_147_483_647
+
+/**
+ * Options of {@link policy}.
+ *
+ * @example
+ * policyOptionsSchema.parse({ rules: [{ action: 'deny', tools: 'delete_*' }] }).default // 'allow'
+ */
+export const policyOptionsSchema = z.strictObject({
+  /** Checked in order; the first that matches a call decides. */
+  rules: z.array(policyCodeRuleSchema).max(1000).default([]),
+  /** What happens to a call no rule matches. Default `'allow'`. */
+  default: z.enum(['allow', 'deny']).default('allow'),
+  /** Answers approvals in process (a UI that can ask at once). Without it, a call that needs approval stops the run. */
+  onApproval: z.custom<OnApproval>((v) => typeof v === 'function', { message: 'must be a function (request) => decision' }).optional(),
+  /** How long `onApproval` may take; no answer in time means deny. Default 300,000 ms (5 minutes). */
+  approvalTimeoutMs: z.number().int().min(1).max(MAX_WAIT_MS).default(300_000),
+  /** Tell the model, in each restricted tool's description, what the policy restricts. Default true. */
+  describe: z.boolean().default(true),
+})
+
+/** What {@link policy} accepts. */
+export type PolicyOptions = z.input<typeof policyOptionsSchema>
+
+type Decision =
+  | { readonly action: 'pass' }
+  | { readonly action: 'allow' | 'approve'; readonly rule: CompiledRule | undefined; readonly tally: readonly string[] }
+  | { readonly action: 'deny'; readonly rule: CompiledRule | undefined; readonly reason: string }
+
+async function parsedArgs(tool: AnyTool, args: unknown): Promise<{ ok: true; args: unknown } | { ok: false }> {
+  let parsed: z.ZodSafeParseResult<unknown>
+  try {
+    parsed = tool.input.safeParse(args)
+  } catch {
+    parsed = await tool.input.safeParseAsync(args)
+  }
+  return parsed.success ? { ok: true, args: parsed.data } : { ok: false }
+}
+
+const argumentsText = (args: unknown) => sanitize(canonicalJson(args) ?? 'null', { maxLength: 2000 })
+
+/**
+ * Guardrails for tool calls. Rules (data or code) allow, deny, or send for a human's approval,
+ * by tool name or glob, effect, argument predicates and per-run counts; the first that matches
+ * decides, and `default` decides the rest. A denied call never runs: the model reads a soft
+ * `blocked_by_policy` with the rule's reason and a hint at what is allowed. A call that needs
+ * approval is put to `onApproval` when given (no answer within `approvalTimeoutMs` denies it);
+ * otherwise the run stops with `LoopError('user_input_required')` naming the pending call, and
+ * the answer is read from the run state (`state['shallot.policy'].approvals[callId]`) when the
+ * call comes again. An answer is acted on at most once. A rule that cannot be checked (a
+ * throwing `when`, an argument of the wrong kind) denies the call.
+ *
+ * @example
+ * const stack = createStack({
+ *   tools: [transfer, readFile],
+ *   middleware: [
+ *     policy({
+ *       rules: [
+ *         { action: 'allow', tools: 'read_file', args: [{ arg: 'path', under: '/srv/data' }] },
+ *         { action: 'deny', tools: 'read_file', reason: 'only files under /srv/data may be read' },
+ *         { action: 'approve', tools: 'transfer', args: [{ arg: 'amountCents', gt: 10_000 }], reason: 'transfers over $100 need a person' },
+ *       ],
+ *     }),
+ *   ],
+ * })
+ */
+export function policy(options?: PolicyOptions): Middleware {
+  const { rules, default: fallback, onApproval, approvalTimeoutMs, describe } = parseOptions('policy()', policyOptionsSchema, options)
+  const compiled = compileRules(rules)
+  const ids = new Set<string>()
+  for (const rule of compiled) {
+    if (ids.has(rule.id)) throw new TypeError(`policy(): two rules have the id "${rule.id}"; give each rule its own id`)
+    ids.add(rule.id)
+  }
+  const byTool = new WeakMap<AnyTool, readonly CompiledRule[]>()
+  const rulesFor = (tool: AnyTool) => {
+    let list = byTool.get(tool)
+    if (list === undefined) {
+      list = compiled.filter((rule) => rule.appliesTo(tool))
+      byTool.set(tool, list)
+    }
+    return list
+  }
+
+  function refused(ctx: ToolContext, rule: CompiledRule | undefined, reason: string): Decision {
+    ctx.emit('policy.undecidable', { rule: rule?.id, reason })
+    return { action: 'deny', rule, reason: `the call cannot be checked (${reason}), so it is refused` }
+  }
+
+  async function decide(ctx: ToolContext, tool: AnyTool): Promise<Decision> {
+    const applicable = rulesFor(tool)
+    let args: unknown = ctx.call.args
+    if (applicable.some((rule) => rule.needsArgs)) {
+      const parsed = await parsedArgs(tool, args)
+      // The terminal refuses these arguments with the tool's schema before anything runs.
+      if (!parsed.ok) return { action: 'pass' }
+      args = parsed.args
+    }
+    const tally: string[] = []
+    for (const rule of applicable) {
+      let verdict: Awaited<ReturnType<CompiledRule['conditions']>>
+      try {
+        verdict = await rule.conditions(args, ctx)
+      } catch (err) {
+        ctx.log.error({ err, rule: rule.id }, 'policy: a rule check threw; the call is denied')
+        return refused(ctx, rule, `rule ${rule.id}'s check failed`)
+      }
+      if (typeof verdict === 'object') return refused(ctx, rule, verdict.undecidable)
+      if (verdict === 'no') continue
+      if (rule.maxPerRun !== undefined && countOf(ctx.run, rule.id) < rule.maxPerRun) {
+        tally.push(rule.id)
+        continue
+      }
+      if (rule.action === 'deny') return { action: 'deny', rule, reason: rule.reason ?? `rule ${rule.id} denies it` }
+      return { action: rule.action, rule, tally }
+    }
+    if (fallback === 'deny') return { action: 'deny', rule: undefined, reason: 'no rule allows it' }
+    return { action: 'allow', rule: undefined, tally }
+  }
+
+  function pending(ctx: ToolContext, rule: CompiledRule, problem?: string): PendingApproval {
+    const entry = {
+      callId: ctx.call.id,
+      tool: ctx.call.name,
+      arguments: argumentsText(ctx.call.args),
+      reason: rule.reason ?? `rule ${rule.id} asks for approval`,
+      rule: rule.id,
+    }
+    return problem === undefined ? entry : { ...entry, problem }
+  }
+
+  async function run(ctx: ToolContext, tally: readonly string[], next: Next, args?: unknown): Promise<void> {
+    const current = ctx.currentSignal()
+    if (current.aborted) throw abortReason(current)
+    // Counted on the way in: a write that later fails may still have reached the world.
+    for (const id of tally) addCount(ctx.run, id)
+    if (args === undefined) return next()
+    const original = ctx.call
+    const edited: ToolCall = { id: original.id, name: original.name, args }
+    // The inner layers (idempotency's key, the terminal's validation) must see the arguments the human approved.
+    ;(ctx as { call: ToolCall }).call = edited
+    try {
+      await next()
+    } finally {
+      ;(ctx as { call: ToolCall }).call = original
+    }
+  }
+
+  async function approve(ctx: ToolContext, tool: AnyTool, rule: CompiledRule, tally: readonly string[], next: Next): Promise<void> {
+    const { run: runContext, call } = ctx
+    const used = consumedAs(runContext, call.id)
+    if (typeof used === 'object' && used !== null && !Array.isArray(used) && used.turn === runContext.turn) {
+      ctx.emit('policy.approval_used', { rule: rule.id })
+      throw approvalUsed(call.name, call.id)
+    }
+    let answer: unknown = storedApproval(runContext, call.id)
+    const fromState = answer !== undefined
+    const reason = rule.reason ?? `rule ${rule.id} asks for approval`
+    if (!fromState) {
+      if (onApproval === undefined) {
+        ctx.emit('policy.approval_required', { rule: rule.id })
+        throw approvalRequired([pending(ctx, rule)])
+      }
+      ctx.emit('policy.approval_requested', { rule: rule.id })
+      const request = {
+        runId: runContext.id,
+        turn: runContext.turn,
+        callId: call.id,
+        tool: call.name,
+        args: call.args,
+        reason,
+        rule: rule.id,
+      }
+      answer = await askInProcess(ctx, onApproval, { ...request, arguments: argumentsText(call.args) }, approvalTimeoutMs)
+      if (isNoAnswer(answer)) {
+        const why = whyNoAnswer(answer)
+        if (why === 'failed')
+          ctx.log.error({ err: (answer as { error?: unknown }).error, rule: rule.id }, 'policy: onApproval threw; the call is denied')
+        ctx.emit('policy.approval_denied', { rule: rule.id, by: why })
+        consume(runContext, call.id, 'deny')
+        throw deniedByUser(
+          call.name,
+          why === 'timeout' ? `no answer within ${Math.round(approvalTimeoutMs / 1000)}s` : 'the approval could not be asked',
+        )
+      }
+    }
+    const decision = approvalDecisionSchema.safeParse(answer)
+    if (!decision.success) {
+      if (fromState)
+        throw approvalRequired([pending(ctx, rule, "the answer in the run state is not 'approve', 'deny', { deny } or { args }")])
+      ctx.log.error({ rule: rule.id }, 'policy: onApproval answered something that is not a decision; the call is denied')
+      ctx.emit('policy.approval_denied', { rule: rule.id, by: 'invalid_answer' })
+      consume(runContext, call.id, 'deny')
+      throw deniedByUser(call.name, 'the approval answer was not understood')
+    }
+    const value = decision.data
+    if (value === 'deny' || (typeof value === 'object' && 'deny' in value)) {
+      ctx.emit('policy.approval_denied', { rule: rule.id, by: 'user' })
+      consume(runContext, call.id, 'deny')
+      throw deniedByUser(call.name, value === 'deny' || value.deny.trim() === '' ? undefined : value.deny)
+    }
+    if (value === 'approve') {
+      ctx.emit('policy.approved', { rule: rule.id, edited: false })
+      consume(runContext, call.id, 'approve')
+      return run(ctx, tally, next)
+    }
+    const edited = value.args
+    const problem = plainArgsProblem(edited)
+    if (problem !== undefined) {
+      consume(runContext, call.id, 'edit')
+      throw new ToolError('invalid_arguments', `Invalid arguments for ${tool.name}: the edited arguments are refused: ${problem}`, {
+        category: 'recoverable',
+        safeToRepeat: true,
+      })
+    }
+    const parsed = tool.input.safeParse(edited)
+    consume(runContext, call.id, 'edit')
+    if (!parsed.success) throw invalidArguments(tool, parsed.error)
+    ctx.emit('policy.approved', { rule: rule.id, edited: true })
+    return run(ctx, tally, next, edited)
+  }
+
+  function consume(runContext: RunContext, callId: string, as: 'approve' | 'deny' | 'edit'): void {
+    markConsumed(runContext, callId, as)
+  }
+
+  const layer: Middleware = async function policy(ctx: ToolContext, next: Next): Promise<void> {
+    const tool = ctx.tool
+    // An unknown tool never runs: the terminal answers it with the names that exist.
+    if (tool === undefined) return next()
+    const decision = await decide(ctx, tool)
+    if (decision.action === 'pass') return next()
+    if (decision.action === 'deny') {
+      ctx.emit('policy.denied', { rule: decision.rule?.id, reason: decision.reason })
+      throw blockedByPolicy(
+        tool.name,
+        decision.reason,
+        decision.rule?.id ?? 'default',
+        hintFor(decision.rule, tool, rulesFor(tool), fallback),
+      )
+    }
+    if (decision.action === 'approve' && decision.rule !== undefined) return approve(ctx, tool, decision.rule, decision.tally, next)
+    if (decision.rule !== undefined) ctx.emit('policy.allowed', { rule: decision.rule.id })
+    return run(ctx, decision.tally, next)
+  }
+  if (describe) layer.describeTool = (tool: AnyTool, runContext: RunContext) => describeRules(rulesFor(tool), fallback, runContext)
+  return layer
+}
