@@ -1,6 +1,7 @@
 import { parseArgs } from 'node:util'
 import { runCheck } from './check.js'
 import { runDemo } from './demo/run-demo.js'
+import { runReport, writeRunFiles } from './report/command.js'
 import { DEFAULT_STACK, type NamedStack, NO_RETRY, parseSimFlags, runHerd, runSim } from './sim/command.js'
 import { configStack } from './sim/config-stack.js'
 import { USAGE, UsageError } from './usage.js'
@@ -9,6 +10,8 @@ export interface CliIO {
   out: (line: string) => void
   err: (line: string) => void
 }
+
+const DEMO_FLAGS = { 'real-time': { type: 'boolean' }, record: { type: 'string' }, html: { type: 'string' } } as const
 
 const SIM_FLAGS = {
   steps: { type: 'string' },
@@ -35,8 +38,15 @@ export async function main(argv: readonly string[], io: CliIO = { out: console.l
   try {
     switch (command) {
       case 'demo': {
-        const { values } = parseArgs({ args: rest, options: { 'real-time': { type: 'boolean' } }, strict: true })
-        return await runDemo({ realTime: values['real-time'] === true, print: io.out })
+        const { values } = parseArgs({ args: rest, options: DEMO_FLAGS, strict: true })
+        const files = {
+          ...(values.record !== undefined ? { record: values.record } : {}),
+          ...(values.html !== undefined ? { html: values.html } : {}),
+        }
+        return await runDemo({ realTime: values['real-time'] === true, print: io.out, onRecord: (r) => writeRunFiles(r, files, io.out) })
+      }
+      case 'report': {
+        return await runReport(rest, io.out)
       }
       case 'sim': {
         const { values, positionals } = parseArgs({ args: rest, options: SIM_FLAGS, strict: true, allowPositionals: true })
