@@ -119,7 +119,7 @@ export interface RunRecorder {
  * const record = recorder.finish(await agent.run({ input: 'refund ORD-42' }))
  * await writeFile('run.json', JSON.stringify(record))
  */
-export function recordRun(options: { clock?: Clock } = {}): RunRecorder {
+export function recordRun(options: { clock?: Clock | undefined } = {}): RunRecorder {
   const clock = options.clock ?? systemClock
   const started = clock.now()
   const since = () => clock.now() - started
