@@ -3,6 +3,7 @@ import { parseArgs } from 'node:util'
 import { closest } from '@shallot/core'
 import { runCheck } from './check.js'
 import { runDemo } from './demo/run-demo.js'
+import { runReport, writeRunFiles } from './report/command.js'
 import { DEFAULT_STACK, type NamedStack, NO_RETRY, parseSimFlags, runHerd, runSim } from './sim/command.js'
 import { configStack } from './sim/config-stack.js'
 import { progressLines } from './sim/progress.js'
@@ -15,7 +16,7 @@ export interface CliIO {
   errIsTerminal?: boolean
 }
 
-const COMMANDS = ['demo', 'sim', 'check', 'help'] as const
+const COMMANDS = ['demo', 'sim', 'check', 'report', 'help'] as const
 
 /** The version in this package's manifest (one folder above both `src/` and `dist/`). */
 function version(): string {
@@ -31,6 +32,8 @@ function withFlagGuess(message: string, flags: readonly string[]): string {
   // parseArgs' note about positionals that start with '-' is noise next to the flag the user meant.
   return guess === undefined ? message : `Unknown option '${typed}'; did you mean '--${guess}'?`
 }
+
+const DEMO_FLAGS = { 'real-time': { type: 'boolean' }, record: { type: 'string' }, html: { type: 'string' } } as const
 
 const SIM_FLAGS = {
   steps: { type: 'string' },
@@ -61,9 +64,16 @@ export async function main(
   try {
     switch (command) {
       case 'demo': {
-        flags = ['real-time']
-        const { values } = parseArgs({ args: rest, options: { 'real-time': { type: 'boolean' } }, strict: true })
-        return await runDemo({ realTime: values['real-time'] === true, print: io.out })
+        flags = Object.keys(DEMO_FLAGS)
+        const { values } = parseArgs({ args: rest, options: DEMO_FLAGS, strict: true })
+        const files = {
+          ...(values.record !== undefined ? { record: values.record } : {}),
+          ...(values.html !== undefined ? { html: values.html } : {}),
+        }
+        return await runDemo({ realTime: values['real-time'] === true, print: io.out, onRecord: (r) => writeRunFiles(r, files, io.out) })
+      }
+      case 'report': {
+        return await runReport(rest, io.out)
       }
       case 'sim': {
         flags = Object.keys(SIM_FLAGS)

@@ -1,5 +1,18 @@
 export { type CliIO, main } from './cli.js'
 export { type DemoOptions, runDemo } from './demo/run-demo.js'
+export { escapeHtml, renderHtml } from './report/html.js'
+export {
+  MAX_RECORD_BYTES,
+  parseRecord,
+  RecordError,
+  type RecordedCall,
+  type RecordedEvent,
+  type RecordedTurn,
+  type RunRecord,
+  type RunRecorder,
+  readRecord,
+  recordRun,
+} from './report/record.js'
 export { type HerdBackoff, type HerdOptions, type HerdResult, herd } from './sim/herd.js'
 export { plotSvg, type Series } from './sim/plot.js'
 export { type SimOptions, type SimResult, type StackEnv, simulate } from './sim/simulate.js'

@@ -7,6 +7,9 @@ export const USAGE = `usage: shallot <command> [options]
 
 commands:
   demo [--real-time]              the story: every layer at work in one scripted agent run
+      --record FILE.json          also write the run record (turns, calls, layer events, report)
+      --html FILE.html            also write the run as a self-contained HTML timeline
+  report FILE.json -o FILE.html   render a run record as a self-contained HTML timeline
   sim [options]                   many simulated runs with injected faults, on virtual time
       --steps 10,50,100,200       tool calls per run (comma list)
       --runs 10000                runs per cell

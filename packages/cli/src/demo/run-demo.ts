@@ -1,6 +1,7 @@
 import { createAgent, type RunOutcome, type StackEvent, systemClock } from '@shallot/core'
 import { manualClock, scriptedModel, seededRandom } from '@shallot/testing'
 import { consecutive, defaultMiddleware } from 'shallot'
+import { type RunRecord, recordRun } from '../report/record.js'
 import { story } from './story.js'
 import { summarize } from './summary.js'
 import { printTimeline } from './timeline.js'
@@ -10,6 +11,8 @@ export interface DemoOptions {
   /** Wait the real delays instead of running on virtual time. */
   realTime: boolean
   print: (line: string) => void
+  /** Receives the run's record (for `--record` and `--html`) once the run is over. */
+  onRecord?: (record: RunRecord) => void | Promise<void>
 }
 
 /**
@@ -19,14 +22,15 @@ export interface DemoOptions {
  * @example
  * await runDemo({ realTime: false, print: console.log })
  */
-export async function runDemo({ realTime, print }: DemoOptions): Promise<number> {
+export async function runDemo({ realTime, print, onRecord }: DemoOptions): Promise<number> {
   const virtual = realTime ? undefined : manualClock()
   const clock = virtual ?? systemClock
   const executions: Executions = new Map()
   const { tools, charges } = demoTools(clock, executions)
   const model = scriptedModel(story)
+  const recorder = recordRun({ clock })
   const agent = createAgent({
-    model,
+    model: recorder.model(model),
     tools,
     clock,
     random: seededRandom(2026),
@@ -38,6 +42,7 @@ export async function runDemo({ realTime, print }: DemoOptions): Promise<number>
   })
   const events: StackEvent[] = []
   agent.stack.on((event) => events.push(event))
+  recorder.listen(agent.stack)
   const started = clock.now()
   const pending = agent.run({ runId: 'demo-1', input: 'Find why the billing job fails and refund order ORD-2026-00042 (42.00 EUR).' })
   let outcome: RunOutcome | undefined
@@ -49,5 +54,7 @@ export async function runDemo({ realTime, print }: DemoOptions): Promise<number>
   const elapsed = clock.now() - started
   printTimeline(print, outcome, events, model.requests)
   summarize(print, outcome, events, executions, charges, elapsed, realTime)
+  const record = recorder.finish(outcome)
+  await onRecord?.(record)
   return 0
 }

@@ -6,10 +6,10 @@ function short(text: string, max = 120): string {
   return flat.length > max ? `${flat.slice(0, max - 1)}…` : flat
 }
 
-const seconds = (ms: number) => `${(ms / 1000).toFixed(ms < 10_000 ? 2 : 1)}s`
+export const seconds = (ms: number) => `${(ms / 1000).toFixed(ms < 10_000 ? 2 : 1)}s`
 
 /** One line per notable layer event, or nothing for events the story does not need. */
-function describe(event: StackEvent): string | undefined {
+export function describe(event: StackEvent): string | undefined {
   const f = event as Record<string, unknown>
   switch (event.type) {
     case 'retry.scheduled':
