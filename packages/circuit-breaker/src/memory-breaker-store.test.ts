@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest'
-import { breakerMachine, consecutive, memoryBreakerStore } from './index.js'
+import { breakerMachine } from './breaker-machine.js'
+import { consecutive, memoryBreakerStore } from './index.js'
 
 const machine = breakerMachine({
   policy: consecutive(),

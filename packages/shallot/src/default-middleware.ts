@@ -1,45 +1,15 @@
-import { type CircuitBreakerOptions, circuitBreaker } from '@shallot/circuit-breaker'
+import { builtins, type DefaultBuiltin } from '@shallot/builtins'
 import type { Middleware } from '@shallot/core'
-import { type ErrorClassifierOptions, errorClassifier } from '@shallot/error-classifier'
-import { type IdempotencyOptions, idempotency } from '@shallot/idempotency'
-import { type PanicCatcherOptions, panicCatcher } from '@shallot/panic-catcher'
-import { type RetryOptions, retry } from '@shallot/retry'
-import { type StuckLoopOptions, stuckLoop } from '@shallot/stuck-loop'
-import { type TimeoutOptions, timeout } from '@shallot/timeout'
 
-/** Options for each of the seven layers; `false` leaves a layer out. */
-export interface DefaultMiddlewareOptions {
-  panicCatcher?: PanicCatcherOptions | false
-  stuckLoop?: StuckLoopOptions | false
-  idempotency?: IdempotencyOptions | false
-  circuitBreaker?: CircuitBreakerOptions | false
-  retry?: RetryOptions | false
-  errorClassifier?: ErrorClassifierOptions | false
-  timeout?: TimeoutOptions | false
+/** Options for each of the seven layers of the default stack, by factory name; `false` leaves a layer out. */
+export type DefaultMiddlewareOptions = {
+  [B in DefaultBuiltin as B['option']]?: Parameters<B['create']>[0] | false
 }
+
+const defaults = builtins.filter((b): b is DefaultBuiltin => b.inDefaultStack)
 
 /** The names of the layers, outermost first: the recommended order (see docs/onion.md for why). */
-export const DEFAULT_ORDER = [
-  'panicCatcher',
-  'stuckLoop',
-  'idempotency',
-  'circuitBreaker',
-  'retry',
-  'errorClassifier',
-  'timeout',
-] as const satisfies ReadonlyArray<keyof DefaultMiddlewareOptions>
-
-const factories: {
-  [K in keyof DefaultMiddlewareOptions]-?: (options: Exclude<DefaultMiddlewareOptions[K], false> | undefined) => Middleware
-} = {
-  panicCatcher,
-  stuckLoop,
-  idempotency,
-  circuitBreaker,
-  retry,
-  errorClassifier,
-  timeout,
-}
+export const DEFAULT_ORDER: readonly (keyof DefaultMiddlewareOptions)[] = Object.freeze(defaults.map((b) => b.option))
 
 /**
  * The seven layers in the recommended order, each with its defaults unless you pass options.
@@ -50,11 +20,10 @@ const factories: {
  */
 export function defaultMiddleware(options: DefaultMiddlewareOptions = {}): Middleware[] {
   const layers: Middleware[] = []
-  for (const name of DEFAULT_ORDER) {
-    const layerOptions = options[name]
+  for (const { option, create } of defaults) {
+    const layerOptions = options[option]
     if (layerOptions === false) continue
-    const create = factories[name] as (o: unknown) => Middleware
-    layers.push(create(layerOptions))
+    layers.push((create as (o: unknown) => Middleware)(layerOptions))
   }
   return layers
 }
