@@ -26,7 +26,7 @@ describe('builtinMiddleware', () => {
   })
 
   it('lets a file name the optional layers without installing anything', async () => {
-    const config = await loadConfig({ stack: ['panic-catcher', { bulkhead: { limit: 2 } }, { hedging: { delayMs: 50 } }] })
+    const config = await loadConfig({ stack: ['panic-catcher', { bulkhead: { maxConcurrent: 2 } }, { hedging: { delayMs: 50 } }] })
     expect(config.layers).toHaveLength(3)
   })
 })

@@ -17,14 +17,14 @@ describe('bulkhead in a config file', () => {
       effect: 'read',
       execute: (_args, { signal }) => clock.sleep(100, signal).then(() => 'done'),
     })
-    const config = await loadConfig({ stack: [{ bulkhead: { limit: 1, queue: 0 } }, 'timeout'] })
+    const config = await loadConfig({ stack: [{ bulkhead: { maxConcurrent: 1, maxQueue: 0 } }, 'timeout'] })
     const stack = createStackFromConfig(config, { tools: [slow], clock })
     const calls = [stack.dispatch({ id: '1', name: 'slow', args: {} }), stack.dispatch({ id: '2', name: 'slow', args: {} })]
     await clock.runAll()
     const [first, second] = await Promise.all(calls)
     expect(first?.value).toBe('done')
     expect(second?.error?.code).toBe('overloaded')
-    await expect(loadConfig({ stack: [{ bulkhead: { limit: 0 } }] })).rejects.toThrow(/limit/)
+    await expect(loadConfig({ stack: [{ bulkhead: { maxConcurrent: 0 } }] })).rejects.toThrow(/maxConcurrent/)
   })
 })
 
@@ -69,7 +69,7 @@ describe('hedging in a config file', () => {
         return n
       },
     })
-    const retryBudget = memoryRetryBudget({ capacity: 50 })
+    const retryBudget = memoryRetryBudget({ maxTokens: 50 })
     const config = await loadConfig({ stack: ['retry', { hedging: { delayMs: 100 } }] })
     const stack = createStackFromConfig(config, { tools: [search], clock, stores: { retryBudget } })
     const pending = stack.dispatch({ id: '1', name: 'search', args: {} })

@@ -1,4 +1,4 @@
-import { createStack, defineTool, OptionsError, ToolError } from '@shallot/core'
+import { createRun, createStack, defineTool, OptionsError, ToolError } from '@shallot/core'
 import { manualClock } from '@shallot/testing'
 import { describe, expect, it, vi } from 'vitest'
 import { z } from 'zod'
@@ -127,5 +127,25 @@ describe('memoryIdempotencyStore: bounds', () => {
   it('refuses a bad option with its name and value', () => {
     expect(() => memoryIdempotencyStore({ maxEntries: 0 })).toThrow(OptionsError)
     expect(() => memoryIdempotencyStore({ maxEntries: 0 })).toThrow(/maxEntries.*got 0/)
+  })
+})
+
+describe('memoryStore, the deprecated name', () => {
+  it('is memoryIdempotencyStore: it replays a completed write through the real layer', async () => {
+    const { memoryStore } = await import('./index.js')
+    expect(memoryStore).toBe(memoryIdempotencyStore)
+    let ran = 0
+    const save = defineTool({
+      name: 'save',
+      description: 'save',
+      input: z.object({ n: z.number() }),
+      effect: 'write',
+      execute: ({ n }) => ++ran + n,
+    })
+    const stack = createStack({ middleware: [idempotency({ store: memoryStore() })], tools: [save] })
+    const run = createRun()
+    const first = await stack.dispatch({ id: 'a', name: 'save', args: { n: 1 } }, { run })
+    const again = await stack.dispatch({ id: 'b', name: 'save', args: { n: 1 } }, { run })
+    expect([first.value, again.value, ran]).toEqual([2, 2, 1])
   })
 })
