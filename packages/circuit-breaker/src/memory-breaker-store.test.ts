@@ -1,3 +1,4 @@
+import { OptionsError } from '@shallot/core'
 import { describe, expect, it } from 'vitest'
 import { breakerMachine } from './breaker-machine.js'
 import { consecutive, memoryBreakerStore } from './index.js'
@@ -42,6 +43,7 @@ describe('memoryBreakerStore', () => {
   })
 
   it('refuses a maxKeys that is not a positive integer', () => {
-    expect(() => memoryBreakerStore({ maxKeys: 0 })).toThrow(/maxKeys must be a positive integer, got 0/)
+    expect(() => memoryBreakerStore({ maxKeys: 0 })).toThrow(OptionsError)
+    expect(() => memoryBreakerStore({ maxKeys: 0 })).toThrow(/memoryBreakerStore\(\): option maxKeys: .*\(got 0\)/)
   })
 })
