@@ -60,7 +60,7 @@ const flush = async () => {
 
 describe('bulkhead', () => {
   it('100 concurrent calls with limit 4 and queue 10: 4 run at any moment, 10 wait, 86 are refused softly at once', async () => {
-    const { clock, seen, stack } = setup({ limit: 4, queue: 10 })
+    const { clock, seen, stack } = setup({ maxConcurrent: 4, maxQueue: 10 })
     const calls = Array.from({ length: 100 }, (_, n) => settle(stack.dispatch({ id: `c${n}`, name: 'read_tool', args: { n } })))
     await flush()
     const refused = calls.filter((c) => c.done)
@@ -87,7 +87,7 @@ describe('bulkhead', () => {
   })
 
   it('a queued call whose run is cancelled leaves the queue at once, leaving no listener, and its place goes to the next caller', async () => {
-    const { clock, seen, stack, events } = setup({ limit: 1, queue: 1 })
+    const { clock, seen, stack, events } = setup({ maxConcurrent: 1, maxQueue: 1 })
     const controller = new AbortController()
     const run = createRun({ signal: controller.signal })
     const first = settle(stack.dispatch({ id: 'a', name: 'read_tool', args: { n: 1 } }))
@@ -112,7 +112,7 @@ describe('bulkhead', () => {
   })
 
   it('refuses a read that waited maxQueueMs, and it never runs afterwards', async () => {
-    const { clock, seen, stack, events } = setup({ limit: 1, queue: 5, maxQueueMs: 50 })
+    const { clock, seen, stack, events } = setup({ maxConcurrent: 1, maxQueue: 5, maxQueueMs: 50 })
     const first = settle(stack.dispatch({ id: 'a', name: 'read_tool', args: { n: 1 } }))
     const late = settle(stack.dispatch({ id: 'b', name: 'read_tool', args: { n: 2 } }))
     await clock.advance(49)
@@ -128,7 +128,7 @@ describe('bulkhead', () => {
 
   it('never queues a write past maxWriteQueueMs, even when reads may wait longer', async () => {
     const { clock, seen, stack, events } = setup(
-      { limit: 1, queue: 5, maxQueueMs: 10_000, maxWriteQueueMs: 300 },
+      { maxConcurrent: 1, maxQueue: 5, maxQueueMs: 10_000, maxWriteQueueMs: 300 },
       { ms: 1000, effects: ['write'] },
     )
     const first = settle(stack.dispatch({ id: 'a', name: 'write_tool', args: { n: 1 } }))
@@ -143,7 +143,7 @@ describe('bulkhead', () => {
 
   it('with maxWriteQueueMs 0 a write is refused at once instead of queued, while a read still queues', async () => {
     const { clock, stack, events } = setup(
-      { limit: 1, queue: 5, maxWriteQueueMs: 0, key: () => 'one-host' },
+      { maxConcurrent: 1, maxQueue: 5, maxWriteQueueMs: 0, key: () => 'one-host' },
       { effects: ['read', 'write'] },
     )
     const running = settle(stack.dispatch({ id: 'a', name: 'read_tool', args: { n: 1 } }))
@@ -160,7 +160,7 @@ describe('bulkhead', () => {
 
   it('keeps one compartment per key: calls to one host queue, another host runs, undefined bypasses', async () => {
     const key = (ctx: { call: { args: unknown } }) => (ctx.call.args as { host?: string }).host
-    const { clock, seen, stack } = setup({ limit: 1, queue: 1, key })
+    const { clock, seen, stack } = setup({ maxConcurrent: 1, maxQueue: 1, key })
     const a1 = settle(stack.dispatch({ id: '1', name: 'read_tool', args: { n: 1, host: 'a.example' } }))
     const a2 = settle(stack.dispatch({ id: '2', name: 'read_tool', args: { n: 2, host: 'a.example' } }))
     const b1 = settle(stack.dispatch({ id: '3', name: 'read_tool', args: { n: 3, host: 'b.example' } }))
@@ -187,7 +187,7 @@ describe('bulkhead', () => {
         return 'fine'
       },
     })
-    const stack = createStack({ middleware: [bulkhead({ limit: 1, queue: 0 })], tools: [tool], clock })
+    const stack = createStack({ middleware: [bulkhead({ maxConcurrent: 1, maxQueue: 0 })], tools: [tool], clock })
     expect((await stack.dispatch({ id: '1', name: 'flaky', args: {} })).error?.code).toBe('upstream_error')
     mode = 'hard'
     await expect(stack.dispatch({ id: '2', name: 'flaky', args: {} })).rejects.toBe(hard)
@@ -197,7 +197,7 @@ describe('bulkhead', () => {
   })
 
   it('a listener that throws on a handed-over slot strands nobody: the waiter runs and the slot is freed', async () => {
-    const { clock, stack } = setup({ limit: 1, queue: 1 })
+    const { clock, stack } = setup({ maxConcurrent: 1, maxQueue: 1 })
     stack.on((event) => {
       if (event.type === 'bulkhead.admitted') throw new Error('listener bug')
     })
@@ -210,12 +210,12 @@ describe('bulkhead', () => {
   })
 
   it('lets an unknown tool through to the dispatcher, which answers unknown_tool', async () => {
-    const { stack } = setup({ limit: 1 })
+    const { stack } = setup({ maxConcurrent: 1 })
     expect((await stack.dispatch({ id: '1', name: 'nope', args: {} })).error?.code).toBe('unknown_tool')
   })
 
   it('emits queued, admitted and refused in order', async () => {
-    const { clock, stack, events } = setup({ limit: 1, queue: 1 })
+    const { clock, stack, events } = setup({ maxConcurrent: 1, maxQueue: 1 })
     const calls = [1, 2, 3].map((n) => settle(stack.dispatch({ id: `${n}`, name: 'read_tool', args: { n } })))
     await clock.runAll()
     expect(calls.every((c) => c.done)).toBe(true)
@@ -227,16 +227,33 @@ describe('bulkhead', () => {
   })
 
   it.each([
+    [{ maxConcurrent: 0 }, 'maxConcurrent'],
+    [{ maxConcurrent: Number.NaN }, 'maxConcurrent'],
+    [{ maxConcurrent: Number.POSITIVE_INFINITY }, 'maxConcurrent'],
+    [{ maxConcurrent: 2.5 }, 'maxConcurrent'],
+    [{ maxQueue: -1 }, 'maxQueue'],
     [{ limit: 0 }, 'limit'],
-    [{ limit: Number.NaN }, 'limit'],
-    [{ limit: Number.POSITIVE_INFINITY }, 'limit'],
-    [{ limit: 2.5 }, 'limit'],
-    [{ queue: -1 }, 'queue'],
+    [{ limit: 2, maxConcurrent: 2 }, 'give maxConcurrent only'],
+    [{ queue: 1, maxQueue: 1 }, 'give maxQueue only'],
     [{ maxQueueMs: 2 ** 31 }, 'maxQueueMs'],
     [{ key: 'host' }, 'key'],
     [{ limt: 4 }, 'limt'],
   ])('refuses %j with an error naming %s', (options, name) => {
     expect(() => bulkhead(options as never)).toThrow(OptionsError)
     expect(() => bulkhead(options as never)).toThrow(name)
+  })
+})
+
+describe('the deprecated names limit and queue', () => {
+  it('still work, as maxConcurrent and maxQueue', async () => {
+    const { clock, stack } = setup({ limit: 1, queue: 0 })
+    const calls = [
+      stack.dispatch({ id: '1', name: 'read_tool', args: { n: 1 } }),
+      stack.dispatch({ id: '2', name: 'read_tool', args: { n: 2 } }),
+    ]
+    await clock.runAll()
+    const [first, second] = await Promise.all(calls)
+    expect(first?.ok).toBe(true)
+    expect(second?.error?.code).toBe('overloaded')
   })
 })

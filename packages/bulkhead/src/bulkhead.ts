@@ -8,17 +8,21 @@ import { startTimer } from './start-timer.js'
 const MAX_WAIT_MS = 2_147_483_647
 const waitMs = z.number().int().min(0).max(MAX_WAIT_MS)
 
-/**
- * Options of {@link bulkhead}.
- *
- * @example
- * bulkheadOptionsSchema.parse({ limit: 4, queue: 10 }).maxQueueMs // 30000
- */
-export const bulkheadOptionsSchema = z.strictObject({
+const MAX_CONCURRENT_DEFAULT = 10
+const MAX_QUEUE_DEFAULT = 10
+const maxConcurrent = z.number().int().min(1).max(10_000)
+const maxQueue = z.number().int().min(0).max(100_000)
+
+/** The options a file can hold too: everything but `key`. */
+export const bulkheadDataShape = {
   /** Calls that may run at once under one key. Default 10. */
-  limit: z.number().int().min(1).max(10_000).default(10),
+  maxConcurrent: maxConcurrent.optional(),
   /** Calls that may wait for a slot under one key; past that a call is refused at once. 0: nobody waits. Default 10. */
-  queue: z.number().int().min(0).max(100_000).default(10),
+  maxQueue: maxQueue.optional(),
+  /** @deprecated Use `maxConcurrent`; `limit` goes in the next minor version. */
+  limit: maxConcurrent.optional(),
+  /** @deprecated Use `maxQueue`; `queue` goes in the next minor version. */
+  queue: maxQueue.optional(),
   /** Longest a `read` or `idempotent` call waits in the queue before it is refused. Default 30,000 ms. */
   maxQueueMs: waitMs.default(30_000),
   /**
@@ -26,13 +30,36 @@ export const bulkheadOptionsSchema = z.strictObject({
    * asked for it acts on a plan that may be stale. 0: writes never queue. Default 5,000 ms.
    */
   maxWriteQueueMs: waitMs.default(5_000),
-  /** Which compartment a call belongs to (a host, a tenant). Default: the tool's name. `undefined` lets a call bypass the bulkhead. */
-  key: z
-    .custom<(ctx: ToolContext) => string | undefined>((v) => typeof v === 'function', {
-      message: 'must be a function (ctx) => string | undefined',
-    })
-    .optional(),
-})
+}
+
+/** Resolves the deprecated names; a new name and its old one together are refused rather than guessed between. */
+export function resolveBulkheadNames<
+  O extends { maxConcurrent?: number | undefined; maxQueue?: number | undefined; limit?: number | undefined; queue?: number | undefined },
+>({ limit, queue, ...o }: O, check: z.RefinementCtx) {
+  if (limit !== undefined && o.maxConcurrent !== undefined)
+    check.addIssue({ code: 'custom', path: ['limit'], message: 'give maxConcurrent only (limit is its old name)' })
+  if (queue !== undefined && o.maxQueue !== undefined)
+    check.addIssue({ code: 'custom', path: ['queue'], message: 'give maxQueue only (queue is its old name)' })
+  return { ...o, maxConcurrent: o.maxConcurrent ?? limit ?? MAX_CONCURRENT_DEFAULT, maxQueue: o.maxQueue ?? queue ?? MAX_QUEUE_DEFAULT }
+}
+
+/**
+ * Options of {@link bulkhead}.
+ *
+ * @example
+ * bulkheadOptionsSchema.parse({ maxConcurrent: 4, maxQueue: 10 }).maxQueueMs // 30000
+ */
+export const bulkheadOptionsSchema = z
+  .strictObject({
+    ...bulkheadDataShape,
+    /** Which compartment a call belongs to (a host, a tenant). Default: the tool's name. `undefined` lets a call bypass the bulkhead. */
+    key: z
+      .custom<(ctx: ToolContext) => string | undefined>((v) => typeof v === 'function', {
+        message: 'must be a function (ctx) => string | undefined',
+      })
+      .optional(),
+  })
+  .transform(resolveBulkheadNames)
 
 /**
  * Emits from a callback that runs on behalf of another call (a slot handed over, a timer, an
@@ -54,8 +81,8 @@ function tell(ctx: ToolContext, type: string, fields: Record<string, unknown>): 
 export type BulkheadOptions = z.input<typeof bulkheadOptionsSchema>
 
 /**
- * Keeps at most `limit` calls running at once per key (the tool's name, or what `key(ctx)` says: a
- * host, a tenant), with at most `queue` more waiting in arrival order. A call past the queue, or
+ * Keeps at most `maxConcurrent` calls running at once per key (the tool's name, or what `key(ctx)` says: a
+ * host, a tenant), with at most `maxQueue` more waiting in arrival order. A call past the queue, or
  * one that waited `maxQueueMs` (`maxWriteQueueMs` for a write), is refused with a soft
  * `overloaded` the model reads; it never ran, so it is `safeToRepeat`. A queued call whose signal
  * aborts (the run was cancelled, an outer deadline passed) leaves the queue at once. No timers
@@ -64,11 +91,17 @@ export type BulkheadOptions = z.input<typeof bulkheadOptionsSchema>
  * @example
  * const stack = createStack({
  *   tools: [search, getTicket],
- *   middleware: [bulkhead({ limit: 4, queue: 10, key: (ctx) => hostOf(ctx.call.name) }), retry(), timeout({ ms: 5000 })],
+ *   middleware: [bulkhead({ maxConcurrent: 4, maxQueue: 10, key: (ctx) => hostOf(ctx.call.name) }), retry(), timeout({ ms: 5000 })],
  * })
  */
 export function bulkhead(options?: BulkheadOptions): Middleware {
-  const { limit, queue, maxQueueMs, maxWriteQueueMs, key: keyOf } = parseOptions('bulkhead()', bulkheadOptionsSchema, options)
+  const {
+    maxConcurrent: limit,
+    maxQueue: queue,
+    maxQueueMs,
+    maxWriteQueueMs,
+    key: keyOf,
+  } = parseOptions('bulkhead()', bulkheadOptionsSchema, options)
   const writeQueueMs = Math.min(maxQueueMs, maxWriteQueueMs)
   const compartments = new Map<string, Compartment>()
 

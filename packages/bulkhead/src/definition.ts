@@ -1,20 +1,21 @@
 import { defineMiddleware } from '@shallot/core'
-import { bulkhead, bulkheadOptionsSchema } from './bulkhead.js'
+import { z } from 'zod'
+import { bulkhead, bulkheadDataShape, resolveBulkheadNames } from './bulkhead.js'
 
 /**
  * The bulkhead as a config file names it: every option but `key` (a function cannot be written in
  * a file; without it the compartments are per tool).
  *
  * @example
- * bulkheadFileOptionsSchema.parse({ limit: 4, queue: 10, maxWriteQueueMs: 0 })
+ * bulkheadFileOptionsSchema.parse({ maxConcurrent: 4, maxQueue: 10, maxWriteQueueMs: 0 })
  */
-export const bulkheadFileOptionsSchema = bulkheadOptionsSchema.omit({ key: true })
+export const bulkheadFileOptionsSchema = z.strictObject(bulkheadDataShape).transform(resolveBulkheadNames)
 
 /**
  * `bulkhead` as a middleware definition, for config files and registries.
  *
  * @example
- * const layer = bulkheadDefinition.build({ limit: 4, queue: 10 })
+ * const layer = bulkheadDefinition.build({ maxConcurrent: 4, maxQueue: 10 })
  */
 export const bulkheadDefinition = defineMiddleware({
   name: 'bulkhead',

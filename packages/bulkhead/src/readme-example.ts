@@ -10,7 +10,7 @@ export function crawler(fetchPage: AnyTool, clock: Clock = systemClock): Stack {
     tools: [fetchPage],
     clock,
     middleware: [
-      bulkhead({ limit: 4, queue: 10, key: (ctx) => hostOf((ctx.call.args as { url?: unknown }).url) }),
+      bulkhead({ maxConcurrent: 4, maxQueue: 10, key: (ctx) => hostOf((ctx.call.args as { url?: unknown }).url) }),
       timeout({ ms: 10_000 }),
     ],
   })

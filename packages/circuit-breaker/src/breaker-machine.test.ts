@@ -1,6 +1,7 @@
 import fc from 'fast-check'
 import { describe, expect, it } from 'vitest'
-import { type BreakerMachineConfig, type BreakerState, breakerMachine, consecutive, sampling, type Ticket } from './index.js'
+import { type BreakerMachineConfig, breakerMachine, type Ticket } from './breaker-machine.js'
+import { type BreakerState, consecutive, sampling } from './index.js'
 
 const config = (overrides: Partial<BreakerMachineConfig> = {}): BreakerMachineConfig => ({
   policy: consecutive({ threshold: 2 }),

@@ -1,15 +1,14 @@
-import { defineMiddleware } from '@shallot/core'
 import { middlewareConformance } from '@shallot/testing/conformance'
-import { circuitBreaker, circuitBreakerOptionsSchema } from './index.js'
+import { circuitBreakerDefinition } from './index.js'
 
-middlewareConformance(
-  defineMiddleware({
-    name: 'circuit-breaker',
-    options: circuitBreakerOptionsSchema,
-    create: (options) => circuitBreaker(options),
-  }),
-  {
-    validOptions: { cooldownMs: 1000, halfOpenProbes: 2 },
-    invalidOptions: [{ cooldownMs: -5 }, { scope: 'galaxy' }, { policy: 'consecutive' }, { cooldownMs: 2000, maxCooldownMs: 1000 }],
-  },
-)
+middlewareConformance(circuitBreakerDefinition, {
+  validOptions: { policy: { consecutive: { threshold: 3 } }, cooldownMs: 1000, halfOpenProbes: 2 },
+  invalidOptions: [
+    { cooldownMs: -5 },
+    { scope: 'galaxy' },
+    { policy: 'consecutive' },
+    { policy: { consecutive: { threshold: 0 } } },
+    { policy: { consecutive: { threshold: 2 }, sampling: { failureRatio: 0.5 } } },
+    { cooldownMs: 2000, maxCooldownMs: 1000 },
+  ],
+})

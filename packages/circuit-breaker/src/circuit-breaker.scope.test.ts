@@ -2,7 +2,8 @@ import { createRun, createStack, defineTool, type Json, type Logger, LoopError, 
 import { manualClock } from '@shallot/testing'
 import { describe, expect, it } from 'vitest'
 import { z } from 'zod'
-import { type BreakerStore, circuitBreaker, consecutive, memoryBreakerStore, RUN_STATE_KEY } from './index.js'
+import { type BreakerStore, circuitBreaker, consecutive, memoryBreakerStore } from './index.js'
+import { RUN_STATE_KEY } from './run-state-store.js'
 
 /** `fetch_url` fails for every host listed in `down`. */
 function fetchTool(down: Set<string>) {

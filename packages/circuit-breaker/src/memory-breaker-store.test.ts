@@ -1,5 +1,7 @@
+import { OptionsError } from '@shallot/core'
 import { describe, expect, it } from 'vitest'
-import { breakerMachine, consecutive, memoryBreakerStore } from './index.js'
+import { breakerMachine } from './breaker-machine.js'
+import { consecutive, memoryBreakerStore } from './index.js'
 
 const machine = breakerMachine({
   policy: consecutive(),
@@ -41,6 +43,7 @@ describe('memoryBreakerStore', () => {
   })
 
   it('refuses a maxKeys that is not a positive integer', () => {
-    expect(() => memoryBreakerStore({ maxKeys: 0 })).toThrow(/maxKeys must be a positive integer, got 0/)
+    expect(() => memoryBreakerStore({ maxKeys: 0 })).toThrow(OptionsError)
+    expect(() => memoryBreakerStore({ maxKeys: 0 })).toThrow(/memoryBreakerStore\(\): option maxKeys: .*\(got 0\)/)
   })
 })

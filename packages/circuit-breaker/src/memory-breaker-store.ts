@@ -1,3 +1,5 @@
+import { parseOptions } from '@shallot/core'
+import { z } from 'zod'
 import type { BreakerState } from './breaker-machine.js'
 import type { BreakerStore } from './breaker-store.js'
 
@@ -11,6 +13,14 @@ export interface MemoryBreakerStore extends BreakerStore {
   readonly size: number
 }
 
+const optionsSchema = z.strictObject({
+  /** Most breakers kept; past it the least recently used is forgotten. Default 1000. */
+  maxKeys: z.number().int().min(1).default(1000),
+})
+
+/** What {@link memoryBreakerStore} accepts. */
+export type MemoryBreakerStoreOptions = z.input<typeof optionsSchema>
+
 /**
  * The default store: one Map, bounded to `maxKeys` breakers; past that, the least recently read or
  * written key is forgotten. Every operation is synchronous, so the breaker's happy path never awaits it.
@@ -19,10 +29,8 @@ export interface MemoryBreakerStore extends BreakerStore {
  * const store = memoryBreakerStore({ maxKeys: 100 })
  * circuitBreaker({ key: (ctx) => hostOf(ctx.call.args), store })
  */
-export function memoryBreakerStore({ maxKeys = 1000 }: { maxKeys?: number } = {}): MemoryBreakerStore {
-  if (!Number.isInteger(maxKeys) || maxKeys < 1) {
-    throw new TypeError(`memoryBreakerStore(): maxKeys must be a positive integer, got ${String(maxKeys)}`)
-  }
+export function memoryBreakerStore(options?: MemoryBreakerStoreOptions): MemoryBreakerStore {
+  const { maxKeys } = parseOptions('memoryBreakerStore()', optionsSchema, options)
   // A use stamps the entry instead of moving it in the Map: reads stay a lookup and a field write,
   // and only an insert past maxKeys pays for finding the stalest entry.
   const entries = new Map<string, { state: BreakerState; used: number }>()

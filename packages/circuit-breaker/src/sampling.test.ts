@@ -1,6 +1,7 @@
 import fc from 'fast-check'
 import { describe, expect, it } from 'vitest'
-import { type SamplingCounts, sampling } from './index.js'
+import { sampling } from './index.js'
+import type { SamplingCounts } from './sampling.js'
 
 const record = (policy: ReturnType<typeof sampling>, outcomes: Array<[number, boolean]>, from = policy.initial()) =>
   outcomes.reduce<SamplingCounts>((counts, [at, failed]) => policy.record(counts, failed, at), from)

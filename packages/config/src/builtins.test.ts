@@ -1,31 +1,32 @@
-import type { MiddlewareDefinition } from '@shallot/core'
-import { type ConformanceOptions, middlewareConformance } from '@shallot/testing/conformance'
-import { builtinMiddleware, createStores } from './index.js'
+import { isMiddlewareDefinition } from '@shallot/core'
+import { describe, expect, it } from 'vitest'
+import { builtinMiddleware, createStores, loadConfig } from './index.js'
 
-const suites: Record<string, ConformanceOptions> = {
-  'panic-catcher': { validOptions: { maxMessageLength: 300 }, invalidOptions: [{ maxMessageLength: 10 }, { hint: 5 }] },
-  'stuck-loop': { validOptions: { refuseAfter: 2 }, invalidOptions: [{ refuseAfter: 0 }, { stopAfter: 'soon' }] },
-  idempotency: {
-    validOptions: { ttlMs: 60_000 },
-    invalidOptions: [{ ttlMs: -1 }, { effects: ['delete'] }],
-    env: { stores: createStores() },
-  },
-  'circuit-breaker': {
-    validOptions: { policy: { consecutive: { threshold: 3 } }, cooldownMs: 1000 },
-    invalidOptions: [{ cooldownMs: 0 }, { policy: { consecutive: { threshold: 0 } } }],
-  },
-  retry: {
-    validOptions: { backoff: 'constant', baseMs: 10, maxAttempts: 3 },
-    invalidOptions: [{ backoff: 'fulljitter' }, { baseMs: 'fast' }],
-    env: { stores: createStores() },
-  },
-  'error-classifier': { validOptions: {}, invalidOptions: [{ maxLength: 5 }, { secrets: 'hunter2' }] },
-  timeout: { validOptions: { ms: 1000 }, invalidOptions: [{ ms: 0 }, { ms: 'soon' }] },
-}
+describe('builtinMiddleware', () => {
+  it('lists every built-in layer once, in the recommended order', () => {
+    expect(builtinMiddleware.map((d) => d.name)).toEqual([
+      'panic-catcher',
+      'stuck-loop',
+      'fallback',
+      'idempotency',
+      'bulkhead',
+      'circuit-breaker',
+      'retry',
+      'error-classifier',
+      'timeout',
+      'hedging',
+    ])
+    expect(builtinMiddleware.every(isMiddlewareDefinition)).toBe(true)
+    expect(Object.isFrozen(builtinMiddleware)).toBe(true)
+  })
 
-const byName = new Map<string, MiddlewareDefinition>(builtinMiddleware.map((d) => [d.name, d]))
-for (const [name, options] of Object.entries(suites)) {
-  const definition = byName.get(name)
-  if (definition === undefined) throw new Error(`no built-in definition named ${name}`)
-  middlewareConformance(definition, options)
-}
+  it('builds every one of them from file options alone, with the stack’s stores', () => {
+    const stores = createStores()
+    for (const definition of builtinMiddleware) expect(typeof definition.build({}, { stores })).toBe('function')
+  })
+
+  it('lets a file name the optional layers without installing anything', async () => {
+    const config = await loadConfig({ stack: ['panic-catcher', { bulkhead: { maxConcurrent: 2 } }, { hedging: { delayMs: 50 } }] })
+    expect(config.layers).toHaveLength(3)
+  })
+})

@@ -1,6 +1,6 @@
 import type { BreakerStore } from '@shallot/circuit-breaker'
 import type { Clock } from '@shallot/core'
-import { type IdempotencyStore, memoryStore } from '@shallot/idempotency'
+import { type IdempotencyStore, memoryIdempotencyStore } from '@shallot/idempotency'
 import { memoryRetryBudget, type RetryBudgetStore } from '@shallot/retry'
 
 /**
@@ -10,7 +10,7 @@ import { memoryRetryBudget, type RetryBudgetStore } from '@shallot/retry'
  * breaker layer, which a reconfigure keeps as long as its own options do not change.
  */
 export interface ConfigStores {
-  /** Idempotency records. Default: one `memoryStore()` per stack, on the stack's clock. */
+  /** Idempotency records. Default: one `memoryIdempotencyStore()` per stack, on the stack's clock. */
   readonly idempotency?: IdempotencyStore
   /** Stack-scoped breaker state shared by every breaker layer. Default: none (each breaker layer keeps its own). */
   readonly breaker?: BreakerStore
@@ -35,7 +35,7 @@ declare module '@shallot/core' {
  */
 export function createStores(given: ConfigStores = {}, clock?: Clock): ConfigStores {
   const stores: { -readonly [K in keyof ConfigStores]: ConfigStores[K] } = {
-    idempotency: given.idempotency ?? memoryStore(clock === undefined ? {} : { now: () => clock.now() }),
+    idempotency: given.idempotency ?? memoryIdempotencyStore(clock === undefined ? {} : { now: () => clock.now() }),
     retryBudget: given.retryBudget ?? memoryRetryBudget(),
   }
   if (given.breaker !== undefined) stores.breaker = given.breaker

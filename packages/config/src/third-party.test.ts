@@ -5,7 +5,8 @@ import { dirname, join } from 'node:path'
 import { defineTool } from '@shallot/core'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { z } from 'zod'
-import { ConfigError, createStackFromConfig, loadConfig, resolvePackage } from './index.js'
+import { ConfigError, createStackFromConfig, loadConfig } from './index.js'
+import { resolvePackage } from './resolve-package.js'
 
 // A throwaway project: a config file beside node_modules holding packages installed by name.
 const workspace = mkdtempSync(join(tmpdir(), 'shallot-workspace-'))

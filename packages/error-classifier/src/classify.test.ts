@@ -2,7 +2,8 @@
 import { ToolError } from '@shallot/core'
 import fc from 'fast-check'
 import { describe, expect, it } from 'vitest'
-import { classify, errorFacts, tryClassify } from './index.js'
+import { errorFacts } from './error-facts.js'
+import { classify, tryClassify } from './index.js'
 
 describe('classify', () => {
   it('is a pure function: the same throwable gives the same ToolError fields', () => {

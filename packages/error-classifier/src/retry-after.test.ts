@@ -1,6 +1,6 @@
 import fc from 'fast-check'
 import { describe, expect, it } from 'vitest'
-import { parseRetryAfter, parseRetryAfterMs } from './index.js'
+import { parseRetryAfter, parseRetryAfterMs } from './retry-after.js'
 
 const now = Date.parse('Wed, 21 Oct 2026 07:28:00 GMT')
 const maxMs = 60_000

@@ -1,6 +1,9 @@
 // biome-ignore-all lint/suspicious/noThenProperty: classifier rules are { match, then } data
 import { describe, expect, it } from 'vitest'
-import { builtinRules, classifierRuleSchema, classifierRulesSchema, errorFacts, matchRule } from './index.js'
+import { errorFacts } from './error-facts.js'
+import { builtinRules } from './index.js'
+import { matchRule } from './match-rule.js'
+import { classifierRuleSchema, classifierRulesSchema } from './rules.js'
 
 describe('classification rules', () => {
   it('are valid data under the exported schema, each with a unique id', () => {

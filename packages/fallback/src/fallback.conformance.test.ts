@@ -3,6 +3,6 @@ import { fallbackDefinition } from './index.js'
 
 middlewareConformance(fallbackDefinition, {
   validOptions: { default: { from: 'cache' } },
-  invalidOptions: [{ cacheEntries: 0 }, { on: [] }, { tools: { a: { from: 'tool', tool: 'a' } } }, { default: { from: 'nowhere' } }],
+  invalidOptions: [{ maxCacheEntries: 0 }, { on: [] }, { tools: { a: { from: 'tool', tool: 'a' } } }, { default: { from: 'nowhere' } }],
   abortOnEntry: false,
 })

@@ -108,6 +108,17 @@ describe('fallback', () => {
     expect(events.at(-1)).toMatchObject({ type: 'fallback.unavailable', because: 'upstream_error', tried: ['cache'] })
   })
 
+  for (const bound of ['maxCacheEntries', 'cacheEntries'] as const) {
+    it(`keeps at most ${bound} results, forgetting the least recently used (cacheEntries is the deprecated name)`, async () => {
+      const { health, call } = setup({ tools: { status_page: { from: 'cache' } }, [bound]: 1 }, { threshold: 100 })
+      await call('status_page', { region: 'eu' })
+      await call('status_page', { region: 'us' })
+      health.status_page = false
+      expect((await call('status_page', { region: 'us' })).ok).toBe(true)
+      expect((await call('status_page', { region: 'eu' })).error?.code).toBe('upstream_error')
+    })
+  }
+
   it('never serves a result older than cacheMaxAgeMs', async () => {
     const { clock, health, call } = setup({ tools: { status_page: { from: 'cache' } }, cacheMaxAgeMs: 60_000 }, { threshold: 100 })
     await call('status_page')
@@ -263,7 +274,8 @@ describe('fallback', () => {
     [{ tools: { status_page: { from: 'value', value: Number.NaN } } }, 'tools.status_page'],
     [{ tools: { status_page: [] } }, 'tools.status_page'],
     [{ on: ['Circuit Open'] }, 'on'],
-    [{ cacheEntries: 0 }, 'cacheEntries'],
+    [{ maxCacheEntries: 0 }, 'maxCacheEntries'],
+    [{ maxCacheEntries: 5, cacheEntries: 5 }, 'give maxCacheEntries only'],
     [{ cacheMaxAgeMs: Number.POSITIVE_INFINITY }, 'cacheMaxAgeMs'],
     [{ tools: { 'no spaces': { from: 'cache' } } }, 'tools'],
   ])('refuses %j with an error naming %s', (options, text) => {

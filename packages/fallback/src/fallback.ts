@@ -57,6 +57,9 @@ export const DEFAULT_FALLBACK_CODES: readonly string[] = Object.freeze([
 /** What `dispatch` must be: a stack's `dispatch`, late-bound, e.g. `(call, options) => stack.dispatch(call, options)`. */
 export type FallbackDispatch = (call: ToolCall, options: { run: RunContext; signal: AbortSignal }) => Promise<ToolResult>
 
+const cacheEntries = z.number().int().min(1).max(1_000_000)
+const DEFAULT_CACHE_ENTRIES = 1000
+
 const optionsShape = {
   /** Sources per tool name, tried in order until one answers. */
   tools: z.record(toolName, sourcesSchema).default({}),
@@ -68,7 +71,9 @@ const optionsShape = {
     .min(1)
     .default([...DEFAULT_FALLBACK_CODES]),
   /** Most results the cache keeps (the least recently used is forgotten). Default 1000. */
-  cacheEntries: z.number().int().min(1).max(1_000_000).default(1000),
+  maxCacheEntries: cacheEntries.optional(),
+  /** @deprecated Use `maxCacheEntries`; `cacheEntries` goes in the next minor version. */
+  cacheEntries: cacheEntries.optional(),
   /** Oldest result the cache serves. Default 1 hour. */
   cacheMaxAgeMs: z.number().int().positive().default(3_600_000),
 }
@@ -76,10 +81,19 @@ const optionsShape = {
 type ParsedSources = z.output<typeof sourcesSchema>
 
 function checkSources(
-  o: { tools: Record<string, ParsedSources>; default?: ParsedSources | undefined; dispatch?: unknown },
+  o: {
+    tools: Record<string, ParsedSources>
+    default?: ParsedSources | undefined
+    dispatch?: unknown
+    maxCacheEntries?: number | undefined
+    cacheEntries?: number | undefined
+  },
   issues: z.RefinementCtx,
   needsDispatch: boolean,
 ): void {
+  if (o.maxCacheEntries !== undefined && o.cacheEntries !== undefined) {
+    issues.addIssue({ code: 'custom', path: ['cacheEntries'], message: 'give maxCacheEntries only (cacheEntries is its old name)' })
+  }
   const all: Array<readonly [string, ParsedSources, readonly string[]]> = Object.entries(o.tools).map(([owner, sources]) => [
     owner,
     sources,
@@ -171,7 +185,7 @@ export function fallback(options?: FallbackOptions): Middleware {
   const o = parseOptions('fallback()', fallbackOptionsSchema, options)
   const byTool = new Map(Object.entries(o.tools))
   const codes = new Set(o.on)
-  const cache = new ResultCache(o.cacheEntries, o.cacheMaxAgeMs)
+  const cache = new ResultCache(o.maxCacheEntries ?? o.cacheEntries ?? DEFAULT_CACHE_ENTRIES, o.cacheMaxAgeMs)
   // Which source lists read the cache, worked out once: only their tools pay for hashing and cloning.
   const caching = new WeakSet<readonly Source[]>()
   for (const sources of [...byTool.values(), ...(o.default === undefined ? [] : [o.default])])

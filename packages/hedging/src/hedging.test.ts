@@ -57,7 +57,7 @@ const types = (events: readonly StackEvent[]) => events.map((e) => e.type)
 
 describe('hedging', () => {
   it('a slow first attempt and a fast second: one success, the loser aborted, the retry budget charged', async () => {
-    const retryBudget = memoryRetryBudget({ capacity: 100 })
+    const retryBudget = memoryRetryBudget({ maxTokens: 100 })
     const { clock, signals, events, run, dispatch, executions } = setup({ delayMs: 100, retryBudget }, { ms: [1000, 50] })
     const pending = dispatch()
     await clock.advance(100)
@@ -91,7 +91,7 @@ describe('hedging', () => {
   })
 
   it('starts nothing when the first attempt answers within the delay, and spends no token', async () => {
-    const retryBudget = memoryRetryBudget({ capacity: 100 })
+    const retryBudget = memoryRetryBudget({ maxTokens: 100 })
     const { clock, events, dispatch, executions } = setup({ delayMs: 100, retryBudget }, { ms: [99] })
     const pending = dispatch()
     await clock.advance(99)
@@ -130,7 +130,7 @@ describe('hedging', () => {
   })
 
   it('hedges nothing once the retry budget is empty', async () => {
-    const retryBudget = memoryRetryBudget({ capacity: 4 })
+    const retryBudget = memoryRetryBudget({ maxTokens: 4 })
     const { clock, events, dispatch, executions } = setup({ delayMs: 100, retryBudget }, { ms: [1000] })
     const pending = dispatch()
     await clock.runAll()

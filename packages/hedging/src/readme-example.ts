@@ -5,7 +5,7 @@ import { hedging } from './index.js'
 
 /** A search slower than its recent p95 gets a second attempt; hedges and retries spend one budget. */
 export function searchStack(search: AnyTool, clock: Clock = systemClock): Stack {
-  const retryBudget = memoryRetryBudget({ capacity: 100 })
+  const retryBudget = memoryRetryBudget({ maxTokens: 100 })
   return createStack({
     tools: [search],
     clock,

@@ -18,7 +18,7 @@ export type ScopeFunction = (ctx: ToolContext) => string
  */
 export const idempotencyOptionsSchema = z
   .object({
-    /** Where records live. Default: a fresh `memoryStore()` (one process). Use `sqliteStore()` to survive restarts. */
+    /** Where records live. Default: a fresh `memoryIdempotencyStore()` (one process). Use `sqliteStore()` to survive restarts. */
     store: z
       .custom<IdempotencyStore>(isIdempotencyStore, 'must be a store with begin, complete, release and markUnknown methods')
       .optional(),

@@ -64,7 +64,7 @@ export interface IdempotencyStore {
  * hold one need no `await`.
  *
  * @example
- * const begun = memoryStore().begin('key', 'hash', 60_000, 86_400_000) // a BeginResult, not a promise
+ * const begun = memoryIdempotencyStore().begin('key', 'hash', 60_000, 86_400_000) // a BeginResult, not a promise
  */
 export interface SyncIdempotencyStore extends IdempotencyStore {
   begin(key: string, argsHash: string, leaseMs: number, ttlMs: number): BeginResult

@@ -2,7 +2,7 @@ import { createStack, defineTool, LoopError, ToolError } from '@shallot/core'
 import { manualClock } from '@shallot/testing'
 import { describe, expect, it } from 'vitest'
 import { z } from 'zod'
-import { type IdempotencyStore, idempotency, memoryStore } from './index.js'
+import { type IdempotencyStore, idempotency, memoryIdempotencyStore } from './index.js'
 
 /** A write tool whose executions wait at a gate the test opens. */
 function gatedTool(outcomes: Array<() => unknown> = []) {
@@ -115,7 +115,7 @@ describe('idempotency: duplicates in one process', () => {
 
   it('waits across two stacks of one process that share a store', async () => {
     const { tool, runs, open } = gatedTool()
-    const store = memoryStore()
+    const store = memoryIdempotencyStore()
     const a = createStack({ tools: [tool], middleware: [idempotency({ store })] })
     const b = createStack({ tools: [tool], middleware: [idempotency({ store })] })
     const results = [a.dispatch(call()), b.dispatch(call())]
@@ -144,7 +144,7 @@ describe('idempotency: duplicates across processes (manual clock)', () => {
   function twoProcesses(options: { waitMs?: number; pollMs?: number; leaseMs?: number } = {}) {
     const clock = manualClock()
     const gated = gatedTool()
-    const store = memoryStore({ now: clock.now })
+    const store = memoryIdempotencyStore({ now: clock.now })
     const a = createStack({ clock, tools: [gated.tool], middleware: [idempotency({ store, ...options })] })
     const b = createStack({ clock, tools: [gated.tool], middleware: [idempotency({ store: otherProcess(store), ...options })] })
     return { clock, ...gated, a, b }

@@ -1,7 +1,8 @@
 import { createStack, defineTool, type Logger } from '@shallot/core'
 import { describe, expect, it } from 'vitest'
 import { z } from 'zod'
-import { type IdempotencyStore, idempotency, parseStoredResult, storedResultProblem } from './index.js'
+import { type IdempotencyStore, idempotency, parseStoredResult } from './index.js'
+import { storedResultProblem } from './stored-result.js'
 
 function spyLogger() {
   const warnings: Array<{ fields: Record<string, unknown>; msg: string }> = []

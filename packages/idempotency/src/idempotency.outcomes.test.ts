@@ -2,7 +2,7 @@ import { createAgent, createRun, createStack, defineTool, LoopError, memoryCheck
 import { manualClock, scriptedModel } from '@shallot/testing'
 import { describe, expect, it } from 'vitest'
 import { z } from 'zod'
-import { idempotency, memoryStore } from './index.js'
+import { idempotency, memoryIdempotencyStore } from './index.js'
 
 /** A write tool that counts real executions and fails as the test says. */
 function writeTool(effect: 'write' | 'idempotent', behave: (n: number, signal: AbortSignal) => unknown | Promise<unknown>) {
@@ -98,7 +98,7 @@ describe('idempotency: failures', () => {
       throw new ToolError('upstream_error', '500 after the charge was sent')
     })
     const clock = manualClock()
-    const store = memoryStore({ now: clock.now })
+    const store = memoryIdempotencyStore({ now: clock.now })
     const stack = createStack({ clock, tools: [tool], middleware: [idempotency({ store, leaseMs: 10, ttlMs: 1000 })] })
     await stack.dispatch(charge)
     await clock.advance(999)
@@ -126,7 +126,7 @@ describe('idempotency: resumed runs', () => {
         throw new ToolError('permission_denied', 'mail relay refused') // fatal: the run stops, the turn is dropped
       },
     })
-    const store = memoryStore()
+    const store = memoryIdempotencyStore()
     const checkpoints = memoryCheckpoints()
     const turn = {
       toolCalls: [

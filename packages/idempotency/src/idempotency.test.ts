@@ -2,7 +2,7 @@ import { createRun, createStack, defineTool, type Middleware, OptionsError, Tool
 import { manualClock } from '@shallot/testing'
 import { describe, expect, it } from 'vitest'
 import { z } from 'zod'
-import { type IdempotencyStore, idempotency, memoryStore } from './index.js'
+import { type IdempotencyStore, idempotency, memoryIdempotencyStore } from './index.js'
 
 const DAY = 24 * 60 * 60 * 1000
 
@@ -129,7 +129,7 @@ describe('idempotency: replay and keys', () => {
 
   it('refuses a missing or malformed key from the arguments softly, before the store is touched', async () => {
     const { tool, charges } = cardTool()
-    const { store, calls } = recording(memoryStore())
+    const { store, calls } = recording(memoryIdempotencyStore())
     const stack = createStack({ tools: [tool], middleware: [idempotency({ store, keyFrom: 'orderRef' })] })
     const missing = await stack.dispatch(charge({ card: 'c1', amount: 5 }))
     const tooLong = await stack.dispatch(charge({ card: 'c1', amount: 5, orderRef: 'x'.repeat(256) }))
@@ -152,7 +152,7 @@ describe('idempotency: replay and keys', () => {
 
   it('leaves arguments the schema refuses to the dispatcher, without a store record', async () => {
     const { tool } = cardTool()
-    const { store, calls } = recording(memoryStore())
+    const { store, calls } = recording(memoryIdempotencyStore())
     const stack = createStack({ tools: [tool], middleware: [idempotency({ store })] })
     const result = await stack.dispatch(charge({ card: 'c1' }))
     expect(result.error).toMatchObject({ code: 'invalid_arguments' })
@@ -161,7 +161,7 @@ describe('idempotency: replay and keys', () => {
 
   it('lets read tools through untouched, without a key', async () => {
     const { tool, charges } = cardTool({ effect: 'read' })
-    const { store, calls } = recording(memoryStore())
+    const { store, calls } = recording(memoryIdempotencyStore())
     const stack = createStack({ tools: [tool], middleware: [idempotency({ store })] })
     await stack.dispatch(charge({ card: 'c1', amount: 5 }))
     await stack.dispatch(charge({ card: 'c1', amount: 5 }))
@@ -171,7 +171,7 @@ describe('idempotency: replay and keys', () => {
 
   it('never hands the raw arguments to the store: only a key, an arguments hash and the result', async () => {
     const { tool } = cardTool()
-    const { store, calls } = recording(memoryStore())
+    const { store, calls } = recording(memoryIdempotencyStore())
     const stack = createStack({ tools: [tool], middleware: [idempotency({ store, scope: 'tenant-a' })] })
     await stack.dispatch(charge({ card: 'secret-card-4242', amount: 5 }))
     expect(JSON.stringify(calls)).not.toContain('secret-card-4242')
@@ -201,7 +201,7 @@ describe('idempotency: time and scope', () => {
   it('replays 1 ms before the TTL ends and runs the tool again once it has ended (manual clock)', async () => {
     const clock = manualClock()
     const { tool, charges } = cardTool()
-    const stack = createStack({ clock, tools: [tool], middleware: [idempotency({ store: memoryStore({ now: clock.now }) })] })
+    const stack = createStack({ clock, tools: [tool], middleware: [idempotency({ store: memoryIdempotencyStore({ now: clock.now }) })] })
     await stack.dispatch(charge({ card: 'c1', amount: 5 }))
     await clock.advance(DAY - 1)
     expect((await stack.dispatch(charge({ card: 'c1', amount: 5 }))).replayed).toBe(true)
@@ -212,7 +212,7 @@ describe('idempotency: time and scope', () => {
 
   it('keeps two scopes apart: the same arguments in another scope run and get their own result', async () => {
     const { tool, charges } = cardTool()
-    const store = memoryStore()
+    const store = memoryIdempotencyStore()
     const tenantA = createStack({ tools: [tool], middleware: [idempotency({ store, scope: 'tenant-a', keyFrom: 'orderRef' })] })
     const tenantB = createStack({ tools: [tool], middleware: [idempotency({ store, scope: 'tenant-b', keyFrom: 'orderRef' })] })
     const args = { card: 'c1', amount: 5, orderRef: 'order-1' }
@@ -252,7 +252,7 @@ describe('idempotency: time and scope', () => {
 
   it('derives the same key for a resumed run (same run id) and a new key for a new run', async () => {
     const { tool, charges } = cardTool()
-    const store = memoryStore()
+    const store = memoryIdempotencyStore()
     const before = createStack({ tools: [tool], middleware: [idempotency({ store })] })
     await before.dispatch(charge({ card: 'c1', amount: 5 }), { run: createRun({ id: 'run-7' }) })
     const afterRestart = createStack({ tools: [tool], middleware: [idempotency({ store })] })

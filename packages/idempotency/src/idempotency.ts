@@ -13,7 +13,7 @@ import { checkBegin } from './check-begin.js'
 import { derivedKey, keyProblem, scopeProblem, storeKeyOf } from './idempotency-key.js'
 import { type IdempotencyOptions, idempotencyOptionsSchema } from './idempotency-options.js'
 import type { StoredResult } from './idempotency-store.js'
-import { memoryStore } from './memory-store.js'
+import { memoryIdempotencyStore } from './memory-idempotency-store.js'
 import { parsedArgs } from './parsed-args.js'
 import { idempotencyMismatch, invalidKey, invalidScope, outcomeUnknown, stillInFlight, storeUnavailable } from './refusals.js'
 import { settleAction } from './settle-action.js'
@@ -59,7 +59,7 @@ interface Guarded {
  */
 export function idempotency(options?: IdempotencyOptions): Middleware {
   const opts = parseOptions('idempotency()', idempotencyOptionsSchema, options)
-  const store = opts.store ?? memoryStore()
+  const store = opts.store ?? memoryIdempotencyStore()
   const calls = sharedCalls(store)
   const guardedEffects = new Set<ToolEffect>(opts.effects)
   const { ttlMs, leaseMs, waitMs, pollMs } = opts

@@ -1,5 +1,6 @@
+export { idempotencyDefinition } from './definition.js'
 export { idempotency } from './idempotency.js'
-export { type IdempotencyOptions, idempotencyOptionsSchema, type KeyFunction, type ScopeFunction } from './idempotency-options.js'
+export type { IdempotencyOptions, KeyFunction, ScopeFunction } from './idempotency-options.js'
 export {
   type Awaitable,
   type BeginResult,
@@ -8,6 +9,12 @@ export {
   type StoredResult,
   type SyncIdempotencyStore,
 } from './idempotency-store.js'
-export { type MemoryStore, type MemoryStoreOptions, memoryStore, memoryStoreOptionsSchema } from './memory-store.js'
-export { type SettleAction, settleAction } from './settle-action.js'
-export { MAX_RESULT_DEPTH, parseStoredResult, storedResultProblem } from './stored-result.js'
+export {
+  type MemoryIdempotencyStore,
+  type MemoryIdempotencyStoreOptions,
+  type MemoryStore,
+  type MemoryStoreOptions,
+  memoryIdempotencyStore,
+  memoryStore,
+} from './memory-idempotency-store.js'
+export { parseStoredResult } from './stored-result.js'

@@ -1,6 +1,6 @@
 import { LoopError, ToolError } from '@shallot/core'
 import { describe, expect, it } from 'vitest'
-import { settleAction } from './index.js'
+import { settleAction } from './settle-action.js'
 
 describe('settleAction', () => {
   const timeout = new ToolError('timeout', 'timed out')

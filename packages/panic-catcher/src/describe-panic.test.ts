@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest'
-import { describePanic, UNKNOWN_PAYLOAD } from './index.js'
+import { describePanic, UNKNOWN_PAYLOAD } from './describe-panic.js'
 
 describe('describePanic', () => {
   it('tells the kinds of payload apart for the log', () => {

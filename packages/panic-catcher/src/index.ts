@@ -1,2 +1,2 @@
-export { describePanic, MAX_CAUSES, type PanicDescription, UNKNOWN_PAYLOAD } from './describe-panic.js'
-export { DEFAULT_PANIC_HINT, type PanicCatcherOptions, panicCatcher, panicCatcherOptionsSchema } from './panic-catcher.js'
+export { panicCatcherDefinition } from './definition.js'
+export { type PanicCatcherOptions, panicCatcher } from './panic-catcher.js'

@@ -13,7 +13,8 @@ import {
 import fc from 'fast-check'
 import { describe, expect, it } from 'vitest'
 import { z } from 'zod'
-import { DEFAULT_PANIC_HINT, type PanicCatcherOptions, panicCatcher } from './index.js'
+import { type PanicCatcherOptions, panicCatcher } from './index.js'
+import { DEFAULT_PANIC_HINT } from './panic-catcher.js'
 
 const TRUNCATION_MARKER = /… \[truncated from \d+ chars\]$/
 

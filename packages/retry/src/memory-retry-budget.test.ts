@@ -32,7 +32,7 @@ async function storm(stack: ReturnType<typeof createStack>, clock: ReturnType<ty
 
 describe('memoryRetryBudget', () => {
   it('starts full, refuses what it cannot pay, and refills up to its capacity', () => {
-    const budget = memoryRetryBudget({ capacity: 12 })
+    const budget = memoryRetryBudget({ maxTokens: 12 })
     expect([budget.tryTake(5), budget.tryTake(5), budget.tryTake(5)]).toEqual([true, true, false])
     expect(budget.available()).toBe(2)
     budget.refill(4)
@@ -46,8 +46,14 @@ describe('memoryRetryBudget', () => {
   })
 
   it('rejects a bad capacity, naming the option', () => {
-    expect(() => memoryRetryBudget({ capacity: -1 })).toThrow(OptionsError)
-    expect(() => memoryRetryBudget({ capacity: Number.NaN })).toThrow('memoryRetryBudget(): option capacity')
+    expect(() => memoryRetryBudget({ maxTokens: -1 })).toThrow(OptionsError)
+    expect(() => memoryRetryBudget({ maxTokens: Number.NaN })).toThrow('memoryRetryBudget(): option maxTokens')
+    expect(() => memoryRetryBudget({ maxTokens: 5, capacity: 5 })).toThrow('give maxTokens only')
+  })
+
+  it('still takes the deprecated capacity, as maxTokens', () => {
+    const budget = memoryRetryBudget({ capacity: 7 })
+    expect([budget.maxTokens, budget.capacity, budget.available()]).toEqual([7, 7, 7])
   })
 })
 

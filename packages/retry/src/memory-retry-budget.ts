@@ -2,19 +2,35 @@ import { parseOptions } from '@shallot/core'
 import { z } from 'zod'
 import type { RetryBudgetStore } from './retry-budget-store.js'
 
+const tokens = z.number().min(0).max(1_000_000_000)
+
 /**
- * Options of {@link memoryRetryBudget}: `capacity` in tokens (default 500).
+ * Options of {@link memoryRetryBudget}: `maxTokens`, the bucket's size (default 500).
  *
  * @example
- * memoryRetryBudgetOptionsSchema.parse({}) // { capacity: 500 }
+ * memoryRetryBudgetOptionsSchema.parse({}) // { maxTokens: 500 }
  */
-export const memoryRetryBudgetOptionsSchema = z.object({ capacity: z.number().min(0).max(1_000_000_000).default(500) }).strict()
+export const memoryRetryBudgetOptionsSchema = z
+  .strictObject({
+    /** The most tokens the bucket holds; it starts full. Default 500 (AWS SDK standard mode). */
+    maxTokens: tokens.optional(),
+    /** @deprecated Use `maxTokens`; `capacity` goes in the next minor version. */
+    capacity: tokens.optional(),
+  })
+  .superRefine((o, check) => {
+    if (o.maxTokens !== undefined && o.capacity !== undefined)
+      check.addIssue({ code: 'custom', path: ['capacity'], message: 'give maxTokens only (capacity is its old name)' })
+  })
+  .transform((o) => ({ maxTokens: o.maxTokens ?? o.capacity ?? 500 }))
 
 /** What {@link memoryRetryBudget} accepts. */
 export type MemoryRetryBudgetOptions = z.input<typeof memoryRetryBudgetOptionsSchema>
 
 /** An in-memory retry budget: a token bucket that starts full. */
 export interface MemoryRetryBudget extends RetryBudgetStore {
+  /** The most tokens the bucket holds. */
+  readonly maxTokens: number
+  /** @deprecated Use `maxTokens`; `capacity` goes in the next minor version. */
   readonly capacity: number
   tryTake(tokens: number): boolean
   refill(tokens: number): void
@@ -26,13 +42,14 @@ export interface MemoryRetryBudget extends RetryBudgetStore {
  * so pass the same instance to several stacks to make them share a budget.
  *
  * @example
- * const retryBudget = memoryRetryBudget({ capacity: 100 })
+ * const retryBudget = memoryRetryBudget({ maxTokens: 100 })
  * createStack({ middleware: [retry({ retryBudget })], tools })
  */
 export function memoryRetryBudget(options?: MemoryRetryBudgetOptions): MemoryRetryBudget {
-  const { capacity } = parseOptions('memoryRetryBudget()', memoryRetryBudgetOptionsSchema, options)
+  const { maxTokens: capacity } = parseOptions('memoryRetryBudget()', memoryRetryBudgetOptionsSchema, options)
   let tokens = capacity
   return {
+    maxTokens: capacity,
     capacity,
     tryTake(cost) {
       if (cost > tokens) return false

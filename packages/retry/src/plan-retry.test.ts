@@ -1,6 +1,7 @@
 import { ToolError } from '@shallot/core'
 import { describe, expect, it } from 'vitest'
-import { type Backoff, constant, fullJitter, MAX_TOTAL_CALLS, planRetry, type RetryFacts } from './index.js'
+import { type Backoff, constant, fullJitter } from './index.js'
+import { MAX_TOTAL_CALLS, planRetry, type RetryFacts } from './plan-retry.js'
 
 const facts = (overrides: Partial<RetryFacts> = {}): RetryFacts => ({
   error: new ToolError('upstream_error', '503'),

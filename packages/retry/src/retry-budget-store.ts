@@ -3,7 +3,7 @@
  * shared store (Redis) can back one budget for a fleet of workers; the in-memory one answers synchronously.
  *
  * @example
- * const shared: RetryBudgetStore = memoryRetryBudget({ capacity: 500 })
+ * const shared: RetryBudgetStore = memoryRetryBudget({ maxTokens: 500 })
  * const stacks = [retry({ retryBudget: shared }), retry({ retryBudget: shared })]
  */
 export interface RetryBudgetStore {

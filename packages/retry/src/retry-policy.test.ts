@@ -1,6 +1,8 @@
 import { ToolError } from '@shallot/core'
 import { describe, expect, it } from 'vitest'
-import { backoffFromPolicy, retry, retryPolicySchema } from './index.js'
+import { backoffFromPolicy } from './backoff-from-policy.js'
+import { retry } from './index.js'
+import { retryPolicySchema } from './retry-policy.js'
 
 describe('retryPolicySchema', () => {
   it('fills the defaults: full jitter, 3 attempts, AWS standard-mode budget costs', () => {

@@ -1,46 +1,16 @@
-import { type CircuitBreakerOptions, circuitBreaker } from '@shallot/circuit-breaker'
+import { builtins, type DefaultBuiltin } from '@shallot/builtins'
 import { type Middleware, parseOptions } from '@shallot/core'
-import { type ErrorClassifierOptions, errorClassifier } from '@shallot/error-classifier'
-import { type IdempotencyOptions, idempotency } from '@shallot/idempotency'
-import { type PanicCatcherOptions, panicCatcher } from '@shallot/panic-catcher'
-import { type RetryOptions, retry } from '@shallot/retry'
-import { type StuckLoopOptions, stuckLoop } from '@shallot/stuck-loop'
-import { type TimeoutOptions, timeout } from '@shallot/timeout'
 import { z } from 'zod'
 
-/** Options for each of the seven layers; `false` leaves a layer out. */
-export interface DefaultMiddlewareOptions {
-  panicCatcher?: PanicCatcherOptions | false
-  stuckLoop?: StuckLoopOptions | false
-  idempotency?: IdempotencyOptions | false
-  circuitBreaker?: CircuitBreakerOptions | false
-  retry?: RetryOptions | false
-  errorClassifier?: ErrorClassifierOptions | false
-  timeout?: TimeoutOptions | false
+/** Options for each of the seven layers of the default stack, by factory name; `false` leaves a layer out. */
+export type DefaultMiddlewareOptions = {
+  [B in DefaultBuiltin as B['option']]?: Parameters<B['create']>[0] | false
 }
+
+const defaults = builtins.filter((b): b is DefaultBuiltin => b.inDefaultStack)
 
 /** The names of the layers, outermost first: the recommended order (see docs/onion.md for why). */
-export const DEFAULT_ORDER = [
-  'panicCatcher',
-  'stuckLoop',
-  'idempotency',
-  'circuitBreaker',
-  'retry',
-  'errorClassifier',
-  'timeout',
-] as const satisfies ReadonlyArray<keyof DefaultMiddlewareOptions>
-
-const factories: {
-  [K in keyof DefaultMiddlewareOptions]-?: (options: Exclude<DefaultMiddlewareOptions[K], false> | undefined) => Middleware
-} = {
-  panicCatcher,
-  stuckLoop,
-  idempotency,
-  circuitBreaker,
-  retry,
-  errorClassifier,
-  timeout,
-}
+export const DEFAULT_ORDER: readonly (keyof DefaultMiddlewareOptions)[] = Object.freeze(defaults.map((b) => b.option))
 
 // Each layer validates its own options; here only the layer names and "options or false" are checked, so a
 // misspelt layer (`timeOut`) is an error with a suggestion instead of a layer silently left at its defaults.
@@ -63,11 +33,10 @@ const defaultMiddlewareOptionsSchema = z
 export function defaultMiddleware(options: DefaultMiddlewareOptions = {}): Middleware[] {
   parseOptions('defaultMiddleware()', defaultMiddlewareOptionsSchema, options)
   const layers: Middleware[] = []
-  for (const name of DEFAULT_ORDER) {
-    const layerOptions = options[name]
+  for (const { option, create } of defaults) {
+    const layerOptions = options[option]
     if (layerOptions === false) continue
-    const create = factories[name] as (o: unknown) => Middleware
-    layers.push(create(layerOptions))
+    layers.push((create as (o: unknown) => Middleware)(layerOptions))
   }
   return layers
 }

@@ -1,9 +1,82 @@
-export * from '@shallot/circuit-breaker'
-export * from '@shallot/core'
-export * from '@shallot/error-classifier'
-export * from '@shallot/idempotency'
-export * from '@shallot/panic-catcher'
-export * from '@shallot/retry'
-export * from '@shallot/stuck-loop'
-export * from '@shallot/timeout'
+// The names an application uses, listed one by one: a new export of a package is a decision here, not a side effect.
+export { type BulkheadOptions, bulkhead } from '@shallot/bulkhead'
+export {
+  type BreakerStore,
+  type CircuitBreakerOptions,
+  circuitBreaker,
+  consecutive,
+  type FailurePolicy,
+  memoryBreakerStore,
+  sampling,
+} from '@shallot/circuit-breaker'
+export {
+  type Agent,
+  type AgentLimits,
+  type AgentOptions,
+  type AnyTool,
+  type CheckpointStore,
+  type Clock,
+  compose,
+  createAgent,
+  createRun,
+  createStack,
+  defineMiddleware,
+  defineTool,
+  type ErrorCategory,
+  type Logger,
+  LoopError,
+  type LoopErrorKind,
+  type Message,
+  type Middleware,
+  type MiddlewareDefinition,
+  MiddlewareUsageError,
+  type ModelAdapter,
+  type ModelRequest,
+  type ModelResponse,
+  memoryCheckpoints,
+  type Next,
+  OptionsError,
+  type RunContext,
+  type RunOutcome,
+  type RunReport,
+  type RunSnapshot,
+  type Stack,
+  type StackEvent,
+  type StackOptions,
+  systemClock,
+  type ToolCall,
+  type ToolContext,
+  type ToolDefinition,
+  type ToolEffect,
+  ToolError,
+  type ToolErrorCode,
+  type ToolErrorOptions,
+  type ToolResult,
+} from '@shallot/core'
+export { classify, type ErrorClassifierOptions, errorClassifier } from '@shallot/error-classifier'
+export { type FallbackOptions, fallback } from '@shallot/fallback'
+export { type HedgingOptions, hedging } from '@shallot/hedging'
+export {
+  type IdempotencyOptions,
+  type IdempotencyStore,
+  idempotency,
+  memoryIdempotencyStore,
+  memoryStore,
+} from '@shallot/idempotency'
+export { type PanicCatcherOptions, panicCatcher } from '@shallot/panic-catcher'
+export {
+  type Backoff,
+  constant,
+  decorrelatedJitter,
+  equalJitter,
+  exponential,
+  fullJitter,
+  memoryRetryBudget,
+  none,
+  type RetryBudgetStore,
+  type RetryOptions,
+  retry,
+} from '@shallot/retry'
+export { resetStuckLoop, type StuckLoopOptions, stuckLoop } from '@shallot/stuck-loop'
+export { type TimeoutOptions, timeout } from '@shallot/timeout'
 export { DEFAULT_ORDER, type DefaultMiddlewareOptions, defaultMiddleware } from './default-middleware.js'

@@ -2,7 +2,7 @@ import { canonicalJson } from '@shallot/core'
 import { seededRandom } from '@shallot/testing'
 import fc from 'fast-check'
 import { describe, expect, it } from 'vitest'
-import { fingerprint } from './index.js'
+import { fingerprint } from './fingerprint.js'
 
 /** The same value with the keys of every object in a different order. */
 function reorder(value: unknown, random: () => number): unknown {

@@ -1,10 +1,3 @@
-export { fingerprint } from './fingerprint.js'
-export {
-  type LoopEntry,
-  type LoopLedger,
-  type LoopReason,
-  resetStuckLoop,
-  STATE_KEY as STUCK_LOOP_STATE_KEY,
-} from './loop-ledger.js'
-export { normalizeMessage } from './normalize-message.js'
-export { type StuckLoopOptions, stuckLoop, stuckLoopOptionsSchema } from './stuck-loop.js'
+export { stuckLoopDefinition } from './definition.js'
+export { type LoopReason, resetStuckLoop } from './loop-ledger.js'
+export { type StuckLoopOptions, stuckLoop } from './stuck-loop.js'

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest'
-import { normalizeMessage } from './index.js'
+import { normalizeMessage } from './normalize-message.js'
 
 describe('normalizeMessage', () => {
   it('makes failures that differ only in a duration the same outcome', () => {

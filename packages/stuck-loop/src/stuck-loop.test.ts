@@ -11,7 +11,10 @@ import {
 } from '@shallot/core'
 import { describe, expect, it } from 'vitest'
 import { z } from 'zod'
-import { fingerprint, resetStuckLoop, STUCK_LOOP_STATE_KEY, type StuckLoopOptions, stuckLoop, stuckLoopOptionsSchema } from './index.js'
+import { fingerprint } from './fingerprint.js'
+import { resetStuckLoop, type StuckLoopOptions, stuckLoop } from './index.js'
+import { STATE_KEY as STUCK_LOOP_STATE_KEY } from './loop-ledger.js'
+import { stuckLoopOptionsSchema } from './stuck-loop.js'
 
 const MISSING = 'file src/mian.rs not found'
 

@@ -1,6 +1,7 @@
 import fc from 'fast-check'
 import { describe, expect, it } from 'vitest'
-import { formatSeconds, MAX_TIMEOUT_MS } from './index.js'
+import { formatSeconds } from './format-seconds.js'
+import { MAX_TIMEOUT_MS } from './timeout.js'
 
 describe('formatSeconds', () => {
   it.each([

@@ -2,7 +2,8 @@ import { OptionsError, ToolError } from '@shallot/core'
 import { seededRandom } from '@shallot/testing'
 import fc from 'fast-check'
 import { describe, expect, it } from 'vitest'
-import { type Backoff, constant, decorrelatedJitter, equalJitter, exponential, fullJitter, MAX_DELAY_MS, none } from '../index.js'
+import { type Backoff, constant, decorrelatedJitter, equalJitter, exponential, fullJitter, none } from '../index.js'
+import { MAX_DELAY_MS } from './backoff.js'
 
 const error = new ToolError('upstream_error', 'upstream answered 503')
 

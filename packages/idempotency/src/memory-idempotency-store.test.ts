@@ -1,24 +1,24 @@
-import { createStack, defineTool, OptionsError, ToolError } from '@shallot/core'
+import { createRun, createStack, defineTool, OptionsError, ToolError } from '@shallot/core'
 import { manualClock } from '@shallot/testing'
 import { describe, expect, it, vi } from 'vitest'
 import { z } from 'zod'
-import { idempotency, memoryStore } from './index.js'
-import { memoryStoreRawWriter } from './memory-store.js'
+import { idempotency, memoryIdempotencyStore } from './index.js'
+import { memoryIdempotencyStoreRawWriter } from './memory-idempotency-store.js'
 import { idempotencyStoreContract } from './store-contract.js'
 
-describe('memoryStore: the store contract', () => {
+describe('memoryIdempotencyStore: the store contract', () => {
   const cases = idempotencyStoreContract((now) => {
-    const store = memoryStore({ now })
-    return { store, writeRaw: memoryStoreRawWriter(store) }
+    const store = memoryIdempotencyStore({ now })
+    return { store, writeRaw: memoryIdempotencyStoreRawWriter(store) }
   })
   for (const c of cases) it(c.name, () => c.run())
 })
 
-describe('memoryStore: bounds', () => {
+describe('memoryIdempotencyStore: bounds', () => {
   const LEASE = 1000
   const TTL = 60_000
 
-  async function settled(store: ReturnType<typeof memoryStore>, key: string) {
+  async function settled(store: ReturnType<typeof memoryIdempotencyStore>, key: string) {
     const begun = await store.begin(key, 'h', LEASE, TTL)
     if (begun.status !== 'new') throw new Error(`expected new, got ${begun.status}`)
     await store.complete(key, begun.token, { value: key }, TTL)
@@ -26,7 +26,7 @@ describe('memoryStore: bounds', () => {
 
   it('never holds more than maxEntries settled records, dropping the least recently used first', async () => {
     const clock = manualClock()
-    const store = memoryStore({ maxEntries: 3, now: clock.now })
+    const store = memoryIdempotencyStore({ maxEntries: 3, now: clock.now })
     for (const key of ['a', 'b', 'c']) await settled(store, key)
     expect(await store.begin('a', 'h', LEASE, TTL)).toMatchObject({ status: 'done' }) // touch a: b is now oldest
     await settled(store, 'd')
@@ -39,7 +39,7 @@ describe('memoryStore: bounds', () => {
 
   it('never evicts a call in flight or an unknown outcome to make room; full of them, begin fails closed', async () => {
     const clock = manualClock()
-    const store = memoryStore({ maxEntries: 3, now: clock.now })
+    const store = memoryIdempotencyStore({ maxEntries: 3, now: clock.now })
     const crashed = await store.begin('crashed', 'h', LEASE, TTL) // its lease will run out: lease_expired
     await clock.advance(LEASE)
     await store.begin('in-flight', 'h', LEASE, TTL)
@@ -57,7 +57,7 @@ describe('memoryStore: bounds', () => {
   })
 
   it('evicts completed records, never pinned ones, when both kinds fill it', async () => {
-    const store = memoryStore({ maxEntries: 3, now: manualClock().now })
+    const store = memoryIdempotencyStore({ maxEntries: 3, now: manualClock().now })
     await store.begin('in-flight', 'h', LEASE, TTL)
     await settled(store, 'done-1')
     await settled(store, 'done-2')
@@ -72,7 +72,7 @@ describe('memoryStore: bounds', () => {
 
   it('drops expired records it may not evict before it gives up for lack of room', async () => {
     const clock = manualClock()
-    const store = memoryStore({ maxEntries: 2, now: clock.now })
+    const store = memoryIdempotencyStore({ maxEntries: 2, now: clock.now })
     await store.begin('long', 'h', LEASE, 10 * TTL)
     await store.begin('short', 'h', LEASE, TTL) // expires first, behind a live record
     await clock.advance(LEASE + TTL)
@@ -82,7 +82,7 @@ describe('memoryStore: bounds', () => {
 
   it('through idempotency(): a full store refuses a new write softly (store_unavailable), and no write runs twice', async () => {
     const clock = manualClock()
-    const store = memoryStore({ maxEntries: 2, now: clock.now })
+    const store = memoryIdempotencyStore({ maxEntries: 2, now: clock.now })
     let executions = 0
     const chargeCard = defineTool({
       name: 'charge_card',
@@ -116,7 +116,7 @@ describe('memoryStore: bounds', () => {
     const setTimeoutSpy = vi.spyOn(globalThis, 'setTimeout')
     const setIntervalSpy = vi.spyOn(globalThis, 'setInterval')
     const clock = manualClock()
-    const store = memoryStore({ now: clock.now })
+    const store = memoryIdempotencyStore({ now: clock.now })
     for (let i = 0; i < 100; i++) await settled(store, `k${i}`)
     expect(setTimeoutSpy).not.toHaveBeenCalled()
     expect(setIntervalSpy).not.toHaveBeenCalled()
@@ -125,7 +125,27 @@ describe('memoryStore: bounds', () => {
   })
 
   it('refuses a bad option with its name and value', () => {
-    expect(() => memoryStore({ maxEntries: 0 })).toThrow(OptionsError)
-    expect(() => memoryStore({ maxEntries: 0 })).toThrow(/maxEntries.*got 0/)
+    expect(() => memoryIdempotencyStore({ maxEntries: 0 })).toThrow(OptionsError)
+    expect(() => memoryIdempotencyStore({ maxEntries: 0 })).toThrow(/maxEntries.*got 0/)
+  })
+})
+
+describe('memoryStore, the deprecated name', () => {
+  it('is memoryIdempotencyStore: it replays a completed write through the real layer', async () => {
+    const { memoryStore } = await import('./index.js')
+    expect(memoryStore).toBe(memoryIdempotencyStore)
+    let ran = 0
+    const save = defineTool({
+      name: 'save',
+      description: 'save',
+      input: z.object({ n: z.number() }),
+      effect: 'write',
+      execute: ({ n }) => ++ran + n,
+    })
+    const stack = createStack({ middleware: [idempotency({ store: memoryStore() })], tools: [save] })
+    const run = createRun()
+    const first = await stack.dispatch({ id: 'a', name: 'save', args: { n: 1 } }, { run })
+    const again = await stack.dispatch({ id: 'b', name: 'save', args: { n: 1 } }, { run })
+    expect([first.value, again.value, ran]).toEqual([2, 2, 1])
   })
 })

@@ -5,12 +5,12 @@ import type { BeginResult, StoredResult, SyncIdempotencyStore } from './idempote
 import { parseStoredResult } from './stored-result.js'
 
 /**
- * Options of {@link memoryStore}.
+ * Options of {@link memoryIdempotencyStore}.
  *
  * @example
- * memoryStoreOptionsSchema.parse({ maxEntries: 1000 })
+ * memoryIdempotencyStoreOptionsSchema.parse({ maxEntries: 1000 })
  */
-export const memoryStoreOptionsSchema = z
+export const memoryIdempotencyStoreOptionsSchema = z
   .object({
     /** Most records kept; past it the least recently used completed record goes (never one in flight or unknown). Default 10,000. */
     maxEntries: z.number().int().positive().default(10_000),
@@ -19,10 +19,10 @@ export const memoryStoreOptionsSchema = z
   })
   .strict()
 
-export type MemoryStoreOptions = z.input<typeof memoryStoreOptionsSchema>
+export type MemoryIdempotencyStoreOptions = z.input<typeof memoryIdempotencyStoreOptionsSchema>
 
 /** The in-process store: one process only, gone when the process ends. Every method answers synchronously. */
-export interface MemoryStore extends SyncIdempotencyStore {
+export interface MemoryIdempotencyStore extends SyncIdempotencyStore {
   /** Records held now, expired ones not yet dropped included. */
   readonly size: number
   /** Drops every record. */
@@ -62,11 +62,11 @@ const rawWriters = new WeakMap<object, (key: string, record: RawRecord) => void>
  * not, so the contract can check what the store answers for a corrupt record.
  *
  * @example
- * for (const c of idempotencyStoreContract((now) => { const store = memoryStore({ now }); return { store, writeRaw: memoryStoreRawWriter(store) } })) it(c.name, () => c.run())
+ * for (const c of idempotencyStoreContract((now) => { const store = memoryIdempotencyStore({ now }); return { store, writeRaw: memoryIdempotencyStoreRawWriter(store) } })) it(c.name, () => c.run())
  */
-export function memoryStoreRawWriter(store: MemoryStore): (key: string, record: RawRecord) => void {
+export function memoryIdempotencyStoreRawWriter(store: MemoryIdempotencyStore): (key: string, record: RawRecord) => void {
   const write = rawWriters.get(store)
-  if (write === undefined) throw new TypeError('memoryStoreRawWriter() takes a store made by memoryStore()')
+  if (write === undefined) throw new TypeError('memoryIdempotencyStoreRawWriter() takes a store made by memoryIdempotencyStore()')
   return write
 }
 
@@ -78,7 +78,7 @@ export function memoryStoreRawWriter(store: MemoryStore): (key: string, record: 
 function storeFull(maxEntries: number): ToolError {
   return new ToolError(
     'store_full',
-    `memoryStore() holds ${maxEntries} records, all calls in flight or outcomes unknown, which are never evicted; no new key can be claimed`,
+    `memoryIdempotencyStore() holds ${maxEntries} records, all calls in flight or outcomes unknown, which are never evicted; no new key can be claimed`,
     {
       category: 'transient',
       retryable: true,
@@ -98,10 +98,10 @@ function storeFull(maxEntries: number): ToolError {
  *
  * @example
  * const clock = manualClock()
- * const stack = createStack({ clock, tools, middleware: [idempotency({ store: memoryStore({ maxEntries: 1000, now: clock.now }) })] })
+ * const stack = createStack({ clock, tools, middleware: [idempotency({ store: memoryIdempotencyStore({ maxEntries: 1000, now: clock.now }) })] })
  */
-export function memoryStore(options?: MemoryStoreOptions): MemoryStore {
-  const { maxEntries, now = systemClock.now } = parseOptions('memoryStore()', memoryStoreOptionsSchema, options)
+export function memoryIdempotencyStore(options?: MemoryIdempotencyStoreOptions): MemoryIdempotencyStore {
+  const { maxEntries, now = systemClock.now } = parseOptions('memoryIdempotencyStore()', memoryIdempotencyStoreOptionsSchema, options)
   // Two insertion-ordered maps: `settled` (done records, least recently used first) may be evicted;
   // `pinned` (pending and unknown records) never is, only dropped once expired.
   const settled = new Map<string, Entry>()
@@ -148,7 +148,7 @@ export function memoryStore(options?: MemoryStoreOptions): MemoryStore {
     return entry !== undefined && entry.token === token && entry.state === 'pending' ? entry : undefined
   }
 
-  const store: MemoryStore = {
+  const store: MemoryIdempotencyStore = {
     begin(key: string, argsHash: string, leaseMs: number, ttlMs: number): BeginResult {
       const at = now()
       const entry = live(key, at)
@@ -218,3 +218,18 @@ export function memoryStore(options?: MemoryStoreOptions): MemoryStore {
   })
   return store
 }
+
+/**
+ * The old name of {@link memoryIdempotencyStore}.
+ *
+ * @deprecated Use `memoryIdempotencyStore()`; this alias goes in the next minor version.
+ * @example
+ * const store = memoryStore({ maxEntries: 1000 }) // same as memoryIdempotencyStore({ maxEntries: 1000 })
+ */
+export const memoryStore: typeof memoryIdempotencyStore = memoryIdempotencyStore
+
+/** @deprecated Use `MemoryIdempotencyStore`; this alias goes in the next minor version. */
+export type MemoryStore = MemoryIdempotencyStore
+
+/** @deprecated Use `MemoryIdempotencyStoreOptions`; this alias goes in the next minor version. */
+export type MemoryStoreOptions = MemoryIdempotencyStoreOptions

@@ -1,0 +1,1 @@
+export { builtinDefinitions, builtins, DEFAULT_STACK, type DefaultBuiltin } from './builtins.js'

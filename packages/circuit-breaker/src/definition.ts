@@ -1,0 +1,52 @@
+import { defineMiddleware } from '@shallot/core'
+import { z } from 'zod'
+import type { BreakerStore } from './breaker-store.js'
+import { circuitBreaker, circuitBreakerOptionsSchema } from './circuit-breaker.js'
+import { consecutive, consecutiveOptionsSchema } from './consecutive.js'
+import { sampling, samplingOptionsSchema } from './sampling.js'
+
+const { cooldownMs, cooldownGrowth, maxCooldownMs, halfOpenProbes, maxHalfOpenMs, scope, maxKeys } = circuitBreakerOptionsSchema.shape
+
+const policySchema = z
+  .strictObject({ consecutive: consecutiveOptionsSchema.optional(), sampling: samplingOptionsSchema.optional() })
+  .refine((policy) => (policy.consecutive === undefined) !== (policy.sampling === undefined), {
+    message: 'give exactly one of consecutive: { threshold } or sampling: { failureRatio, minimumThroughput, windowMs }',
+  })
+
+/**
+ * The circuit breaker as a config file writes it: its failure policy as data
+ * (`{ consecutive: { threshold: 5 } }`); functions (`key`, `isFailure`, `onStateChange`) cannot be
+ * written in a file, and the store comes from the host (`env.stores.breaker`).
+ *
+ * @example
+ * circuitBreakerFileOptionsSchema.parse({ policy: { sampling: { failureRatio: 0.5 } }, cooldownMs: 10_000 })
+ */
+export const circuitBreakerFileOptionsSchema = z.strictObject({
+  cooldownMs,
+  cooldownGrowth,
+  maxCooldownMs,
+  halfOpenProbes,
+  maxHalfOpenMs,
+  scope,
+  maxKeys,
+  policy: policySchema.optional(),
+})
+
+/**
+ * `circuitBreaker` as a middleware definition, for config files and registries. A host that
+ * shares breaker state (across reconfigurations, or a fleet) passes it as `env.stores.breaker`;
+ * a run-scoped breaker ignores it, its state lives in the run.
+ *
+ * @example
+ * const layer = circuitBreakerDefinition.build({ policy: { consecutive: { threshold: 3 } }, cooldownMs: 10_000 })
+ */
+export const circuitBreakerDefinition = defineMiddleware({
+  name: 'circuit-breaker',
+  description: 'Per-tool breaker: after repeated failures that indict a tool, refuses it softly with circuit_open until a probe succeeds.',
+  options: circuitBreakerFileOptionsSchema,
+  create: ({ policy, ...options }, env) => {
+    const store = options.scope === 'run' ? undefined : (env.stores as { breaker?: BreakerStore } | undefined)?.breaker
+    const failurePolicy = policy?.sampling !== undefined ? sampling(policy.sampling) : consecutive(policy?.consecutive)
+    return circuitBreaker(store === undefined ? { ...options, policy: failurePolicy } : { ...options, policy: failurePolicy, store })
+  },
+})

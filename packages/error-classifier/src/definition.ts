@@ -1,0 +1,26 @@
+import { defineMiddleware } from '@shallot/core'
+import { z } from 'zod'
+import { errorClassifier, errorClassifierOptionsSchema } from './error-classifier.js'
+
+const { rules, builtins, maxLength, maxRetryAfterMs, secrets, sanitizeToolErrors } = errorClassifierOptionsSchema.shape
+
+/**
+ * The error classifier as a config file writes it: every option but the `now` function.
+ *
+ * @example
+ * errorClassifierFileOptionsSchema.parse({ rules: [{ match: { status: 404 }, then: { code: 'no_such_order', category: 'recoverable' } }] })
+ */
+export const errorClassifierFileOptionsSchema = z.strictObject({ rules, builtins, maxLength, maxRetryAfterMs, secrets, sanitizeToolErrors })
+
+/**
+ * `errorClassifier` as a middleware definition, for config files and registries.
+ *
+ * @example
+ * const layer = errorClassifierDefinition.build({ maxLength: 300, secrets: [apiKey] })
+ */
+export const errorClassifierDefinition = defineMiddleware({
+  name: 'error-classifier',
+  description: 'Turns foreign throws (HTTP statuses, errno codes, SDK errors) into redacted soft ToolErrors; rules are data.',
+  options: errorClassifierFileOptionsSchema,
+  create: (options) => errorClassifier(options),
+})
