@@ -1,6 +1,7 @@
 // Every published package imported by name, so `tsc` with skipLibCheck false reads every .d.ts a consumer
 // can reach, and the run proves each entry point loads under plain Node from an npm install.
 import * as aiSdk from '@shallot/ai-sdk'
+import * as builtins from '@shallot/builtins'
 import * as bulkhead from '@shallot/bulkhead'
 import * as circuitBreaker from '@shallot/circuit-breaker'
 import * as cli from '@shallot/cli'
@@ -14,7 +15,9 @@ import * as idempotencyContract from '@shallot/idempotency/contract'
 import * as langchain from '@shallot/langchain'
 import * as mcp from '@shallot/mcp'
 import * as openaiAgents from '@shallot/openai-agents'
+import * as otel from '@shallot/otel'
 import * as panicCatcher from '@shallot/panic-catcher'
+import * as policy from '@shallot/policy'
 import * as retry from '@shallot/retry'
 import * as storePostgres from '@shallot/store-postgres'
 import * as storeRedis from '@shallot/store-redis'
@@ -26,6 +29,7 @@ import * as shallot from 'shallot'
 
 const modules = {
   aiSdk,
+  builtins,
   bulkhead,
   circuitBreaker,
   cli,
@@ -39,7 +43,9 @@ const modules = {
   langchain,
   mcp,
   openaiAgents,
+  otel,
   panicCatcher,
+  policy,
   retry,
   storePostgres,
   storeRedis,
