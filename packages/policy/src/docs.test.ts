@@ -1,5 +1,5 @@
 import { readFileSync } from 'node:fs'
-import { configFromSource, createStackFromConfig, parseSource } from '@shallot/config'
+import { createStackFromConfig } from '@shallot/config'
 import { createRun, createStack, LoopError } from '@shallot/core'
 import { idempotency, memoryStore } from '@shallot/idempotency'
 import { panicCatcher } from '@shallot/panic-catcher'
@@ -8,7 +8,7 @@ import { scriptedModel } from '@shallot/testing'
 import { describe, expect, it } from 'vitest'
 import { answerLater, askingAgent } from './docs-example.js'
 import { policy, policyDefinition } from './index.js'
-import { countedTools, fencedBlocks } from './test-tools.js'
+import { countedTools, fencedBlocks, loadYaml } from './test-tools.js'
 
 const page = readFileSync(new URL('../../../docs/guardrails.md', import.meta.url), 'utf8')
 
@@ -23,7 +23,7 @@ describe('docs/guardrails.md', () => {
 
   it('its YAML loads with the policy named, and enforces the rules it shows', async () => {
     const [yaml] = fencedBlocks(page, 'yaml')
-    const config = await configFromSource(parseSource(yaml as string, 'shallot.yaml'), { middleware: [policyDefinition] })
+    const config = await loadYaml(yaml as string, 'shallot.yaml')
     const { runs, tools } = countedTools()
     const stack = createStackFromConfig(config, { tools })
     const run = createRun()

@@ -1,10 +1,10 @@
 import { readFileSync } from 'node:fs'
-import { configFromSource, createStackFromConfig, parseSource } from '@shallot/config'
+import { createStackFromConfig } from '@shallot/config'
 import { createRun, LoopError } from '@shallot/core'
 import { describe, expect, it } from 'vitest'
 import { policyDefinition } from './index.js'
 import { guardedStack } from './readme-example.js'
-import { countedTools, fencedBlocks } from './test-tools.js'
+import { countedTools, fencedBlocks, loadYaml } from './test-tools.js'
 
 const read = (file: string) => readFileSync(new URL(file, import.meta.url), 'utf8')
 
@@ -35,7 +35,7 @@ describe('README', () => {
 
   it('the YAML sample loads and denies deletes', async () => {
     const [yaml] = fencedBlocks(read('../README.md'), 'yaml')
-    const config = await configFromSource(parseSource(yaml as string, 'README.yaml'), { middleware: [policyDefinition] })
+    const config = await loadYaml(yaml as string, 'README.yaml')
     const { runs, tools } = countedTools()
     const stack = createStackFromConfig(config, { tools })
     expect((await stack.dispatch({ id: '1', name: 'delete_file', args: { path: '/a' } })).content).toContain('nothing is deleted here')

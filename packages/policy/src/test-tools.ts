@@ -1,5 +1,10 @@
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import { loadConfig } from '@shallot/config'
 import { defineTool } from '@shallot/core'
 import { z } from 'zod'
+import { policyDefinition } from './definition.js'
 
 /** Tools that count how often they really ran, for the policy's tests. */
 export function countedTools() {
@@ -73,4 +78,16 @@ export function fencedBlocks(markdown: string, lang: string): string[] {
   const fence = new RegExp(`^\`\`\`${lang}\\n([\\s\\S]*?)^\`\`\`$`, 'gm')
   for (const match of markdown.matchAll(fence)) blocks.push(match[1] as string)
   return blocks
+}
+
+/** Loads a config file's text the way users do: written to a file, read by `loadConfig`, with the policy named. */
+export async function loadYaml(yaml: string, name: string) {
+  const dir = mkdtempSync(join(tmpdir(), 'shallot-policy-'))
+  const file = join(dir, name)
+  writeFileSync(file, yaml)
+  try {
+    return await loadConfig(file, { middleware: [policyDefinition] })
+  } finally {
+    rmSync(dir, { recursive: true, force: true })
+  }
 }
