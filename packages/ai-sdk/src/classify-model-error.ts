@@ -67,6 +67,15 @@ function transientCode(f: ModelErrorFacts): TransientCode | undefined {
   return undefined
 }
 
+/** Whether it already is a shallot error; a proxy whose traps throw is not. */
+function isShallotError(error: unknown): error is ToolError | LoopError {
+  try {
+    return LoopError.is(error) || ToolError.is(error)
+  } catch {
+    return false
+  }
+}
+
 const WHAT: Record<TransientCode, string> = {
   rate_limited: 'the model provider is rate limiting',
   overloaded: 'the model provider is overloaded',
@@ -99,7 +108,7 @@ const WHAT: Record<TransientCode, string> = {
  * }
  */
 export function classifyModelError(error: unknown, options: ClassifyModelErrorOptions = {}): ToolError | LoopError {
-  if (LoopError.is(error) || ToolError.is(error)) return error
+  if (isShallotError(error)) return error
   const facts = modelErrorFacts(error)
   const quote = sanitize(facts.message, { maxLength: MAX_QUOTE, ...(options.secrets === undefined ? {} : { secrets: options.secrets }) })
   const said = quote === '' ? '' : `: ${quote}`

@@ -30,7 +30,8 @@ export function retryAfterFromHeaders(headers: unknown, now: () => number, maxMs
   return clamp(at - now(), maxMs)
 }
 
+/** `ms` comes from a DECIMAL string, so Infinity is only a number too long to represent: the longest wait. */
 function clamp(ms: number, maxMs: number): number | undefined {
-  if (!Number.isFinite(ms)) return undefined
+  if (Number.isNaN(ms)) return undefined
   return Math.min(Math.max(0, Math.ceil(ms)), maxMs)
 }
