@@ -3,8 +3,8 @@ import { createAgent, defineTool } from '@shallot/core'
 import { z } from 'zod'
 import { aiSdkModel } from './index.js'
 
-/** A shallot agent on an OpenAI model: the SDK returns the tool calls, the agent runs them through its stack. */
-export async function explainMain(openai = createOpenAI({ apiKey: process.env.OPENAI_API_KEY })) {
+/** A shallot agent on an OpenAI model (the key from OPENAI_API_KEY): the SDK returns the tool calls, the agent runs them. */
+export async function explainMain(openai = createOpenAI()) {
   const readFile = defineTool({
     name: 'read_file',
     description: 'Read a file of the project',

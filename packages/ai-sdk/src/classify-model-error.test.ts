@@ -4,7 +4,14 @@ import { describe, expect, it } from 'vitest'
 import { classifyModelError } from './classify-model-error.js'
 
 const apiError = (statusCode: number | undefined, responseHeaders: Record<string, string> = {}, data?: unknown, message = 'failed') =>
-  new APICallError({ message, url: 'https://api.example.com/v1', requestBodyValues: {}, statusCode, responseHeaders, data })
+  new APICallError({
+    message,
+    url: 'https://api.example.com/v1',
+    requestBodyValues: {},
+    responseHeaders,
+    data,
+    ...(statusCode === undefined ? {} : { statusCode }),
+  })
 
 const NOW = Date.parse('2026-12-01T10:00:00Z')
 const at = { now: () => NOW }
