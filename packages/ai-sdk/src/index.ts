@@ -1,3 +1,5 @@
+export { type AiSdkModelOptions, aiSdkModel } from './ai-sdk-model.js'
+export { type ClassifyModelErrorOptions, classifyModelError } from './classify-model-error.js'
 export {
   type ShallotTool,
   type ShallotToolSet,

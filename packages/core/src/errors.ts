@@ -144,6 +144,8 @@ export type LoopErrorKind =
   | 'fatal'
   | 'model_failed'
   | 'tool_crashed'
+  | 'context_exceeded'
+  | 'fallback_exhausted'
 
 export interface LoopErrorOptions {
   cause?: unknown

@@ -18,7 +18,7 @@ export {
   type ToolErrorOptions,
 } from './errors.js'
 export { silentLogger } from './logger.js'
-export type { Message, ModelAdapter, ModelRequest, ModelResponse, ModelTool } from './model.js'
+export type { Message, ModelAdapter, ModelFinishReason, ModelRequest, ModelResponse, ModelTool, ModelUsage } from './model.js'
 export { isTransientModelError, type ModelRetry } from './model-call.js'
 export { OptionsError, parseOptions } from './options.js'
 export { type ErrorRenderer, renderError, renderValue } from './render.js'

@@ -20,12 +20,28 @@ export interface ModelRequest {
   readonly messages: readonly Message[]
   readonly tools: readonly ModelTool[]
   readonly signal: AbortSignal
+  /** The system prompt (instructions), sent the way the provider carries it. */
+  readonly system?: string
 }
+
+/** Tokens one model call spent, as the provider reported them; a count it did not report is left out. */
+export interface ModelUsage {
+  readonly inputTokens?: number
+  readonly outputTokens?: number
+}
+
+/**
+ * Why the model stopped: `stop` (done), `tool_calls`, `length` (cut by the output-token limit: a
+ * tool call in that answer is incomplete and must not run), `content_filter`, `error`, `other`.
+ */
+export type ModelFinishReason = 'stop' | 'tool_calls' | 'length' | 'content_filter' | 'error' | 'other'
 
 export interface ModelResponse {
   readonly text?: string
   /** No tool calls means the model is done and `text` is the run's output. */
   readonly toolCalls?: readonly ToolCall[]
+  readonly usage?: ModelUsage
+  readonly finishReason?: ModelFinishReason
 }
 
 /**

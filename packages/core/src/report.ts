@@ -23,6 +23,8 @@ const WHY: Record<LoopErrorKind, string> = {
   fatal: 'a tool failed in a way no retry or rewording can fix',
   model_failed: 'the model call kept failing after its own retries',
   tool_crashed: 'a tool threw an error that no layer turned into a soft error',
+  context_exceeded: "the conversation no longer fits the model's context window",
+  fallback_exhausted: 'every model in the fallback chain was unavailable',
 }
 
 function detail(error: LoopError, key: string): string {
@@ -50,6 +52,10 @@ function nextSteps(error: LoopError, runId: string): string {
       return `Check the model provider (status, credentials, quota), ${resume}.`
     case 'tool_crashed':
       return `Fix ${tool || 'the tool'} or add panicCatcher() to the stack so crashes reach the model as soft errors, ${resume}.`
+    case 'context_exceeded':
+      return `Narrow the task, use a model with a larger context window, or make tools return less text; start a new run.`
+    case 'fallback_exhausted':
+      return `Check the providers of every model in the chain (status, credentials, quota), ${resume}.`
   }
 }
 
