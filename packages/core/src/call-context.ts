@@ -11,7 +11,7 @@ export type EventSink = (ctx: CallContext, event: TraceEvent) => void
  * would give each call a shape of its own and cost several microseconds in allocation and GC.
  */
 export class CallContext implements ToolContext {
-  readonly call: ToolCall
+  #call: ToolCall
   readonly tool: AnyTool | undefined
   readonly run: RunContext
   attempt = 1
@@ -47,7 +47,7 @@ export class CallContext implements ToolContext {
     sink: EventSink,
     toolNames: () => readonly string[],
   ) {
-    this.call = call
+    this.#call = call
     this.tool = tool
     this.run = run
     this.#current = signal
@@ -56,6 +56,21 @@ export class CallContext implements ToolContext {
     this.random = random
     this.#sink = sink
     this.#toolNames = toolNames
+  }
+
+  get call(): ToolCall {
+    return this.#call
+  }
+
+  /**
+   * Replaced only by a layer that runs the inner layers with other arguments (an approval with edited
+   * arguments): the parse and the fingerprint are of the call as it now stands, so the tool never runs
+   * with the arguments it replaced.
+   */
+  set call(value: ToolCall) {
+    this.#call = value
+    this.#parsed = undefined
+    this.#fingerprint = undefined
   }
 
   /** The parse, made once: on first read, or before the onion for a schema that may need an async parse. */
