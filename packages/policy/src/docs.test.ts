@@ -7,7 +7,7 @@ import { stuckLoop } from '@shallot/stuck-loop'
 import { scriptedModel } from '@shallot/testing'
 import { describe, expect, it } from 'vitest'
 import { answerLater, askingAgent } from './docs-example.js'
-import { policy, policyDefinition } from './index.js'
+import { policy } from './index.js'
 import { countedTools, fencedBlocks, loadYaml } from './test-tools.js'
 
 const page = readFileSync(new URL('../../../docs/guardrails.md', import.meta.url), 'utf8')

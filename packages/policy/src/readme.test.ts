@@ -2,7 +2,6 @@ import { readFileSync } from 'node:fs'
 import { createStackFromConfig } from '@shallot/config'
 import { createRun, LoopError } from '@shallot/core'
 import { describe, expect, it } from 'vitest'
-import { policyDefinition } from './index.js'
 import { guardedStack } from './readme-example.js'
 import { countedTools, fencedBlocks, loadYaml } from './test-tools.js'
 
