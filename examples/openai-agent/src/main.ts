@@ -57,7 +57,7 @@ console.log('━━ Scene 1 · A mistyped path, healed by a soft error')
         : { text: 'read it' },
     (request) => ({ text: `main.rs prints a greeting: ${lastOutputs(request)[0]?.trim()}` }),
   ])
-  const shallot = shallotFunctionTools([readFileSpec], { middleware: defaultMiddleware(), maxSteps: 20 })
+  const shallot = shallotFunctionTools([readFileSpec], { middleware: defaultMiddleware(), limits: { maxSteps: 20 } })
   const result = await run(agentWith(model, shallot.tools), 'What does src/main.rs do?', { signal: shallot.signal, maxTurns: 10 })
   printRun(result)
   console.log(`completed in ${model.requests.length} model turns`)

@@ -1,7 +1,7 @@
 import { AIMessage } from '@langchain/core/messages'
 import { fakeModel } from '@langchain/core/testing'
 import { shallotTools, toShallotTools } from '@shallot/ai-sdk'
-import { createAgent, createStack, defineTool, LoopError, type Stack } from '@shallot/core'
+import { createAgent, createStack, defineTool, LoopError } from '@shallot/core'
 import { loopErrorOf, shallotMiddleware, toShallotTool } from '@shallot/langchain'
 import { scriptedModel } from '@shallot/testing'
 import { generateText, tool as sdkTool, stepCountIs } from 'ai'
@@ -50,10 +50,8 @@ async function throughAiSdk(escalate?: Escalate): Promise<{ error: unknown; mode
     delete_repo: sdkTool({ description: deleteRepo.description, inputSchema: deleteRepo.input, execute: deleteRepo.execute }),
   }
   const effects = { delete_repo: 'write' } as const
-  const guarded =
-    escalate === undefined
-      ? shallotTools(tools, { effects })
-      : shallotTools(tools, { stack: createStack({ tools: toShallotTools(tools, { effects }), escalate }) })
+  // The host takes the stack's escalation policy in its own options, in the same words as createAgent.
+  const guarded = shallotTools(tools, { effects, ...(escalate === undefined ? {} : { escalate }) })
   try {
     await generateText({
       model,
@@ -74,9 +72,7 @@ async function throughLangChain(escalate?: Escalate): Promise<{ error: unknown; 
     .respondWithTools([{ name: 'delete_repo', args }])
     .respond(new AIMessage('deleted, I think'))
   const tool = langChainTool(deleteRepo.execute, { name: deleteRepo.name, description: deleteRepo.description, schema: deleteRepo.input })
-  const stack: Stack | undefined =
-    escalate === undefined ? undefined : createStack({ tools: [toShallotTool(tool, { effect: 'write' })], escalate })
-  const layer = stack === undefined ? shallotMiddleware({ effects: { delete_repo: 'write' } }) : shallotMiddleware({ stack })
+  const layer = shallotMiddleware({ effects: { delete_repo: 'write' }, ...(escalate === undefined ? {} : { escalate }) })
   const agent = createLangChainAgent({ model, tools: [tool], middleware: [layer] })
   try {
     await agent.invoke({ messages: [{ role: 'user', content: 'delete acme/site' }] })
@@ -102,5 +98,28 @@ describe('one failing tool, three hosts, one channel', () => {
     expect(hosts.map((host) => hardOf(host.error))).toEqual([undefined, undefined, undefined])
     // The model read the refusal and answered: a second model call in every host.
     expect(hosts.map((host) => host.modelCalls)).toEqual([2, 2, 2])
+  })
+
+  it('keeps the soft channel too when the policy comes with a ready stack', async () => {
+    const sdkTools = {
+      delete_repo: sdkTool({ description: deleteRepo.description, inputSchema: deleteRepo.input, execute: deleteRepo.execute }),
+    }
+    const stack = createStack({ tools: toShallotTools(sdkTools, { effects: { delete_repo: 'write' } }), escalate: { user: false } })
+    const guarded = shallotTools(sdkTools, { stack })
+    const lcTool = langChainTool(deleteRepo.execute, {
+      name: deleteRepo.name,
+      description: deleteRepo.description,
+      schema: deleteRepo.input,
+    })
+    const lcStack = createStack({ tools: [toShallotTool(lcTool, { effect: 'write' })], escalate: { user: false } })
+
+    for (const stackOfHost of [stack, lcStack]) {
+      const result = await stackOfHost.dispatch({ id: 'c1', name: 'delete_repo', args })
+      expect(result.ok).toBe(false)
+    }
+    expect(guarded.error).toBeUndefined()
+    // Escalation next to a ready stack is refused, not ignored: it belongs where the stack was built.
+    expect(() => shallotTools(sdkTools, { stack, escalate: { user: false } })).toThrow(/escalate.*belongs to the stack/s)
+    expect(() => shallotMiddleware({ stack: lcStack, escalate: { user: false } })).toThrow(/escalate.*belongs to the stack/s)
   })
 })

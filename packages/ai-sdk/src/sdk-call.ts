@@ -3,8 +3,8 @@ import type { Tool } from 'ai'
 
 /**
  * The AI SDK's execution options of the call being dispatched. A tool's `execute` in a shallot
- * stack only receives `{ signal, idempotencyKey, attempt, log }`, so the wrapper parks the SDK's
- * options here for the converted tool to hand on whole (`toolCallId`, `messages`, and the context:
+ * stack receives shallot's own context (`{ call, signal, idempotencyKey, attempt, log }`), not the
+ * SDK's, so the wrapper parks the SDK's options here for the converted tool to hand on whole (`toolCallId`, `messages`, and the context:
  * `experimental_context` in ai 6, `context` and `experimental_sandbox` in ai 7).
  */
 export const sdkCall = new AsyncLocalStorage<SdkExecutionOptions>()

@@ -131,7 +131,7 @@ describe('hard errors stop the generation', () => {
     const { readFile } = projectFiles({ 'a.txt': 'A' })
     const call = { toolCalls: [{ name: 'read_file', input: { path: 'a.txt' } }] }
     const model = scriptedLanguageModel([call, call, { text: 'never reached' }])
-    const shallot = shallotTools({ read_file: readFile }, { maxSteps: 1 })
+    const shallot = shallotTools({ read_file: readFile }, { limits: { maxSteps: 1 } })
 
     const generation = generateText({
       model,
@@ -151,7 +151,7 @@ describe('hard errors stop the generation', () => {
   it('rejects even when the hard stop happens on the last allowed step, through stopOnHardError', async () => {
     const { readFile } = projectFiles({ 'a.txt': 'A' })
     const call = { toolCalls: [{ name: 'read_file', input: { path: 'a.txt' } }] }
-    const withStop = shallotTools({ read_file: readFile }, { maxSteps: 1 })
+    const withStop = shallotTools({ read_file: readFile }, { limits: { maxSteps: 1 } })
     const generation = generateText({
       model: scriptedLanguageModel([call, call]),
       prompt: 'read a.txt twice',
@@ -161,7 +161,7 @@ describe('hard errors stop the generation', () => {
     await expect(generation).rejects.toMatchObject({ kind: 'budget_exhausted' })
 
     // Without it, the SDK ends the generation normally after its last step; the error is still on the set.
-    const without = shallotTools({ read_file: readFile }, { maxSteps: 1 })
+    const without = shallotTools({ read_file: readFile }, { maxSteps: 1 }) // the deprecated spelling still works
     const result = await generateText({
       model: scriptedLanguageModel([call, call]),
       prompt: 'read a.txt twice',

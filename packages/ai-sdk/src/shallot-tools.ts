@@ -1,12 +1,14 @@
 import type { Tracer } from '@opentelemetry/api'
 import {
   createRun,
-  createStack,
   LoopError,
+  maxStepsFrom,
   onlyWithoutStack,
   parseOptions,
   type RunContext,
+  runBudgetRefinement,
   type Stack,
+  stackFromSource,
   stackSourceShape,
   type ToolEffect,
   type ToolResult,
@@ -46,16 +48,13 @@ export const shallotToolsOptionsSchema = z
     effects: z.record(z.string(), z.enum(['read', 'idempotent', 'write'])).optional(),
     /** The run these calls belong to (its budget and per-run state). Default: a new run per `shallotTools()` call. */
     run: custom<RunContext>('a run from createRun()', (v) => isObject(v) && isObject((v as RunContext).budget)).optional(),
-    /** Step budget of the new run: every tool attempt spends one; past it the generation stops with `budget_exhausted`. */
+    /** Deprecated: use `limits: { maxSteps }` (kept for one minor version). */
     maxSteps: z.number().int().positive().optional(),
     /** Your cancellation: aborting it cancels every call in flight and the generation (through `abortSignal`). */
     signal: custom<AbortSignal>('an AbortSignal', (v) => v instanceof AbortSignal).optional(),
   })
   .superRefine(onlyWithoutStack(['effects']))
-  .refine((o) => o.run === undefined || o.maxSteps === undefined, {
-    path: ['maxSteps'],
-    message: 'applies to the new run only; with `run`, set maxSteps in createRun()',
-  })
+  .superRefine(runBudgetRefinement)
 
 export type ShallotToolsOptions = z.input<typeof shallotToolsOptionsSchema>
 
@@ -123,15 +122,7 @@ export function shallotTools<T extends ToolSet>(tools: T, options?: ShallotTools
   const o = parseOptions('shallotTools()', shallotToolsOptionsSchema, options)
   const stack =
     o.stack ??
-    createStack({
-      tools: toShallotTools(tools, o.effects === undefined ? {} : { effects: o.effects as Record<string, ToolEffect> }),
-      ...(o.middleware === undefined ? {} : { middleware: o.middleware }),
-      ...(o.clock === undefined ? {} : { clock: o.clock }),
-      ...(o.random === undefined ? {} : { random: o.random }),
-      ...(o.logger === undefined ? {} : { logger: o.logger }),
-      ...(o.limits === undefined ? {} : { limits: o.limits }),
-      ...(o.renderError === undefined ? {} : { renderError: o.renderError }),
-    })
+    stackFromSource(o, toShallotTools(tools, o.effects === undefined ? {} : { effects: o.effects as Record<string, ToolEffect> }))
   for (const [name, sdkTool] of Object.entries(tools)) {
     if (typeof sdkTool.execute === 'function' && !stack.tools.has(name)) {
       throw new TypeError(
@@ -139,7 +130,8 @@ export function shallotTools<T extends ToolSet>(tools: T, options?: ShallotTools
       )
     }
   }
-  const run = o.run ?? createRun(o.maxSteps === undefined ? {} : { maxSteps: o.maxSteps })
+  const maxSteps = maxStepsFrom(o)
+  const run = o.run ?? createRun(maxSteps === undefined ? {} : { maxSteps })
   const stopper = new AbortController()
   const abortSignal = o.signal === undefined ? stopper.signal : AbortSignal.any([o.signal, stopper.signal])
   let error: LoopError | undefined

@@ -81,6 +81,14 @@ describe('shallotTools options', () => {
     expect(() => shallotTools(tools, { maxSteps: 0 })).toThrow('option maxSteps')
   })
 
+  it('takes the step budget as limits.maxSteps, like createAgent, and refuses a bad or doubled one', () => {
+    for (const bad of [0, -1, 1.5, Number.NaN, Number.POSITIVE_INFINITY, '5']) {
+      expect(() => shallotTools(tools, { limits: { maxSteps: bad as number } })).toThrow('option limits.maxSteps')
+    }
+    expect(() => shallotTools(tools, { limits: { maxSteps: 5 }, maxSteps: 5 })).toThrow(/deprecated spelling of limits.maxSteps/)
+    expect(() => shallotTools(tools, { limits: { maxSteps: 5 } })).not.toThrow()
+  })
+
   it('refuses stack options next to a ready stack, and a stack that lacks one of the tools', () => {
     const stack = createStack({ tools: toShallotTools(tools) })
     expect(() => shallotTools(tools, { stack, middleware: [] })).toThrow('option middleware: belongs to the stack')

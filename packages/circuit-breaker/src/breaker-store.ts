@@ -1,8 +1,8 @@
 import type { BreakerState } from './breaker-machine.js'
 
 /**
- * Where a stack-scoped breaker keeps its state, so several workers can share one (a Redis store
- * comes later). Every method may be async. When a method throws or rejects, the breaker falls back
+ * Where a stack-scoped breaker keeps its state, so several workers can share one
+ * (`@shallot/store-redis` and `@shallot/store-postgres` ship one each). Every method may be async. When a method throws or rejects, the breaker falls back
  * to its own in-memory state for that call, so a sick store never takes the tools down with it.
  *
  * @example

@@ -44,8 +44,8 @@ function controlledTool() {
   }
 }
 
-/** The seeds' flaky tool: times out twice, would succeed from the third call on. */
-function seedsTool() {
+/** A flaky tool: times out twice, would succeed from the third call on. */
+function flakyTool() {
   let calls = 0
   const tool = defineTool({
     name: 'flaky',
@@ -79,9 +79,9 @@ describe('circuitBreaker', () => {
     vi.useRealTimers()
   })
 
-  it("opens after the seeds' two timeouts, refuses the third call without invoking the tool, and lets exactly one probe through after the cooldown", async () => {
+  it('opens after two timeouts, refuses the third call without invoking the tool, and lets exactly one probe through after the cooldown', async () => {
     const clock = manualClock()
-    const flaky = seedsTool()
+    const flaky = flakyTool()
     const stack = createStack({ middleware: [circuitBreaker({ policy: consecutive({ threshold: 2 }) })], tools: [flaky.tool], clock })
     const states = recordStates(stack)
 
@@ -194,7 +194,7 @@ describe('circuitBreaker', () => {
   })
 
   it('stays closed through 1,000 invalid_arguments failures', async () => {
-    const flaky = seedsTool()
+    const flaky = flakyTool()
     const stack = createStack({ middleware: [circuitBreaker({ policy: consecutive({ threshold: 2 }) })], tools: [flaky.tool] })
     for (let i = 0; i < 1000; i++) {
       const result = await stack.dispatch({ id: `bad${i}`, name: 'flaky', args: { q: 42 } })
@@ -229,7 +229,7 @@ describe('circuitBreaker', () => {
 
   it('changes nothing when the wall clock moves a year either way', async () => {
     vi.useFakeTimers({ toFake: ['Date'] })
-    const flaky = seedsTool()
+    const flaky = flakyTool()
     const breaker = circuitBreaker({ policy: consecutive({ threshold: 1 }), cooldownMs: 60_000 })
     const stack = createStack({ middleware: [breaker], tools: [flaky.tool] })
     await stack.dispatch(call('1'))

@@ -148,7 +148,7 @@ export function toHard(
   const what = err instanceof Error ? clean(`${err.name}: ${err.message}`) : typeof err
   return new LoopError(
     'tool_crashed',
-    `Tool "${tool}" threw ${what}, and no layer turned it into a soft error; add panicCatcher() to the stack`,
+    `Tool '${tool}' threw ${what}, and no layer turned it into a soft error; add panicCatcher() to the stack`,
     { cause: err, details: { tool } },
   )
 }

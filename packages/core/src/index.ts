@@ -26,7 +26,15 @@ export { buildReport, type RunReport } from './report.js'
 export { type CreateRunOptions, createRun, type MutableRun, StepBudget } from './run.js'
 export { describeShape, jsonSchemaOf } from './shape.js'
 export { createStack, type DispatchOptions, type Stack, type StackEvent, type StackLimits, type StackOptions } from './stack.js'
-export { onlyWithoutStack, stackSourceShape } from './stack-options-schema.js'
+export {
+  type HostLimits,
+  maxStepsFrom,
+  onlyWithoutStack,
+  runBudgetRefinement,
+  type StackSource,
+  stackFromSource,
+  stackSourceShape,
+} from './stack-options-schema.js'
 export { closest } from './suggest.js'
 export { formatPath } from './text/format-path.js'
 export { stripInvisible } from './text/invisible.js'

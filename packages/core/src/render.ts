@@ -9,7 +9,7 @@ import type { ToolCall } from './types.js'
 export type ErrorRenderer = (error: ToolErrorJSON, call: ToolCall, details: Readonly<Record<string, string | number | boolean>>) => string
 
 /**
- * The default: compact JSON `{"error":code,"message":…,"hint":…}` as in the seeds, plus
+ * The default: compact JSON `{"error":code,"message":…,"hint":…}` (the soft-error wording of docs/errors.md), plus
  * `retryAfterMs` when the model should wait before trying again.
  *
  * @example

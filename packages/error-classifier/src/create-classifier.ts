@@ -1,4 +1,4 @@
-// biome-ignore-all lint/suspicious/noThenProperty: rules are { match, then } as the issue specifies; `then` is data, never callable, so no rule is a thenable
+// biome-ignore-all lint/suspicious/noThenProperty: rules are { match, then } (docs/errors.md); `then` is data, never callable, so no rule is a thenable
 import { createSanitizer, ToolError, type ToolErrorOptions } from '@shallot/core'
 import { z } from 'zod'
 import { describeError } from './describe-error.js'

@@ -1,4 +1,4 @@
-// biome-ignore-all lint/suspicious/noThenProperty: rules are { match, then } as the issue specifies; `then` is data, never callable, so no rule is a thenable
+// biome-ignore-all lint/suspicious/noThenProperty: rules are { match, then } (docs/errors.md); `then` is data, never callable, so no rule is a thenable
 import { z } from 'zod'
 
 const httpStatus = z.number().int().min(100).max(599)

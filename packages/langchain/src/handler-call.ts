@@ -12,8 +12,8 @@ export interface HandlerCall {
 export type HandlerResult = Awaited<ReturnType<ToolCallHandler>> | ToolMessage
 
 /**
- * The handler of the call being dispatched. A tool's `execute` in a shallot stack only receives
- * `{ signal, idempotencyKey, attempt, log }`, so the middleware parks LangChain's request and handler
- * here for the converted tool to run.
+ * The handler of the call being dispatched. A tool's `execute` in a shallot stack receives
+ * shallot's own context (`{ call, signal, idempotencyKey, attempt, log }`), not LangChain's, so the
+ * middleware parks LangChain's request and handler here for the converted tool to run.
  */
 export const handlerCall = new AsyncLocalStorage<HandlerCall>()

@@ -155,7 +155,7 @@ describe('hard errors stop the agent', () => {
       .respondWithTools([{ name: 'read_file', args: { path: 'a.txt' } }])
       .respondWithTools([{ name: 'read_file', args: { path: 'a.txt' } }])
       .respond(new AIMessage('never reached'))
-    const agent = createAgent({ model, tools: [readFile], middleware: [shallotMiddleware({ maxSteps: 1 })] })
+    const agent = createAgent({ model, tools: [readFile], middleware: [shallotMiddleware({ limits: { maxSteps: 1 } })] })
 
     const invocation = agent.invoke({ messages: [{ role: 'user', content: 'read a.txt twice' }] })
 
@@ -191,7 +191,7 @@ describe('hard errors stop the agent', () => {
 
   it('keeps one run per thread: each thread has its own step budget', async () => {
     const { readFile, asked } = projectFiles({ 'a.txt': 'A' })
-    const layers = shallotMiddleware({ maxSteps: 1 })
+    const layers = shallotMiddleware({ maxSteps: 1 }) // the deprecated spelling still works
     const ask = (thread: string) => {
       const model = fakeModel()
         .respondWithTools([{ name: 'read_file', args: { path: 'a.txt' } }])

@@ -2,13 +2,15 @@ import { AIMessage, ToolMessage } from '@langchain/core/messages'
 import {
   type AnyTool,
   createRun,
-  createStack,
   LoopError,
   type MutableRun,
+  maxStepsFrom,
   onlyWithoutStack,
   parseOptions,
+  runBudgetRefinement,
   type Stack,
   type StackEvent,
+  stackFromSource,
   stackSourceShape,
   systemClock,
   type ToolResult,
@@ -37,7 +39,7 @@ export const shallotMiddlewareOptionsSchema = z
     effects: z.record(z.string(), z.enum(['read', 'idempotent', 'write'])).default({}),
     /** Which shallot run a call belongs to. Default: the thread id, else the id of the conversation's first message. */
     runKey: custom<(request: ToolCallRequest) => string>('a function (request) => string', isFunction).optional(),
-    /** Step budget of each run: every tool attempt spends one; past it the agent stops with `budget_exhausted`. */
+    /** Deprecated: use `limits: { maxSteps }` (kept for one minor version). */
     maxSteps: z.number().int().positive().optional(),
     /** Runs kept; the least recently used is forgotten. Default 1000. */
     maxRuns: z.number().int().min(1).default(1000),
@@ -59,6 +61,7 @@ export const shallotMiddlewareOptionsSchema = z
       .default({ timeoutMs: 60_000, maxAttempts: 3, baseMs: 250, capMs: 4000, maxRetryAfterMs: 60_000 }),
   })
   .superRefine(onlyWithoutStack(['onEvent']))
+  .superRefine(runBudgetRefinement)
 
 export type ShallotMiddlewareOptions = z.input<typeof shallotMiddlewareOptionsSchema>
 
@@ -109,6 +112,7 @@ export function shallotMiddleware(options?: ShallotMiddlewareOptions): AgentMidd
   const registry = new Map<string, { source: LangChainTool; tool: AnyTool }>()
   const runs = new Map<string, { run: MutableRun; stop: AbortController }>()
   const runKey = o.runKey ?? defaultRunKey
+  const maxSteps = maxStepsFrom(o)
   const clock = o.clock ?? systemClock
   const random = o.random ?? Math.random
   // The argument text of calls that were not complete JSON, by call id, from the model turn to their dispatch.
@@ -128,15 +132,10 @@ export function shallotMiddleware(options?: ShallotMiddlewareOptions): AgentMidd
 
   function stack(): Stack {
     if (built !== undefined) return built
-    const next = createStack({
-      tools: [...registry.values()].map((entry) => entry.tool),
-      ...(o.middleware === undefined ? {} : { middleware: o.middleware }),
-      ...(o.clock === undefined ? {} : { clock: o.clock }),
-      ...(o.random === undefined ? {} : { random: o.random }),
-      ...(o.logger === undefined ? {} : { logger: o.logger }),
-      ...(o.limits === undefined ? {} : { limits: o.limits }),
-      ...(o.renderError === undefined ? {} : { renderError: o.renderError }),
-    })
+    const next = stackFromSource(
+      o,
+      [...registry.values()].map((entry) => entry.tool),
+    )
     if (o.onEvent !== undefined) next.on(o.onEvent)
     built = next
     return next
@@ -148,7 +147,7 @@ export function shallotMiddleware(options?: ShallotMiddlewareOptions): AgentMidd
       runs.delete(key)
     } else {
       const stop = new AbortController()
-      entry = { run: createRun({ id: key, signal: stop.signal, ...(o.maxSteps === undefined ? {} : { maxSteps: o.maxSteps }) }), stop }
+      entry = { run: createRun({ id: key, signal: stop.signal, ...(maxSteps === undefined ? {} : { maxSteps }) }), stop }
       if (runs.size >= o.maxRuns) runs.delete(runs.keys().next().value as string)
     }
     runs.set(key, entry)

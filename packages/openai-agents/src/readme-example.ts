@@ -11,7 +11,7 @@ export async function explainMain(model: Model, readFile: (path: string) => Prom
     effect: 'read' as const,
     execute: ({ path }: { path: string }) => readFile(path),
   }
-  const shallot = shallotFunctionTools([readFileSpec], { middleware: [stuckLoop()], maxSteps: 20 })
+  const shallot = shallotFunctionTools([readFileSpec], { middleware: [stuckLoop()], limits: { maxSteps: 20 } })
   const agent = new Agent({ name: 'coder', instructions: 'Answer questions about the project.', model, tools: shallot.tools })
   const result = await run(agent, 'What does src/main.rs do?', { signal: shallot.signal, maxTurns: 10 })
   return result.finalOutput

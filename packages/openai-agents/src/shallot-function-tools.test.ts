@@ -107,7 +107,7 @@ describe('hard errors stop the run and reach the caller as the LoopError', () =>
   it('the step budget (maxSteps): every attempt spends one; past it the run stops with budget_exhausted', async () => {
     const { readFile, asked } = projectFiles({ 'a.txt': 'A' })
     const model = scriptedModel([{ calls: [{ name: 'read_file', args: { path: 'a.txt' } }] }])
-    const shallot = shallotFunctionTools([readFile], { maxSteps: 3 })
+    const shallot = shallotFunctionTools([readFile], { limits: { maxSteps: 3 } })
     const running = run(agentWith(model, shallot.tools), 'read a.txt forever', { signal: shallot.signal, maxTurns: 50 })
     await expect(running).rejects.toMatchObject({ kind: 'budget_exhausted', details: { maxSteps: 3 } })
     expect(asked).toHaveLength(3)

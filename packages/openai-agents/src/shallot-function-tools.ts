@@ -3,13 +3,15 @@ import { type RunContext as AgentsRunContext, type FunctionTool, tool } from '@o
 import {
   type AnyTool,
   createRun,
-  createStack,
   defineTool,
   LoopError,
+  maxStepsFrom,
   onlyWithoutStack,
   parseOptions,
   type RunContext,
+  runBudgetRefinement,
   type Stack,
+  stackFromSource,
   stackSourceShape,
   type ToolEffect,
   type ToolErrorJSON,
@@ -39,15 +41,12 @@ export const shallotFunctionToolsOptionsSchema = z
     ...stackSourceShape,
     /** The run these calls belong to (its budget and per-run state). Default: a new run. */
     run: custom<RunContext>('a run from createRun()', (v) => isObject(v) && isObject((v as RunContext).budget)).optional(),
-    /** Step budget of the new run: every tool attempt spends one; past it the run stops with `budget_exhausted`. */
+    /** Deprecated: use `limits: { maxSteps }` (kept for one minor version). */
     maxSteps: z.number().int().positive().optional(),
     /** Your cancellation: aborting it cancels every call in flight. */
     signal: custom<AbortSignal>('an AbortSignal', (v) => v instanceof AbortSignal).optional(),
   })
-  .refine((o) => o.run === undefined || o.maxSteps === undefined, {
-    path: ['maxSteps'],
-    message: 'applies to the new run only; with `run`, set maxSteps in createRun()',
-  })
+  .superRefine(runBudgetRefinement)
 
 export type ShallotFunctionToolsOptions = z.input<typeof shallotFunctionToolsOptionsSchema>
 
@@ -82,7 +81,7 @@ const parametersOf = (schema: z.ZodType) => {
  * error (`LoopError`) aborts `signal` and is rethrown, so `run()` rejects with the `LoopError` itself.
  *
  * @example
- * const shallot = shallotFunctionTools([readFile], { middleware: defaultMiddleware(), maxSteps: 20 })
+ * const shallot = shallotFunctionTools([readFile], { middleware: defaultMiddleware(), limits: { maxSteps: 20 } })
  * const agent = new Agent({ name: 'coder', instructions, model, tools: shallot.tools })
  * const result = await run(agent, 'What does src/main.rs do?', { signal: shallot.signal, maxTurns: 20 })
  */
@@ -110,18 +109,9 @@ export function shallotFunctionTools(
           }),
       }) as AnyTool,
   )
-  const stack =
-    o.stack ??
-    createStack({
-      tools: definitions,
-      ...(o.middleware === undefined ? {} : { middleware: o.middleware }),
-      ...(o.clock === undefined ? {} : { clock: o.clock }),
-      ...(o.random === undefined ? {} : { random: o.random }),
-      ...(o.logger === undefined ? {} : { logger: o.logger }),
-      ...(o.limits === undefined ? {} : { limits: o.limits }),
-      ...(o.renderError === undefined ? {} : { renderError: o.renderError }),
-    })
-  const run = o.run ?? createRun(o.maxSteps === undefined ? {} : { maxSteps: o.maxSteps })
+  const stack = o.stack ?? stackFromSource(o, definitions)
+  const maxSteps = maxStepsFrom(o)
+  const run = o.run ?? createRun(maxSteps === undefined ? {} : { maxSteps })
   const stopper = new AbortController()
   const signal = o.signal === undefined ? stopper.signal : AbortSignal.any([o.signal, stopper.signal])
   const softErrors: ToolErrorJSON[] = []

@@ -3,7 +3,7 @@ import { type Backoff, MAX_DELAY_MS } from './backoff/backoff.js'
 import { canRepeat } from './can-repeat.js'
 
 /**
- * Retries granted past the original call, whatever the policy says (the seeds' `MAX_RECOVERY_ATTEMPTS`).
+ * Retries granted past the original call, whatever the policy says (a hard recovery ceiling no policy can raise).
  *
  * @example
  * retry({ maxAttempts: 100 }) // the 6th failure ends the run: LoopError('recovery_exhausted', { attempts: 6 })

@@ -181,7 +181,7 @@ function recoveryExhausted(ctx: ToolContext, error: ToolError): LoopError {
   ctx.emit('retry.stopped', { attempt: ctx.attempt, code: error.code, reason: 'recovery_ceiling' })
   return new LoopError(
     'recovery_exhausted',
-    `Tool "${tool}" failed ${ctx.attempt} times (last: ${error.code}) and the retry policy wanted more; ` +
+    `Tool '${tool}' failed ${ctx.attempt} times (last: ${error.code}) and the retry policy wanted more; ` +
       `no policy may call a tool more than ${MAX_TOTAL_CALLS} times`,
     { cause: error, details: { attempts: ctx.attempt, tool, lastError: error.toJSON() } },
   )

@@ -10,7 +10,7 @@ export interface StackEnv {
 }
 
 export interface SimOptions {
-  /** Tool calls per run; a run succeeds only if every step ends ok (the seeds' p^n model: no model-level recovery). */
+  /** Tool calls per run; a run succeeds only if every step ends ok (the p^n model: no model-level recovery). */
   steps: number
   runs: number
   /** Probability that one tool attempt fails. */
