@@ -7,6 +7,7 @@ import * as circuitBreaker from '@shallot/circuit-breaker'
 import * as cli from '@shallot/cli'
 import * as config from '@shallot/config'
 import * as core from '@shallot/core'
+import * as coreInternal from '@shallot/core/internal'
 import * as errorClassifier from '@shallot/error-classifier'
 import * as fallback from '@shallot/fallback'
 import * as hedging from '@shallot/hedging'
@@ -35,6 +36,7 @@ const modules = {
   cli,
   config,
   core,
+  coreInternal,
   errorClassifier,
   fallback,
   hedging,

@@ -1,4 +1,5 @@
-import { createAgent, createSanitizer, type ModelAdapter, sanitize } from '@shallot/core'
+import { createAgent, type ModelAdapter, sanitize } from '@shallot/core'
+import { createSanitizer } from '@shallot/core/internal'
 import { classify } from '@shallot/error-classifier'
 import { circuitBreaker, defaultMiddleware, errorClassifier, idempotency, panicCatcher, retry, stuckLoop, timeout } from 'shallot'
 import { distinctCall, flakyTool, nullPino, readTool, stackOf, writeTool } from './fixtures.js'

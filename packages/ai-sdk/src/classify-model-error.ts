@@ -1,4 +1,5 @@
-import { LoopError, type SanitizeOptions, sanitize, ToolError } from '@shallot/core'
+import { LoopError, sanitize, ToolError } from '@shallot/core'
+import type { SanitizeOptions } from '@shallot/core/internal'
 import { type ModelErrorFacts, modelErrorFacts } from './model-error-facts.js'
 import { DEFAULT_MAX_RETRY_AFTER_MS, retryAfterFromHeaders } from './retry-after.js'
 

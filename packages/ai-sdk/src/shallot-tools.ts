@@ -2,17 +2,14 @@ import type { Tracer } from '@opentelemetry/api'
 import {
   createRun,
   LoopError,
-  maxStepsFrom,
-  onlyWithoutStack,
   parseOptions,
   type RunContext,
-  runBudgetRefinement,
   type Stack,
-  stackFromSource,
-  stackSourceShape,
+  TOOL_EFFECTS,
   type ToolEffect,
   type ToolResult,
 } from '@shallot/core'
+import { maxStepsFrom, onlyWithoutStack, runBudgetRefinement, stackFromSource, stackSourceShape } from '@shallot/core/internal'
 import {
   asSchema,
   type FlexibleSchema,
@@ -45,7 +42,7 @@ export const shallotToolsOptionsSchema = z
      */
     ...stackSourceShape,
     /** What repeating each tool does to the world; tools not listed are `write` (never repeated unless safe). */
-    effects: z.record(z.string(), z.enum(['read', 'idempotent', 'write'])).optional(),
+    effects: z.record(z.string(), z.enum(TOOL_EFFECTS)).optional(),
     /** The run these calls belong to (its budget and per-run state). Default: a new run per `shallotTools()` call. */
     run: custom<RunContext>('a run from createRun()', (v) => isObject(v) && isObject((v as RunContext).budget)).optional(),
     /** Deprecated: use `limits: { maxSteps }` (kept for one minor version). */

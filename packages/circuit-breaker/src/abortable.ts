@@ -1,4 +1,5 @@
-import { abortReason, type LoopError, type ToolError } from '@shallot/core'
+import type { LoopError, ToolError } from '@shallot/core'
+import { abortReason } from '@shallot/core'
 
 const ignore = () => {}
 

@@ -1,6 +1,6 @@
 import { readFileSync } from 'node:fs'
 import { parseArgs } from 'node:util'
-import { closest } from '@shallot/core'
+import { closest } from '@shallot/core/internal'
 import { runCheck } from './check.js'
 import { runDemo } from './demo/run-demo.js'
 import { runReport, writeRunFiles } from './report/command.js'

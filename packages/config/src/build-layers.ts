@@ -1,4 +1,5 @@
-import { type AnyTool, canonicalJson, closest, defineTool, type Middleware, type MiddlewareEnv, OptionsError } from '@shallot/core'
+import { type AnyTool, defineTool, type Middleware, type MiddlewareEnv, OptionsError } from '@shallot/core'
+import { canonicalJson, closest } from '@shallot/core/internal'
 import { ConfigError, type ConfigIssue } from './config-error.js'
 import { OFF } from './config-schema.js'
 import type { PathKey } from './config-source.js'

@@ -1,3 +1,4 @@
+import { TOOL_EFFECTS } from '@shallot/core'
 import { z } from 'zod'
 
 /**
@@ -16,7 +17,7 @@ export const MIDDLEWARE_NAME = /^(@[a-z0-9-~][a-z0-9-._~]*\/)?[a-z0-9-~][a-z0-9-
 export const OFF = 'none'
 const POLICY_NAME = /^(?!none$)[A-Za-z][A-Za-z0-9_-]{0,63}$/
 const TOOL_NAME = /^[A-Za-z][A-Za-z0-9_.-]{0,63}$/
-const EFFECTS = ['read', 'idempotent', 'write'] as const
+const EFFECTS = TOOL_EFFECTS
 
 /** Where a middleware's options go: an object of options, the name of a policy, or nothing (the defaults). */
 export type SlotValue = Record<string, unknown> | string | null

@@ -1,4 +1,4 @@
-import { closest } from '@shallot/core'
+import { closest } from '@shallot/core/internal'
 import type { z } from 'zod'
 import type { ConfigIssue } from './config-error.js'
 import { formatPath, type PathKey } from './config-source.js'

@@ -1,5 +1,6 @@
 import { pathToFileURL } from 'node:url'
-import { isMiddlewareDefinition, type MiddlewareDefinition } from '@shallot/core'
+import type { MiddlewareDefinition } from '@shallot/core'
+import { isMiddlewareDefinition } from '@shallot/core/internal'
 import { resolvePackage } from './resolve-package.js'
 
 /**

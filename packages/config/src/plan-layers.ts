@@ -1,4 +1,5 @@
-import { closest, type MiddlewareDefinition, type ToolEffect } from '@shallot/core'
+import type { MiddlewareDefinition, ToolEffect } from '@shallot/core'
+import { closest } from '@shallot/core/internal'
 import type { ConfigIssue } from './config-error.js'
 import { type ConfigDocument, entryParts, OFF, type SlotValue } from './config-schema.js'
 import type { PathKey } from './config-source.js'

@@ -1,4 +1,5 @@
-import { type AnyTool, type Middleware, overrideTools } from '@shallot/core'
+import type { AnyTool, Middleware } from '@shallot/core'
+import { overrideTools } from '@shallot/core/internal'
 
 /**
  * The entry of a stack's middleware list for a config that overrides some tools' `effect`: every

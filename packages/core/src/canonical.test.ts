@@ -1,7 +1,8 @@
 import { createHash } from 'node:crypto'
 import fc from 'fast-check'
 import { describe, expect, it } from 'vitest'
-import { canonicalJson, hashOf, type Json } from './index.js'
+import type { Json } from './index.js'
+import { canonicalJson, hashOf } from './internal.js'
 
 /** The same JSON value with the keys of every object in another order, chosen by `order`. */
 function reorder(value: Json, order: (keys: string[]) => string[]): Json {

@@ -1,5 +1,5 @@
 import type { z } from 'zod'
-import type { ToolDefinition, ToolEffect, ToolExecuteContext } from './types.js'
+import { TOOL_EFFECTS, type ToolDefinition, type ToolEffect, type ToolExecuteContext } from './types.js'
 
 export interface ToolSpec<Input extends z.ZodType, Output> {
   name: string
@@ -11,7 +11,7 @@ export interface ToolSpec<Input extends z.ZodType, Output> {
 }
 
 const NAME = /^[A-Za-z][A-Za-z0-9_.-]{0,63}$/
-const EFFECTS: readonly ToolEffect[] = ['read', 'idempotent', 'write']
+const EFFECTS: readonly ToolEffect[] = TOOL_EFFECTS
 
 /**
  * Declares a tool. `execute` receives arguments already validated by `input`.

@@ -1,12 +1,10 @@
 export { type Agent, type AgentLimits, type AgentOptions, createAgent, type RunOutcome } from './agent.js'
-export { canonicalJson, hashOf } from './canonical.js'
-export { type AbortSource, abortReason, type EscalationPolicy, onAbort } from './channel.js'
+export { abortReason } from './channel.js'
 export { type CallRecord, type CheckpointStore, memoryCheckpoints, type RunSnapshot, type TurnRecord } from './checkpoints.js'
 export { systemClock } from './clock.js'
 export { compose, MiddlewareUsageError } from './compose.js'
-export { defineMiddleware, isMiddlewareDefinition, type MiddlewareDefinition, type MiddlewareEnv } from './define-middleware.js'
+export { defineMiddleware, type MiddlewareDefinition, type MiddlewareEnv } from './define-middleware.js'
 export { defineTool, type ToolSpec } from './define-tool.js'
-export { invalidArguments, unknownTool } from './dispatcher.js'
 export {
   type ErrorCategory,
   LoopError,
@@ -19,30 +17,13 @@ export {
 } from './errors.js'
 export { silentLogger } from './logger.js'
 export type { Message, ModelAdapter, ModelFinishReason, ModelRequest, ModelResponse, ModelTool, ModelUsage } from './model.js'
-export { isTransientModelError, type ModelRetry } from './model-call.js'
+export type { ModelRetry } from './model-call.js'
 export { OptionsError, parseOptions } from './options.js'
-export { type ErrorRenderer, renderError, renderValue } from './render.js'
+export { type ErrorRenderer, renderError } from './render.js'
 export { buildReport, type RunReport } from './report.js'
-export { type CreateRunOptions, createRun, type MutableRun, StepBudget } from './run.js'
-export { describeShape, jsonSchemaOf } from './shape.js'
+export { type CreateRunOptions, createRun, type MutableRun } from './run.js'
 export { createStack, type DispatchOptions, type Stack, type StackEvent, type StackLimits, type StackOptions } from './stack.js'
-export {
-  type HostLimits,
-  maxStepsFrom,
-  onlyWithoutStack,
-  runBudgetRefinement,
-  type StackSource,
-  stackFromSource,
-  stackSourceShape,
-} from './stack-options-schema.js'
-export { closest } from './suggest.js'
-export { formatPath } from './text/format-path.js'
-export { stripInvisible } from './text/invisible.js'
-export { REDACTED } from './text/redacted.js'
-export { createSanitizer, type SanitizeOptions, type Sanitizer, sanitize } from './text/sanitize.js'
-export { stripStackFrames } from './text/strip-stack-frames.js'
-export { truncate } from './text/truncate.js'
-export { overrideTools } from './tool-overrides.js'
+export { sanitize } from './text/sanitize.js'
 export type {
   AnyTool,
   Budget,
@@ -62,3 +43,4 @@ export type {
   ToolResult,
   TraceEvent,
 } from './types.js'
+export { TOOL_EFFECTS } from './types.js'

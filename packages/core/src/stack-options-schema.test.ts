@@ -1,17 +1,7 @@
 import { describe, expect, it } from 'vitest'
 import { z } from 'zod'
-import {
-  createRun,
-  createStack,
-  defineTool,
-  maxStepsFrom,
-  onlyWithoutStack,
-  parseOptions,
-  runBudgetRefinement,
-  stackFromSource,
-  stackSourceShape,
-  ToolError,
-} from './index.js'
+import { createRun, createStack, defineTool, parseOptions, ToolError } from './index.js'
+import { maxStepsFrom, onlyWithoutStack, runBudgetRefinement, stackFromSource, stackSourceShape } from './internal.js'
 
 // How a host (an integration) reads its options: the shared shape, the two refinements, then the builders.
 const hostSchema = z

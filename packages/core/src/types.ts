@@ -17,7 +17,15 @@ export interface ToolCall {
  * - `idempotent`: repeating is harmless (or the tool forwards `idempotencyKey` upstream).
  * - `write`: never repeated once the world may have seen it, unless the error is `safeToRepeat`.
  */
-export type ToolEffect = 'read' | 'idempotent' | 'write'
+export type ToolEffect = (typeof TOOL_EFFECTS)[number]
+
+/**
+ * Every {@link ToolEffect}, for schemas that take one (`z.enum(TOOL_EFFECTS)`).
+ *
+ * @example
+ * const effects = z.record(z.string(), z.enum(TOOL_EFFECTS))
+ */
+export const TOOL_EFFECTS = ['read', 'idempotent', 'write'] as const
 
 /** The minimal pino-compatible logger shallot writes to. A pino logger fits as is. */
 export interface Logger {

@@ -1,4 +1,4 @@
-import { formatPath, stripStackFrames } from '@shallot/core'
+import { formatPath, stripStackFrames } from '@shallot/core/internal'
 import { type ErrorFacts, read } from './error-facts.js'
 
 const REASONS: Readonly<Record<number, string>> = {

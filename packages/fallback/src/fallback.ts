@@ -1,6 +1,5 @@
 import {
   abortReason,
-  hashOf,
   LoopError,
   type Middleware,
   type Next,
@@ -11,6 +10,7 @@ import {
   ToolError,
   type ToolResult,
 } from '@shallot/core'
+import { hashOf } from '@shallot/core/internal'
 import { z } from 'zod'
 import { describeAge } from './describe-age.js'
 import { ResultCache } from './result-cache.js'

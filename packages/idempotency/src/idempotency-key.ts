@@ -1,4 +1,4 @@
-import { hashOf } from '@shallot/core'
+import { hashOf } from '@shallot/core/internal'
 
 const KEY = /^[\x20-\x7e]{1,255}$/
 const SCOPE = /^[\x21-\x7e]{1,128}$/

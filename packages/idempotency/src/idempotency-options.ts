@@ -1,4 +1,4 @@
-import type { ToolContext } from '@shallot/core'
+import { TOOL_EFFECTS, type ToolContext } from '@shallot/core'
 import { z } from 'zod'
 import { type IdempotencyStore, isIdempotencyStore } from './idempotency-store.js'
 
@@ -34,10 +34,7 @@ export const idempotencyOptionsSchema = z
     /** Takes the key from this top-level argument (the model supplies it). */
     keyFrom: z.string().min(1).optional(),
     /** Which tools are guarded, by effect. Default `['write', 'idempotent']`; reads pass through. */
-    effects: z
-      .array(z.enum(['read', 'idempotent', 'write']))
-      .min(1)
-      .default(['write', 'idempotent']),
+    effects: z.array(z.enum(TOOL_EFFECTS)).min(1).default(['write', 'idempotent']),
     /** How long a result (or an unknown outcome) is kept. Default 24 hours. */
     ttlMs: z.number().int().positive().default(DAY_MS),
     /** How long a worker owns a key before a silent worker counts as crashed. Longer than the slowest call. Default 2 minutes. */

@@ -1,6 +1,5 @@
 import {
   abortReason,
-  canonicalJson,
   type Json,
   type Middleware,
   type Next,
@@ -9,6 +8,7 @@ import {
   type ToolEffect,
   ToolError,
 } from '@shallot/core'
+import { canonicalJson } from '@shallot/core/internal'
 import { checkBegin } from './check-begin.js'
 import { derivedKey, keyProblem, scopeProblem, storeKeyOf } from './idempotency-key.js'
 import { type IdempotencyOptions, idempotencyOptionsSchema } from './idempotency-options.js'

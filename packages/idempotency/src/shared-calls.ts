@@ -1,4 +1,5 @@
-import { abortReason, type ToolError } from '@shallot/core'
+import type { ToolError } from '@shallot/core'
+import { abortReason } from '@shallot/core'
 import type { IdempotencyStore } from './idempotency-store.js'
 
 /**

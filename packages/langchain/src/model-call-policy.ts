@@ -1,4 +1,5 @@
-import { type Clock, isTransientModelError, LoopError, ToolError } from '@shallot/core'
+import { type Clock, LoopError, ToolError } from '@shallot/core'
+import { isTransientModelError } from '@shallot/core/internal'
 
 /** How `shallotMiddleware` bounds and repeats each model call. */
 export interface ModelCallPolicy {

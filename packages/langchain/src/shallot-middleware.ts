@@ -4,17 +4,14 @@ import {
   createRun,
   LoopError,
   type MutableRun,
-  maxStepsFrom,
-  onlyWithoutStack,
   parseOptions,
-  runBudgetRefinement,
   type Stack,
   type StackEvent,
-  stackFromSource,
-  stackSourceShape,
   systemClock,
+  TOOL_EFFECTS,
   type ToolResult,
 } from '@shallot/core'
+import { maxStepsFrom, onlyWithoutStack, runBudgetRefinement, stackFromSource, stackSourceShape } from '@shallot/core/internal'
 import { type AgentMiddleware, createMiddleware, type ToolCallRequest } from 'langchain'
 import { z } from 'zod'
 import { type HandlerResult, handlerCall } from './handler-call.js'
@@ -36,7 +33,7 @@ export const shallotMiddlewareOptionsSchema = z
      */
     ...stackSourceShape,
     /** What repeating each tool does to the world; tools not listed are `write` (never repeated unless safe). */
-    effects: z.record(z.string(), z.enum(['read', 'idempotent', 'write'])).default({}),
+    effects: z.record(z.string(), z.enum(TOOL_EFFECTS)).default({}),
     /** Which shallot run a call belongs to. Default: the thread id, else the id of the conversation's first message. */
     runKey: custom<(request: ToolCallRequest) => string>('a function (request) => string', isFunction).optional(),
     /** Deprecated: use `limits: { maxSteps }` (kept for one minor version). */

@@ -1,4 +1,4 @@
-import { type AnyTool, parseOptions } from '@shallot/core'
+import { type AnyTool, parseOptions, TOOL_EFFECTS } from '@shallot/core'
 import { z } from 'zod'
 import { McpConnection, type TransportFactory } from './mcp-connection.js'
 import { type McpProgress, mcpTool, shallotToolName } from './mcp-tool.js'
@@ -17,7 +17,7 @@ export const mcpToolsOptionsSchema = z
     /** Only these tools (by their MCP names). Default: all. */
     include: z.array(z.string()).optional(),
     /** Effect per MCP tool name, overriding the annotations (which are the server's claims). */
-    effects: z.record(z.string(), z.enum(['read', 'idempotent', 'write'])).default({}),
+    effects: z.record(z.string(), z.enum(TOOL_EFFECTS)).default({}),
     /** `text` (default): the result's text; `result`: the whole `CallToolResult`. */
     output: z.enum(['text', 'result']).default('text'),
     /** The request's deadline, in ms, restarted by every progress notification. Default: the SDK's (60 s). */

@@ -5,17 +5,13 @@ import {
   createRun,
   defineTool,
   LoopError,
-  maxStepsFrom,
-  onlyWithoutStack,
   parseOptions,
   type RunContext,
-  runBudgetRefinement,
   type Stack,
-  stackFromSource,
-  stackSourceShape,
   type ToolEffect,
   type ToolErrorJSON,
 } from '@shallot/core'
+import { maxStepsFrom, onlyWithoutStack, runBudgetRefinement, stackFromSource, stackSourceShape } from '@shallot/core/internal'
 import { z } from 'zod'
 
 /** One tool, written as you would pass it to the SDK's `tool()`, plus what repeating it does to the world. */

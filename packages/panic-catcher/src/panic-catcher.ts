@@ -7,8 +7,8 @@ import {
   parseOptions,
   type ToolContext,
   ToolError,
-  truncate,
 } from '@shallot/core'
+import { truncate } from '@shallot/core/internal'
 import { z } from 'zod'
 import { describePanic, UNKNOWN_PAYLOAD } from './describe-panic.js'
 

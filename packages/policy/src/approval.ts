@@ -1,4 +1,5 @@
-import { abortReason, type Json, type ToolContext } from '@shallot/core'
+import type { Json, ToolContext } from '@shallot/core'
+import { abortReason } from '@shallot/core'
 import { z } from 'zod'
 import { startTimer } from './start-timer.js'
 

@@ -1,8 +1,6 @@
 import {
   type AnyTool,
   abortReason,
-  canonicalJson,
-  invalidArguments,
   type Middleware,
   type Next,
   parseOptions,
@@ -12,6 +10,7 @@ import {
   type ToolContext,
   ToolError,
 } from '@shallot/core'
+import { canonicalJson, invalidArguments } from '@shallot/core/internal'
 import { z } from 'zod'
 import { approvalDecisionSchema, askInProcess, isNoAnswer, type OnApproval, whyNoAnswer } from './approval.js'
 import { describeRules, hintFor } from './describe-rules.js'

@@ -1,8 +1,8 @@
-import type { AnyTool, ToolContext, ToolEffect } from '@shallot/core'
+import { type AnyTool, TOOL_EFFECTS, type ToolContext, type ToolEffect } from '@shallot/core'
 import { z } from 'zod'
 import { argPredicateSchema, type CompiledPredicate, compilePredicate } from './predicates.js'
 
-const EFFECTS = ['read', 'idempotent', 'write'] as const
+const EFFECTS = TOOL_EFFECTS
 const toolPattern = z
   .string()
   .min(1)

@@ -1,4 +1,4 @@
-import { closest } from '@shallot/core'
+import { closest } from '@shallot/core/internal'
 import { z } from 'zod'
 import { checkBaseCap, delayMsSchema } from './backoff/backoff.js'
 

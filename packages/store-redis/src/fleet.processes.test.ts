@@ -34,7 +34,15 @@ beforeAll(async () => {
   execFileSync(process.execPath, [tsc, '-b', packageDir], { stdio: 'pipe' })
   dir = mkdtempSync(join(tmpdir(), 'shallot-fleet-'))
   redis = await startRedisServer()
-  config = { port: redis.port, prefix: 'fleet', effects: join(dir, 'effects.log'), leaseMs: 1500, holdMs: 200, cooldownMs: 500 }
+  config = {
+    port: redis.port,
+    prefix: 'fleet',
+    effects: join(dir, 'effects.log'),
+    leaseMs: 1500,
+    holdMs: 200,
+    cooldownMs: 500,
+    timeoutMs: 1000,
+  }
   fleet = await startFleet(8, config)
 }, 120_000)
 

@@ -1,4 +1,5 @@
-import { canonicalJson, hashOf, LoopError, type Middleware, parseOptions, sanitize, type ToolContext, ToolError } from '@shallot/core'
+import { LoopError, type Middleware, parseOptions, sanitize, type ToolContext, ToolError } from '@shallot/core'
+import { canonicalJson, hashOf } from '@shallot/core/internal'
 import { z } from 'zod'
 import { entryOf, hasTool, judge, ledgerOf, recordFailure, recordSuccess, touch } from './loop-ledger.js'
 import { normalizeMessage } from './normalize-message.js'

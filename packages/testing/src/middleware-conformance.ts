@@ -1,4 +1,5 @@
-import { canonicalJson, LoopError, type Middleware, type MiddlewareDefinition, type MiddlewareEnv, ToolError } from '@shallot/core'
+import { LoopError, type Middleware, type MiddlewareDefinition, type MiddlewareEnv, ToolError } from '@shallot/core'
+import { canonicalJson } from '@shallot/core/internal'
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest'
 import { ARGS, type Behaviour, deepFreeze, flush, harness, isSuccess, transient } from './conformance-harness.js'
 

@@ -1,15 +1,14 @@
 import {
-  type AbortSource,
   abortReason,
   createRun,
   type DeferredSignal,
   type Middleware,
   type Next,
-  onAbort,
   parseOptions,
   systemClock,
   type ToolContext,
 } from '@shallot/core'
+import { type AbortSource, onAbort } from '@shallot/core/internal'
 import { z } from 'zod'
 import { type DeadlineQueue, deadlineQueue, type Expiring } from './deadlines.js'
 import { errorLabel, type LateOutcome, reportLate, type StopReason } from './report-late.js'

@@ -1,6 +1,7 @@
 import fc from 'fast-check'
 import { describe, expect, it } from 'vitest'
-import { createSanitizer, REDACTED, sanitize } from '../index.js'
+import { sanitize } from '../index.js'
+import { createSanitizer, REDACTED } from '../internal.js'
 
 const sanitizeText = (text: string, options: { maxLength?: number; secrets?: (string | RegExp)[] } = {}) =>
   sanitize(text, { maxLength: 500, ...options })

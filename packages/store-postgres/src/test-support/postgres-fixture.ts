@@ -20,7 +20,8 @@ let prefixes = 0
 export function usePostgres(): PostgresFixture {
   const fixture = {
     async stores(options = {}) {
-      const stores = postgresStores({ tablePrefix: `t${++prefixes}_`, ...options, pool: fixture.pool })
+      // A generous deadline unless the test is about deadlines: a loaded CI machine must not turn into store_unavailable.
+      const stores = postgresStores({ tablePrefix: `t${++prefixes}_`, timeoutMs: 10_000, ...options, pool: fixture.pool })
       await stores.migrate()
       return stores
     },

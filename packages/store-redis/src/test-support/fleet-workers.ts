@@ -34,6 +34,8 @@ export interface WorkerConfig {
   leaseMs: number
   holdMs: number
   cooldownMs: number
+  /** The stores' deadline per Redis command; generous, so a loaded CI machine does not read as a sick Redis. */
+  timeoutMs?: number
 }
 
 export class Worker {

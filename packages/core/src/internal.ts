@@ -1,0 +1,34 @@
+/**
+ * `@shallot/core/internal`: the pieces shallot's own packages share — layers, hosts and stores — that an
+ * agent author never calls: abort plumbing, canonical JSON and hashes, the text toolkit, the host
+ * option helpers. They follow semver like the main entry, but the main entry (`@shallot/core`) is the
+ * surface to learn; import from here only when you write a layer or a host of your own.
+ *
+ * @example
+ * import { onAbort } from '@shallot/core/internal'
+ */
+export { canonicalJson, hashOf } from './canonical.js'
+export { type AbortSource, type EscalationPolicy, onAbort } from './channel.js'
+export { isMiddlewareDefinition } from './define-middleware.js'
+export { invalidArguments, unknownTool } from './dispatcher.js'
+export { isTransientModelError } from './model-call.js'
+export { renderValue } from './render.js'
+export { StepBudget } from './run.js'
+export { describeShape, jsonSchemaOf } from './shape.js'
+export {
+  type HostLimits,
+  maxStepsFrom,
+  onlyWithoutStack,
+  runBudgetRefinement,
+  type StackSource,
+  stackFromSource,
+  stackSourceShape,
+} from './stack-options-schema.js'
+export { closest } from './suggest.js'
+export { formatPath } from './text/format-path.js'
+export { stripInvisible } from './text/invisible.js'
+export { REDACTED } from './text/redacted.js'
+export { createSanitizer, type SanitizeOptions, type Sanitizer } from './text/sanitize.js'
+export { stripStackFrames } from './text/strip-stack-frames.js'
+export { truncate } from './text/truncate.js'
+export { overrideTools } from './tool-overrides.js'
