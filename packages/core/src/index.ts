@@ -1,4 +1,4 @@
-export { type Agent, type AgentLimits, type AgentOptions, createAgent, type RunOutcome } from './agent.js'
+export { type Agent, type AgentEvent, type AgentLimits, type AgentModel, type AgentOptions, createAgent, type RunOutcome } from './agent.js'
 export { canonicalJson, hashOf } from './canonical.js'
 export { type AbortSource, abortReason, type EscalationPolicy, onAbort } from './channel.js'
 export { type CallRecord, type CheckpointStore, memoryCheckpoints, type RunSnapshot, type TurnRecord } from './checkpoints.js'
@@ -19,7 +19,9 @@ export {
 } from './errors.js'
 export { silentLogger } from './logger.js'
 export type { Message, ModelAdapter, ModelFinishReason, ModelRequest, ModelResponse, ModelTool, ModelUsage } from './model.js'
+export type { ModelBreakerOptions, ModelCircuit } from './model-breaker.js'
 export { isTransientModelError, type ModelRetry } from './model-call.js'
+export type { ModelPrice } from './model-chain.js'
 export { OptionsError, parseOptions } from './options.js'
 export { type ErrorRenderer, renderError, renderValue } from './render.js'
 export { buildReport, type RunReport } from './report.js'
@@ -54,3 +56,4 @@ export type {
   ToolResult,
   TraceEvent,
 } from './types.js'
+export type { RunUsage } from './usage-budget.js'
