@@ -223,6 +223,7 @@ describe('a fallback chain', () => {
     expect(outcome.status).toBe('stopped')
     if (outcome.status !== 'stopped') return
     expect(outcome.error.kind).toBe('fallback_exhausted')
+    expect(outcome.error.message).toBe('every model of the chain was unavailable (gpt-4o-mini, claude-sonnet-4-5)')
     expect(outcome.error.details.models).toEqual([
       { model: 'gpt-4o-mini', attempts: 3, circuit: 'open', error: '529 the provider is overloaded (Overloaded); circuit open' },
       {
