@@ -178,6 +178,29 @@ describe('a fallback chain over two real providers', () => {
     expect(a.requests).toHaveLength(3)
   })
 
+  it('a primary that never answers meets the model deadline on the manual clock, and the secondary takes over', async () => {
+    clock = manualClock()
+    const a = await provider({ script: [{ fault: 'hang' }], onEnd: 'repeat' })
+    const b = await provider({ script: [{ text: 'answered by claude' }] })
+    const agent = createAgent({
+      model: [named('gpt-4o-mini', aiSdkModel(openaiChat.model(a))), named('claude-sonnet-4-5', aiSdkModel(anthropic.model(b)))],
+      tools: [writeFile],
+      clock,
+      random: () => 0,
+      limits: { modelTimeoutMs: 5000 },
+      onEvent: timeline(),
+    })
+    const run = agent.run({ input: 'x' })
+    for (let i = 0; i < 3; i++) {
+      await a.waitForRequest(i)
+      await clock.advance(5000)
+    }
+    expect(await run).toMatchObject({ status: 'completed', output: 'answered by claude' })
+    expect(a.requests.map((r) => r.at)).toEqual([0, 5000, 10000])
+    await a.whenIdle()
+    expect(a.requests.map((r) => r.outcome)).toEqual(['client_closed', 'client_closed', 'client_closed'])
+  })
+
   it('both failing: fallback_exhausted, checkpointed, with a report naming each model and its last error', async () => {
     clock = manualClock()
     const a = await provider({ script: [{ fault: 'overloaded', status: 529 }], onEnd: 'repeat' })

@@ -357,6 +357,67 @@ describe('token and cost budgets', () => {
   })
 })
 
+describe('hostile adapters and checkpoints', () => {
+  it.each([
+    [{ inputTokens: Number.NaN, outputTokens: -5 }],
+    [{ inputTokens: '900' as never, outputTokens: Number.POSITIVE_INFINITY }],
+    [null as never],
+  ])('ignores a usage report that is not a finite count (%j): it cannot spend or refund the budget', async (bad) => {
+    const m = model(undefined, [
+      { ...call('c1'), usage: bad },
+      { text: 'done', usage: { inputTokens: 10, outputTokens: 2 } },
+    ])
+    const outcome = await createAgent({ model: m, tools: [write], limits: { maxTokens: 100 } }).run({ input: 'x' })
+    expect(outcome).toMatchObject({ status: 'completed', usage: { inputTokens: 10, outputTokens: 2, costUsd: 0 } })
+  })
+
+  it('refuses to resume a checkpoint whose usage record is corrupt, naming the run', async () => {
+    const checkpoints = memoryCheckpoints()
+    const agent = createAgent({ model: model(undefined, [{ text: 'x' }]), tools: [write], checkpoints })
+    await checkpoints.save({
+      version: 1,
+      runId: 'bad',
+      input: 'x',
+      status: 'stopped',
+      turn: 0,
+      stepsUsed: 0,
+      state: {},
+      transcript: [{ role: 'user', content: 'x' }],
+      turns: [],
+      usage: { inputTokens: -1, outputTokens: 0, costUsd: 0 },
+    })
+    await expect(agent.resume('bad')).rejects.toThrow(/the checkpoint of run "bad" has a corrupt usage record/)
+  })
+
+  it('a cancelled half-open probe frees its slot: the next run probes the primary again', async () => {
+    const clock = virtualClock()
+    let mode: 'fail' | 'hang' | 'ok' = 'fail'
+    const primary: ModelAdapter & { calls: number } = {
+      name: 'primary',
+      calls: 0,
+      generate({ signal }) {
+        primary.calls++
+        if (mode === 'fail') return Promise.reject(overloaded())
+        if (mode === 'ok') return Promise.resolve({ text: 'primary is back' })
+        return new Promise((_resolve, reject) => signal.addEventListener('abort', () => reject(signal.reason), { once: true }))
+      },
+    }
+    const secondary = model('secondary', [{ text: 'secondary' }])
+    const agent = createAgent({ model: [primary, secondary], tools: [write], clock, random: () => 0 })
+    expect(await agent.run({ input: 'open it' })).toMatchObject({ status: 'completed', output: 'secondary' })
+    clock.advance(30_000)
+    mode = 'hang'
+    const controller = new AbortController()
+    const probing = agent.run({ input: 'probe', signal: controller.signal })
+    await new Promise((resolve) => setImmediate(resolve))
+    controller.abort(new Error('user gave up'))
+    expect(await probing).toMatchObject({ status: 'stopped', error: { kind: 'cancelled' } })
+    mode = 'ok'
+    expect(await agent.run({ input: 'again' })).toMatchObject({ status: 'completed', output: 'primary is back' })
+    expect(primary.calls).toBe(5)
+  })
+})
+
 describe('hostile model and budget options', () => {
   const ok = model('m', [{ text: 'x' }])
   const make = (options: Record<string, unknown>) => () => createAgent({ model: ok, tools: [write], ...options } as never)
