@@ -4,6 +4,9 @@ import type { Logger } from './types.js'
 /**
  * What the agent did about its model calls, for timelines and metrics (`createAgent({ onEvent })`):
  * a retry of a failed call, a move to the next model of the chain, a model's circuit changing.
+ *
+ * @example
+ * createAgent({ model: [gpt, claude], tools, onEvent: (e) => e.type === 'model.fallback' && console.warn(e.reason) })
  */
 export type AgentEvent =
   | {

@@ -146,17 +146,15 @@ export function agentLoop(
           system === undefined ? { messages: transcript, tools: modelTools(run) } : { messages: transcript, tools: modelTools(run), system }
         const { response, link } = await callModel(chain, request, modelEnv)
         const calls = response.toolCalls ?? []
+        usage = addUsage(usage, response.usage, link.price)
         if (budgeted) {
           if (response.usage === undefined && !unreported) {
             unreported = true
             log.warn({ model: link.name }, 'the model reported no token usage; limits.maxTokens / maxCostUsd cannot count this call')
           }
-          usage = addUsage(usage, response.usage, link.price)
           // A final answer is in hand and costs nothing more; a turn that would go on is stopped.
           const crossed = calls.length === 0 ? undefined : usageExhausted(usage, limits, 'spent')
           if (crossed !== undefined) throw crossed
-        } else {
-          usage = addUsage(usage, response.usage, link.price)
         }
         if (calls.length === 0) {
           const output = response.text ?? ''

@@ -26,6 +26,9 @@ export interface Agent {
  * const agent = createAgent({ model, tools: [readFile], middleware: defaultMiddleware() })
  * const outcome = await agent.run({ input: 'Summarise src/main.rs' })
  * if (outcome.status === 'stopped') console.error(outcome.report.text)
+ *
+ * // A fallback chain with a system prompt and a token budget:
+ * createAgent({ model: [gpt, claude], system: 'Be brief.', tools: [readFile], limits: { maxTokens: 200_000 } })
  */
 export function createAgent(options: AgentOptions<AgentModel>): Agent {
   const settings = agentSettings(options)

@@ -1,6 +1,12 @@
 /** Where a model's circuit is: `closed` sends calls, `open` skips the model, `half-open` lets one probe through. */
 export type ModelCircuit = 'closed' | 'open' | 'half-open'
 
+/**
+ * The breaker of each model of a fallback chain (`createAgent({ modelBreaker })`).
+ *
+ * @example
+ * createAgent({ model: [gpt, claude], tools, modelBreaker: { threshold: 5, cooldownMs: 60_000 } })
+ */
 export interface ModelBreakerOptions {
   /** Failed attempts in a row (transient errors, deadlines) that open the circuit. Default 3. */
   threshold: number

@@ -3,7 +3,12 @@ import { CLOSED, type ModelBreakerState } from './model-breaker.js'
 import { OptionsError } from './options.js'
 import { closest } from './suggest.js'
 
-/** What one model costs, in US dollars per million tokens, as the provider's price list says. */
+/**
+ * What one model costs, in US dollars per million tokens, as the provider's price list says.
+ *
+ * @example
+ * createAgent({ model, tools, limits: { maxCostUsd: 2 }, prices: { 'gpt-4o-mini': { inputPerMTokUsd: 0.15, outputPerMTokUsd: 0.6 } } })
+ */
 export interface ModelPrice {
   readonly inputPerMTokUsd: number
   readonly outputPerMTokUsd: number

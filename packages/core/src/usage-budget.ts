@@ -2,7 +2,13 @@ import { LoopError } from './errors.js'
 import type { ModelUsage } from './model.js'
 import type { ModelPrice } from './model-chain.js'
 
-/** Tokens and dollars a run has spent on model calls; checkpointed with the run, so resume goes on counting. */
+/**
+ * Tokens and dollars a run has spent on model calls; checkpointed with the run, so resume goes on counting.
+ *
+ * @example
+ * const { usage } = await agent.run({ input })
+ * console.log(`${usage.inputTokens + usage.outputTokens} tokens, $${usage.costUsd.toFixed(4)}`)
+ */
 export interface RunUsage {
   readonly inputTokens: number
   readonly outputTokens: number
