@@ -1,5 +1,4 @@
-import type { LoopError, ToolError } from '@shallot/core'
-import { abortReason } from '@shallot/core'
+import { abortReason, type LoopError, type ToolError } from '@shallot/core'
 
 const ignore = () => {}
 

@@ -1,16 +1,19 @@
 import { setMaxListeners } from 'node:events'
+import type { AgentEventSink } from './agent-events.js'
 import type { AgentSettings } from './agent-options.js'
 import { abortReason, onAbort } from './channel.js'
 import type { CallRecord, RunSnapshot, TurnRecord } from './checkpoints.js'
-import { LoopError } from './errors.js'
+import { LoopError, ToolError } from './errors.js'
 import { silentLogger } from './logger.js'
 import type { Message } from './model.js'
 import { callModel } from './model-call.js'
 import { modelToolsOf } from './model-tools.js'
+import { renderError } from './render.js'
 import { buildReport, type RunReport } from './report.js'
 import { createRun } from './run.js'
 import { dispatchTurn } from './turn-dispatch.js'
-import type { ToolResult } from './types.js'
+import type { ToolCall, ToolResult } from './types.js'
+import { addUsage, type RunUsage, usageExhausted, usageOfSnapshot } from './usage-budget.js'
 
 export type RunOutcome =
   | {
@@ -20,6 +23,8 @@ export type RunOutcome =
       readonly turns: number
       readonly steps: number
       readonly transcript: readonly Message[]
+      /** Tokens and dollars the run's model calls spent, resumed runs included. */
+      readonly usage: RunUsage
     }
   | {
       readonly status: 'stopped'
@@ -29,9 +34,31 @@ export type RunOutcome =
       readonly turns: number
       readonly steps: number
       readonly transcript: readonly Message[]
+      readonly usage: RunUsage
     }
 
 const noop = () => {}
+
+const TRUNCATED = new ToolError(
+  'output_truncated',
+  'your output was cut off by the output-token limit, so this tool call was not run: its arguments are incomplete',
+  { category: 'recoverable', hint: 'send smaller arguments: split the work into several calls, or write less in each one' },
+).toJSON()
+
+/** The answers to calls of a reply cut by the output-token limit: none of them ran, the model reads why. */
+function truncatedResults(calls: readonly ToolCall[]): ToolResult[] {
+  return calls.map((call) => ({
+    callId: call.id,
+    name: call.name,
+    ok: false,
+    content: renderError(TRUNCATED, call, {}),
+    error: TRUNCATED,
+    attempts: 0,
+    durationMs: 0,
+    replayed: false,
+    trace: [],
+  }))
+}
 
 function record(result: ToolResult): CallRecord {
   const base = { id: result.callId, name: result.name, ok: result.ok, attempts: result.attempts, replayed: result.replayed }
@@ -43,12 +70,18 @@ function record(result: ToolResult): CallRecord {
  * its calls, appends the results and checkpoints each completed turn, until the model answers
  * without tool calls or a hard error stops the run. Never rejects for a hard error: it is the outcome.
  */
-export function agentLoop(settings: AgentSettings): (snapshot: RunSnapshot, signal: AbortSignal | undefined) => Promise<RunOutcome> {
-  const { model, stack, limits, modelRetry, clock, random, logger, checkpoints } = settings
+export function agentLoop(
+  settings: AgentSettings,
+  emit: AgentEventSink,
+): (snapshot: RunSnapshot, signal: AbortSignal | undefined) => Promise<RunOutcome> {
+  const { chain, system, modelBreaker, stack, limits, modelRetry, clock, random, logger, checkpoints } = settings
   const modelTools = modelToolsOf(stack)
+  const budgeted = limits.maxTokens !== undefined || limits.maxCostUsd !== undefined
 
   return async function drive(snapshot, signal) {
     const { runId, input } = snapshot
+    let usage: RunUsage = usageOfSnapshot(snapshot.usage, runId)
+    let unreported = false
     const log = logger === silentLogger ? silentLogger : logger.child({ runId })
     const transcript: Message[] = [...snapshot.transcript]
     const turns: TurnRecord[] = [...snapshot.turns]
@@ -66,7 +99,19 @@ export function agentLoop(settings: AgentSettings): (snapshot: RunSnapshot, sign
       turn: snapshot.turn,
       signal: stopRun.signal,
     })
-    const modelEnv = { signal: run.signal, clock, random, budget: run.budget, log, timeoutMs: limits.modelTimeoutMs, retry: modelRetry }
+    const modelEnv = {
+      signal: run.signal,
+      clock,
+      random,
+      budget: run.budget,
+      log,
+      timeoutMs: limits.modelTimeoutMs,
+      retry: modelRetry,
+      breaker: modelBreaker,
+      emit,
+      runId,
+      turn: 0,
+    }
     const save = async (status: RunSnapshot['status'], output?: string) => {
       if (checkpoints === undefined) return
       const next: RunSnapshot = {
@@ -79,6 +124,7 @@ export function agentLoop(settings: AgentSettings): (snapshot: RunSnapshot, sign
         state: run.state,
         transcript,
         turns,
+        usage,
         ...(output === undefined ? {} : { output }),
       }
       await checkpoints.save(JSON.parse(JSON.stringify(next)) as RunSnapshot)
@@ -91,20 +137,47 @@ export function agentLoop(settings: AgentSettings): (snapshot: RunSnapshot, sign
             details: { maxTurns: limits.maxTurns },
           })
         }
+        const spent = usageExhausted(usage, limits, 'before')
+        if (spent !== undefined) throw spent
         const turn = run.turn + 1
         run.turn = turn
-        const response = await callModel(model, { messages: transcript, tools: modelTools(run) }, modelEnv)
+        modelEnv.turn = turn
+        const request =
+          system === undefined ? { messages: transcript, tools: modelTools(run) } : { messages: transcript, tools: modelTools(run), system }
+        const { response, link } = await callModel(chain, request, modelEnv)
         const calls = response.toolCalls ?? []
+        usage = addUsage(usage, response.usage, link.price)
+        if (budgeted) {
+          if (response.usage === undefined && !unreported) {
+            unreported = true
+            log.warn({ model: link.name }, 'the model reported no token usage; limits.maxTokens / maxCostUsd cannot count this call')
+          }
+          // A final answer is in hand and costs nothing more; a turn that would go on is stopped.
+          const crossed = calls.length === 0 ? undefined : usageExhausted(usage, limits, 'spent')
+          if (crossed !== undefined) throw crossed
+        }
         if (calls.length === 0) {
           const output = response.text ?? ''
           transcript.push({ role: 'assistant', content: output, toolCalls: [] })
           turns.push({ turn, text: output, calls: [] })
           await save('completed', output)
           log.info({ outcome: 'completed', turns: turn, steps: run.budget.used }, 'run completed')
-          return { status: 'completed', runId, output, turns: turn, steps: run.budget.used, transcript }
+          return { status: 'completed', runId, output, turns: turn, steps: run.budget.used, transcript, usage }
         }
-        // The stack escalates fatal/user soft errors itself (its `escalate` policy): they reject here.
-        const results = await dispatchTurn(stack, calls, run, stopRun, limits.maxParallelToolCalls)
+        let results: ToolResult[]
+        if (response.finishReason === 'length') {
+          // Cut by the output-token limit: the arguments are incomplete, so nothing runs. The turn
+          // still costs a step, so a model that keeps getting cut off meets the step budget.
+          run.budget.spend('output_truncated')
+          results = truncatedResults(calls)
+          log.warn(
+            { turn, calls: calls.length, model: link.name },
+            'model output cut by the output-token limit; its tool calls were not run',
+          )
+        } else {
+          // The stack escalates fatal/user soft errors itself (its `escalate` policy): they reject here.
+          results = await dispatchTurn(stack, calls, run, stopRun, limits.maxParallelToolCalls)
+        }
         transcript.push(
           response.text === undefined
             ? { role: 'assistant', toolCalls: calls }
@@ -134,6 +207,7 @@ export function agentLoop(settings: AgentSettings): (snapshot: RunSnapshot, sign
         runId,
         error,
         report: buildReport(runId, input, turns, error),
+        usage,
         turns: turns.length,
         steps: run.budget.used,
         transcript,

@@ -1,8 +1,11 @@
 import { z } from 'zod'
+import type { AgentEvent } from './agent-events.js'
 import type { CheckpointStore } from './checkpoints.js'
 import { guardLogger } from './logger.js'
 import type { ModelAdapter } from './model.js'
+import type { ModelBreakerOptions } from './model-breaker.js'
 import type { ModelRetry } from './model-call.js'
+import { type ModelLink, type ModelPrice, modelChain } from './model-chain.js'
 import { OptionsError, parseOptions } from './options.js'
 import { createStack, type Stack, type StackOptions } from './stack.js'
 import type { Clock, Logger, Middleware } from './types.js'
@@ -16,10 +19,38 @@ export interface AgentLimits {
   modelTimeoutMs: number
   /** Tool calls of one turn that run at once. Default 4. */
   maxParallelToolCalls: number
+  /**
+   * Tokens per run, input plus output as the providers report them. The run stops as
+   * `budget_exhausted` right after the model call that goes past it. Default: no limit.
+   */
+  maxTokens?: number | undefined
+  /** US dollars per run, from `prices`; the run stops right after the call that goes past it. Default: no limit. */
+  maxCostUsd?: number | undefined
 }
 
-export interface AgentOptions {
-  model: ModelAdapter
+/** A model, or a fallback chain of them. */
+export type AgentModel = ModelAdapter | readonly ModelAdapter[]
+
+/**
+ * `createAgent`'s options. `Model` defaults to one adapter, so code that wraps `options.model`
+ * (recorders, instrumentation) keeps a single adapter to wrap; a chain's options are
+ * `AgentOptions<AgentModel>` (or `AgentOptions<readonly ModelAdapter[]>`).
+ */
+export interface AgentOptions<Model extends AgentModel = ModelAdapter> {
+  /**
+   * The model, or a fallback chain of them, primary first: a model whose calls keep failing opens
+   * its circuit and is skipped until a probe succeeds; the run ends as `fallback_exhausted` when
+   * none can answer. A model's `name` keys `prices` and names it in reports and events.
+   */
+  model: Model
+  /** The system prompt (instructions), sent with every model call. */
+  system?: string
+  /** What each model costs, by model name, for `limits.maxCostUsd` (which needs a price for every model). */
+  prices?: Readonly<Record<string, ModelPrice>>
+  /** Called with each model-call event of every run: a retry, a fallback to the next model, a circuit change. */
+  onEvent?: (event: AgentEvent) => void
+  /** The breaker of each model of a chain. Default: open after 3 failed attempts in a row, for 30 s. */
+  modelBreaker?: Partial<ModelBreakerOptions>
   /** Either a ready stack, or the tools (and optionally middleware) to build one. */
   stack?: Stack
   tools?: StackOptions['tools']
@@ -35,12 +66,24 @@ export interface AgentOptions {
    * `stack`, set it there.
    */
   escalate?: { fatal?: boolean; user?: boolean }
-  /** Retries of a failing model call. Default 3 attempts, full jitter from 250 ms, capped at 4 s. */
+  /**
+   * Retries of a failing model call, on each model. Default 3 attempts, full jitter from 250 ms,
+   * capped at 4 s, above the provider's `Retry-After`, which is waited for up to 60 s.
+   */
   modelRetry?: Partial<ModelRetry>
 }
 
 const DEFAULT_LIMITS: AgentLimits = { maxTurns: 20, maxSteps: 100, modelTimeoutMs: 60_000, maxParallelToolCalls: 4 }
-const DEFAULT_MODEL_RETRY: ModelRetry = { maxAttempts: 3, baseMs: 250, capMs: 4000 }
+const DEFAULT_MODEL_RETRY: ModelRetry = { maxAttempts: 3, baseMs: 250, capMs: 4000, maxRetryAfterMs: 60_000 }
+const DEFAULT_BREAKER: ModelBreakerOptions = { threshold: 3, cooldownMs: 30_000 }
+
+const tokens = z
+  .number({ error: 'must be a whole number of tokens > 0, e.g. 200000 (leave it out for no token budget)' })
+  .int({ error: 'must be a whole number of tokens > 0, e.g. 200000' })
+  .positive({ error: 'must be a whole number of tokens > 0, e.g. 200000' })
+const dollars = z
+  .number({ error: 'must be a finite number of US dollars > 0, e.g. 2.5 (leave it out for no cost budget)' })
+  .positive({ error: 'must be a finite number of US dollars > 0, e.g. 2.5' })
 
 const agentOptionsSchema = z.object({
   limits: z
@@ -49,6 +92,8 @@ const agentOptionsSchema = z.object({
       maxSteps: z.number().int().positive().default(DEFAULT_LIMITS.maxSteps),
       modelTimeoutMs: z.number().positive().default(DEFAULT_LIMITS.modelTimeoutMs),
       maxParallelToolCalls: z.number().int().positive().default(DEFAULT_LIMITS.maxParallelToolCalls),
+      maxTokens: tokens.optional(),
+      maxCostUsd: dollars.optional(),
     })
     .default(DEFAULT_LIMITS),
   modelRetry: z
@@ -56,13 +101,24 @@ const agentOptionsSchema = z.object({
       maxAttempts: z.number().int().min(1).max(10).default(DEFAULT_MODEL_RETRY.maxAttempts),
       baseMs: z.number().nonnegative().default(DEFAULT_MODEL_RETRY.baseMs),
       capMs: z.number().nonnegative().default(DEFAULT_MODEL_RETRY.capMs),
+      maxRetryAfterMs: z.number().nonnegative().default(DEFAULT_MODEL_RETRY.maxRetryAfterMs),
     })
     .default(DEFAULT_MODEL_RETRY),
+  modelBreaker: z
+    .strictObject({
+      threshold: z.number().int().min(1).max(1000).default(DEFAULT_BREAKER.threshold),
+      cooldownMs: z.number().nonnegative().default(DEFAULT_BREAKER.cooldownMs),
+    })
+    .default(DEFAULT_BREAKER),
+  system: z.string({ error: 'must be a string (the system prompt)' }).optional(),
 })
 
 /** What the loop runs with, every option checked and defaulted. */
 export interface AgentSettings {
-  readonly model: ModelAdapter
+  /** The fallback chain, primary first; one link for a single model. */
+  readonly chain: readonly ModelLink[]
+  readonly system: string | undefined
+  readonly modelBreaker: ModelBreakerOptions
   readonly stack: Stack
   readonly limits: AgentLimits
   readonly modelRetry: ModelRetry
@@ -70,16 +126,22 @@ export interface AgentSettings {
   readonly random: () => number
   readonly logger: Logger
   readonly checkpoints: CheckpointStore | undefined
+  readonly onEvent: ((event: AgentEvent) => void) | undefined
 }
 
 /** Checks `createAgent`'s options and builds the stack when the caller gave tools instead of one. */
-export function agentSettings(options: AgentOptions): AgentSettings {
-  if (typeof options?.model?.generate !== 'function')
-    throw new TypeError('createAgent(): model must be an object with generate({ messages, tools, signal })')
-  const { limits, modelRetry } = parseOptions('createAgent()', agentOptionsSchema, {
+export function agentSettings(options: AgentOptions<AgentModel>): AgentSettings {
+  if (typeof options !== 'object' || options === null) throw new TypeError('createAgent() takes an options object { model, tools }')
+  const { limits, modelRetry, modelBreaker, system } = parseOptions('createAgent()', agentOptionsSchema, {
     limits: options.limits,
     modelRetry: options.modelRetry,
+    modelBreaker: options.modelBreaker,
+    system: options.system,
   })
+  if (options.onEvent !== undefined && typeof options.onEvent !== 'function') {
+    throw new OptionsError('createAgent()', [{ path: 'onEvent', message: 'must be a function (event) => void' }])
+  }
+  const chain = modelChain(options.model, options.prices, limits.maxCostUsd !== undefined)
   if (options.stack === undefined && options.tools === undefined) throw new TypeError('createAgent(): pass either stack or tools')
   if (options.stack !== undefined && options.escalate !== undefined) {
     // Silently ignoring it would leave a run going on that the caller asked to stop.
@@ -98,7 +160,9 @@ export function agentSettings(options: AgentOptions): AgentSettings {
       ...(options.escalate === undefined ? {} : { escalate: options.escalate }),
     })
   return {
-    model: options.model,
+    chain,
+    system,
+    modelBreaker,
     stack,
     limits,
     modelRetry,
@@ -106,5 +170,6 @@ export function agentSettings(options: AgentOptions): AgentSettings {
     random: options.random ?? stack.random,
     logger: guardLogger(options.logger ?? stack.logger),
     checkpoints: options.checkpoints,
+    onEvent: options.onEvent,
   }
 }

@@ -1,11 +1,14 @@
 import { nanoid } from 'nanoid'
+import { agentEvents } from './agent-events.js'
 import { agentLoop, type RunOutcome } from './agent-loop.js'
-import { type AgentOptions, agentSettings } from './agent-options.js'
+import { type AgentModel, type AgentOptions, agentSettings } from './agent-options.js'
 import type { RunSnapshot } from './checkpoints.js'
 import type { Stack } from './stack.js'
+import { usageOfSnapshot } from './usage-budget.js'
 
+export type { AgentEvent } from './agent-events.js'
 export type { RunOutcome } from './agent-loop.js'
-export type { AgentLimits, AgentOptions } from './agent-options.js'
+export type { AgentLimits, AgentModel, AgentOptions } from './agent-options.js'
 
 export interface Agent {
   readonly stack: Stack
@@ -23,11 +26,14 @@ export interface Agent {
  * const agent = createAgent({ model, tools: [readFile], middleware: defaultMiddleware() })
  * const outcome = await agent.run({ input: 'Summarise src/main.rs' })
  * if (outcome.status === 'stopped') console.error(outcome.report.text)
+ *
+ * // A fallback chain with a system prompt and a token budget:
+ * createAgent({ model: [gpt, claude], system: 'Be brief.', tools: [readFile], limits: { maxTokens: 200_000 } })
  */
-export function createAgent(options: AgentOptions): Agent {
+export function createAgent(options: AgentOptions<AgentModel>): Agent {
   const settings = agentSettings(options)
   const { stack, checkpoints } = settings
-  const drive = agentLoop(settings)
+  const drive = agentLoop(settings, agentEvents(settings.logger, settings.onEvent))
 
   return {
     stack,
@@ -60,6 +66,7 @@ export function createAgent(options: AgentOptions): Agent {
           turns: snapshot.turn,
           steps: snapshot.stepsUsed,
           transcript: snapshot.transcript,
+          usage: usageOfSnapshot(snapshot.usage, runId),
         }
       }
       return drive(snapshot, signal)

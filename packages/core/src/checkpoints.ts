@@ -1,5 +1,6 @@
 import type { Message } from './model.js'
 import type { Json } from './types.js'
+import type { RunUsage } from './usage-budget.js'
 
 /** One tool call of a completed turn, as the report tells it. */
 export interface CallRecord {
@@ -30,6 +31,8 @@ export interface RunSnapshot {
   readonly transcript: readonly Message[]
   readonly turns: readonly TurnRecord[]
   readonly output?: string
+  /** Tokens and dollars spent so far, so a resumed run's budget goes on counting. Absent: none yet. */
+  readonly usage?: RunUsage
 }
 
 /** Where snapshots go: one per run id, replaced after every completed turn. */

@@ -1,4 +1,4 @@
-export { type Agent, type AgentLimits, type AgentOptions, createAgent, type RunOutcome } from './agent.js'
+export { type Agent, type AgentEvent, type AgentLimits, type AgentModel, type AgentOptions, createAgent, type RunOutcome } from './agent.js'
 export { abortReason } from './channel.js'
 export { type CallRecord, type CheckpointStore, memoryCheckpoints, type RunSnapshot, type TurnRecord } from './checkpoints.js'
 export { systemClock } from './clock.js'
@@ -17,7 +17,9 @@ export {
 } from './errors.js'
 export { silentLogger } from './logger.js'
 export type { Message, ModelAdapter, ModelFinishReason, ModelRequest, ModelResponse, ModelTool, ModelUsage } from './model.js'
+export type { ModelBreakerOptions, ModelCircuit } from './model-breaker.js'
 export type { ModelRetry } from './model-call.js'
+export type { ModelPrice } from './model-chain.js'
 export { OptionsError, parseOptions } from './options.js'
 export { type ErrorRenderer, renderError } from './render.js'
 export { buildReport, type RunReport } from './report.js'
@@ -44,3 +46,4 @@ export type {
   TraceEvent,
 } from './types.js'
 export { TOOL_EFFECTS } from './types.js'
+export type { RunUsage } from './usage-budget.js'

@@ -1,14 +1,23 @@
+import type { AgentEventSink } from './agent-events.js'
 import { abortReason, onAbort } from './channel.js'
 import { LoopError, ToolError } from './errors.js'
 import { LinkedSignal } from './linked-signal.js'
 import type { ModelAdapter, ModelRequest, ModelResponse } from './model.js'
+import { admitModel, type ModelBreakerOptions, type ModelVerdict, settleModel } from './model-breaker.js'
+import type { ModelLink } from './model-chain.js'
 import type { Budget, Clock, Logger } from './types.js'
 
 export interface ModelRetry {
   /** Attempts per model call, counting the first. */
   maxAttempts: number
+  /** Full-jitter backoff: a random wait up to `baseMs * 2^(attempt-1)`, at most `capMs`. */
   baseMs: number
   capMs: number
+  /**
+   * Longest provider pushback (`Retry-After`) waited for. A longer one is never cut short: the model
+   * is given up for this call instead (the next of the chain, or the end of the run). Default 60 s.
+   */
+  maxRetryAfterMs: number
 }
 
 const TRANSIENT_CODES = new Set(['ECONNRESET', 'ECONNREFUSED', 'ETIMEDOUT', 'EPIPE', 'EAI_AGAIN', 'ENOTFOUND', 'UND_ERR_SOCKET'])
@@ -94,39 +103,218 @@ function once(
   }).finally(() => own.close())
 }
 
+/** How the report and the events name a failure: "429 rate limited by the provider, Retry-After 2 s". */
+export function describeModelFailure(err: unknown): string {
+  const wait = (ms: number | undefined) => (ms === undefined ? '' : `, Retry-After ${Number((ms / 1000).toFixed(3))} s`)
+  if (ToolError.is(err)) {
+    const status = typeof err.details?.status === 'number' ? `${err.details.status} ` : ''
+    const said =
+      typeof err.details?.providerMessage === 'string' && err.details.providerMessage !== '' ? ` (${err.details.providerMessage})` : ''
+    const what = WHAT[err.code]
+    return what === undefined ? `${status}${err.message}${wait(err.retryAfterMs)}` : `${status}${what}${said}${wait(err.retryAfterMs)}`
+  }
+  const e = (typeof err === 'object' && err !== null ? err : {}) as { status?: unknown; statusCode?: unknown }
+  const status = typeof e.status === 'number' ? e.status : typeof e.statusCode === 'number' ? e.statusCode : undefined
+  const message = err instanceof Error ? err.message : String(err)
+  return status === undefined ? message : `${status} ${message}`
+}
+
+const WHAT: Record<string, string> = {
+  rate_limited: 'rate limited by the provider',
+  overloaded: 'the provider is overloaded',
+  upstream_error: 'the provider failed',
+  network_error: 'the connection to the provider failed',
+}
+
+export interface ModelCallEnv {
+  readonly signal: AbortSignal
+  readonly clock: Clock
+  readonly random: () => number
+  readonly budget: Budget
+  readonly log: Logger
+  readonly timeoutMs: number
+  readonly retry: ModelRetry
+  readonly breaker: ModelBreakerOptions
+  readonly emit: AgentEventSink
+  readonly runId: string
+  readonly turn: number
+}
+
+/** Why one model gave up on this call, for the next model and the report. */
+interface GaveUp {
+  readonly model: string
+  readonly error: string
+  readonly attempts: number
+  readonly circuit: string
+  /** The last failure, for `cause`. */
+  readonly last: unknown
+}
+
+const GAVE_UP = Symbol('model gave up')
+const plural = (n: number, word: string) => `${n} ${word}${n === 1 ? '' : 's'}`
+
+function settle(link: ModelLink, verdict: ModelVerdict, probe: boolean, env: ModelCallEnv, retryAfterMs?: number): void {
+  if (link.breaker === undefined) return
+  const { state, change } = settleModel(link.breaker, verdict, env.clock.now(), env.breaker, probe, retryAfterMs)
+  link.breaker = state
+  if (change !== undefined) {
+    env.log.warn({ model: link.name, from: change.from, to: change.to, reason: change.reason }, 'model circuit changed')
+    env.emit({ type: 'model.circuit', at: env.clock.now(), runId: env.runId, model: link.name, ...change })
+  }
+}
+
 /**
- * Asks the model, with a deadline per attempt and a small capped full-jitter backoff on transient
- * failures. Each attempt spends a step. Ends as `model_failed` past its retries, `cancelled` on abort.
+ * Up to `maxAttempts` attempts on one model. Resolves with its answer; throws a hard error (cancel,
+ * the step budget, a LoopError of the adapter, a failure that is not transient) as is; gives up
+ * (returns a {@link GaveUp}) when the retries are spent, the provider's pushback is past
+ * `maxRetryAfterMs`, or its circuit opened.
  */
-export async function callModel(
-  model: ModelAdapter,
+async function onModel(
+  link: ModelLink,
+  probe: boolean,
   request: Omit<ModelRequest, 'signal'>,
-  env: { signal: AbortSignal; clock: Clock; random: () => number; budget: Budget; log: Logger; timeoutMs: number; retry: ModelRetry },
-): Promise<ModelResponse> {
+  env: ModelCallEnv,
+): Promise<ModelResponse | { [GAVE_UP]: GaveUp }> {
+  let isProbe = probe
   for (let attempt = 1; ; attempt++) {
-    if (env.signal.aborted) throw abortReason(env.signal)
-    env.budget.spend('model')
+    if (env.signal.aborted) {
+      settle(link, 'neutral', isProbe, env)
+      throw abortReason(env.signal)
+    }
     try {
-      const response = await once(model, request, env.signal, env.clock, env.timeoutMs)
+      env.budget.spend('model')
+    } catch (err) {
+      settle(link, 'neutral', isProbe, env)
+      throw err
+    }
+    let failure: unknown
+    try {
+      const response = await once(link.adapter, request, env.signal, env.clock, env.timeoutMs)
       if (typeof response !== 'object' || response === null) throw new TypeError('the model adapter returned no response object')
+      settle(link, 'success', isProbe, env)
       return response
     } catch (err) {
-      if (env.signal.aborted) throw abortReason(env.signal)
-      if (LoopError.is(err)) throw err
-      const message = err instanceof Error ? err.message : String(err)
-      if (!isTransientModelError(err) || attempt >= env.retry.maxAttempts) {
-        throw new LoopError('model_failed', `the model call failed after ${attempt} attempt${attempt === 1 ? '' : 's'}: ${message}`, {
-          cause: err,
-          details: { attempts: attempt },
-        })
-      }
-      const delay = Math.floor(env.random() * Math.min(env.retry.capMs, env.retry.baseMs * 2 ** (attempt - 1)))
-      env.log.warn({ attempt, delayMs: delay, error: message }, 'model call failed; retrying')
-      try {
-        await env.clock.sleep(delay, env.signal)
-      } catch {
-        throw abortReason(env.signal)
-      }
+      failure = err
     }
+    if (env.signal.aborted) {
+      settle(link, 'neutral', isProbe, env)
+      throw abortReason(env.signal)
+    }
+    if (LoopError.is(failure)) {
+      settle(link, 'neutral', isProbe, env)
+      throw failure
+    }
+    const cause = describeModelFailure(failure)
+    if (!isTransientModelError(failure)) {
+      settle(link, 'neutral', isProbe, env)
+      const message = failure instanceof Error ? failure.message : String(failure)
+      throw new LoopError('model_failed', `the model call failed after ${plural(attempt, 'attempt')}: ${message}`, {
+        cause: failure,
+        details: { model: link.name, attempts: attempt, failure: cause },
+      })
+    }
+    const retryAfterMs = ToolError.is(failure) ? failure.retryAfterMs : undefined
+    settle(link, 'failure', isProbe, env, retryAfterMs)
+    isProbe = false
+    const gaveUp = (why: string): { [GAVE_UP]: GaveUp } => ({
+      [GAVE_UP]: { model: link.name, error: `${cause}${why}`, attempts: attempt, circuit: link.breaker?.circuit ?? 'none', last: failure },
+    })
+    if (link.breaker !== undefined && link.breaker.circuit !== 'closed') return gaveUp(`; circuit ${link.breaker.circuit}`)
+    if (attempt >= env.retry.maxAttempts) return gaveUp('')
+    const floor = retryAfterMs ?? 0
+    if (floor > env.retry.maxRetryAfterMs)
+      return gaveUp(`; the pushback is past modelRetry.maxRetryAfterMs (${env.retry.maxRetryAfterMs} ms)`)
+    // Never sooner than the provider asked; the jitter spreads the clients it pushed back.
+    const delay = floor + Math.floor(env.random() * Math.min(env.retry.capMs, env.retry.baseMs * 2 ** (attempt - 1)))
+    env.log.warn({ model: link.name, attempt, delayMs: delay, error: cause }, 'model call failed; retrying')
+    env.emit({
+      type: 'model.retry',
+      at: env.clock.now(),
+      runId: env.runId,
+      turn: env.turn,
+      model: link.name,
+      attempt,
+      delayMs: delay,
+      error: cause,
+    })
+    try {
+      await env.clock.sleep(delay, env.signal)
+    } catch {
+      throw abortReason(env.signal)
+    }
+    if (link.breaker !== undefined && link.breaker.circuit !== 'closed') return gaveUp(`; circuit ${link.breaker.circuit}`)
   }
+}
+
+/**
+ * Asks the chain's models in order, each with a deadline per attempt and capped full-jitter backoff
+ * above the provider's `Retry-After`; a model whose circuit is open is skipped. Every attempt spends
+ * a step. Ends as `model_failed` (one model) or `fallback_exhausted` (a chain) when none answers,
+ * `cancelled` on abort; a `LoopError` the adapter throws ends the run as it is.
+ */
+export async function callModel(
+  chain: readonly ModelLink[],
+  request: Omit<ModelRequest, 'signal'>,
+  env: ModelCallEnv,
+): Promise<{ response: ModelResponse; link: ModelLink }> {
+  const tried: GaveUp[] = []
+  let previous: ModelLink | undefined
+  for (const link of chain) {
+    let probe = false
+    if (link.breaker !== undefined) {
+      const admission = admitModel(link.breaker, env.clock.now())
+      link.breaker = admission.state
+      if (admission.change !== undefined) {
+        env.log.info({ model: link.name, ...admission.change }, 'model circuit changed')
+        env.emit({ type: 'model.circuit', at: env.clock.now(), runId: env.runId, model: link.name, ...admission.change })
+      }
+      if (!admission.pass) {
+        const wait = admission.retryInMs === undefined ? 'a probe is in flight' : `${Math.ceil(admission.retryInMs)} ms left`
+        tried.push({
+          model: link.name,
+          error: `skipped: circuit ${admission.state.circuit} (${wait})`,
+          attempts: 0,
+          circuit: admission.state.circuit,
+          last: undefined,
+        })
+        continue
+      }
+      probe = admission.probe
+    }
+    if (previous !== undefined || tried.length > 0) {
+      const from = tried[tried.length - 1]
+      const reason = from === undefined ? 'previous model failed' : `${from.model}: ${from.error}`
+      env.log.warn({ from: from?.model, to: link.name, reason }, 'model fallback')
+      env.emit({
+        type: 'model.fallback',
+        at: env.clock.now(),
+        runId: env.runId,
+        turn: env.turn,
+        from: from?.model ?? '',
+        to: link.name,
+        reason,
+      })
+    }
+    previous = link
+    const outcome = await onModel(link, probe, request, env)
+    if (!(GAVE_UP in outcome)) return { response: outcome, link }
+    tried.push(outcome[GAVE_UP])
+  }
+  if (chain.length === 1) {
+    const only = tried[0] as GaveUp
+    const message = only.last instanceof Error ? only.last.message : String(only.last)
+    throw new LoopError('model_failed', `the model call failed after ${plural(only.attempts, 'attempt')}: ${message}`, {
+      cause: only.last,
+      details: { attempts: only.attempts, failure: only.error },
+    })
+  }
+  const lines = tried.map((t) => `${t.model}: ${t.error}`)
+  const last = [...tried].reverse().find((t) => t.last !== undefined)
+  throw new LoopError('fallback_exhausted', `every model of the chain was unavailable (${tried.map((t) => t.model).join(', ')})`, {
+    ...(last === undefined ? {} : { cause: last.last }),
+    details: {
+      models: tried.map((t) => ({ model: t.model, attempts: t.attempts, circuit: t.circuit, error: t.error })),
+      failure: lines.join('; '),
+    },
+  })
 }

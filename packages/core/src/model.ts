@@ -56,5 +56,7 @@ export interface ModelResponse {
  * }
  */
 export interface ModelAdapter {
+  /** How reports, events and `createAgent({ prices })` name this model (e.g. `gpt-4o-mini`). Optional. */
+  readonly name?: string
   generate(request: ModelRequest): Promise<ModelResponse>
 }

@@ -18,10 +18,10 @@ const WHY: Record<LoopErrorKind, string> = {
   cancelled: 'the caller cancelled the run',
   loop_detected: 'the model kept repeating a call that failed the same way, so it was not adapting',
   recovery_exhausted: 'retries of a failing call went past the hard ceiling',
-  budget_exhausted: 'the run spent its whole step or turn budget',
+  budget_exhausted: 'the run spent its whole budget',
   user_input_required: 'a tool needs something only a person can provide',
   fatal: 'a tool failed in a way no retry or rewording can fix',
-  model_failed: 'the model call kept failing after its own retries',
+  model_failed: 'the model call failed',
   tool_crashed: 'a tool threw an error that no layer turned into a soft error',
   context_exceeded: "the conversation no longer fits the model's context window",
   fallback_exhausted: 'every model in the fallback chain was unavailable',
@@ -30,6 +30,27 @@ const WHY: Record<LoopErrorKind, string> = {
 function detail(error: LoopError, key: string): string {
   const value = error.details[key]
   return typeof value === 'string' || typeof value === 'number' ? String(value) : ''
+}
+
+/** The "why": the kind's reason, and the failure behind it when the error names one. */
+function whyOf(error: LoopError): string {
+  const base = WHY[error.kind]
+  const failure = error.details.failure
+  if (typeof failure === 'string' && failure !== '') return `${base}: ${failure}`
+  // An adapter's own classification (a 400, a context-length refusal) quotes the provider in its message.
+  if (typeof error.details.providerMessage === 'string') return `${base}: ${error.message}`
+  if (error.kind === 'budget_exhausted') {
+    const limit = ['maxTokens', 'maxCostUsd', 'maxSteps', 'maxTurns'].find((key) => error.details[key] !== undefined)
+    if (limit !== undefined) return `${base} (limits.${limit}): ${error.message}`
+  }
+  return base
+}
+
+function budgetFix(error: LoopError): string {
+  if (error.details.maxTokens !== undefined) return 'raise limits.maxTokens'
+  if (error.details.maxCostUsd !== undefined) return 'raise limits.maxCostUsd'
+  if (error.details.maxTurns !== undefined) return 'raise limits.maxTurns'
+  return 'raise limits.maxSteps or limits.maxTurns'
 }
 
 function nextSteps(error: LoopError, runId: string): string {
@@ -43,7 +64,7 @@ function nextSteps(error: LoopError, runId: string): string {
     case 'recovery_exhausted':
       return `Check the health of ${tool || 'the failing tool'} and its upstream service; ${resume} once it answers again.`
     case 'budget_exhausted':
-      return `If the completed turns show progress, raise limits.maxSteps or limits.maxTurns, otherwise narrow the task; ${resume}.`
+      return `If the completed turns show progress, ${budgetFix(error)} (the run keeps what it spent), otherwise narrow the task; ${resume}.`
     case 'user_input_required':
       return `Provide what the tool asks for (for example credentials or a confirmation), ${resume}.`
     case 'fatal':
@@ -62,7 +83,7 @@ function nextSteps(error: LoopError, runId: string): string {
 /** Builds the report of a stopped run from its committed turns and the error that stopped it. */
 export function buildReport(runId: string, task: string, turns: readonly TurnRecord[], error: LoopError): RunReport {
   const completedCalls = turns.flatMap((t) => t.calls.map((c) => ({ ...c, turn: t.turn })))
-  const why = WHY[error.kind]
+  const why = whyOf(error)
   const steps = nextSteps(error, runId)
   const lines = [
     `Run ${runId} stopped: ${error.kind}`,

@@ -1,5 +1,4 @@
-import type { ToolError } from '@shallot/core'
-import { abortReason } from '@shallot/core'
+import { abortReason, type ToolError } from '@shallot/core'
 import type { IdempotencyStore } from './idempotency-store.js'
 
 /**

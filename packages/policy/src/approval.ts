@@ -1,5 +1,4 @@
-import type { Json, ToolContext } from '@shallot/core'
-import { abortReason } from '@shallot/core'
+import { abortReason, type Json, type ToolContext } from '@shallot/core'
 import { z } from 'zod'
 import { startTimer } from './start-timer.js'
 

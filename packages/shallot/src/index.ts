@@ -11,7 +11,9 @@ export {
 } from '@shallot/circuit-breaker'
 export {
   type Agent,
+  type AgentEvent,
   type AgentLimits,
+  type AgentModel,
   type AgentOptions,
   type AnyTool,
   type CheckpointStore,
@@ -32,6 +34,7 @@ export {
   MiddlewareUsageError,
   type ModelAdapter,
   type ModelFinishReason,
+  type ModelPrice,
   type ModelRequest,
   type ModelResponse,
   type ModelTool,
@@ -43,6 +46,7 @@ export {
   type RunOutcome,
   type RunReport,
   type RunSnapshot,
+  type RunUsage,
   type Stack,
   type StackEvent,
   type StackOptions,
