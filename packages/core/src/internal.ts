@@ -7,6 +7,7 @@
  * @example
  * import { onAbort } from '@shallot/core/internal'
  */
+export { type BoundedCall, boundedCall, type StoreUnavailable } from './bounded-call.js'
 export { canonicalJson, hashOf } from './canonical.js'
 export { type AbortSource, type EscalationPolicy, onAbort } from './channel.js'
 export { isMiddlewareDefinition } from './define-middleware.js'

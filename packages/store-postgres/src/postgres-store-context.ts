@@ -1,6 +1,6 @@
 import type { Clock, Logger } from '@shallot/core'
+import type { BoundedCall } from '@shallot/core/internal'
 import type { Pool, QueryResultRow } from 'pg'
-import type { BoundedCall } from './bounded-call.js'
 import type { Tables } from './tables.js'
 
 /** Runs one statement and answers its rows (untrusted: every caller validates them). */

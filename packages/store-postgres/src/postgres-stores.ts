@@ -1,8 +1,8 @@
 import type { BreakerStore } from '@shallot/circuit-breaker'
 import { parseOptions, silentLogger, systemClock, ToolError } from '@shallot/core'
+import { boundedCall } from '@shallot/core/internal'
 import type { IdempotencyStore } from '@shallot/idempotency'
 import pg from 'pg'
-import { boundedCall } from './bounded-call.js'
 import { postgresBreakerStore } from './postgres-breaker-store.js'
 import { type PostgresCheckpoints, postgresCheckpoints } from './postgres-checkpoints.js'
 import { postgresIdempotencyStore } from './postgres-idempotency-store.js'
@@ -82,7 +82,7 @@ export function postgresStores(options: PostgresStoresOptions): PostgresStores {
   const context: PostgresStoreContext = {
     pool,
     tables: names,
-    bounded: boundedCall(clock, o.timeoutMs),
+    bounded: boundedCall(clock, o.timeoutMs, postgresUnavailable, 'PostgreSQL refused or lost the query'),
     clock,
     log,
     nowParam: now === undefined ? () => null : () => String(Math.floor(now())),

@@ -1,8 +1,8 @@
 import type { BreakerStore } from '@shallot/circuit-breaker'
 import { type Logger, parseOptions, silentLogger, systemClock } from '@shallot/core'
+import { boundedCall } from '@shallot/core/internal'
 import type { IdempotencyStore } from '@shallot/idempotency'
 import { Cluster } from 'ioredis'
-import { boundedCall } from './bounded-call.js'
 import { redisBreakerStore } from './redis-breaker-store.js'
 import { type RedisClient, redisCommands } from './redis-commands.js'
 import { redisIdempotencyStore } from './redis-idempotency-store.js'
@@ -10,6 +10,7 @@ import { redisKeys } from './redis-keys.js'
 import { type RedisRetryBudget, redisRetryBudget } from './redis-retry-budget.js'
 import type { RedisStoreContext } from './redis-store-context.js'
 import { type RedisStoresOptions, redisStoresOptionsSchema } from './redis-stores-options.js'
+import { redisUnavailable } from './store-unavailable.js'
 
 /**
  * The three stores `redisStores()` makes, for `idempotency()`, `circuitBreaker()` and `retry()`.
@@ -61,7 +62,7 @@ export function redisStores(options: RedisStoresOptions): RedisStores {
   const context: RedisStoreContext = {
     commands: redisCommands(o.client),
     keys: redisKeys(o.prefix),
-    bounded: boundedCall(clock, o.timeoutMs),
+    bounded: boundedCall(clock, o.timeoutMs, redisUnavailable, 'Redis refused or lost the command'),
     clock,
     log,
     nowArg: now === undefined ? () => '' : () => String(now()),
