@@ -1,38 +1,13 @@
-import { createAnthropic } from '@ai-sdk/anthropic'
-import { createOpenAI } from '@ai-sdk/openai'
 import { type AgentEvent, createAgent, defineTool, type ModelAdapter, memoryCheckpoints } from '@shallot/core'
-import { type FakeApi, type FakeProvider, type FakeProviderOptions, fakeProvider, type ManualClock, manualClock } from '@shallot/testing'
-import type { LanguageModel } from 'ai'
+import { type FakeProvider, type FakeProviderOptions, fakeProvider, type ManualClock, manualClock } from '@shallot/testing'
 import { afterEach, describe, expect, it } from 'vitest'
 import { z } from 'zod'
 import { aiSdkModel } from './ai-sdk-model.js'
+import { type Format, formats } from './wire-formats.test-helper.js'
 
 // createAgent's model policy (system, truncation, Retry-After, fallback, budgets) over the real
 // provider packages, through aiSdkModel, against fakeProvider() on the manual clock.
 
-interface Format {
-  readonly name: string
-  readonly api: FakeApi
-  readonly model: (provider: FakeProvider) => LanguageModel
-}
-
-const formats: Format[] = [
-  {
-    name: 'OpenAI Chat Completions',
-    api: 'openai-chat',
-    model: (p) => createOpenAI({ baseURL: p.openaiBaseURL, apiKey: 'sk-fake' }).chat('gpt-4o-mini'),
-  },
-  {
-    name: 'OpenAI Responses',
-    api: 'openai-responses',
-    model: (p) => createOpenAI({ baseURL: p.openaiBaseURL, apiKey: 'sk-fake' }).responses('gpt-4o-mini'),
-  },
-  {
-    name: 'Anthropic Messages',
-    api: 'anthropic-messages',
-    model: (p) => createAnthropic({ baseURL: p.anthropicBaseURL, apiKey: 'sk-ant-fake' }).messages('claude-sonnet-4-5'),
-  },
-]
 const [openaiChat, , anthropic] = formats as [Format, Format, Format]
 
 const written: string[] = []

@@ -1,38 +1,12 @@
-import { createAnthropic } from '@ai-sdk/anthropic'
-import { createOpenAI } from '@ai-sdk/openai'
 import { createAgent, defineTool, LoopError, type ModelRequest, type ModelTool, ToolError } from '@shallot/core'
 import { stuckLoop } from '@shallot/stuck-loop'
-import { type FakeApi, type FakeProvider, type FakeTurn, fakeProvider } from '@shallot/testing'
-import type { LanguageModel } from 'ai'
+import { type FakeProvider, type FakeTurn, fakeProvider } from '@shallot/testing'
 import { afterEach, beforeEach, describe, expect, it } from 'vitest'
 import { z } from 'zod'
 import { aiSdkModel } from './ai-sdk-model.js'
+import { type Format, formats } from './wire-formats.test-helper.js'
 
 // The real provider packages against fakeProvider(), through aiSdkModel, on the installed major of `ai`.
-
-interface Format {
-  readonly name: string
-  readonly api: FakeApi
-  readonly model: (provider: FakeProvider) => LanguageModel
-}
-
-const formats: Format[] = [
-  {
-    name: 'OpenAI Chat Completions',
-    api: 'openai-chat',
-    model: (p) => createOpenAI({ baseURL: p.openaiBaseURL, apiKey: 'sk-fake' }).chat('gpt-4o-mini'),
-  },
-  {
-    name: 'OpenAI Responses',
-    api: 'openai-responses',
-    model: (p) => createOpenAI({ baseURL: p.openaiBaseURL, apiKey: 'sk-fake' }).responses('gpt-4o-mini'),
-  },
-  {
-    name: 'Anthropic Messages',
-    api: 'anthropic-messages',
-    model: (p) => createAnthropic({ baseURL: p.anthropicBaseURL, apiKey: 'sk-ant-fake' }).messages('claude-sonnet-4-5'),
-  },
-]
 
 const files: Record<string, string> = { 'src/main.rs': 'fn main() {}' }
 const readFile = defineTool({
