@@ -1,7 +1,10 @@
 import type { Json } from '@shallot/core'
 
 /** Where the ledger lives in `run.state`. */
-export const STATE_KEY = 'stuck-loop'
+export const STATE_KEY = 'shallot.stuck-loop'
+
+/** Where versions before 0.2 kept the ledger; read once and moved, so an older checkpoint keeps its counts. */
+export const LEGACY_STATE_KEY = 'stuck-loop'
 
 /** What the ledger remembers about one fingerprint. Plain JSON, so a checkpointed run resumes its counts. */
 export type LoopEntry = {
@@ -22,7 +25,7 @@ export type LoopEntry = {
   lastHint: string
 }
 
-/** The per-run record under `run.state['stuck-loop']`. */
+/** The per-run record under `run.state['shallot.stuck-loop']`. */
 export type LoopLedger = {
   version: 1
   /** Bumped by every touch and every removal; orders entries without relying on key order, which JSON stores may not keep. */
@@ -75,6 +78,14 @@ export function ledgerOf(state: Record<string, Json>, create?: boolean): LoopLed
 export function ledgerOf(state: Record<string, Json>, create = false): LoopLedger | undefined {
   const value = state[STATE_KEY]
   if (isLedger(value)) return value
+  if (value === undefined && Object.hasOwn(state, LEGACY_STATE_KEY)) {
+    const legacy = state[LEGACY_STATE_KEY]
+    if (isLedger(legacy)) {
+      delete state[LEGACY_STATE_KEY]
+      state[STATE_KEY] = legacy
+      return legacy
+    }
+  }
   if (!create) return undefined
   const fresh: LoopLedger = { version: 1, tick: 0, calls: {} }
   state[STATE_KEY] = fresh

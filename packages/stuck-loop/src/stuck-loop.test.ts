@@ -491,6 +491,19 @@ describe('stuckLoop: run state', () => {
     expect((await read({ path: 'x' })).ok).toBe(true)
   })
 
+  it('keeps the counts of a run checkpointed under the old state key, and moves them to shallot.stuck-loop', async () => {
+    const before = setup()
+    await before.read({ path: 'x' })
+    await before.read({ path: 'x' })
+    // A checkpoint from a version that kept the ledger under 'stuck-loop'.
+    const old = JSON.parse(JSON.stringify({ 'stuck-loop': before.run.state[STUCK_LOOP_STATE_KEY] }))
+    const after = setup()
+    Object.assign(after.run.state, old)
+    expect((await after.read({ path: 'x' })).error?.code).toBe('repeated_failure')
+    expect(Object.keys(after.run.state)).toEqual([STUCK_LOOP_STATE_KEY])
+    expect(STUCK_LOOP_STATE_KEY).toBe('shallot.stuck-loop')
+  })
+
   it('replaces unreadable state instead of failing', async () => {
     const { read, run } = setup()
     run.state[STUCK_LOOP_STATE_KEY] = 'garbage'

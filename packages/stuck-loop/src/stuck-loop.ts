@@ -70,7 +70,7 @@ function describeThrown(err: unknown): { code: string; message: string; hint: st
 /**
  * Stops a model that will not adapt. Each call is identified by `ctx.fingerprint` (tool + canonical
  * parsed arguments, the identity idempotency keys by too) and
- * its outcome (error code + normalized message) is counted in `run.state['stuck-loop']`. After
+ * its outcome (error code + normalized message) is counted in `run.state['shallot.stuck-loop']`. After
  * `refuseAfter` identical failures, or `flailAfter` failures of any kind, the next identical call
  * is refused before it runs with a soft `repeated_failure`; when identical attempts, refusals
  * included, reach `stopAfter`, the run ends with `LoopError('loop_detected')`. A success forgets
