@@ -20,8 +20,10 @@ export interface PostgresRetryBudget extends RetryBudgetStore {
 /**
  * One token bucket shared by every worker (`retry({ retryBudget })`): a row of tokens spent (a
  * missing row is a full bucket), changed under a row lock so concurrent workers never overspend it.
- * A spent count that is not a finite, non-negative number is corrupt: it reads as a full bucket
- * (logged) and the next take replaces it. A take that answers after its deadline gives
+ * A spent count that is not a finite, non-negative number is corrupt, and the bucket fails closed
+ * as Redis's does: `available()` reports 0, and the take that finds it rewrites it as empty (all of
+ * `capacity` spent, logged) and is refused, so garbage never turns into a fresh bucket of retries;
+ * successes refill it as after a storm. A take that answers after its deadline gives
  * its tokens back.
  *
  * @example
@@ -37,12 +39,18 @@ export function postgresRetryBudget(
   const lockSql = `SELECT spent FROM ${t} WHERE name = $1 FOR UPDATE`
   const writeSql = `UPDATE ${t} SET spent = $2 WHERE name = $1`
 
-  function spentOf(raw: unknown, op: string): number {
+  /** Tokens spent, or `undefined` when the row is corrupt (logged). */
+  function spentOf(raw: unknown, op: string): number | undefined {
     if (raw === undefined) return 0
     const parsed = spentSchema.safeParse(raw)
     if (parsed.success) return parsed.data
-    log.warn({ name, op, spent: String(raw) }, 'retry budget in PostgreSQL is corrupt; treated as full')
-    return 0
+    log.warn(
+      { name, op, spent: String(raw) },
+      op === 'retryBudget.tryTake'
+        ? 'retry budget in PostgreSQL was corrupt; rewritten as empty, so no retry until successes refill it'
+        : 'retry budget in PostgreSQL is corrupt; reported as empty (the next take rewrites it so)',
+    )
+    return undefined
   }
 
   /** Locks the bucket's row and spends `tokens` if that many are left. */
@@ -50,6 +58,10 @@ export function postgresRetryBudget(
     return transaction(pool, signal, async (query: Query) => {
       await query(touchSql, [name])
       const spent = spentOf((await query(lockSql, [name])).rows[0]?.spent, 'retryBudget.tryTake')
+      if (spent === undefined) {
+        await query(writeSql, [name, capacity])
+        return false
+      }
       if (spent + tokens > capacity) return false
       await query(writeSql, [name, spent + tokens])
       return true
@@ -82,7 +94,8 @@ export function postgresRetryBudget(
     available() {
       return bounded('retryBudget.available', async () => {
         const { rows } = await statement(pool, `SELECT spent FROM ${t} WHERE name = $1`, [name])
-        return Math.max(0, capacity - spentOf(rows[0]?.spent, 'retryBudget.available'))
+        const spent = spentOf(rows[0]?.spent, 'retryBudget.available')
+        return spent === undefined ? 0 : Math.max(0, capacity - spent)
       })
     },
   }

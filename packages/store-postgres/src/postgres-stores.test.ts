@@ -127,16 +127,25 @@ describe('postgres retry budget', () => {
     ['Infinity', 'Infinity'],
     ['negative', '-3'],
   ] as const) {
-    it(`reads a ${what} spent count as a full bucket, logs it, and the next take replaces it`, async () => {
+    it(`fails closed on a ${what} spent count: reported empty, the take refused and the row rewritten as empty, then refilled by successes`, async () => {
       const logger = spyLogger()
       const stores = await fixture.stores({ logger, retryBudget: { capacity: 20 } })
       await stores.retryBudget.tryTake(5)
       await fixture.pool.query(`UPDATE "${stores.tablePrefix}retry_budgets" SET spent = $1::float8`, [spent])
-      expect(await stores.retryBudget.available()).toBe(20)
+      expect(await stores.retryBudget.available()).toBe(0)
+      // A refill cannot move garbage: the bucket stays closed until a take rewrites it.
       await stores.retryBudget.refill(1)
+      expect(await stores.retryBudget.tryTake(5)).toBe(false)
+      expect(await stores.retryBudget.available()).toBe(0)
+      const { rows } = await fixture.pool.query(`SELECT spent FROM "${stores.tablePrefix}retry_budgets"`)
+      expect(rows).toEqual([{ spent: 20 }])
+      await stores.retryBudget.refill(6)
       expect(await stores.retryBudget.tryTake(5)).toBe(true)
-      expect(await stores.retryBudget.available()).toBe(15)
-      expect(logger.warnings.map((w) => w.msg)).toEqual([expect.stringContaining('corrupt'), expect.stringContaining('corrupt')])
+      expect(await stores.retryBudget.available()).toBe(1)
+      expect(logger.warnings.map((w) => w.msg)).toEqual([
+        expect.stringContaining('reported as empty'),
+        expect.stringContaining('rewritten as empty'),
+      ])
     })
   }
 
