@@ -68,6 +68,8 @@ const EMPTY_FACTS: ErrorFacts = {
   messages: [],
   issues: undefined,
   detail: undefined,
+  types: [],
+  provider: undefined,
 }
 
 function safeFacts(error: unknown): ErrorFacts {
