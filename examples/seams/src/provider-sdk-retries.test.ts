@@ -1,6 +1,6 @@
 import { readFileSync } from 'node:fs'
 import Anthropic from '@anthropic-ai/sdk'
-import { type FakeProvider, fakeProvider, manualClock, seededRandom } from '@shallot/testing'
+import { type FakeProvider, type FakeTurn, fakeProvider, manualClock, seededRandom } from '@shallot/testing'
 import OpenAI from 'openai'
 import { createRun, createStack, defaultMiddleware, defineTool, type Stack, type ToolResult } from 'shallot'
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest'
@@ -184,5 +184,20 @@ describe('the README example (packages/error-classifier)', () => {
     const label = stack.dispatch({ id: 'l', name: 'classify_ticket', args: { text: 'charged twice' } }, { run: createRun() })
     await expect(label).rejects.toMatchObject({ kind: 'user_input_required' })
     expect(provider.requests).toHaveLength(6)
+  })
+})
+
+describe('docs/errors.md', () => {
+  const page = readFileSync(new URL('../../../docs/errors.md', import.meta.url), 'utf8')
+  const scenarios: readonly [name: string, sdk: Sdk, turn: FakeTurn][] = [
+    ['a 429 past retry’s longest wait, from OpenAI', 'openai', { fault: 'rate_limit', retryAfterSeconds: 20 }],
+    ['a 529 overloaded_error, from Anthropic', 'anthropic', { fault: 'overloaded' }],
+  ]
+  it.each(scenarios)('quotes what the model reads for %s', async (_name, sdk, turn) => {
+    provider.script(turn)
+    const { stack } = defaultStack(sdkTool(sdk, 'write', 0))
+    const { content } = await stack.dispatch(call, { run: createRun() })
+    if (process.env.SHALLOT_PRINT_ERRORS) console.log(content)
+    expect(page.includes(content), `docs/errors.md does not contain:\n${content}`).toBe(true)
   })
 })

@@ -38,14 +38,15 @@ function errorName(facts: ErrorFacts): string | undefined {
 /**
  * A provider SDK's error in one form for every SDK: who answered, the status and the provider's
  * own code or type, then the provider's message (not the SDK's `429 {"type":"error",…}` rendering
- * of the whole body). A connection error has no status: who, then the messages along the chain.
+ * of the whole body). Without a status (a stream's error event, a connection error), the same
+ * without the status; with no body either, the messages along the chain.
  */
 function providerText(facts: ErrorFacts, provider: ProviderFacts, base: string): string {
-  if (facts.status === undefined) return base === '' ? provider.provider : `${provider.provider}: ${base}`
   const label = provider.code ?? provider.type
-  const head = `${provider.provider}: HTTP ${facts.status}${label === undefined ? '' : ` (${label})`}`
-  const said = provider.message ?? facts.statusText ?? REASONS[facts.status]
-  return said === undefined ? head : `${head}: ${said}`
+  const status = facts.status === undefined ? '' : `: HTTP ${facts.status}`
+  const head = `${provider.provider}${status}${label === undefined ? '' : ` (${label})`}`
+  const said = provider.message ?? (facts.status === undefined ? base : (facts.statusText ?? REASONS[facts.status]))
+  return said === undefined || said === '' ? head : `${head}: ${said}`
 }
 
 /**

@@ -248,6 +248,39 @@ describe('connection failures of the real SDKs', () => {
   })
 })
 
+describe('a stream that fails after some output', () => {
+  const reply = { text: 'the first words of a longer answer' }
+
+  it('Anthropic SDK: an overloaded_error event is a retryable overloaded, but not safe to repeat: the request was being served', async () => {
+    provider.script({ fault: 'stream_error', reply })
+    const client = new Anthropic({ apiKey: 'sk-ant-test', baseURL: provider.url, maxRetries: 0 })
+    const stream = await client.messages.create({
+      model: 'claude-sonnet-4-5',
+      max_tokens: 64,
+      stream: true,
+      messages: [{ role: 'user', content: 'hi' }],
+    })
+    const thrown = await (async () => {
+      for await (const _event of stream);
+    })().catch((err: unknown) => err)
+    const error = classify(thrown)
+    expect(error).toMatchObject({ code: 'overloaded', category: 'transient', retryable: true, safeToRepeat: false })
+    expect(error.message).toBe('Anthropic API (overloaded_error): Overloaded')
+  })
+
+  it('OpenAI SDK: a server_error event is an upstream_error, not a panic', async () => {
+    provider.script({ fault: 'stream_error', reply })
+    const client = new OpenAI({ apiKey: 'sk-test-key-not-a-secret', baseURL: provider.openaiBaseURL, maxRetries: 0 })
+    const stream = await client.chat.completions.create({ model: 'gpt-4o', stream: true, messages: [{ role: 'user', content: 'hi' }] })
+    const thrown = await (async () => {
+      for await (const _chunk of stream);
+    })().catch((err: unknown) => err)
+    const error = classify(thrown)
+    expect(error).toMatchObject({ code: 'upstream_error', category: 'transient', retryable: true, safeToRepeat: false })
+    expect(error.message).toBe('OpenAI API (server_error): The server had an error while processing your request. Sorry about that!')
+  })
+})
+
 describe("the AI SDK's RetryError", () => {
   it("is classified by its last attempt's error, with that response's Retry-After", async () => {
     const start = provider.requests.length

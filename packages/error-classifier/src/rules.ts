@@ -173,8 +173,7 @@ export const builtinRules: readonly ClassifierRule[] = Object.freeze([
     match: { status: 409 },
     then: { code: 'conflict', category: 'recoverable', hint: 'the resource changed; read it again before writing' },
   },
-  // Anthropic's 529 `overloaded_error` refuses the request before any work, so even a write may be repeated.
-  { id: 'overloaded', match: { type: 'overloaded_error' }, then: OVERLOADED },
+  // Anthropic's 529 refuses the request before any work, so even a write may be repeated.
   { id: 'http_529', match: { status: 529 }, then: OVERLOADED },
   { id: 'http_5xx', match: { status: [500, 502, 503, 504] }, then: { code: 'upstream_error', category: 'transient' } },
   { id: 'http_4xx', match: { status: '4xx' }, then: { code: 'http_error', category: 'recoverable' } },
@@ -202,6 +201,13 @@ export const builtinRules: readonly ClassifierRule[] = Object.freeze([
     match: { name: 'TypeError', messageIncludes: 'terminated' },
     then: { code: 'network_error', category: 'transient', hint: UNREACHABLE_HINT },
   },
+  // A stream's error event after some output (the SDK throws it without a status): the request was being served.
+  {
+    id: 'provider_overloaded',
+    match: { type: 'overloaded_error' },
+    then: { code: 'overloaded', category: 'transient', hint: 'the service is overloaded; try again shortly' },
+  },
+  { id: 'provider_server_error', match: { type: ['server_error', 'api_error'] }, then: { code: 'upstream_error', category: 'transient' } },
   {
     id: 'sdk_connection',
     match: { name: 'APIConnectionError' },
