@@ -15,7 +15,9 @@ export interface ProviderFacts {
 type Bag = Record<string, unknown>
 
 const isBag = (value: unknown): value is Bag => typeof value === 'object' && value !== null
-const text = (value: unknown): string | undefined => (typeof value === 'string' && value !== '' && value.length <= 1000 ? value : undefined)
+// Enough for any real provider message; the sanitizer caps what the model reads far below this.
+const MAX_TEXT = 4096
+const text = (value: unknown): string | undefined => (typeof value === 'string' && value !== '' ? value.slice(0, MAX_TEXT) : undefined)
 const label = (value: unknown): string | undefined => {
   const s = text(value)
   return s !== undefined && s.length <= 64 && /^[A-Za-z0-9_.-]+$/.test(s) ? s : undefined
