@@ -69,6 +69,8 @@ const EMPTY_FACTS: ErrorFacts = {
   messages: [],
   issues: undefined,
   detail: undefined,
+  types: [],
+  provider: undefined,
 }
 
 function safeFacts(error: unknown): ErrorFacts {
@@ -125,7 +127,8 @@ export function createClassifier(options: ParsedOptions): Classifier {
       details,
     }
     if (hint !== undefined) init.hint = clean(hint)
-    const retryAfterMs = retryAfterOf(facts)
+    // Waiting helps neither a person-fixable nor a fatal failure (a quota refusal sent with Retry-After, say).
+    const retryAfterMs = category === 'user' || category === 'fatal' ? undefined : retryAfterOf(facts)
     if (retryAfterMs !== undefined) init.retryAfterMs = retryAfterMs
     return new ToolError(code, clean(describeError(facts, code, tool)), init)
   }

@@ -1,5 +1,7 @@
 import { formatPath, stripStackFrames } from '@shallot/core/internal'
-import { type ErrorFacts, read } from './error-facts.js'
+import type { ErrorFacts } from './error-facts.js'
+import type { ProviderFacts } from './provider-facts.js'
+import { read } from './read.js'
 
 const REASONS: Readonly<Record<number, string>> = {
   400: 'Bad Request',
@@ -34,6 +36,20 @@ function errorName(facts: ErrorFacts): string | undefined {
 }
 
 /**
+ * A provider SDK's error in one form for every SDK: who answered, the status and the provider's
+ * own code or type, then the provider's message (not the SDK's `429 {"type":"error",…}` rendering
+ * of the whole body). Without a status (a stream's error event, a connection error), the same
+ * without the status; with no body either, the messages along the chain.
+ */
+function providerText(facts: ErrorFacts, provider: ProviderFacts, base: string): string {
+  const label = provider.code ?? provider.type
+  const status = facts.status === undefined ? '' : `: HTTP ${facts.status}`
+  const head = `${provider.provider}${status}${label === undefined ? '' : ` (${label})`}`
+  const said = provider.message ?? (facts.status === undefined ? base : (facts.statusText ?? REASONS[facts.status]))
+  return said === undefined || said === '' ? head : `${head}: ${said}`
+}
+
+/**
  * Writes the message the model reads for a classified error, before sanitizing: the HTTP status
  * and reason when the error's own text lacks them, the messages along the cause chain
  * (`fetch failed: connect ECONNREFUSED …`), a ZodError's issues, or a tool panic in
@@ -51,6 +67,7 @@ export function describeError(facts: ErrorFacts, code: string, tool: string | un
     const what = base === '' ? '(unknown payload)' : name === undefined || base.startsWith(name) ? base : `${name}: ${base}`
     return `Tool "${tool ?? 'unknown'}" panicked: ${what}`
   }
+  if (facts.provider !== undefined) return providerText(facts, facts.provider, base)
   let text = base
   if (facts.status !== undefined && !text.includes(String(facts.status))) {
     const reason = facts.statusText ?? REASONS[facts.status]

@@ -1,3 +1,6 @@
+import { type ProviderFacts, providerFacts } from './provider-facts.js'
+import { read } from './read.js'
+
 /** Where a header value can be read: a fetch `Headers` (or anything with `get`), or a plain object. */
 export type HeaderSource = { get(name: string): unknown } | Record<string, unknown>
 
@@ -18,20 +21,14 @@ export interface ErrorFacts {
   readonly issues: readonly unknown[] | undefined
   /** An error message from an HTTP client's parsed response body (`response.data.error.message`). */
   readonly detail: string | undefined
+  /** Provider error types (`overloaded_error`, `rate_limit_error`) of the OpenAI, Anthropic and AI SDK errors on the chain. */
+  readonly types: readonly string[]
+  /** What an OpenAI, Anthropic or AI SDK error says about itself: who answered, type, code, message. */
+  readonly provider: ProviderFacts | undefined
 }
 
 const MAX_NODES = 16
 const MAX_MESSAGES = 3
-
-/** Reads a property; a throwing getter or proxy trap reads as `undefined`. */
-export function read(value: unknown, key: string): unknown {
-  if ((typeof value !== 'object' && typeof value !== 'function') || value === null) return undefined
-  try {
-    return (value as Record<string, unknown>)[key]
-  } catch {
-    return undefined
-  }
-}
 
 function isArray(value: unknown): value is unknown[] {
   try {
@@ -96,6 +93,8 @@ export function errorFacts(error: unknown): ErrorFacts {
   let statusText: string | undefined
   let headers: HeaderSource | undefined
   let detail: string | undefined
+  let statusNode: unknown
+  let firstProvider: ProviderFacts | undefined
   const codes: string[] = []
   const messages: string[] = []
   const top = topMessage(error)
@@ -116,13 +115,14 @@ export function errorFacts(error: unknown): ErrorFacts {
         statusOf(read(response, 'statusCode'))
       if (found !== undefined) {
         status = found
-        const own = read(node, 'headers')
-        const fromResponse = read(response, 'headers')
-        headers = isHeaderSource(own) ? own : isHeaderSource(fromResponse) ? fromResponse : undefined
+        statusNode = node
+        // `responseHeaders`: the AI SDK's APICallError.
+        headers = [read(node, 'headers'), read(node, 'responseHeaders'), read(response, 'headers')].find(isHeaderSource)
         statusText = text(read(node, 'statusText')) ?? text(read(response, 'statusText'))
         detail = bodyDetail(response)
       }
     }
+    firstProvider ??= providerFacts(node)
     const code = read(node, 'code')
     if (typeof code === 'string' && code.length <= 64 && !codes.includes(code)) codes.push(code)
     if (node !== error) {
@@ -131,6 +131,9 @@ export function errorFacts(error: unknown): ErrorFacts {
     }
     const cause = read(node, 'cause')
     if (cause !== undefined) queue.push(cause)
+    // The AI SDK's RetryError: its last attempt's error decides, before the earlier ones in `errors`.
+    const lastError = read(node, 'lastError')
+    if (lastError !== undefined) queue.push(lastError)
     const errors = read(node, 'errors')
     if (isArray(errors)) for (let j = 0; j < 4; j++) queue.push(read(errors, String(j)))
   }
@@ -142,6 +145,9 @@ export function errorFacts(error: unknown): ErrorFacts {
     const ctor = constructorName(error)
     if (ctor !== undefined && ctor !== name) names.push(ctor)
   }
+  // The error that carried the status speaks for the provider; without one (a connection error), the first SDK error does.
+  const provider = (statusNode === undefined ? undefined : providerFacts(statusNode)) ?? firstProvider
+  if (provider?.code !== undefined && !codes.includes(provider.code)) codes.push(provider.code)
   const rawIssues = names.includes('ZodError') ? read(error, 'issues') : undefined
   return {
     status,
@@ -152,6 +158,8 @@ export function errorFacts(error: unknown): ErrorFacts {
     messages,
     issues: isArray(rawIssues) ? rawIssues : undefined,
     detail,
+    types: provider?.type === undefined ? [] : [provider.type],
+    provider,
   }
 }
 

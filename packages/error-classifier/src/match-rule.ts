@@ -27,7 +27,7 @@ function statusTest(status: NonNullable<ClassifierRule['match']['status']>): (st
  */
 export function matchRule(rule: ClassifierRule): RuleMatcher {
   const tests: RuleMatcher[] = []
-  const { status, code, name, messageIncludes } = rule.match
+  const { status, code, name, type, messageIncludes } = rule.match
   if (status !== undefined) {
     const test = statusTest(status)
     tests.push((facts) => facts.status !== undefined && test(facts.status))
@@ -39,6 +39,10 @@ export function matchRule(rule: ClassifierRule): RuleMatcher {
   if (name !== undefined) {
     const names = new Set(list(name))
     tests.push((facts) => facts.names.some((n) => names.has(n)))
+  }
+  if (type !== undefined) {
+    const types = new Set(list(type))
+    tests.push((facts) => facts.types.some((t) => types.has(t)))
   }
   if (messageIncludes !== undefined) {
     const needles = list(messageIncludes).map((needle) => needle.toLowerCase())

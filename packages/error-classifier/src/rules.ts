@@ -18,6 +18,8 @@ export const classifierMatchSchema = z
     code: oneOrMore.optional(),
     /** The thrown value's `name` or constructor name (`AbortError`, `ZodError`). */
     name: oneOrMore.optional(),
+    /** A model provider's error `type` (Anthropic `overloaded_error`, OpenAI `insufficient_quota`), from the OpenAI, Anthropic and AI SDK errors. */
+    type: oneOrMore.optional(),
     /** Case-insensitive text in the error's or its causes' messages. */
     messageIncludes: oneOrMore.optional(),
   })
@@ -99,6 +101,15 @@ const FETCH_FAILED = [
   'error sending request for url',
 ]
 const UNREACHABLE_HINT = 'the service could not be reached; try again shortly'
+// OpenAI sends `insufficient_quota` as a 429 that its SDK retries; Anthropic an `invalid_request_error` 400.
+const QUOTA_CODES = ['insufficient_quota', 'billing_hard_limit_reached', 'billing_not_active']
+const QUOTA_HINT = "the account's quota or credit is used up; waiting will not help, a person has to raise it"
+const OVERLOADED = {
+  code: 'overloaded',
+  category: 'transient',
+  safeToRepeat: true,
+  hint: 'the service is overloaded and did not take the request; try again shortly',
+} as const
 
 /**
  * The built-in rules, in the order they are tried (after any user rules). Exported so the config
@@ -122,6 +133,14 @@ export const builtinRules: readonly ClassifierRule[] = Object.freeze([
     id: 'zod',
     match: { name: 'ZodError' },
     then: { code: 'invalid_arguments', category: 'recoverable', retryable: false, hint: 'fix the listed fields and call again' },
+  },
+  // Before http_429 and http_400: a quota refusal looks like a rate limit or a bad request, but no wait or fix helps.
+  { id: 'quota_code', match: { code: QUOTA_CODES }, then: { code: 'quota_exceeded', category: 'user', hint: QUOTA_HINT } },
+  { id: 'quota_type', match: { type: QUOTA_CODES }, then: { code: 'quota_exceeded', category: 'user', hint: QUOTA_HINT } },
+  {
+    id: 'quota_credit',
+    match: { status: 400, messageIncludes: 'credit balance is too low' },
+    then: { code: 'quota_exceeded', category: 'user', hint: QUOTA_HINT },
   },
   {
     id: 'http_429',
@@ -154,6 +173,8 @@ export const builtinRules: readonly ClassifierRule[] = Object.freeze([
     match: { status: 409 },
     then: { code: 'conflict', category: 'recoverable', hint: 'the resource changed; read it again before writing' },
   },
+  // Anthropic's 529 refuses the request before any work, so even a write may be repeated.
+  { id: 'http_529', match: { status: 529 }, then: OVERLOADED },
   { id: 'http_5xx', match: { status: [500, 502, 503, 504] }, then: { code: 'upstream_error', category: 'transient' } },
   { id: 'http_4xx', match: { status: '4xx' }, then: { code: 'http_error', category: 'recoverable' } },
   { id: 'http_5xx_other', match: { status: '5xx' }, then: { code: 'upstream_error', category: 'transient' } },
@@ -180,6 +201,13 @@ export const builtinRules: readonly ClassifierRule[] = Object.freeze([
     match: { name: 'TypeError', messageIncludes: 'terminated' },
     then: { code: 'network_error', category: 'transient', hint: UNREACHABLE_HINT },
   },
+  // A stream's error event after some output (the SDK throws it without a status): the request was being served.
+  {
+    id: 'provider_overloaded',
+    match: { type: 'overloaded_error' },
+    then: { code: 'overloaded', category: 'transient', hint: 'the service is overloaded; try again shortly' },
+  },
+  { id: 'provider_server_error', match: { type: ['server_error', 'api_error'] }, then: { code: 'upstream_error', category: 'transient' } },
   {
     id: 'sdk_connection',
     match: { name: 'APIConnectionError' },
