@@ -1,7 +1,6 @@
 import {
   abortReason,
   canonicalJson,
-  type Json,
   type Middleware,
   type Next,
   parseOptions,
@@ -17,7 +16,8 @@ import { memoryIdempotencyStore } from './memory-idempotency-store.js'
 import { parsedArgs } from './parsed-args.js'
 import { idempotencyMismatch, invalidKey, invalidScope, outcomeUnknown, stillInFlight, storeUnavailable } from './refusals.js'
 import { settleAction } from './settle-action.js'
-import { type SharedOutcome, sharedCalls, waitFor } from './shared-calls.js'
+import { type InFlight, inFlight, landed, sharedCalls, waitFor } from './shared-calls.js'
+import { storedResultOf } from './stored-result.js'
 
 declare module '@shallot/core' {
   interface ToolContext {
@@ -214,19 +214,19 @@ export function idempotency(options?: IdempotencyOptions): Middleware {
   }
 
   /** Runs the call as the one owner of its key in this process, and tells `share` what waiting duplicates should see. */
-  async function lead(ctx: ToolContext, next: Next, call: Guarded, share: (outcome: SharedOutcome) => void): Promise<void> {
+  async function lead(ctx: ToolContext, next: Next, call: Guarded, flight: InFlight): Promise<void> {
     let claimed: Claimed
     try {
       const claiming = claim(ctx, call)
       claimed = isPromise(claiming) ? await claiming : claiming
     } catch (err) {
-      if (ToolError.is(err)) share({ argsHash: call.argsHash, ok: false, refusal: err })
+      if (ToolError.is(err)) flight.outcome = { argsHash: call.argsHash, ok: false, refusal: err }
       throw err
     }
     if (!claimed.owned) {
       const { value } = claimed.result
       replay(ctx, call, value, 'store')
-      share({ argsHash: call.argsHash, ok: true, json: value === undefined ? undefined : JSON.stringify(value) })
+      flight.outcome = { argsHash: call.argsHash, ok: true, json: value === undefined ? undefined : JSON.stringify(value) }
       return
     }
     const { token } = claimed
@@ -239,8 +239,9 @@ export function idempotency(options?: IdempotencyOptions): Middleware {
       throw err
     }
     const value = ctx.result?.value
+    // Serialised once: the store's record and what waiting duplicates replay come from this one text.
     const json = value === undefined ? undefined : canonicalJson(value)
-    const stored: StoredResult = json === undefined ? {} : { value: JSON.parse(json) as Json }
+    const stored = storedResultOf(json)
     try {
       const completing = store.complete(call.storeKey, token, stored, ttlMs)
       const owned = isPromise(completing) ? await completing : completing
@@ -248,7 +249,7 @@ export function idempotency(options?: IdempotencyOptions): Middleware {
     } catch (err) {
       storeFailed(ctx, call, 'complete', err)
     }
-    share({ argsHash: call.argsHash, ok: true, json })
+    flight.outcome = { argsHash: call.argsHash, ok: true, json }
   }
 
   return async function idempotency(ctx: ToolContext, next: Next): Promise<void> {
@@ -271,21 +272,13 @@ export function idempotency(options?: IdempotencyOptions): Middleware {
       replay(ctx, call, outcome.json === undefined ? undefined : JSON.parse(outcome.json), 'in_process')
       return
     }
-    let settle!: (outcome: SharedOutcome | undefined) => void
-    calls.set(
-      call.storeKey,
-      new Promise((resolve) => {
-        settle = resolve
-      }),
-    )
-    let outcome: SharedOutcome | undefined
+    const flight = inFlight()
+    calls.set(call.storeKey, flight)
     try {
-      await lead(ctx, next, call, (shared) => {
-        outcome = shared
-      })
+      await lead(ctx, next, call, flight)
     } finally {
       calls.delete(call.storeKey)
-      settle(outcome)
+      landed(flight)
     }
   }
 }

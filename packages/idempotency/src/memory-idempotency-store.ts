@@ -2,7 +2,7 @@ import { parseOptions, systemClock, ToolError } from '@shallot/core'
 import { z } from 'zod'
 import type { RawRecord } from './contract-parts.js'
 import type { BeginResult, StoredResult, SyncIdempotencyStore } from './idempotency-store.js'
-import { parseStoredResult } from './stored-result.js'
+import { parseStoredResult, storedResultText } from './stored-result.js'
 
 /**
  * Options of {@link memoryIdempotencyStore}.
@@ -37,6 +37,14 @@ interface Entry {
   expiresAt: number
   /** JSON text, so a replay can never share objects with the caller that stored it. */
   result: string | undefined
+}
+
+/** A done record in the recency list: least recently used at `head`, most recently at `tail`. */
+interface Settled {
+  readonly key: string
+  entry: Entry
+  older: Settled | undefined
+  newer: Settled | undefined
 }
 
 const STATES: ReadonlySet<unknown> = new Set(['pending', 'done', 'unknown'])
@@ -102,41 +110,76 @@ function storeFull(maxEntries: number): ToolError {
  */
 export function memoryIdempotencyStore(options?: MemoryIdempotencyStoreOptions): MemoryIdempotencyStore {
   const { maxEntries, now = systemClock.now } = parseOptions('memoryIdempotencyStore()', memoryIdempotencyStoreOptionsSchema, options)
-  // Two insertion-ordered maps: `settled` (done records, least recently used first) may be evicted;
-  // `pinned` (pending and unknown records) never is, only dropped once expired.
-  const settled = new Map<string, Entry>()
+  // `settled` (done records) may be evicted, least recently used first: a Map for lookup and a
+  // doubly linked list for recency, so a use and an eviction are each O(1) whatever the Map's holes.
+  // `pinned` (pending and unknown records) is never evicted, only dropped once expired.
+  const settled = new Map<string, Settled>()
   const pinned = new Map<string, Entry>()
+  let head: Settled | undefined
+  let tail: Settled | undefined
   let tokens = 0
 
   const expired = (entry: Entry, at: number) => isTime(entry?.expiresAt) && entry.expiresAt <= at
 
-  function drop(key: string): void {
+  function unlink(node: Settled): void {
+    if (node.older === undefined) head = node.newer
+    else node.older.newer = node.newer
+    if (node.newer === undefined) tail = node.older
+    else node.newer.older = node.older
+    node.older = undefined
+    node.newer = undefined
+  }
+
+  function append(node: Settled): void {
+    node.older = tail
+    node.newer = undefined
+    if (tail === undefined) head = node
+    else tail.newer = node
+    tail = node
+  }
+
+  function settle(key: string, entry: Entry): void {
+    const known = settled.get(key)
+    if (known !== undefined) {
+      known.entry = entry
+      unlink(known)
+      append(known)
+      return
+    }
+    const node: Settled = { key, entry, older: undefined, newer: undefined }
+    settled.set(key, node)
+    append(node)
+  }
+
+  function unsettle(key: string): void {
+    const node = settled.get(key)
+    if (node === undefined) return
+    unlink(node)
     settled.delete(key)
+  }
+
+  function drop(key: string): void {
+    unsettle(key)
     pinned.delete(key)
   }
 
   function live(key: string, at: number): Entry | undefined {
     const done = settled.get(key)
-    const entry = done ?? pinned.get(key)
+    const entry = done === undefined ? pinned.get(key) : done.entry
     if (entry === undefined) return undefined
     if (expired(entry, at)) {
       drop(key)
       return undefined
     }
-    if (done !== undefined) {
-      settled.delete(key)
-      settled.set(key, done)
+    if (done !== undefined && done !== tail) {
+      unlink(done)
+      append(done)
     }
     return entry
   }
 
   function makeRoom(at: number): void {
-    // One iterator per eviction: iterating a Map from its start walks the holes deletions left there.
-    while (settled.size + pinned.size >= maxEntries) {
-      const oldest = settled.keys().next()
-      if (oldest.done === true) break
-      settled.delete(oldest.value)
-    }
+    while (settled.size + pinned.size >= maxEntries && head !== undefined) unsettle(head.key)
     if (pinned.size < maxEntries) return
     // Only records that may not be evicted are left: drop the expired ones, wherever they sit.
     for (const [key, entry] of pinned) if (expired(entry, at)) pinned.delete(key)
@@ -182,10 +225,10 @@ export function memoryIdempotencyStore(options?: MemoryIdempotencyStoreOptions):
       const entry = owned(key, token, at)
       if (entry === undefined) return false
       entry.state = 'done'
-      entry.result = JSON.stringify(result)
+      entry.result = storedResultText(result)
       entry.expiresAt = at + ttlMs
       pinned.delete(key)
-      settled.set(key, entry)
+      settle(key, entry)
       return true
     },
     release(key: string, token: string): boolean {
@@ -207,13 +250,15 @@ export function memoryIdempotencyStore(options?: MemoryIdempotencyStoreOptions):
     clear() {
       settled.clear()
       pinned.clear()
+      head = undefined
+      tail = undefined
     },
   }
   rawWriters.set(store, (key, record) => {
     drop(key)
     // Only a record that reads as done may be evicted; anything else might be an unknown outcome.
     const entry = { ...record } as unknown as Entry
-    if (record.state === 'done') settled.set(key, entry)
+    if (record.state === 'done') settle(key, entry)
     else pinned.set(key, entry)
   })
   return store
