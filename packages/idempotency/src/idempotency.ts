@@ -7,6 +7,7 @@ import {
   type ToolContext,
   type ToolEffect,
   ToolError,
+  trustedMiddleware,
 } from '@shallot/core'
 import { checkBegin } from './check-begin.js'
 import { derivedKey, keyProblem, scopeProblem, storeKeyOf } from './idempotency-key.js'
@@ -252,7 +253,9 @@ export function idempotency(options?: IdempotencyOptions): Middleware {
     flight.outcome = { argsHash: call.argsHash, ok: true, json }
   }
 
-  return async function idempotency(ctx: ToolContext, next: Next): Promise<void> {
+  // Trusted (docs/decisions/270-compose-fast-path.md): a call runs next() at most once, after its claim, and settles after it;
+  // a replayed or refused call never calls it.
+  return trustedMiddleware(async function idempotency(ctx: ToolContext, next: Next): Promise<void> {
     const tool = ctx.tool
     if (tool === undefined || !guardedEffects.has(tool.effect)) return next()
     const parsed = parsedArgs(ctx)
@@ -280,5 +283,5 @@ export function idempotency(options?: IdempotencyOptions): Middleware {
       calls.delete(call.storeKey)
       landed(flight)
     }
-  }
+  })
 }

@@ -1,4 +1,14 @@
-import { canonicalJson, hashOf, LoopError, type Middleware, parseOptions, sanitize, type ToolContext, ToolError } from '@shallot/core'
+import {
+  canonicalJson,
+  hashOf,
+  LoopError,
+  type Middleware,
+  parseOptions,
+  sanitize,
+  type ToolContext,
+  ToolError,
+  trustedMiddleware,
+} from '@shallot/core'
 import { z } from 'zod'
 import { entryOf, hasTool, judge, ledgerOf, recordFailure, recordSuccess, touch } from './loop-ledger.js'
 import { normalizeMessage } from './normalize-message.js'
@@ -86,7 +96,8 @@ export function stuckLoop(options: StuckLoopOptions = {}): Middleware {
   const limits = parseOptions('stuckLoop()', stuckLoopOptionsSchema, options)
   const watchSuccess = limits.successRepeatLimit !== undefined
 
-  return async function stuckLoop(ctx: ToolContext, next: () => Promise<void>): Promise<void> {
+  // Trusted (docs/decisions/270-compose-fast-path.md): it refuses before next(), or calls it once and settles after it.
+  return trustedMiddleware(async function stuckLoop(ctx: ToolContext, next: () => Promise<void>): Promise<void> {
     const name = ctx.call.name
     const state = ctx.run.state
     let fp: string | undefined
@@ -133,5 +144,5 @@ export function stuckLoop(options: StuckLoopOptions = {}): Middleware {
     if (after === undefined || (fp === undefined && !watchSuccess && !hasTool(after, name))) return
     fp ??= ctx.fingerprint
     recordSuccess(after, fp, watchSuccess ? `v${hashOf(canonicalJson(ctx.result?.value))}` : undefined, name, limits.window)
-  }
+  })
 }
