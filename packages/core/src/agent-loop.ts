@@ -3,7 +3,7 @@ import type { AgentSettings } from './agent-options.js'
 import { abortReason, onAbort } from './channel.js'
 import type { CallRecord, RunSnapshot, TurnRecord } from './checkpoints.js'
 import { LoopError } from './errors.js'
-import { silentLogger } from './logger.js'
+import { isSilent, silentLogger } from './logger.js'
 import type { Message } from './model.js'
 import { callModel } from './model-call.js'
 import { modelToolsOf } from './model-tools.js'
@@ -49,7 +49,7 @@ export function agentLoop(settings: AgentSettings): (snapshot: RunSnapshot, sign
 
   return async function drive(snapshot, signal) {
     const { runId, input } = snapshot
-    const log = logger === silentLogger ? silentLogger : logger.child({ runId })
+    const log = isSilent(logger) ? silentLogger : logger.child({ runId })
     const transcript: Message[] = [...snapshot.transcript]
     const turns: TurnRecord[] = [...snapshot.turns]
     // The run's one signal: the caller's cancellation, or the first hard error of a turn. Every call
