@@ -1,6 +1,7 @@
 import {
   abortReason,
   canonicalJson,
+  type Json,
   type Middleware,
   type Next,
   parseOptions,
@@ -13,12 +14,11 @@ import { checkBegin } from './check-begin.js'
 import { derivedKey, keyProblem, scopeProblem, storeKeyOf } from './idempotency-key.js'
 import { type IdempotencyOptions, idempotencyOptionsSchema } from './idempotency-options.js'
 import type { StoredResult } from './idempotency-store.js'
-import { memoryIdempotencyStore } from './memory-idempotency-store.js'
+import { memoryCompleteWithText, memoryIdempotencyStore } from './memory-idempotency-store.js'
 import { parsedArgs } from './parsed-args.js'
 import { idempotencyMismatch, invalidKey, invalidScope, outcomeUnknown, stillInFlight, storeUnavailable } from './refusals.js'
 import { settleAction } from './settle-action.js'
 import { type InFlight, inFlight, landed, sharedCalls, waitFor } from './shared-calls.js'
-import { storedResultOf } from './stored-result.js'
 
 declare module '@shallot/core' {
   interface ToolContext {
@@ -62,6 +62,8 @@ export function idempotency(options?: IdempotencyOptions): Middleware {
   const opts = parseOptions('idempotency()', idempotencyOptionsSchema, options)
   const store = opts.store ?? memoryIdempotencyStore()
   const calls = sharedCalls(store)
+  // The memory store takes the result as the text serialised below; any other store gets it as JSON values.
+  const completeText = memoryCompleteWithText(store)
   const guardedEffects = new Set<ToolEffect>(opts.effects)
   const { ttlMs, leaseMs, waitMs, pollMs } = opts
 
@@ -242,9 +244,11 @@ export function idempotency(options?: IdempotencyOptions): Middleware {
     const value = ctx.result?.value
     // Serialised once: the store's record and what waiting duplicates replay come from this one text.
     const json = value === undefined ? undefined : canonicalJson(value)
-    const stored = storedResultOf(json)
     try {
-      const completing = store.complete(call.storeKey, token, stored, ttlMs)
+      const completing =
+        completeText === undefined
+          ? store.complete(call.storeKey, token, json === undefined ? {} : { value: JSON.parse(json) as Json }, ttlMs)
+          : completeText(call.storeKey, token, json, ttlMs)
       const owned = isPromise(completing) ? await completing : completing
       ctx.emit(owned ? 'idempotency.stored' : 'idempotency.token_lost', { key: call.key, op: 'complete' })
     } catch (err) {

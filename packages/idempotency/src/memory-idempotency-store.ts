@@ -2,7 +2,7 @@ import { parseOptions, systemClock, ToolError } from '@shallot/core'
 import { z } from 'zod'
 import type { RawRecord } from './contract-parts.js'
 import type { BeginResult, StoredResult, SyncIdempotencyStore } from './idempotency-store.js'
-import { parseStoredResult, storedResultText } from './stored-result.js'
+import { parseStoredResult } from './stored-result.js'
 
 /**
  * Options of {@link memoryIdempotencyStore}.
@@ -64,6 +64,24 @@ function entryProblem(entry: Entry): string | undefined {
 }
 
 const rawWriters = new WeakMap<object, (key: string, record: RawRecord) => void>()
+
+/** `complete` with the result's JSON text (`undefined` for no value) instead of the result. */
+export type CompleteWithText = (key: string, token: string, json: string | undefined, ttlMs: number) => boolean
+
+const textCompleters = new WeakMap<object, CompleteWithText>()
+
+/**
+ * For a store made by {@link memoryIdempotencyStore}: its `complete` taking the result's JSON text,
+ * so a result `idempotency()` has serialised once is not parsed and serialised again; `undefined`
+ * for any other store.
+ *
+ * @example
+ * const complete = memoryCompleteWithText(store)
+ * complete?.(storeKey, token, '{"chargeId":"ch_1"}', ttlMs)
+ */
+export function memoryCompleteWithText(store: object): CompleteWithText | undefined {
+  return textCompleters.get(store)
+}
 
 /**
  * The store contract's hook for a memory store: plants `record` under `key` as it is, valid or
@@ -191,6 +209,19 @@ export function memoryIdempotencyStore(options?: MemoryIdempotencyStoreOptions):
     return entry !== undefined && entry.token === token && entry.state === 'pending' ? entry : undefined
   }
 
+  // `text` is a whole StoredResult's JSON.
+  function completeText(key: string, token: string, text: string, ttlMs: number): boolean {
+    const at = now()
+    const entry = owned(key, token, at)
+    if (entry === undefined) return false
+    entry.state = 'done'
+    entry.result = text
+    entry.expiresAt = at + ttlMs
+    pinned.delete(key)
+    settle(key, entry)
+    return true
+  }
+
   const store: MemoryIdempotencyStore = {
     begin(key: string, argsHash: string, leaseMs: number, ttlMs: number): BeginResult {
       const at = now()
@@ -221,15 +252,7 @@ export function memoryIdempotencyStore(options?: MemoryIdempotencyStoreOptions):
       return entry.leaseUntil > at ? { status: 'in_flight' } : { status: 'unknown', reason: 'lease_expired' }
     },
     complete(key: string, token: string, result: StoredResult, ttlMs: number): boolean {
-      const at = now()
-      const entry = owned(key, token, at)
-      if (entry === undefined) return false
-      entry.state = 'done'
-      entry.result = storedResultText(result)
-      entry.expiresAt = at + ttlMs
-      pinned.delete(key)
-      settle(key, entry)
-      return true
+      return completeText(key, token, JSON.stringify(result), ttlMs)
     },
     release(key: string, token: string): boolean {
       if (owned(key, token, now()) === undefined) return false
@@ -254,6 +277,7 @@ export function memoryIdempotencyStore(options?: MemoryIdempotencyStoreOptions):
       tail = undefined
     },
   }
+  textCompleters.set(store, (key, token, json, ttlMs) => completeText(key, token, json === undefined ? '{}' : `{"value":${json}}`, ttlMs))
   rawWriters.set(store, (key, record) => {
     drop(key)
     // Only a record that reads as done may be evicted; anything else might be an unknown outcome.

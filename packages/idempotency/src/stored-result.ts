@@ -1,40 +1,4 @@
-import type { Json } from '@shallot/core'
 import type { StoredResult } from './idempotency-store.js'
-
-const texts = new WeakMap<StoredResult, string>()
-
-/**
- * The {@link StoredResult} of a value already serialised as `json` (`undefined` for no value),
- * without serialising it again: its `value` is parsed only if a store reads it, and
- * {@link storedResultText} gives a store its text directly.
- *
- * @example
- * const stored = storedResultOf('{"chargeId":"ch_1"}')
- * storedResultText(stored) // '{"value":{"chargeId":"ch_1"}}'
- */
-export function storedResultOf(json: string | undefined): StoredResult {
-  if (json === undefined) return {}
-  let parsed: Json | undefined
-  const result: StoredResult = {
-    get value(): Json {
-      parsed ??= JSON.parse(json) as Json
-      return parsed
-    },
-  }
-  texts.set(result, `{"value":${json}}`)
-  return result
-}
-
-/**
- * The JSON text of `result` (what `JSON.stringify(result)` gives, up to key order), from the text
- * {@link storedResultOf} kept when it made it, so the result is serialised once per call.
- *
- * @example
- * storedResultText({ value: 1 }) // '{"value":1}'
- */
-export function storedResultText(result: StoredResult): string {
-  return texts.get(result) ?? JSON.stringify(result)
-}
 
 /** Deepest nesting a stored result may have: past it, replaying (JSON.stringify) could overflow the stack. */
 export const MAX_RESULT_DEPTH = 1000
