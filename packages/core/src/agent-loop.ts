@@ -54,17 +54,19 @@ export function agentLoop(settings: AgentSettings): (snapshot: RunSnapshot, sign
     const turns: TurnRecord[] = [...snapshot.turns]
     // The run's one signal: the caller's cancellation, or the first hard error of a turn. Every call
     // of the run listens to it through core's shared subscription, never with a signal of its own.
-    const stopRun = new AbortController()
+    // A run nobody can cancel has none: it runs on the library's never-aborting signal, and a turn
+    // of several calls links its own (turn-dispatch.ts), so a hard error still stops the siblings.
+    const stopRun = signal === undefined ? undefined : new AbortController()
     // Layers that wait abortably (a retry's backoff) listen on it directly; a wide turn must not warn at 11.
-    setMaxListeners(0, stopRun.signal)
-    const unfollow = signal === undefined ? noop : onAbort(signal, () => stopRun.abort(signal.reason))
+    if (stopRun !== undefined) setMaxListeners(0, stopRun.signal)
+    const unfollow = signal === undefined || stopRun === undefined ? noop : onAbort(signal, () => stopRun.abort(signal.reason))
     const run = createRun({
       id: runId,
       maxSteps: limits.maxSteps,
       stepsUsed: snapshot.stepsUsed,
       state: snapshot.state,
       turn: snapshot.turn,
-      signal: stopRun.signal,
+      ...(stopRun === undefined ? {} : { signal: stopRun.signal }),
     })
     const modelEnv = { signal: run.signal, clock, random, budget: run.budget, log, timeoutMs: limits.modelTimeoutMs, retry: modelRetry }
     const save = async (status: RunSnapshot['status'], output?: string) => {
