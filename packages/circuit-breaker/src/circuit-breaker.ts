@@ -191,7 +191,7 @@ export function circuitBreaker(options?: CircuitBreakerOptions): Middleware {
       const pending = home.apply(ctx, key, signal, (current) => machine.admit(current, now))
       admission = isPromise(pending) ? await pending : pending
     }
-    report(ctx, key, admission.changes)
+    if (admission.changes.length > 0) report(ctx, key, admission.changes)
     if (admission.expired > 0) ctx.emit('circuit-breaker.probe_expired', { key, count: admission.expired })
     if (!admission.pass) {
       const { circuit, failures } = admission.state
