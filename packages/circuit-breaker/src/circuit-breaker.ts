@@ -46,9 +46,15 @@ export const circuitBreakerOptionsSchema = z
     /** A probe still running after this loses its slot (and its verdict) to the next call. Default 60,000 ms. */
     maxHalfOpenMs: z.number().int().positive().default(60_000),
     /** `stack`: one breaker per key for every run of this middleware. `run`: counts live in each run's state. Default `stack`. */
-    lifetime: z.enum(['stack', 'run']).optional(),
+    lifetime: z
+      .enum(['stack', 'run'])
+      .optional()
+      .meta({ description: "'stack' (default): one breaker per key for every run; 'run': counts live in each run's state." }),
     /** @deprecated The old name of `lifetime` (it clashed with idempotency's tenant `scope`); goes in the next minor version. */
-    scope: z.enum(['stack', 'run']).optional(),
+    scope: z
+      .enum(['stack', 'run'])
+      .optional()
+      .meta({ deprecated: true, description: 'Deprecated name of lifetime; goes in the next minor version.' }),
     /** Most breakers kept (per stack, or per run); the least recently used is forgotten. Default 1000. */
     maxKeys: z.number().int().min(1).default(1000),
     /** Where stack-scoped state lives. Default: this process's memory. */
