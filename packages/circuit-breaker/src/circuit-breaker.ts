@@ -86,7 +86,12 @@ export const circuitBreakerOptionsSchema = z
 
 export type CircuitBreakerOptions = z.input<typeof circuitBreakerOptionsSchema>
 
-/** `lifetime`, or its deprecated alias `scope`, or the default `stack`. */
+/**
+ * `lifetime`, or its deprecated alias `scope`, or the default `stack`.
+ *
+ * @example
+ * lifetimeOf({ scope: 'run' }) // 'run'
+ */
 export function lifetimeOf(options: { lifetime?: 'stack' | 'run' | undefined; scope?: 'stack' | 'run' | undefined }): 'stack' | 'run' {
   return options.lifetime ?? options.scope ?? 'stack'
 }

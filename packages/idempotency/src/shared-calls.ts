@@ -24,12 +24,23 @@ export interface InFlight {
 /** Calls in flight in this process, per store key, so duplicates wait instead of polling the store. */
 export type SharedCalls = Map<string, InFlight>
 
-/** A fresh entry for a call the caller now leads. */
+/**
+ * A fresh entry for a call the caller now leads.
+ *
+ * @example
+ * calls.set(storeKey, inFlight())
+ */
 export function inFlight(): InFlight {
   return { outcome: undefined, promise: undefined, resolve: undefined }
 }
 
-/** The leader is done: whoever waits sees its outcome. */
+/**
+ * The leader is done: whoever waits sees its outcome.
+ *
+ * @example
+ * flight.outcome = { argsHash, ok: true, json }
+ * landed(flight)
+ */
 export function landed(flight: InFlight): void {
   flight.resolve?.(flight.outcome)
 }
