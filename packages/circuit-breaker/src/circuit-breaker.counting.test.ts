@@ -89,6 +89,20 @@ describe('what counts against the circuit', () => {
     expect(t.calls).toBe(51)
   })
 
+  it("never counts a bulkhead's overloaded, transient as it is: the queue in front of the tool was full, the tool did not fail", async () => {
+    const t = breakerStack()
+    const overloaded = () =>
+      new ToolError('overloaded', "tool 'tool' is overloaded: 4 calls are running and 10 are waiting, the most allowed", {
+        category: 'transient',
+        retryable: false,
+        safeToRepeat: true,
+      })
+    for (let i = 0; i < 20; i++) t.script.push(overloaded())
+    for (let i = 0; i < 20; i++) expect((await t.stack.dispatch(call(`${i}`))).error?.code).toBe('overloaded')
+    expect((await t.stack.dispatch(call('last'))).ok).toBe(true)
+    expect(indictsTool(overloaded())).toBe(false)
+  })
+
   it('lets calls to unknown tools pass without touching any circuit', async () => {
     const t = breakerStack()
     const events: string[] = []

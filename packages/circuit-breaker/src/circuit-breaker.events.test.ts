@@ -107,7 +107,7 @@ describe('describeTool', () => {
 
   it("reads a run-scoped breaker's state from the run it is asked about", async () => {
     const { tool } = sickTool()
-    const stack = createStack({ middleware: [circuitBreaker({ policy: consecutive({ threshold: 1 }), scope: 'run' })], tools: [tool] })
+    const stack = createStack({ middleware: [circuitBreaker({ policy: consecutive({ threshold: 1 }), lifetime: 'run' })], tools: [tool] })
     const [sickRun, otherRun] = [createRun(), createRun()]
     await stack.dispatch(call('1'), { run: sickRun })
     expect(stack.describeTool(tool, sickRun)).toMatch(/^UNAVAILABLE: circuit open, retry in \d+s$/)
@@ -188,7 +188,9 @@ describe('options', () => {
     [{ policy: { threshold: 3 } }, /option policy: must be consecutive/],
     [{ cooldownMs: 5000, maxCooldownMs: 1000 }, /option maxCooldownMs: must be at least cooldownMs \(5000\)/],
     [{ halfOpenProbes: 0 }, /option halfOpenProbes/],
+    [{ lifetime: 'global' }, /option lifetime/],
     [{ scope: 'global' }, /option scope/],
+    [{ lifetime: 'run', scope: 'stack' }, /option scope: is the deprecated name of lifetime/],
     [{ isFailure: true }, /option isFailure: must be a function/],
   ])('refuses %j with a message that names the option', (options, message) => {
     expect(() => circuitBreaker(options as never)).toThrow(OptionsError)

@@ -2,7 +2,7 @@ import { createRun, createStack, defineTool, type Json, type Logger, LoopError, 
 import { manualClock } from '@shallot/testing'
 import { describe, expect, it } from 'vitest'
 import { z } from 'zod'
-import { type BreakerStore, circuitBreaker, consecutive, memoryBreakerStore } from './index.js'
+import { type BreakerStore, circuitBreaker, circuitBreakerDefinition, consecutive, memoryBreakerStore } from './index.js'
 import { RUN_STATE_KEY } from './run-state-store.js'
 
 /** `fetch_url` fails for every host listed in `down`. */
@@ -31,7 +31,7 @@ const get = (host: string, id = host) => ({ id, name: 'fetch_url', args: { url: 
 const hostKey = (ctx: { call: { args: unknown } }) => new URL((ctx.call.args as { url: string }).url).host
 const code = async (p: Promise<{ error?: { code: string } }>) => (await p).error?.code ?? 'ok'
 
-describe('scope', () => {
+describe('lifetime', () => {
   it('shares one breaker across every run of the stack by default', async () => {
     const f = fetchTool(new Set(['a.test']))
     const stack = createStack({ middleware: [circuitBreaker({ policy: consecutive({ threshold: 2 }) })], tools: [f.tool] })
@@ -43,7 +43,7 @@ describe('scope', () => {
 
   it("keeps a run-scoped breaker's counts as JSON in that run's state, apart from other runs", async () => {
     const f = fetchTool(new Set(['a.test']))
-    const stack = createStack({ middleware: [circuitBreaker({ policy: consecutive({ threshold: 2 }), scope: 'run' })], tools: [f.tool] })
+    const stack = createStack({ middleware: [circuitBreaker({ policy: consecutive({ threshold: 2 }), lifetime: 'run' })], tools: [f.tool] })
     const [runA, runB] = [createRun({ id: 'a' }), createRun({ id: 'b' })]
     await stack.dispatch(get('a.test'), { run: runA })
     await stack.dispatch(get('a.test'), { run: runB })
@@ -58,7 +58,7 @@ describe('scope', () => {
   it('resumes a run-scoped count from a checkpoint', async () => {
     const f = fetchTool(new Set(['a.test']))
     const clock = manualClock()
-    const middleware = () => [circuitBreaker({ policy: consecutive({ threshold: 2 }), scope: 'run' })]
+    const middleware = () => [circuitBreaker({ policy: consecutive({ threshold: 2 }), lifetime: 'run' })]
     const before = createRun({ id: 'r' })
     await createStack({ middleware: middleware(), tools: [f.tool], clock }).dispatch(get('a.test'), { run: before })
     const checkpoint = JSON.parse(JSON.stringify(before.state)) as Record<string, Json>
@@ -72,7 +72,7 @@ describe('scope', () => {
 
   it("restarts the cooldown of a checkpoint written under another process's clock instead of staying open until that clock's time", async () => {
     const f = fetchTool(new Set(['a.test']))
-    const options = { policy: consecutive({ threshold: 1 }), scope: 'run' as const }
+    const options = { policy: consecutive({ threshold: 1 }), lifetime: 'run' as const }
     const before = createRun({ id: 'r' })
     const old = createStack({ middleware: [circuitBreaker(options)], tools: [f.tool], clock: manualClock(50_000_000) })
     await old.dispatch(get('a.test'), { run: before })
@@ -91,13 +91,45 @@ describe('scope', () => {
   it('reads a corrupt checkpoint entry as a closed circuit and overwrites it', async () => {
     const f = fetchTool(new Set(['a.test']))
     const run = createRun({ state: { [RUN_STATE_KEY]: { fetch_url: 'garbage' } } })
-    const stack = createStack({ middleware: [circuitBreaker({ policy: consecutive({ threshold: 1 }), scope: 'run' })], tools: [f.tool] })
+    const stack = createStack({ middleware: [circuitBreaker({ policy: consecutive({ threshold: 1 }), lifetime: 'run' })], tools: [f.tool] })
     expect(await code(stack.dispatch(get('a.test'), { run }))).toBe('upstream_error')
     expect(await code(stack.dispatch(get('a.test'), { run }))).toBe('circuit_open')
   })
 
   it('refuses a store for a run-scoped breaker', () => {
-    expect(() => circuitBreaker({ scope: 'run', store: memoryBreakerStore() })).toThrow(OptionsError)
+    expect(() => circuitBreaker({ lifetime: 'run', store: memoryBreakerStore() })).toThrow(OptionsError)
+    expect(() => circuitBreaker({ scope: 'run', store: memoryBreakerStore() })).toThrow(/option store: applies only to lifetime 'stack'/)
+  })
+
+  it("still takes the deprecated name scope: 'run' for lifetime: 'run', in code and in a config file", async () => {
+    const f = fetchTool(new Set(['a.test']))
+    const layers = [
+      circuitBreaker({ policy: consecutive({ threshold: 1 }), scope: 'run' }),
+      circuitBreakerDefinition.build({ policy: { consecutive: { threshold: 1 } }, scope: 'run' }),
+    ]
+    for (const layer of layers) {
+      const stack = createStack({ middleware: [layer], tools: [f.tool] })
+      const [sick, other] = [createRun(), createRun()]
+      expect(await code(stack.dispatch(get('a.test'), { run: sick }))).toBe('upstream_error')
+      expect(await code(stack.dispatch(get('a.test'), { run: sick }))).toBe('circuit_open')
+      expect(await code(stack.dispatch(get('a.test'), { run: other }))).toBe('upstream_error')
+      expect(sick.state[RUN_STATE_KEY]).toBeDefined()
+    }
+  })
+
+  it("takes lifetime from a config file, and a run-scoped one leaves the host's shared store alone", async () => {
+    const f = fetchTool(new Set(['a.test']))
+    const shared = memoryBreakerStore()
+    const layer = circuitBreakerDefinition.build(
+      { policy: { consecutive: { threshold: 1 } }, lifetime: 'run' },
+      { stores: { breaker: shared } },
+    )
+    const stack = createStack({ middleware: [layer], tools: [f.tool] })
+    const run = createRun()
+    expect(await code(stack.dispatch(get('a.test'), { run }))).toBe('upstream_error')
+    expect(await code(stack.dispatch(get('a.test'), { run }))).toBe('circuit_open')
+    expect(shared.size).toBe(0)
+    expect(await code(stack.dispatch(get('a.test'), { run: createRun() }))).toBe('upstream_error')
   })
 })
 
@@ -142,7 +174,7 @@ describe('keys', () => {
   it("bounds a run-scoped breaker's keys in run.state, dropping closed circuits before open ones", async () => {
     const f = fetchTool(new Set(['down.test']))
     const stack = createStack({
-      middleware: [circuitBreaker({ key: hostKey, policy: consecutive({ threshold: 1 }), scope: 'run', maxKeys: 3 })],
+      middleware: [circuitBreaker({ key: hostKey, policy: consecutive({ threshold: 1 }), lifetime: 'run', maxKeys: 3 })],
       tools: [f.tool],
     })
     const run = createRun()

@@ -1,14 +1,12 @@
-import { abortReason, LoopError, type Middleware, parseOptions, type ToolContext, ToolError } from '@shallot/core'
+import { abortReason, LoopError, type Middleware, parseOptions, type ToolContext, ToolError, trustedMiddleware } from '@shallot/core'
 import { z } from 'zod'
-import { Aborted, abortable } from './abortable.js'
-import { type BreakerState, breakerMachine, type Outcome, type Ticket, type Transition } from './breaker-machine.js'
+import { breakerMachine, type Outcome, type Ticket, type Transition } from './breaker-machine.js'
 import type { BreakerStore } from './breaker-store.js'
 import { circuitOpenError } from './circuit-open-error.js'
 import { consecutive } from './consecutive.js'
 import type { FailurePolicy } from './failure-policy.js'
 import { indictsTool } from './indicts-tool.js'
-import { memoryBreakerStore } from './memory-breaker-store.js'
-import { runStateStore } from './run-state-store.js'
+import { stateHome } from './state-home.js'
 
 /** What `onStateChange` receives, and what the `circuit-breaker.state` event carries (plus `at` and `runId`). */
 export interface BreakerStateChange extends Transition {
@@ -48,7 +46,15 @@ export const circuitBreakerOptionsSchema = z
     /** A probe still running after this loses its slot (and its verdict) to the next call. Default 60,000 ms. */
     maxHalfOpenMs: z.number().int().positive().default(60_000),
     /** `stack`: one breaker per key for every run of this middleware. `run`: counts live in each run's state. Default `stack`. */
-    scope: z.enum(['stack', 'run']).default('stack'),
+    lifetime: z
+      .enum(['stack', 'run'])
+      .optional()
+      .meta({ description: "'stack' (default): one breaker per key for every run; 'run': counts live in each run's state." }),
+    /** @deprecated The old name of `lifetime` (it clashed with idempotency's tenant `scope`); goes in the next minor version. */
+    scope: z
+      .enum(['stack', 'run'])
+      .optional()
+      .meta({ deprecated: true, description: 'Deprecated name of lifetime; goes in the next minor version.' }),
     /** Most breakers kept (per stack, or per run); the least recently used is forgotten. Default 1000. */
     maxKeys: z.number().int().min(1).default(1000),
     /** Where stack-scoped state lives. Default: this process's memory. */
@@ -62,18 +68,33 @@ export const circuitBreakerOptionsSchema = z
     if (o.maxCooldownMs !== undefined && o.maxCooldownMs < o.cooldownMs) {
       issues.addIssue({ code: 'custom', path: ['maxCooldownMs'], message: `must be at least cooldownMs (${o.cooldownMs})` })
     }
-    if (o.store !== undefined && o.scope === 'run') {
+    if (o.lifetime !== undefined && o.scope !== undefined && o.lifetime !== o.scope) {
+      issues.addIssue({
+        code: 'custom',
+        path: ['scope'],
+        message: `is the deprecated name of lifetime, and says '${o.scope}' where lifetime says '${o.lifetime}'; keep only lifetime`,
+      })
+    }
+    if (o.store !== undefined && lifetimeOf(o) === 'run') {
       issues.addIssue({
         code: 'custom',
         path: ['store'],
-        message: "applies only to scope 'stack'; a run-scoped breaker keeps its state in run.state",
+        message: "applies only to lifetime 'stack'; a run-scoped breaker keeps its state in run.state",
       })
     }
   })
 
 export type CircuitBreakerOptions = z.input<typeof circuitBreakerOptionsSchema>
 
-type Step<R> = (current: BreakerState | undefined) => R & { state: BreakerState }
+/**
+ * `lifetime`, or its deprecated alias `scope`, or the default `stack`.
+ *
+ * @example
+ * lifetimeOf({ scope: 'run' }) // 'run'
+ */
+export function lifetimeOf(options: { lifetime?: 'stack' | 'run' | undefined; scope?: 'stack' | 'run' | undefined }): 'stack' | 'run' {
+  return options.lifetime ?? options.scope ?? 'stack'
+}
 
 const isPromise = <T>(value: T | Promise<T>): value is Promise<T> => typeof (value as { then?: unknown })?.then === 'function'
 
@@ -100,46 +121,10 @@ export function circuitBreaker(options?: CircuitBreakerOptions): Middleware {
     halfOpenProbes: o.halfOpenProbes,
     maxHalfOpenMs: o.maxHalfOpenMs,
   })
-  const local = memoryBreakerStore({ maxKeys: o.maxKeys })
-  const runStates = o.scope === 'run' ? runStateStore(machine, o.maxKeys) : undefined
-  const { key: keyOf, store: shared, onStateChange } = o
+  const home = stateHome(machine, o.maxKeys, lifetimeOf(o), o.store)
+  const { key: keyOf, onStateChange } = o
   const isFailure = o.isFailure ?? indictsTool
   const keysByTool = new Map<string, string>()
-
-  function apply<R>(
-    ctx: ToolContext,
-    key: string,
-    signal: AbortSignal,
-    step: Step<R>,
-  ): (R & { state: BreakerState }) | Promise<R & { state: BreakerState }> {
-    if (shared !== undefined) return applyShared(ctx, key, signal, step)
-    const current = runStates === undefined ? local.get(key) : runStates.get(ctx.run, key)
-    const result = step(current)
-    if (result.state !== current) {
-      if (runStates === undefined) local.set(key, result.state)
-      else runStates.set(ctx.run, key, result.state)
-    }
-    return result
-  }
-
-  async function applyShared<R>(ctx: ToolContext, key: string, signal: AbortSignal, step: Step<R>): Promise<R & { state: BreakerState }> {
-    let result = undefined as (R & { state: BreakerState }) | undefined
-    try {
-      const pending = (shared as BreakerStore).update(key, (current) => (result = step(current)).state)
-      const state = isPromise(pending) ? await abortable(pending, signal) : pending
-      if (result === undefined) throw new TypeError('store.update() resolved without calling change()')
-      local.set(key, state)
-      return result
-    } catch (err) {
-      // The caller gave up while the store was thinking: end the call as the caller said.
-      if (err instanceof Aborted) throw err.reason
-      // The store is down: decide this call on the local state, which mirrors every state the store returned.
-      ctx.log.warn({ key, err }, 'circuit breaker store failed; using local state')
-      ctx.emit('circuit-breaker.store_error', { key, message: err instanceof Error ? err.message : String(err) })
-      local.update(key, (current) => (result = step(current)).state)
-      return result as R & { state: BreakerState }
-    }
-  }
 
   // A listener that throws is logged once, not on every state change after.
   let listenerFailed = false
@@ -185,13 +170,10 @@ export function circuitBreaker(options?: CircuitBreakerOptions): Middleware {
     outcome: Outcome,
     error: unknown,
   ): void | Promise<void> {
-    if (shared === undefined) {
-      const current = runStates === undefined ? local.peek(key) : runStates.get(ctx.run, key)
-      if (machine.quiet(current, ticket, outcome)) return
-    } else if (ticket.probe === 0 && outcome === 'neutral') return
+    if (home.quiet(ctx.run, key, ticket, outcome)) return
     const now = ctx.clock.now()
     const retryAfterMs = outcome === 'failure' && ToolError.is(error) ? error.retryAfterMs : undefined
-    const done = apply(ctx, key, signal, (current) => machine.settle(current, ticket, outcome, now, retryAfterMs))
+    const done = home.apply(ctx, key, signal, (current) => machine.settle(current, ticket, outcome, now, retryAfterMs))
     const after = ({ stale, change }: { stale: boolean; change: Transition | undefined }) => {
       if (stale) ctx.emit('circuit-breaker.stale', { key, outcome, probe: ticket.probe })
       else if (outcome === 'failure') ctx.emit('circuit-breaker.failure', { key, code: ToolError.is(error) ? error.code : 'thrown' })
@@ -214,14 +196,13 @@ export function circuitBreaker(options?: CircuitBreakerOptions): Middleware {
     const signal = ctx.signal
     if (signal.aborted) throw abortReason(signal)
     // The happy path (a closed circuit, in local or run state) reads neither the clock nor writes anything.
-    let admission =
-      shared === undefined ? machine.admitClosed(runStates === undefined ? local.get(key) : runStates.get(ctx.run, key)) : undefined
+    let admission = home.admitClosed(ctx.run, key)
     if (admission === undefined) {
       const now = ctx.clock.now()
-      const pending = apply(ctx, key, signal, (current) => machine.admit(current, now))
+      const pending = home.apply(ctx, key, signal, (current) => machine.admit(current, now))
       admission = isPromise(pending) ? await pending : pending
     }
-    report(ctx, key, admission.changes)
+    if (admission.changes.length > 0) report(ctx, key, admission.changes)
     if (admission.expired > 0) ctx.emit('circuit-breaker.probe_expired', { key, count: admission.expired })
     if (!admission.pass) {
       const { circuit, failures } = admission.state
@@ -247,11 +228,11 @@ export function circuitBreaker(options?: CircuitBreakerOptions): Middleware {
   }
 
   // Keeps the onion's contract by construction (docs/decisions/270-compose-fast-path.md): compose calls it without the misuse bookkeeping.
-  ;(middleware as Middleware & Record<symbol, unknown>)[Symbol.for('shallot.middleware.trusted')] = true
+  trustedMiddleware(middleware)
   middleware.describeTool = function describeTool(tool, run, now) {
     const key = keyOf === undefined ? tool.name : keysByTool.get(tool.name)
     if (key === undefined) return undefined
-    const state = runStates === undefined ? local.peek(key) : runStates.get(run, key)
+    const state = home.peek(run, key)
     if (state === undefined || state.circuit !== 'open') return undefined
     const remaining = machine.remainingMs(state, now)
     if (remaining === undefined || remaining <= 0) return undefined

@@ -1,11 +1,12 @@
 import { defineMiddleware } from '@shallot/core'
 import { z } from 'zod'
 import type { BreakerStore } from './breaker-store.js'
-import { circuitBreaker, circuitBreakerOptionsSchema } from './circuit-breaker.js'
+import { circuitBreaker, circuitBreakerOptionsSchema, lifetimeOf } from './circuit-breaker.js'
 import { consecutive, consecutiveOptionsSchema } from './consecutive.js'
 import { sampling, samplingOptionsSchema } from './sampling.js'
 
-const { cooldownMs, cooldownGrowth, maxCooldownMs, halfOpenProbes, maxHalfOpenMs, scope, maxKeys } = circuitBreakerOptionsSchema.shape
+const { cooldownMs, cooldownGrowth, maxCooldownMs, halfOpenProbes, maxHalfOpenMs, lifetime, scope, maxKeys } =
+  circuitBreakerOptionsSchema.shape
 
 const policySchema = z
   .strictObject({ consecutive: consecutiveOptionsSchema.optional(), sampling: samplingOptionsSchema.optional() })
@@ -21,16 +22,23 @@ const policySchema = z
  * @example
  * circuitBreakerFileOptionsSchema.parse({ policy: { sampling: { failureRatio: 0.5 } }, cooldownMs: 10_000 })
  */
-export const circuitBreakerFileOptionsSchema = z.strictObject({
-  cooldownMs,
-  cooldownGrowth,
-  maxCooldownMs,
-  halfOpenProbes,
-  maxHalfOpenMs,
-  scope,
-  maxKeys,
-  policy: policySchema.optional(),
-})
+export const circuitBreakerFileOptionsSchema = z
+  .strictObject({
+    cooldownMs,
+    cooldownGrowth,
+    maxCooldownMs,
+    halfOpenProbes,
+    maxHalfOpenMs,
+    lifetime,
+    /** @deprecated The old name of `lifetime`; goes in the next minor version. */
+    scope,
+    maxKeys,
+    policy: policySchema.optional(),
+  })
+  .refine((o) => o.lifetime === undefined || o.scope === undefined || o.lifetime === o.scope, {
+    path: ['scope'],
+    message: 'is the deprecated name of lifetime, and says otherwise; keep only lifetime',
+  })
 
 /**
  * `circuitBreaker` as a middleware definition, for config files and registries. A host that
@@ -45,7 +53,7 @@ export const circuitBreakerDefinition = defineMiddleware({
   description: 'Per-tool breaker: after repeated failures that indict a tool, refuses it softly with circuit_open until a probe succeeds.',
   options: circuitBreakerFileOptionsSchema,
   create: ({ policy, ...options }, env) => {
-    const store = options.scope === 'run' ? undefined : (env.stores as { breaker?: BreakerStore } | undefined)?.breaker
+    const store = lifetimeOf(options) === 'run' ? undefined : (env.stores as { breaker?: BreakerStore } | undefined)?.breaker
     const failurePolicy = policy?.sampling !== undefined ? sampling(policy.sampling) : consecutive(policy?.consecutive)
     return circuitBreaker(store === undefined ? { ...options, policy: failurePolicy } : { ...options, policy: failurePolicy, store })
   },

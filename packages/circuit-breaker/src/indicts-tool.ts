@@ -4,7 +4,8 @@ import { ToolError } from '@shallot/core'
 const SICK = new Set(['timeout', 'upstream_error', 'network_error', 'rate_limited', 'tool_panic'])
 
 // Failures that say nothing about the tool's health: the model's mistakes, a human's business, another
-// layer's refusal (counting a nested breaker's `circuit_open` would keep a circuit open on its own echo).
+// layer's refusal (counting a nested breaker's `circuit_open` would keep a circuit open on its own echo;
+// a bulkhead's `overloaded` is this process's own queue being full, not the tool failing).
 const NOT_THE_TOOL = new Set([
   'invalid_arguments',
   'not_found',
@@ -13,6 +14,7 @@ const NOT_THE_TOOL = new Set([
   'auth_required',
   'conflict',
   'circuit_open',
+  'overloaded',
   'repeated_failure',
   'cancelled',
   'idempotency_mismatch',
@@ -24,7 +26,8 @@ const NOT_THE_TOOL = new Set([
  * indict the tool: `timeout`, `upstream_error`, `network_error`, `rate_limited` (the server is
  * pushing back: stop asking for a while), `tool_panic`, any other `transient` ToolError, and anything
  * thrown that is not a ToolError at all (the tool crashed). Never counts the model's mistakes
- * (`invalid_arguments`, `not_found`, `unknown_tool`, ...), other layers' refusals, or cancellation.
+ * (`invalid_arguments`, `not_found`, `unknown_tool`, ...), other layers' refusals (`circuit_open`,
+ * a bulkhead's `overloaded`, ...), or cancellation.
  * Hard errors (`LoopError`) and caller cancellation are never offered to it.
  *
  * @example

@@ -4,7 +4,7 @@ import type { AgentSettings } from './agent-options.js'
 import { abortReason, onAbort } from './channel.js'
 import type { CallRecord, RunSnapshot, TurnRecord } from './checkpoints.js'
 import { LoopError, ToolError } from './errors.js'
-import { silentLogger } from './logger.js'
+import { isSilent, silentLogger } from './logger.js'
 import type { Message } from './model.js'
 import { callModel } from './model-call.js'
 import { modelToolsOf } from './model-tools.js'
@@ -82,22 +82,24 @@ export function agentLoop(
     const { runId, input } = snapshot
     let usage: RunUsage = usageOfSnapshot(snapshot.usage, runId)
     let unreported = false
-    const log = logger === silentLogger ? silentLogger : logger.child({ runId })
+    const log = isSilent(logger) ? silentLogger : logger.child({ runId })
     const transcript: Message[] = [...snapshot.transcript]
     const turns: TurnRecord[] = [...snapshot.turns]
     // The run's one signal: the caller's cancellation, or the first hard error of a turn. Every call
     // of the run listens to it through core's shared subscription, never with a signal of its own.
-    const stopRun = new AbortController()
+    // A run nobody can cancel has none: it runs on the library's never-aborting signal, and a turn
+    // of several calls links its own (turn-dispatch.ts), so a hard error still stops the siblings.
+    const stopRun = signal === undefined ? undefined : new AbortController()
     // Layers that wait abortably (a retry's backoff) listen on it directly; a wide turn must not warn at 11.
-    setMaxListeners(0, stopRun.signal)
-    const unfollow = signal === undefined ? noop : onAbort(signal, () => stopRun.abort(signal.reason))
+    if (stopRun !== undefined) setMaxListeners(0, stopRun.signal)
+    const unfollow = signal === undefined || stopRun === undefined ? noop : onAbort(signal, () => stopRun.abort(signal.reason))
     const run = createRun({
       id: runId,
       maxSteps: limits.maxSteps,
       stepsUsed: snapshot.stepsUsed,
       state: snapshot.state,
       turn: snapshot.turn,
-      signal: stopRun.signal,
+      ...(stopRun === undefined ? {} : { signal: stopRun.signal }),
     })
     const modelEnv = {
       signal: run.signal,

@@ -180,7 +180,12 @@ describe('a model adapter whose generate() ignores its signal', () => {
       const agent = createAgent({ model, tools: [], clock: frozenClock })
       created = 0
       expect((await agent.run({ input: 'hello' })).status).toBe('completed')
-      // The run's own signal, and nothing per model call.
+      // Nothing per model call; and a run nobody can cancel has no signal of its own either.
+      expect(created).toBe(0)
+      // A run the caller can cancel has one, its own, still nothing per model call.
+      const caller = new Original()
+      created = 0
+      expect((await agent.run({ input: 'hello', signal: caller.signal })).status).toBe('completed')
       expect(created).toBe(1)
     } finally {
       globalThis.AbortController = Original

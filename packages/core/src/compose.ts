@@ -28,6 +28,10 @@ const noop = () => {}
  * `compose` calls such a layer Koa style, with a plain `next`, and skips the bookkeeping that catches
  * those mistakes in other middleware. A registered symbol, so a layer can carry it without importing
  * core's value (`fn[Symbol.for('shallot.middleware.trusted')] = true`).
+ *
+ * @example
+ * const layer = async (ctx, next) => { await next() }
+ * layer[TRUSTED_MIDDLEWARE] = true // what trustedMiddleware(layer) does
  */
 export const TRUSTED_MIDDLEWARE: unique symbol = Symbol.for('shallot.middleware.trusted') as never
 
@@ -49,7 +53,13 @@ export function trustedMiddleware<M extends Middleware>(fn: M): M {
   return fn
 }
 
-/** Whether `fn` carries the {@link TRUSTED_MIDDLEWARE} flag. */
+/**
+ * Whether `fn` carries the {@link TRUSTED_MIDDLEWARE} flag.
+ *
+ * @example
+ * isTrustedMiddleware(retry()) // true: shallot's own layers are trusted
+ * isTrustedMiddleware(async (ctx, next) => next()) // false
+ */
 export function isTrustedMiddleware(fn: unknown): boolean {
   return typeof fn === 'function' && (fn as Flagged)[TRUSTED_MIDDLEWARE] === true
 }

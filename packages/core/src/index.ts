@@ -2,7 +2,7 @@ export { type Agent, type AgentEvent, type AgentLimits, type AgentModel, type Ag
 export { abortReason } from './channel.js'
 export { type CallRecord, type CheckpointStore, memoryCheckpoints, type RunSnapshot, type TurnRecord } from './checkpoints.js'
 export { systemClock } from './clock.js'
-export { compose, MiddlewareUsageError } from './compose.js'
+export { compose, isTrustedMiddleware, MiddlewareUsageError, TRUSTED_MIDDLEWARE, trustedMiddleware } from './compose.js'
 export { defineMiddleware, type MiddlewareDefinition, type MiddlewareEnv } from './define-middleware.js'
 export { defineTool, type ToolSpec } from './define-tool.js'
 export {

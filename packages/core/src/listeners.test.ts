@@ -1,4 +1,4 @@
-import { describe, expect, it } from 'vitest'
+import { describe, expect, it, vi } from 'vitest'
 import { z } from 'zod'
 import { createAgent, createStack, defineTool, type Logger, type Middleware, type ModelAdapter, ToolError } from './index.js'
 
@@ -176,5 +176,38 @@ describe('a middleware that calls next() twice in one attempt', () => {
     const stack = createStack({ tools: [flaky], middleware: [again] })
     expect(await stack.dispatch({ id: 'c1', name: 'flaky', args: {} })).toMatchObject({ ok: true, attempts: 2 })
     expect(executions).toBe(2)
+  })
+})
+
+describe('a pino logger at level silent', () => {
+  it('gets no child per call while silent, and one with the call as bindings again once its level is raised', async () => {
+    const { default: pino } = await import('pino')
+    const { Writable } = await import('node:stream')
+    const lines: Array<Record<string, unknown>> = []
+    const sink = new Writable({
+      write(chunk, _encoding, done) {
+        lines.push(JSON.parse(String(chunk)) as Record<string, unknown>)
+        done()
+      },
+    })
+    const logger = pino({ level: 'silent' }, sink)
+    const child = vi.spyOn(logger, 'child')
+    const stack = createStack({ tools: [echo], middleware: [chatty], logger })
+    const events: string[] = []
+    stack.on((event) => events.push(event.type))
+    const quiet = await stack.dispatch({ id: 'c1', name: 'echo', args: { message: 'hi' } })
+    expect(quiet).toMatchObject({ ok: true, value: 'hi' })
+    expect(events).toEqual(['chatty.before', 'chatty.after'])
+    expect(child).not.toHaveBeenCalled()
+
+    logger.level = 'info'
+    const loud = await stack.dispatch({ id: 'c2', name: 'echo', args: { message: 'ho' } })
+    expect(loud).toMatchObject({ ok: true, value: 'ho' })
+    expect(child).toHaveBeenCalledTimes(1)
+    await new Promise((resolve) => setImmediate(resolve))
+    expect(lines.map((line) => [line.msg, line.callId])).toEqual([
+      ['before', 'c2'],
+      ['tool call', 'c2'],
+    ])
   })
 })

@@ -55,6 +55,15 @@ class GuardedLogger implements Logger {
     this.#failures = failures
   }
 
+  /** Whether the wrapped logger writes nothing at all now (pino's level `silent`); read on each call, since a level can change. */
+  get silent(): boolean {
+    try {
+      return (this.#inner as { level?: unknown }).level === 'silent'
+    } catch {
+      return false
+    }
+  }
+
   debug(obj: object, msg?: string): void {
     try {
       msg === undefined ? this.#inner.debug(obj) : this.#inner.debug(obj, msg)
@@ -98,6 +107,17 @@ class GuardedLogger implements Logger {
     }
     return typeof child === 'object' && child !== null ? new GuardedLogger(child, this.#failures) : this
   }
+}
+
+/**
+ * Whether `logger` writes nothing now: the silent logger, or a guarded pino-compatible logger whose
+ * `level` is `'silent'`. The stack then gives a call no child logger of its own.
+ *
+ * @example
+ * isSilent(guardLogger(pino({ level: 'silent' }))) // true
+ */
+export function isSilent(logger: Logger): boolean {
+  return logger === silentLogger || (logger instanceof GuardedLogger && logger.silent)
 }
 
 /**

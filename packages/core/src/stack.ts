@@ -10,7 +10,7 @@ import { createTerminal } from './dispatcher.js'
 import { type LoopError, MAX_HINT_LENGTH, MAX_MESSAGE_LENGTH, type ToolError, type ToolErrorJSON } from './errors.js'
 import { guardArgs } from './guard-args.js'
 import { LinkedSignal } from './linked-signal.js'
-import { guardLogger, silentLogger } from './logger.js'
+import { guardLogger, isSilent, silentLogger } from './logger.js'
 import { OptionsError, parseOptions } from './options.js'
 import { type ErrorRenderer, renderError, renderValue } from './render.js'
 import { createRun } from './run.js'
@@ -207,7 +207,7 @@ export function createStack(options: StackOptions): Stack {
   // Swapped with the layers: a call that settles after a swap is rendered with the new layers' secrets.
   let text = sanitizerFor(layers.onion)
   const sink: EventSink = (ctx, event) => {
-    if (logging) ctx.log.debug(event, event.type)
+    if (ctx.log !== silentLogger) ctx.log.debug(event, event.type)
     if (listeners.size > 0) {
       // Object.assign, then the keys: a spread with extra keys costs about 15 times more on this V8.
       const shared = Object.assign({}, event) as { -readonly [K in keyof StackEvent]: StackEvent[K] }
@@ -266,7 +266,8 @@ export function createStack(options: StackOptions): Stack {
       refusal = err as ToolError
     }
     const call: ToolCall = { id, name: rawCall.name, args }
-    const log = logging ? logger.child({ runId: run.id, turn: run.turn, callId: id, tool: call.name }) : silentLogger
+    // No child (pino copies its bindings into a new object per child) for a call nothing will be written about.
+    const log = logging && !isSilent(logger) ? logger.child({ runId: run.id, turn: run.turn, callId: id, tool: call.name }) : silentLogger
     const ctx = new CallContext(call, served.get(call.name), run, signal, log, clock, random, sink, toolNames)
     let result: ToolResult
     try {
@@ -295,7 +296,7 @@ export function createStack(options: StackOptions): Stack {
     } catch (err) {
       const hard = toHard(err, signal, call.name, (message) => text.text(message, MAX_MESSAGE_LENGTH))
       if (hard !== undefined) {
-        if (logging)
+        if (log !== silentLogger)
           log.warn(
             { attempts: ctx.attempt, durationMs: clock.now() - started, outcome: 'hard_error', kind: hard.kind },
             'tool call ended the run',
@@ -305,7 +306,7 @@ export function createStack(options: StackOptions): Stack {
       result = softResult(ctx, err as ToolError, started)
       const escalated = escalation(result.error as ToolErrorJSON, call.name, policy, err)
       if (escalated !== undefined) {
-        if (logging)
+        if (log !== silentLogger)
           log.warn(
             { attempts: ctx.attempt, durationMs: result.durationMs, outcome: 'hard_error', kind: escalated.kind, code: result.error?.code },
             'tool call ended the run',
@@ -316,7 +317,7 @@ export function createStack(options: StackOptions): Stack {
       ctx.settled = true
       if (signal instanceof LinkedSignal) signal.close()
     }
-    if (logging) {
+    if (log !== silentLogger) {
       log.info(
         {
           attempts: result.attempts,

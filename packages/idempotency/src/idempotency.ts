@@ -7,17 +7,18 @@ import {
   type ToolContext,
   type ToolEffect,
   ToolError,
+  trustedMiddleware,
 } from '@shallot/core'
 import { canonicalJson } from '@shallot/core/internal'
 import { checkBegin } from './check-begin.js'
 import { derivedKey, keyProblem, scopeProblem, storeKeyOf } from './idempotency-key.js'
 import { type IdempotencyOptions, idempotencyOptionsSchema } from './idempotency-options.js'
 import type { StoredResult } from './idempotency-store.js'
-import { memoryIdempotencyStore } from './memory-idempotency-store.js'
+import { memoryCompleteWithText, memoryIdempotencyStore } from './memory-idempotency-store.js'
 import { parsedArgs } from './parsed-args.js'
 import { idempotencyMismatch, invalidKey, invalidScope, outcomeUnknown, stillInFlight, storeUnavailable } from './refusals.js'
 import { settleAction } from './settle-action.js'
-import { type SharedOutcome, sharedCalls, waitFor } from './shared-calls.js'
+import { type InFlight, inFlight, landed, sharedCalls, waitFor } from './shared-calls.js'
 
 declare module '@shallot/core' {
   interface ToolContext {
@@ -61,6 +62,8 @@ export function idempotency(options?: IdempotencyOptions): Middleware {
   const opts = parseOptions('idempotency()', idempotencyOptionsSchema, options)
   const store = opts.store ?? memoryIdempotencyStore()
   const calls = sharedCalls(store)
+  // The memory store takes the result as the text serialised below; any other store gets it as JSON values.
+  const completeText = memoryCompleteWithText(store)
   const guardedEffects = new Set<ToolEffect>(opts.effects)
   const { ttlMs, leaseMs, waitMs, pollMs } = opts
 
@@ -214,19 +217,19 @@ export function idempotency(options?: IdempotencyOptions): Middleware {
   }
 
   /** Runs the call as the one owner of its key in this process, and tells `share` what waiting duplicates should see. */
-  async function lead(ctx: ToolContext, next: Next, call: Guarded, share: (outcome: SharedOutcome) => void): Promise<void> {
+  async function lead(ctx: ToolContext, next: Next, call: Guarded, flight: InFlight): Promise<void> {
     let claimed: Claimed
     try {
       const claiming = claim(ctx, call)
       claimed = isPromise(claiming) ? await claiming : claiming
     } catch (err) {
-      if (ToolError.is(err)) share({ argsHash: call.argsHash, ok: false, refusal: err })
+      if (ToolError.is(err)) flight.outcome = { argsHash: call.argsHash, ok: false, refusal: err }
       throw err
     }
     if (!claimed.owned) {
       const { value } = claimed.result
       replay(ctx, call, value, 'store')
-      share({ argsHash: call.argsHash, ok: true, json: value === undefined ? undefined : JSON.stringify(value) })
+      flight.outcome = { argsHash: call.argsHash, ok: true, json: value === undefined ? undefined : JSON.stringify(value) }
       return
     }
     const { token } = claimed
@@ -239,19 +242,24 @@ export function idempotency(options?: IdempotencyOptions): Middleware {
       throw err
     }
     const value = ctx.result?.value
+    // Serialised once: the store's record and what waiting duplicates replay come from this one text.
     const json = value === undefined ? undefined : canonicalJson(value)
-    const stored: StoredResult = json === undefined ? {} : { value: JSON.parse(json) as Json }
     try {
-      const completing = store.complete(call.storeKey, token, stored, ttlMs)
+      const completing =
+        completeText === undefined
+          ? store.complete(call.storeKey, token, json === undefined ? {} : { value: JSON.parse(json) as Json }, ttlMs)
+          : completeText(call.storeKey, token, json, ttlMs)
       const owned = isPromise(completing) ? await completing : completing
       ctx.emit(owned ? 'idempotency.stored' : 'idempotency.token_lost', { key: call.key, op: 'complete' })
     } catch (err) {
       storeFailed(ctx, call, 'complete', err)
     }
-    share({ argsHash: call.argsHash, ok: true, json })
+    flight.outcome = { argsHash: call.argsHash, ok: true, json }
   }
 
-  return async function idempotency(ctx: ToolContext, next: Next): Promise<void> {
+  // Trusted (docs/decisions/270-compose-fast-path.md): a call runs next() at most once, after its claim, and settles after it;
+  // a replayed or refused call never calls it.
+  return trustedMiddleware(async function idempotency(ctx: ToolContext, next: Next): Promise<void> {
     const tool = ctx.tool
     if (tool === undefined || !guardedEffects.has(tool.effect)) return next()
     const parsed = parsedArgs(ctx)
@@ -271,21 +279,13 @@ export function idempotency(options?: IdempotencyOptions): Middleware {
       replay(ctx, call, outcome.json === undefined ? undefined : JSON.parse(outcome.json), 'in_process')
       return
     }
-    let settle!: (outcome: SharedOutcome | undefined) => void
-    calls.set(
-      call.storeKey,
-      new Promise((resolve) => {
-        settle = resolve
-      }),
-    )
-    let outcome: SharedOutcome | undefined
+    const flight = inFlight()
+    calls.set(call.storeKey, flight)
     try {
-      await lead(ctx, next, call, (shared) => {
-        outcome = shared
-      })
+      await lead(ctx, next, call, flight)
     } finally {
       calls.delete(call.storeKey)
-      settle(outcome)
+      landed(flight)
     }
-  }
+  })
 }

@@ -37,6 +37,42 @@ describe('memoryIdempotencyStore: bounds', () => {
     expect(await store.begin('b', 'h', LEASE, TTL)).toMatchObject({ status: 'new' })
   })
 
+  it('keeps exactly the most recently used records through thousands of uses, evictions and drops (checked against a model)', () => {
+    const clock = manualClock()
+    const maxEntries = 64
+    const store = memoryIdempotencyStore({ maxEntries, now: clock.now })
+    // The model: keys of settled records, least recently used first.
+    let model: string[] = []
+    let seed = 7
+    const random = () => {
+      seed = (seed * 1_103_515_245 + 12_345) % 2 ** 31
+      return seed / 2 ** 31
+    }
+    for (let step = 0; step < 5000; step++) {
+      const key = `k${Math.floor(random() * 200)}`
+      const begun = store.begin(key, 'h', LEASE, TTL)
+      if (begun.status === 'done') {
+        expect(model).toContain(key)
+        model = [...model.filter((k) => k !== key), key]
+        continue
+      }
+      expect(begun.status).toBe('new')
+      expect(model).not.toContain(key)
+      if (begun.status !== 'new') continue
+      if (model.length >= maxEntries) model = model.slice(1)
+      if (random() < 0.2) {
+        expect(store.release(key, begun.token)).toBe(true)
+        continue
+      }
+      expect(store.complete(key, begun.token, { value: step }, TTL)).toBe(true)
+      model.push(key)
+      expect(store.size).toBe(model.length)
+    }
+    store.clear()
+    expect(store.size).toBe(0)
+    expect(store.begin('k1', 'h', LEASE, TTL).status).toBe('new')
+  })
+
   it('never evicts a call in flight or an unknown outcome to make room; full of them, begin fails closed', async () => {
     const clock = manualClock()
     const store = memoryIdempotencyStore({ maxEntries: 3, now: clock.now })
@@ -147,5 +183,42 @@ describe('memoryStore, the deprecated name', () => {
     const first = await stack.dispatch({ id: 'a', name: 'save', args: { n: 1 } }, { run })
     const again = await stack.dispatch({ id: 'b', name: 'save', args: { n: 1 } }, { run })
     expect([first.value, again.value, ran]).toEqual([2, 2, 1])
+  })
+})
+
+describe('memoryIdempotencyStore: what a completed call stores', () => {
+  it('replays the value a tool returned, and hands any other store the same value as plain JSON', async () => {
+    const returned = { total: 42, items: [{ sku: 'a-1', qty: 2 }, null, 'note'], nested: { deep: { ok: true } } }
+    const memory = memoryIdempotencyStore()
+    const seen: string[] = []
+    const store = {
+      begin: memory.begin,
+      release: memory.release,
+      markUnknown: memory.markUnknown,
+      complete: (key: string, token: string, result: { value?: unknown }, ttlMs: number) => {
+        seen.push(JSON.stringify(result))
+        expect(structuredClone(result)).toEqual({ value: returned })
+        return memory.complete(key, token, result as never, ttlMs)
+      },
+    }
+    let runs = 0
+    const order = defineTool({
+      name: 'place_order',
+      description: 'Places an order',
+      input: z.object({ sku: z.string() }),
+      effect: 'write',
+      execute: () => {
+        runs++
+        return returned
+      },
+    })
+    const stack = createStack({ tools: [order], middleware: [idempotency({ store })] })
+    const run = createRun()
+    const first = await stack.dispatch({ id: '1', name: 'place_order', args: { sku: 'a-1' } }, { run })
+    const again = await stack.dispatch({ id: '2', name: 'place_order', args: { sku: 'a-1' } }, { run })
+    expect(runs).toBe(1)
+    expect(first).toMatchObject({ ok: true, value: returned })
+    expect(again).toMatchObject({ ok: true, value: returned, replayed: true })
+    expect(seen.map((text) => JSON.parse(text))).toEqual([{ value: returned }])
   })
 })

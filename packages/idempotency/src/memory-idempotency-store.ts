@@ -39,6 +39,14 @@ interface Entry {
   result: string | undefined
 }
 
+/** A done record in the recency list: least recently used at `head`, most recently at `tail`. */
+interface Settled {
+  readonly key: string
+  entry: Entry
+  older: Settled | undefined
+  newer: Settled | undefined
+}
+
 const STATES: ReadonlySet<unknown> = new Set(['pending', 'done', 'unknown'])
 const isTime = (n: unknown): n is number => typeof n === 'number' && Number.isFinite(n)
 
@@ -56,6 +64,24 @@ function entryProblem(entry: Entry): string | undefined {
 }
 
 const rawWriters = new WeakMap<object, (key: string, record: RawRecord) => void>()
+
+/** `complete` with the result's JSON text (`undefined` for no value) instead of the result. */
+export type CompleteWithText = (key: string, token: string, json: string | undefined, ttlMs: number) => boolean
+
+const textCompleters = new WeakMap<object, CompleteWithText>()
+
+/**
+ * For a store made by {@link memoryIdempotencyStore}: its `complete` taking the result's JSON text,
+ * so a result `idempotency()` has serialised once is not parsed and serialised again; `undefined`
+ * for any other store.
+ *
+ * @example
+ * const complete = memoryCompleteWithText(store)
+ * complete?.(storeKey, token, '{"chargeId":"ch_1"}', ttlMs)
+ */
+export function memoryCompleteWithText(store: object): CompleteWithText | undefined {
+  return textCompleters.get(store)
+}
 
 /**
  * The store contract's hook for a memory store: plants `record` under `key` as it is, valid or
@@ -102,41 +128,76 @@ function storeFull(maxEntries: number): ToolError {
  */
 export function memoryIdempotencyStore(options?: MemoryIdempotencyStoreOptions): MemoryIdempotencyStore {
   const { maxEntries, now = systemClock.now } = parseOptions('memoryIdempotencyStore()', memoryIdempotencyStoreOptionsSchema, options)
-  // Two insertion-ordered maps: `settled` (done records, least recently used first) may be evicted;
-  // `pinned` (pending and unknown records) never is, only dropped once expired.
-  const settled = new Map<string, Entry>()
+  // `settled` (done records) may be evicted, least recently used first: a Map for lookup and a
+  // doubly linked list for recency, so a use and an eviction are each O(1) whatever the Map's holes.
+  // `pinned` (pending and unknown records) is never evicted, only dropped once expired.
+  const settled = new Map<string, Settled>()
   const pinned = new Map<string, Entry>()
+  let head: Settled | undefined
+  let tail: Settled | undefined
   let tokens = 0
 
   const expired = (entry: Entry, at: number) => isTime(entry?.expiresAt) && entry.expiresAt <= at
 
-  function drop(key: string): void {
+  function unlink(node: Settled): void {
+    if (node.older === undefined) head = node.newer
+    else node.older.newer = node.newer
+    if (node.newer === undefined) tail = node.older
+    else node.newer.older = node.older
+    node.older = undefined
+    node.newer = undefined
+  }
+
+  function append(node: Settled): void {
+    node.older = tail
+    node.newer = undefined
+    if (tail === undefined) head = node
+    else tail.newer = node
+    tail = node
+  }
+
+  function settle(key: string, entry: Entry): void {
+    const known = settled.get(key)
+    if (known !== undefined) {
+      known.entry = entry
+      unlink(known)
+      append(known)
+      return
+    }
+    const node: Settled = { key, entry, older: undefined, newer: undefined }
+    settled.set(key, node)
+    append(node)
+  }
+
+  function unsettle(key: string): void {
+    const node = settled.get(key)
+    if (node === undefined) return
+    unlink(node)
     settled.delete(key)
+  }
+
+  function drop(key: string): void {
+    unsettle(key)
     pinned.delete(key)
   }
 
   function live(key: string, at: number): Entry | undefined {
     const done = settled.get(key)
-    const entry = done ?? pinned.get(key)
+    const entry = done === undefined ? pinned.get(key) : done.entry
     if (entry === undefined) return undefined
     if (expired(entry, at)) {
       drop(key)
       return undefined
     }
-    if (done !== undefined) {
-      settled.delete(key)
-      settled.set(key, done)
+    if (done !== undefined && done !== tail) {
+      unlink(done)
+      append(done)
     }
     return entry
   }
 
   function makeRoom(at: number): void {
-    // One iterator per eviction: iterating a Map from its start walks the holes deletions left there.
-    while (settled.size + pinned.size >= maxEntries) {
-      const oldest = settled.keys().next()
-      if (oldest.done === true) break
-      settled.delete(oldest.value)
-    }
+    while (settled.size + pinned.size >= maxEntries && head !== undefined) unsettle(head.key)
     if (pinned.size < maxEntries) return
     // Only records that may not be evicted are left: drop the expired ones, wherever they sit.
     for (const [key, entry] of pinned) if (expired(entry, at)) pinned.delete(key)
@@ -146,6 +207,19 @@ export function memoryIdempotencyStore(options?: MemoryIdempotencyStoreOptions):
   function owned(key: string, token: string, at: number): Entry | undefined {
     const entry = live(key, at)
     return entry !== undefined && entry.token === token && entry.state === 'pending' ? entry : undefined
+  }
+
+  // `text` is a whole StoredResult's JSON.
+  function completeText(key: string, token: string, text: string, ttlMs: number): boolean {
+    const at = now()
+    const entry = owned(key, token, at)
+    if (entry === undefined) return false
+    entry.state = 'done'
+    entry.result = text
+    entry.expiresAt = at + ttlMs
+    pinned.delete(key)
+    settle(key, entry)
+    return true
   }
 
   const store: MemoryIdempotencyStore = {
@@ -178,15 +252,7 @@ export function memoryIdempotencyStore(options?: MemoryIdempotencyStoreOptions):
       return entry.leaseUntil > at ? { status: 'in_flight' } : { status: 'unknown', reason: 'lease_expired' }
     },
     complete(key: string, token: string, result: StoredResult, ttlMs: number): boolean {
-      const at = now()
-      const entry = owned(key, token, at)
-      if (entry === undefined) return false
-      entry.state = 'done'
-      entry.result = JSON.stringify(result)
-      entry.expiresAt = at + ttlMs
-      pinned.delete(key)
-      settled.set(key, entry)
-      return true
+      return completeText(key, token, JSON.stringify(result), ttlMs)
     },
     release(key: string, token: string): boolean {
       if (owned(key, token, now()) === undefined) return false
@@ -207,13 +273,16 @@ export function memoryIdempotencyStore(options?: MemoryIdempotencyStoreOptions):
     clear() {
       settled.clear()
       pinned.clear()
+      head = undefined
+      tail = undefined
     },
   }
+  textCompleters.set(store, (key, token, json, ttlMs) => completeText(key, token, json === undefined ? '{}' : `{"value":${json}}`, ttlMs))
   rawWriters.set(store, (key, record) => {
     drop(key)
     // Only a record that reads as done may be evicted; anything else might be an unknown outcome.
     const entry = { ...record } as unknown as Entry
-    if (record.state === 'done') settled.set(key, entry)
+    if (record.state === 'done') settle(key, entry)
     else pinned.set(key, entry)
   })
   return store

@@ -10,8 +10,47 @@ export type SharedOutcome =
   | { readonly argsHash: string; readonly ok: true; readonly json: string | undefined }
   | { readonly argsHash: string; readonly ok: false; readonly refusal: ToolError }
 
+/**
+ * One call in flight in this process. Its promise exists only once a duplicate waits for it: most
+ * calls have no duplicate, and they pay for no promise.
+ */
+export interface InFlight {
+  /** Set by the leader before it settles; what waiters see. */
+  outcome: SharedOutcome | undefined
+  promise: Promise<SharedOutcome | undefined> | undefined
+  resolve: ((outcome: SharedOutcome | undefined) => void) | undefined
+}
+
 /** Calls in flight in this process, per store key, so duplicates wait instead of polling the store. */
-export type SharedCalls = Map<string, Promise<SharedOutcome | undefined>>
+export type SharedCalls = Map<string, InFlight>
+
+/**
+ * A fresh entry for a call the caller now leads.
+ *
+ * @example
+ * calls.set(storeKey, inFlight())
+ */
+export function inFlight(): InFlight {
+  return { outcome: undefined, promise: undefined, resolve: undefined }
+}
+
+/**
+ * The leader is done: whoever waits sees its outcome.
+ *
+ * @example
+ * flight.outcome = { argsHash, ok: true, json }
+ * landed(flight)
+ */
+export function landed(flight: InFlight): void {
+  flight.resolve?.(flight.outcome)
+}
+
+function promiseOf(flight: InFlight): Promise<SharedOutcome | undefined> {
+  flight.promise ??= new Promise((resolve) => {
+    flight.resolve = resolve
+  })
+  return flight.promise
+}
 
 const registry = new WeakMap<IdempotencyStore, SharedCalls>()
 
@@ -33,15 +72,16 @@ export function sharedCalls(store: IdempotencyStore): SharedCalls {
 }
 
 /**
- * Waits for an in-flight call to settle (its promise never rejects), or rejects with the
- * abort reason as soon as `signal` aborts. The listener is removed on both paths.
+ * Waits for an in-flight call to settle (it never fails), or rejects with the abort reason as soon
+ * as `signal` aborts. The listener is removed on both paths.
  *
  * @example
  * const outcome = await waitFor(calls.get(storeKey)!, ctx.signal)
  */
-export function waitFor<T>(running: Promise<T>, signal: AbortSignal): Promise<T> {
+export function waitFor(flight: InFlight, signal: AbortSignal): Promise<SharedOutcome | undefined> {
   if (signal.aborted) return Promise.reject(abortReason(signal))
-  return new Promise<T>((resolve, reject) => {
+  const running = promiseOf(flight)
+  return new Promise((resolve, reject) => {
     const onAbort = () => reject(abortReason(signal))
     signal.addEventListener('abort', onAbort, { once: true })
     void running.then((value) => {

@@ -7,6 +7,7 @@ import {
   parseOptions,
   type ToolContext,
   ToolError,
+  trustedMiddleware,
 } from '@shallot/core'
 import { truncate } from '@shallot/core/internal'
 import { z } from 'zod'
@@ -61,7 +62,8 @@ function isShallotError(err: unknown): boolean {
 export function panicCatcher(options?: PanicCatcherOptions): Middleware {
   const { maxMessageLength, hint, redact } = parseOptions('panicCatcher()', panicCatcherOptionsSchema, options)
 
-  return async function panicCatcher(ctx: ToolContext, next: Next): Promise<void> {
+  // Trusted (docs/decisions/270-compose-fast-path.md): it calls next() once and settles only after it settled.
+  return trustedMiddleware(async function panicCatcher(ctx: ToolContext, next: Next): Promise<void> {
     try {
       await next()
     } catch (err) {
@@ -70,7 +72,7 @@ export function panicCatcher(options?: PanicCatcherOptions): Middleware {
       if (ctx.signal.aborted) throw abortReason(ctx.signal)
       throw panicError(ctx, err, maxMessageLength, hint, redact)
     }
-  }
+  })
 }
 
 function panicError(

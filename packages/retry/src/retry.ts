@@ -1,4 +1,13 @@
-import { abortReason, LoopError, type Middleware, type Next, parseOptions, type ToolContext, ToolError } from '@shallot/core'
+import {
+  abortReason,
+  LoopError,
+  type Middleware,
+  type Next,
+  parseOptions,
+  type ToolContext,
+  ToolError,
+  trustedMiddleware,
+} from '@shallot/core'
 import { z } from 'zod'
 import type { Backoff } from './backoff/backoff.js'
 import { backoffFromPolicy } from './backoff-from-policy.js'
@@ -153,7 +162,7 @@ export function retry(options?: RetryOptions | Backoff): Middleware {
     }
   }
   // Keeps the onion's contract by construction (docs/decisions/270-compose-fast-path.md): compose calls it without the misuse bookkeeping.
-  ;(middleware as Middleware & Record<symbol, unknown>)[Symbol.for('shallot.middleware.trusted')] = true
+  trustedMiddleware(middleware)
   return middleware
 }
 

@@ -1,4 +1,4 @@
-import { LoopError, type Middleware, parseOptions, sanitize, type ToolContext, ToolError } from '@shallot/core'
+import { LoopError, type Middleware, parseOptions, sanitize, type ToolContext, ToolError, trustedMiddleware } from '@shallot/core'
 import { canonicalJson, hashOf } from '@shallot/core/internal'
 import { z } from 'zod'
 import { entryOf, hasTool, judge, ledgerOf, recordFailure, recordSuccess, touch } from './loop-ledger.js'
@@ -87,7 +87,8 @@ export function stuckLoop(options: StuckLoopOptions = {}): Middleware {
   const limits = parseOptions('stuckLoop()', stuckLoopOptionsSchema, options)
   const watchSuccess = limits.successRepeatLimit !== undefined
 
-  return async function stuckLoop(ctx: ToolContext, next: () => Promise<void>): Promise<void> {
+  // Trusted (docs/decisions/270-compose-fast-path.md): it refuses before next(), or calls it once and settles after it.
+  return trustedMiddleware(async function stuckLoop(ctx: ToolContext, next: () => Promise<void>): Promise<void> {
     const name = ctx.call.name
     const state = ctx.run.state
     let fp: string | undefined
@@ -134,5 +135,5 @@ export function stuckLoop(options: StuckLoopOptions = {}): Middleware {
     if (after === undefined || (fp === undefined && !watchSuccess && !hasTool(after, name))) return
     fp ??= ctx.fingerprint
     recordSuccess(after, fp, watchSuccess ? `v${hashOf(canonicalJson(ctx.result?.value))}` : undefined, name, limits.window)
-  }
+  })
 }

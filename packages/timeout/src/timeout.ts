@@ -7,6 +7,7 @@ import {
   parseOptions,
   systemClock,
   type ToolContext,
+  trustedMiddleware,
 } from '@shallot/core'
 import { type AbortSource, onAbort } from '@shallot/core/internal'
 import { z } from 'zod'
@@ -251,6 +252,6 @@ export function timeout(options?: TimeoutOptions): Middleware {
   }
   // Keeps the onion's contract by construction (docs/decisions/270-compose-fast-path.md): it settles only after
   // next() settled, or, when it stops waiting, follows the abandoned call to its end itself.
-  ;(middleware as Middleware & Record<symbol, unknown>)[Symbol.for('shallot.middleware.trusted')] = true
+  trustedMiddleware(middleware)
   return middleware
 }
