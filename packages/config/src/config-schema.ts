@@ -110,12 +110,6 @@ export const configSchema = z.strictObject({
       z.record(z.string(), z.unknown()),
     )
     .default({}),
-  /** The model `shallot run` uses when no `--model` is given: `provider:model-id`. Stacks ignore it. */
-  model: modelSchema.optional(),
-  /** MCP servers `shallot run` starts and offers the tools of, by name. Stacks ignore them. */
-  mcpServers: z
-    .record(z.string().regex(SERVER_NAME, 'must be a server name: letters, digits, "_" and "-", starting with a letter'), mcpServerSchema)
-    .optional(),
   /** Per-tool settings: `effect`, and for any layer of the stack its own options, a policy name, or `none`. */
   tools: z
     .record(
@@ -123,6 +117,12 @@ export const configSchema = z.strictObject({
       z.object({ effect: z.enum(EFFECTS).optional() }).catchall(slotValueSchema),
     )
     .default({}),
+  /** The model `shallot run` uses when no `--model` is given: `provider:model-id`. Stacks ignore it. */
+  model: modelSchema.optional(),
+  /** MCP servers `shallot run` starts and offers the tools of, by name. Stacks ignore them. */
+  mcpServers: z
+    .record(z.string().regex(SERVER_NAME, 'must be a server name: letters, digits, "_" and "-", starting with a letter'), mcpServerSchema)
+    .optional(),
 })
 
 /** A config document that passed {@link configSchema}: stack entries are names or one-pair objects, options unchecked. */
