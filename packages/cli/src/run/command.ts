@@ -4,7 +4,16 @@ import { dirname, resolve } from 'node:path'
 import { parseArgs } from 'node:util'
 import { aiSdkModel } from '@shallot/ai-sdk'
 import { ConfigError, createStackFromConfig, loadConfig, type ShallotConfig } from '@shallot/config'
-import { type AgentOptions, createAgent, type ModelAdapter, type ModelRequest, type RunOutcome, type StackEvent } from '@shallot/core'
+import {
+  type AgentOptions,
+  createAgent,
+  type ModelAdapter,
+  type ModelRequest,
+  type RunOutcome,
+  type StackEvent,
+  sanitize,
+  ToolError,
+} from '@shallot/core'
 import { type SqliteCheckpoints, type SqliteStore, sqliteCheckpoints, sqliteStore } from '@shallot/store-sqlite'
 import { defaultMiddleware } from 'shallot'
 import type { CliIO } from '../cli.js'
@@ -45,6 +54,12 @@ function positiveInt(value: string | undefined, flag: string): number | undefine
   if (!/^\d{1,9}$/.test(value) || Number(value) < 1)
     throw new UsageError(`--${flag} must be a whole number from 1, not "${value.slice(0, 40)}"`)
   return Number(value)
+}
+
+/** The run stopped because the model's server was never reached (every attempt a connection failure). */
+function neverConnected(outcome: Extract<RunOutcome, { status: 'stopped' }>): boolean {
+  const cause = outcome.error.cause
+  return outcome.error.kind === 'model_failed' && ToolError.is(cause) && cause.code === 'network_error'
 }
 
 async function configOf(file: string | undefined): Promise<ShallotConfig | undefined> {
@@ -233,7 +248,15 @@ export async function runAgentCommand(
       ...(values.html !== undefined ? { html: values.html } : {}),
     }
     await writeRunFiles(recorder.finish(outcome), files, io.out)
-    return outcome.status === 'completed' ? 0 : 1
+    if (outcome.status === 'completed') return 0
+    if (outcome.turns === 0 && neverConnected(outcome)) {
+      // No answer ever came: a wrong base URL or no server, which is the caller's to fix, not the run's.
+      io.err(
+        `shallot: cannot reach the model at ${resolved.endpoint}; check ${resolved.urlVar} (${sanitize(String(outcome.error.message)).slice(0, 300)})`,
+      )
+      return 2
+    }
+    return 1
   } finally {
     process.removeListener('SIGINT', onSigint)
     await servers?.close()

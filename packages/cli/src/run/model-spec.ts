@@ -28,6 +28,8 @@ export interface ResolvedModel {
   readonly secrets: readonly string[]
   /** Where requests go, for messages: the base URL, or the provider's default. */
   readonly endpoint: string
+  /** The variable that sets the base URL. */
+  readonly urlVar: string
 }
 
 const MAX_MODEL_ID = 256
@@ -78,12 +80,22 @@ export function resolveModel(spec: string, env: NodeJS.ProcessEnv): ResolvedMode
       throw new UsageError(`${provider.urlVar} is not an http(s) URL: "${short(baseURL)}"`)
   }
   const settings = baseURL === undefined || baseURL === '' ? { apiKey } : { apiKey, baseURL }
+  // A URL can carry credentials (user:pass@host); messages name the place, never those.
+  const place = settings.baseURL === undefined ? `the ${name} API` : withoutCredentials(settings.baseURL)
   return {
     spec,
     model: provider.make(settings, id),
     secrets: [apiKey],
-    endpoint: settings.baseURL ?? `the ${name} API`,
+    endpoint: place,
+    urlVar: provider.urlVar,
   }
+}
+
+function withoutCredentials(url: string): string {
+  const parsed = new URL(url)
+  parsed.username = ''
+  parsed.password = ''
+  return parsed.toString()
 }
 
 const short = (text: string) => (text.length > 60 ? `${text.slice(0, 59)}…` : text)

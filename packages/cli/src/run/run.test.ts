@@ -258,6 +258,17 @@ describe('shallot run: bad usage is one line on stderr and exit 2, before any mo
     expect(err).toMatch(message)
   })
 
+  it('a model server nobody listens on: one line naming the URL and the variable, exit 2', async () => {
+    const closed = await fakeProvider()
+    const url = closed.openaiBaseURL
+    await closed.close()
+    const { code, err } = await shallot(['run', '--model', 'openai:m', 'hi'], childEnv({ OPENAI_API_KEY: 'x', OPENAI_BASE_URL: url }))
+      .exited
+    expect(code).toBe(2)
+    expect(err.trimEnd().split('\n')).toHaveLength(1)
+    expect(err).toContain(`shallot: cannot reach the model at ${url}; check OPENAI_BASE_URL (the model call failed after 3 attempts`)
+  })
+
   it('never prints the key, even when the provider quotes it back', async () => {
     const fake = await fakeProvider({ script: [{ fault: 'authentication', message: 'Incorrect API key provided: sk-fake-4242.' }] })
     try {
