@@ -21,6 +21,12 @@ export const filesystemServer = join(
   'dist/index.js',
 )
 
+/** The published everything server (a long-running tool among others), as installed from the lockfile. */
+export const everythingServer = join(
+  dirname(createRequire(import.meta.url).resolve('@modelcontextprotocol/server-everything/package.json')),
+  'dist/index.js',
+)
+
 /** The `--mcp` command line that starts the filesystem server on `root` with this very Node. */
 export const filesystemMcp = (root: string) => `"${process.execPath}" "${filesystemServer}" "${root}"`
 

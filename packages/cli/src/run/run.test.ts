@@ -1,8 +1,9 @@
-import { existsSync, readFileSync, writeFileSync } from 'node:fs'
+import { existsSync, readFileSync, watch, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
+import { sqliteCheckpoints, sqliteStore } from '@shallot/store-sqlite'
 import { type FakeProvider, fakeProvider } from '@shallot/testing'
 import { afterEach, beforeAll, describe, expect, it } from 'vitest'
-import { buildCli, childEnv, filesystemMcp, shallot, tempDir } from './run.test-helper.js'
+import { buildCli, childEnv, everythingServer, filesystemMcp, shallot, tempDir } from './run.test-helper.js'
 
 beforeAll(buildCli, 120_000)
 
@@ -169,6 +170,55 @@ describe('shallot run against fakeProvider and the real filesystem MCP server', 
     // Three model calls in all: turn 1, the one killed, and turn 2 again; turn 1 was never asked for again.
     expect(fake.requests).toHaveLength(3)
     expect(fake.requests.map((r) => r.toolResults.length)).toEqual([0, 1, 1])
+  })
+
+  it('resume after SIGKILL in the middle of a turn replays the write that ran, instead of running it again', async () => {
+    const { provider: fake, root } = await setup()
+    const db = join(root, 'run.db')
+    const target = join(root, 'ledger.txt')
+    const write = { name: 'write_file', args: { path: target, content: 'paid 42.00 EUR' } }
+    // The turn's second call runs for minutes, so the turn (and its checkpoint) never ends before the kill.
+    fake.script({ toolCalls: [write, { name: 'trigger-long-running-operation', args: { duration: 600, steps: 600 } }] })
+    const args = [
+      '--model',
+      'openai:test-model',
+      '--mcp',
+      filesystemMcp(root),
+      '--mcp',
+      `"${process.execPath}" "${everythingServer}" stdio`,
+      '--checkpoints',
+      db,
+    ]
+    const cli = shallot(['run', ...args, '--run-id', 'mid-turn-1', 'Record the payment, then run the long check'], openaiEnv(fake))
+    // Killed once the write's idempotency record says done: the side effect happened and was recorded, the turn was not.
+    const records = sqliteStore({ path: db })
+    cleanups.push(async () => records.close())
+    await new Promise<void>((resolve) => {
+      const check = () => {
+        const done = records.database.prepare("SELECT count(*) AS n FROM shallot_idempotency WHERE state = 'done'").get() as { n: number }
+        if (done.n !== 1) return
+        watcher.close()
+        resolve()
+      }
+      // Every write to the database touches a file in root; the check after subscribing covers one that came first.
+      const watcher = watch(root, check)
+      check()
+    })
+    cli.child.kill('SIGKILL')
+    expect((await cli.exited).signal).toBe('SIGKILL')
+    const checkpoints = sqliteCheckpoints({ path: db })
+    cleanups.push(async () => checkpoints.close())
+    expect(checkpoints.load('mid-turn-1')).toMatchObject({ turn: 0, status: 'running' })
+    writeFileSync(target, 'paid 42.00 EUR\nchecked by a person after the crash')
+
+    // The model, asked for turn 1 again, asks for the same write.
+    fake.script({ toolCalls: [write] }, (request) => ({ text: `Recorded: ${request.toolResults[0]?.content}` }))
+    const resumed = await shallot(['resume', 'mid-turn-1', ...args], openaiEnv(fake)).exited
+    expect(resumed.err).toBe('')
+    expect(resumed.code).toBe(0)
+    expect(resumed.out).toContain('⟲ idempotency: replayed the stored result')
+    expect(resumed.out).toContain(`completed: Recorded: Successfully wrote to ${target}`)
+    expect(readFileSync(target, 'utf8')).toBe('paid 42.00 EUR\nchecked by a person after the crash')
   })
 })
 
