@@ -194,14 +194,25 @@ describe('shallot run against fakeProvider and the real filesystem MCP server', 
     const records = sqliteStore({ path: db })
     cleanups.push(async () => records.close())
     await new Promise<void>((resolve) => {
+      let settled = false
+      let again: NodeJS.Immediate | undefined
       const check = () => {
+        again = undefined
+        if (settled) return
         const done = records.database.prepare("SELECT count(*) AS n FROM shallot_idempotency WHERE state = 'done'").get() as { n: number }
-        if (done.n !== 1) return
-        watcher.close()
-        resolve()
+        if (done.n === 1) {
+          settled = true
+          watcher.close()
+          resolve()
+        } else if (existsSync(target) && again === undefined) {
+          // The write happened; its record commits within the child's fsync (the file event can come first): ask again next tick.
+          again = setImmediate(check)
+        }
       }
-      // Every write to the database touches a file in root; the check after subscribing covers one that came first.
-      const watcher = watch(root, check)
+      // The ledger's creation and every database write touch root; the check after subscribing covers any that came first.
+      const watcher = watch(root, () => {
+        if (again === undefined) check()
+      })
       check()
     })
     cli.child.kill('SIGKILL')
