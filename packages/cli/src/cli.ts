@@ -4,7 +4,7 @@ import { closest } from '@shallot/core'
 import { runCheck } from './check.js'
 import { runDemo } from './demo/run-demo.js'
 import { runReport, writeRunFiles } from './report/command.js'
-import { RUN_FLAGS, runAgentCommand } from './run/command.js'
+import { RUN_FLAGS } from './run/flags.js'
 import { DEFAULT_STACK, type NamedStack, NO_RETRY, parseSimFlags, runHerd, runSim } from './sim/command.js'
 import { configStack } from './sim/config-stack.js'
 import { progressLines } from './sim/progress.js'
@@ -67,6 +67,8 @@ export async function main(
       case 'run':
       case 'resume': {
         flags = Object.keys(RUN_FLAGS)
+        // Loaded only here: the provider SDKs, the MCP client and SQLite are not what demo, sim or check need.
+        const { runAgentCommand } = await import('./run/command.js')
         return await runAgentCommand(command, rest, io)
       }
       case 'demo': {

@@ -23,25 +23,11 @@ import { timelinePrinter } from '../demo/timeline.js'
 import { writeOut, writeRunFiles } from '../report/command.js'
 import { recordRun } from '../report/record.js'
 import { UsageError } from '../usage.js'
+import { RUN_FLAGS } from './flags.js'
 import { type McpServerSpec, type McpServers, startMcpServers } from './mcp-servers.js'
 import { resolveModel } from './model-spec.js'
 import { runReportText } from './run-report.js'
 import { splitCommand } from './split-command.js'
-
-/** The flags of `shallot run` and `shallot resume`. */
-export const RUN_FLAGS = {
-  model: { type: 'string' },
-  config: { type: 'string' },
-  mcp: { type: 'string', multiple: true },
-  checkpoints: { type: 'string' },
-  report: { type: 'string' },
-  html: { type: 'string' },
-  record: { type: 'string' },
-  'max-turns': { type: 'string' },
-  'max-steps': { type: 'string' },
-  'run-id': { type: 'string' },
-  stream: { type: 'boolean' },
-} as const
 
 /** The longest task taken from the command line; longer instructions belong in a file the agent reads. */
 export const MAX_TASK_CHARS = 100_000

@@ -290,11 +290,8 @@ describe('shallot run: bad usage is one line on stderr and exit 2, before any mo
       /no such file: \/no\/such.yaml/,
     ],
     ['a mistyped flag', ['--modle', 'openai:m', 'hi'], {}, /Unknown option '--modle'; did you mean '--model'\?/],
-  ])('%s', async (_, args, env, message) => {
-    const { code, out, err } = await shallot(
-      ['run', ...args],
-      childEnv({ ...env, OPENAI_BASE_URL: env.OPENAI_BASE_URL ?? 'http://127.0.0.1:9/v1' }),
-    ).exited
+  ] as Array<[string, string[], Record<string, string>, RegExp]>)('%s', async (_, args, env, message) => {
+    const { code, out, err } = await shallot(['run', ...args], childEnv({ OPENAI_BASE_URL: 'http://127.0.0.1:9/v1', ...env })).exited
     expect(code).toBe(2)
     expect(out).toBe('')
     expect(err.trimEnd().split('\n')).toHaveLength(1)
