@@ -111,6 +111,7 @@ function resumeLine(runId: string, values: Values, model: string): string {
   const parts = ['shallot', 'resume', quote(runId), '--checkpoints', quote(values.checkpoints as string), '--model', quote(model)]
   if (values.config !== undefined) parts.push('--config', quote(values.config))
   for (const line of values.mcp ?? []) parts.push('--mcp', quote(line))
+  if (values.stream === true) parts.push('--stream')
   return parts.join(' ')
 }
 
@@ -163,14 +164,25 @@ export async function runAgentCommand(
   const stop = new AbortController()
   const onSigint = () => stop.abort(new Error('interrupted (SIGINT)'))
   try {
-    if (mode === 'resume') {
-      const snapshot = stores?.checkpoints.load(runId)
-      if (snapshot === undefined) {
-        const known = stores?.checkpoints.runIds().slice(0, 5) ?? []
+    if (stores !== undefined) {
+      let snapshot: ReturnType<SqliteCheckpoints['load']>
+      try {
+        snapshot = stores.checkpoints.load(runId)
+      } catch (err) {
+        // A checkpoint that cannot be read back is never resumed nor overwritten: a person must look first.
+        if (ToolError.is(err)) throw new UsageError(`${err.message} (${values.checkpoints})`)
+        throw err
+      }
+      if (mode === 'resume' && snapshot === undefined) {
+        const known = stores.checkpoints.runIds().slice(0, 5)
         throw new UsageError(
           `no run "${runId}" in ${values.checkpoints}${known.length === 0 ? ' (it holds no runs)' : `; it holds ${known.join(', ')}`}`,
         )
       }
+      if (mode === 'run' && snapshot !== undefined)
+        throw new UsageError(
+          `${values.checkpoints} already holds run "${runId}" (${snapshot.status}); resume it with shallot resume ${runId}, or pick another --run-id`,
+        )
     }
     servers = await startMcpServers(specs)
     const tools = servers.tools

@@ -316,6 +316,42 @@ describe('shallot run: bad usage is one line on stderr and exit 2, before any mo
     expect(err).toMatch(message)
   })
 
+  it('a run id the checkpoints file already holds is refused, and a corrupt checkpoint is neither resumed nor overwritten', async () => {
+    const dir = await tempDir()
+    cleanups.push(dir.remove)
+    const db = join(dir.root, 'run.db')
+    const checkpoints = sqliteCheckpoints({ path: db })
+    checkpoints.save({
+      version: 1,
+      runId: 'taken',
+      input: 'x',
+      status: 'stopped',
+      turn: 1,
+      stepsUsed: 2,
+      state: {},
+      transcript: [{ role: 'user', content: 'x' }],
+      turns: [],
+    })
+    checkpoints.database
+      .prepare("INSERT INTO shallot_checkpoints (run_id, snapshot, saved_at) VALUES ('broken', '{\"version\": 1', 0)")
+      .run()
+    checkpoints.close()
+    const env = childEnv({ OPENAI_API_KEY: 'x', OPENAI_BASE_URL: 'http://127.0.0.1:9/v1' })
+    const reused = await shallot(['run', '--model', 'openai:m', '--checkpoints', db, '--run-id', 'taken', 'hi'], env).exited
+    expect(reused.code).toBe(2)
+    expect(reused.err).toMatch(/already holds run "taken" \(stopped\); resume it with shallot resume taken, or pick another --run-id\n$/)
+    for (const args of [
+      ['resume', 'broken', '--model', 'openai:m', '--checkpoints', db],
+      ['run', '--model', 'openai:m', '--checkpoints', db, '--run-id', 'broken', 'hi'],
+    ]) {
+      const { code, err } = await shallot(args, env).exited
+      expect(code).toBe(2)
+      expect(err).toMatch(
+        /^shallot: The checkpoint of run "broken" cannot be read back \(not JSON .*\); the run is not resumed\. \(.*run\.db\)\n$/,
+      )
+    }
+  })
+
   it('a model server nobody listens on: one line naming the URL and the variable, exit 2', async () => {
     const closed = await fakeProvider()
     const url = closed.openaiBaseURL
