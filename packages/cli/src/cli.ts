@@ -4,6 +4,7 @@ import { closest } from '@shallot/core/internal'
 import { runCheck } from './check.js'
 import { runDemo } from './demo/run-demo.js'
 import { runReport, writeRunFiles } from './report/command.js'
+import { RUN_FLAGS } from './run/flags.js'
 import { DEFAULT_STACK, type NamedStack, NO_RETRY, parseSimFlags, runHerd, runSim } from './sim/command.js'
 import { configStack } from './sim/config-stack.js'
 import { progressLines } from './sim/progress.js'
@@ -16,7 +17,7 @@ export interface CliIO {
   errIsTerminal?: boolean
 }
 
-const COMMANDS = ['demo', 'sim', 'check', 'report', 'help'] as const
+const COMMANDS = ['run', 'resume', 'demo', 'sim', 'check', 'report', 'help'] as const
 
 /** The version in this package's manifest (one folder above both `src/` and `dist/`). */
 function version(): string {
@@ -50,7 +51,7 @@ const SIM_FLAGS = {
 } as const
 
 /**
- * Runs the `shallot` command line and resolves to the exit code: 0 ok, 1 a failed check, 2 bad usage.
+ * Runs the `shallot` command line and resolves to the exit code: 0 ok, 1 a failed check or a stopped run, 2 bad usage.
  *
  * @example
  * process.exitCode = await main(process.argv.slice(2))
@@ -63,6 +64,13 @@ export async function main(
   let flags: readonly string[] = []
   try {
     switch (command) {
+      case 'run':
+      case 'resume': {
+        flags = Object.keys(RUN_FLAGS)
+        // Loaded only here: the provider SDKs, the MCP client and SQLite are not what demo, sim or check need.
+        const { runAgentCommand } = await import('./run/command.js')
+        return await runAgentCommand(command, rest, io)
+      }
       case 'demo': {
         flags = Object.keys(DEMO_FLAGS)
         const { values } = parseArgs({ args: rest, options: DEMO_FLAGS, strict: true })
@@ -118,7 +126,8 @@ export async function main(
   } catch (err) {
     if (err instanceof UsageError || (err instanceof TypeError && (err as { code?: string }).code?.startsWith('ERR_PARSE_ARGS'))) {
       io.err(`shallot: ${err instanceof UsageError ? err.message : withFlagGuess(err.message, flags)}`)
-      io.err(USAGE)
+      // A run's problem (a missing key, a server that did not start) is one line; the whole usage would bury it.
+      if (command !== 'run' && command !== 'resume') io.err(USAGE)
       return 2
     }
     throw err

@@ -6,6 +6,16 @@ export class UsageError extends Error {
 export const USAGE = `usage: shallot <command> [options]
 
 commands:
+  run --model PROVIDER:MODEL "TASK"   a real agent: the model, MCP servers' tools, shallot's stack
+      --model openai:ID           also anthropic:ID, openai-responses:ID (keys: OPENAI_API_KEY, ANTHROPIC_API_KEY;
+                                  servers: OPENAI_BASE_URL, ANTHROPIC_BASE_URL)
+      --mcp "COMMAND"             an MCP server over stdio (repeatable)
+      --config FILE               the stack (and model:, mcpServers:) of a config file; default: the default stack
+      --checkpoints FILE.db       checkpoints and idempotency records in SQLite, so the run can be resumed
+      --report FILE.md            write the report; --html FILE.html the timeline; --record FILE.json the record
+      --max-turns N --max-steps N --run-id ID --stream
+  resume RUN_ID --checkpoints FILE.db [--model … --config … --mcp …]
+                                  continue a stopped or crashed run; completed calls are not repeated
   demo [--real-time]              the story: every layer at work in one scripted agent run
       --record FILE.json          also write the run record (turns, calls, layer events, report)
       --html FILE.html            also write the run as a self-contained HTML timeline

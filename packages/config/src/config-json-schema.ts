@@ -1,7 +1,17 @@
 import type { MiddlewareDefinition } from '@shallot/core'
 import { z } from 'zod'
 import { builtinMiddleware } from './builtins.js'
-import { configSchema, MIDDLEWARE_NAME, OFF, POLICY_NAME, TOOL_EFFECTS, TOOL_NAME } from './config-schema.js'
+import {
+  configSchema,
+  MIDDLEWARE_NAME,
+  mcpServerSchema,
+  modelSchema,
+  OFF,
+  POLICY_NAME,
+  SERVER_NAME,
+  TOOL_EFFECTS,
+  TOOL_NAME,
+} from './config-schema.js'
 
 const escapeRegExp = (text: string) => text.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')
 
@@ -51,6 +61,11 @@ export function editorSchema(definitions: readonly MiddlewareDefinition[]) {
         .record(z.string().regex(TOOL_NAME), overrides)
         .optional()
         .describe('per tool: effect, and for any layer of the stack its own options, a policy name, or none'),
+      model: modelSchema.optional().describe('the model of shallot run when no --model is given: provider:model-id'),
+      mcpServers: z
+        .record(z.string().regex(SERVER_NAME), mcpServerSchema)
+        .optional()
+        .describe('MCP servers shallot run starts, by name: a command line, or { command, args, env, cwd }'),
     })
     .meta({ title: 'shallot config', description: 'The middleware stack of a shallot agent: layers, named policies, per-tool overrides.' })
 }

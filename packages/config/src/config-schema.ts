@@ -66,6 +66,27 @@ function checkStackEntry(entry: unknown, ctx: z.RefinementCtx): void {
   }
 }
 
+const SERVER_NAME = /^[A-Za-z][A-Za-z0-9_-]{0,63}$/
+
+/** The model of `shallot run`: `provider:model-id`. Which providers exist is the command's to say. */
+const modelSchema = z
+  .string()
+  .regex(/^[a-z][a-z0-9-]*:\S.*$/, 'must be provider:model-id, e.g. "openai:gpt-4o-mini" or "anthropic:claude-sonnet-4-5"')
+
+/** An MCP server `shallot run` starts: one command line, or its command and arguments apart. */
+const mcpServerSchema = z.union(
+  [
+    z.string().min(1),
+    z.strictObject({
+      command: z.string().min(1),
+      args: z.array(z.string()).default([]),
+      env: z.record(z.string(), z.string()).optional(),
+      cwd: z.string().min(1).optional(),
+    }),
+  ],
+  { error: () => 'must be a command line ("npx @modelcontextprotocol/server-filesystem .") or { command, args, env, cwd }' },
+)
+
 const slotValueSchema = z.union([z.record(z.string(), z.unknown()), z.string()], {
   error: (issue) =>
     `must be an object of options, the name of a policy, or "${OFF}" (this layer is skipped for this tool); not ${describeValue(issue.input)}`,
@@ -97,6 +118,12 @@ export const configSchema = z.strictObject({
       z.object({ effect: z.enum(EFFECTS).optional() }).catchall(slotValueSchema),
     )
     .default({}),
+  /** The model `shallot run` uses when no `--model` is given: `provider:model-id`. Stacks ignore it. */
+  model: modelSchema.optional(),
+  /** MCP servers `shallot run` starts and offers the tools of, by name. Stacks ignore them. */
+  mcpServers: z
+    .record(z.string().regex(SERVER_NAME, 'must be a server name: letters, digits, "_" and "-", starting with a letter'), mcpServerSchema)
+    .optional(),
 })
 
 /** A config document that passed {@link configSchema}: stack entries are names or one-pair objects, options unchecked. */
@@ -117,4 +144,4 @@ export function entryParts(entry: unknown): { name: string; value: SlotValue } {
   return { name, value: value ?? null }
 }
 
-export { EFFECTS as TOOL_EFFECTS, POLICY_NAME, TOOL_NAME }
+export { EFFECTS as TOOL_EFFECTS, mcpServerSchema, modelSchema, POLICY_NAME, SERVER_NAME, TOOL_NAME }

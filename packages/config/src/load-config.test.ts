@@ -232,7 +232,13 @@ const malformed: Malformed[] = [
     path: 'stack',
     says: ['"stack" is written twice in the same object (first on line 2)'],
   },
-  { what: 'an empty file', text: '', line: 1, path: '', says: ['expected an object with $schema, stack, policies, tools, got null'] },
+  {
+    what: 'an empty file',
+    text: '',
+    line: 1,
+    path: '',
+    says: ['expected an object with $schema, stack, policies, tools, model, mcpServers, got null'],
+  },
 ]
 
 describe('loadConfig on malformed files', () => {

@@ -1,1 +1,7 @@
+export {
+  type SqliteCheckpoints,
+  type SqliteCheckpointsOptions,
+  sqliteCheckpoints,
+  sqliteCheckpointsOptionsSchema,
+} from './sqlite-checkpoints.js'
 export { type SqliteDatabase, type SqliteStore, type SqliteStoreOptions, sqliteStore, sqliteStoreOptionsSchema } from './sqlite-store.js'

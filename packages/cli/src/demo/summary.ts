@@ -36,6 +36,11 @@ export function summarize(
   const width = Math.max(...rows.map(([k]) => k.length))
   for (const [key, value] of rows) print(`  ${key.padEnd(width)}  ${String(value).padStart(7)}`)
   print('')
+  printOutcome(print, outcome)
+}
+
+/** The run's last word: its answer, or the hard stop and the failure report. */
+export function printOutcome(print: (line: string) => void, outcome: RunOutcome): void {
   if (outcome.status === 'completed') {
     print(color.green(`completed: ${outcome.output}`))
     return

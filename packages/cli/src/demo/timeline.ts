@@ -41,52 +41,83 @@ export function describe(event: StackEvent): string | undefined {
   }
 }
 
+type Requests = readonly (Omit<ModelRequest, 'signal'> | undefined)[]
+
+/** Prints a run's transcript as it grows: each `upTo` prints the messages the last one did not. */
+export interface TimelinePrinter {
+  /**
+   * Prints the messages of `transcript` not printed yet, with each call's layer events and result.
+   * `requests[t - 1]` is the request that made turn t (for the notes the layers put on tools).
+   */
+  upTo(transcript: readonly Message[], events: readonly StackEvent[], requests?: Requests): void
+  /** For a stopped run: the events of the calls of the turn the run dropped. */
+  inFlight(outcome: RunOutcome, events: readonly StackEvent[]): void
+}
+
+function eventLines(print: (line: string) => void, events: readonly StackEvent[]): void {
+  for (const event of events) {
+    const line = describe(event)
+    if (line !== undefined) print(`           ${color.yellow(line)} ${color.dim(`@${seconds(event.at)}`)}`)
+  }
+}
+
+/**
+ * A timeline printed turn by turn while the run goes: `shallot run` calls `upTo` with every model
+ * request's messages (by then the previous turn's results are in), the demo once with the outcome.
+ */
+export function timelinePrinter(print: (line: string) => void): TimelinePrinter {
+  let printed = 0
+  let turn = 0
+  return {
+    upTo(transcript, events, requests = []) {
+      const byCall = new Map<string, StackEvent[]>()
+      for (const event of events) byCall.set(event.callId, [...(byCall.get(event.callId) ?? []), event])
+      const results = new Map<string, Extract<Message, { role: 'tool' }>>()
+      for (const message of transcript) if (message.role === 'tool') results.set(message.callId, message)
+      for (const message of transcript.slice(printed)) {
+        printed++
+        if (message.role === 'user') {
+          print(`${color.bold('task')}  ${message.content}`)
+          print('')
+          continue
+        }
+        if (message.role !== 'assistant') continue
+        turn++
+        const before = new Map((requests[turn - 2]?.tools ?? []).map((t) => [t.name, t.note]))
+        for (const tool of requests[turn - 1]?.tools ?? []) {
+          if (tool.note !== undefined && tool.note !== before.get(tool.name))
+            print(`${color.dim(`turn ${String(turn).padStart(2)}`)}  ${color.yellow(`the request marks ${tool.name}: ${tool.note}`)}`)
+        }
+        print(`${color.dim(`turn ${String(turn).padStart(2)}`)}  ${color.magenta(`“${short(message.content ?? '', 90)}”`)}`)
+        for (const call of message.toolCalls) {
+          print(`         → ${color.cyan(call.name)} ${JSON.stringify(call.args)}`)
+          eventLines(print, byCall.get(call.id) ?? [])
+          const result = results.get(call.id)
+          if (result !== undefined) print(`           ${result.ok ? color.green('✓') : color.red('✗')} ${short(result.content)}`)
+        }
+      }
+    },
+    inFlight(outcome, events) {
+      // The turn that stopped the run is not in the transcript (it was dropped); its events still tell what happened.
+      if (outcome.status !== 'stopped') return
+      const seen = new Set<string>()
+      for (const message of outcome.transcript) if (message.role === 'tool') seen.add(message.callId)
+      const dropped = events.filter((e) => !seen.has(e.callId))
+      if (dropped.length === 0) return
+      print(`${color.dim(`turn ${String(turn + 1).padStart(2)}`)}  ${color.dim('(in flight when the run stopped)')}`)
+      eventLines(print, dropped)
+    },
+  }
+}
+
 /** Prints the run turn by turn: the model's words and calls, what each layer did, and what the model read back. */
 export function printTimeline(
   print: (line: string) => void,
   outcome: RunOutcome,
   events: readonly StackEvent[],
-  requests: readonly Omit<ModelRequest, 'signal'>[] = [],
+  requests: Requests = [],
 ): void {
-  const byCall = new Map<string, StackEvent[]>()
-  for (const event of events) byCall.set(event.callId, [...(byCall.get(event.callId) ?? []), event])
-  const results = new Map<string, Extract<Message, { role: 'tool' }>>()
-  for (const message of outcome.transcript) if (message.role === 'tool') results.set(message.callId, message)
-  let turn = 0
-  for (const message of outcome.transcript) {
-    if (message.role === 'user') {
-      print(`${color.bold('task')}  ${message.content}`)
-      print('')
-      continue
-    }
-    if (message.role !== 'assistant') continue
-    turn++
-    const before = new Map((requests[turn - 2]?.tools ?? []).map((t) => [t.name, t.note]))
-    for (const tool of requests[turn - 1]?.tools ?? []) {
-      if (tool.note !== undefined && tool.note !== before.get(tool.name))
-        print(`${color.dim(`turn ${String(turn).padStart(2)}`)}  ${color.yellow(`the request marks ${tool.name}: ${tool.note}`)}`)
-    }
-    print(`${color.dim(`turn ${String(turn).padStart(2)}`)}  ${color.magenta(`“${short(message.content ?? '', 90)}”`)}`)
-    for (const call of message.toolCalls) {
-      print(`         → ${color.cyan(call.name)} ${JSON.stringify(call.args)}`)
-      for (const event of byCall.get(call.id) ?? []) {
-        const line = describe(event)
-        if (line !== undefined) print(`           ${color.yellow(line)} ${color.dim(`@${seconds(event.at)}`)}`)
-      }
-      const result = results.get(call.id)
-      if (result !== undefined) print(`           ${result.ok ? color.green('✓') : color.red('✗')} ${short(result.content)}`)
-    }
-  }
-  // The turn that stopped the run is not in the transcript (it was dropped); its events still tell what happened.
-  if (outcome.status === 'stopped') {
-    const seen = new Set(results.keys())
-    const dropped = events.filter((e) => !seen.has(e.callId))
-    if (dropped.length > 0) {
-      print(`${color.dim(`turn ${String(turn + 1).padStart(2)}`)}  ${color.dim('(in flight when the run stopped)')}`)
-      for (const event of dropped) {
-        const line = describe(event)
-        if (line !== undefined) print(`           ${color.yellow(line)} ${color.dim(`@${seconds(event.at)}`)}`)
-      }
-    }
-  }
+  const printer = timelinePrinter(print)
+  printer.upTo(outcome.transcript, events, requests)
+  printer.inFlight(outcome, events)
 }

@@ -20,7 +20,8 @@ export async function writeRunFiles(
   }
 }
 
-async function writeOut(file: string, text: string): Promise<void> {
+/** Writes a file the user named; a failure is a `UsageError` naming the file. */
+export async function writeOut(file: string, text: string): Promise<void> {
   try {
     await writeFile(file, text)
   } catch (err) {

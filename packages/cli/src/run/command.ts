@@ -1,0 +1,264 @@
+import { randomUUID } from 'node:crypto'
+import { existsSync, statSync } from 'node:fs'
+import { dirname, resolve } from 'node:path'
+import { parseArgs } from 'node:util'
+import { aiSdkModel } from '@shallot/ai-sdk'
+import { ConfigError, createStackFromConfig, loadConfig, type ShallotConfig } from '@shallot/config'
+import {
+  type AgentOptions,
+  createAgent,
+  type ModelAdapter,
+  type ModelRequest,
+  type RunOutcome,
+  type StackEvent,
+  sanitize,
+  ToolError,
+} from '@shallot/core'
+import { type SqliteCheckpoints, type SqliteStore, sqliteCheckpoints, sqliteStore } from '@shallot/store-sqlite'
+import { defaultMiddleware } from 'shallot'
+import type { CliIO } from '../cli.js'
+import { color } from '../demo/paint.js'
+import { printOutcome } from '../demo/summary.js'
+import { timelinePrinter } from '../demo/timeline.js'
+import { writeOut, writeRunFiles } from '../report/command.js'
+import { recordRun } from '../report/record.js'
+import { UsageError } from '../usage.js'
+import { RUN_FLAGS } from './flags.js'
+import { type McpServerSpec, type McpServers, startMcpServers } from './mcp-servers.js'
+import { resolveModel } from './model-spec.js'
+import { runReportText } from './run-report.js'
+import { splitCommand } from './split-command.js'
+
+/** The longest task taken from the command line; longer instructions belong in a file the agent reads. */
+export const MAX_TASK_CHARS = 100_000
+const RUN_ID = /^[A-Za-z0-9][A-Za-z0-9_.-]{0,127}$/
+
+type Values = ReturnType<typeof parseArgs<{ args: string[]; options: typeof RUN_FLAGS; allowPositionals: true; strict: true }>>['values']
+
+function positiveInt(value: string | undefined, flag: string): number | undefined {
+  if (value === undefined) return undefined
+  if (!/^\d{1,9}$/.test(value) || Number(value) < 1)
+    throw new UsageError(`--${flag} must be a whole number from 1, not "${value.slice(0, 40)}"`)
+  return Number(value)
+}
+
+/** The run stopped because the model's server was never reached (every attempt a connection failure). */
+function neverConnected(outcome: Extract<RunOutcome, { status: 'stopped' }>): boolean {
+  const cause = outcome.error.cause
+  return outcome.error.kind === 'model_failed' && ToolError.is(cause) && cause.code === 'network_error'
+}
+
+async function configOf(file: string | undefined): Promise<ShallotConfig | undefined> {
+  if (file === undefined) return undefined
+  if (!existsSync(file)) throw new UsageError(`no such file: ${file}`)
+  try {
+    return await loadConfig(file)
+  } catch (err) {
+    if (ConfigError.is(err)) throw new UsageError(err.message)
+    throw err
+  }
+}
+
+/** The config's `mcpServers:` (paths against the file's folder), then every `--mcp`. */
+function serverSpecs(config: ShallotConfig | undefined, flags: readonly string[]): McpServerSpec[] {
+  const specs: McpServerSpec[] = []
+  for (const [name, server] of Object.entries(config?.document.mcpServers ?? {})) {
+    const where = `mcpServers.${name} in ${config?.file}`
+    if (typeof server === 'string') {
+      const [command, ...args] = splitCommand(server, where)
+      specs.push({ name, command: command as string, args, cwd: config?.dir as string })
+    } else {
+      specs.push({
+        name,
+        command: server.command,
+        args: server.args,
+        cwd: resolve(config?.dir ?? '.', server.cwd ?? '.'),
+        ...(server.env === undefined ? {} : { env: server.env }),
+      })
+    }
+  }
+  flags.forEach((line, i) => {
+    const [command, ...args] = splitCommand(line, `--mcp "${line.slice(0, 60)}"`)
+    specs.push({ name: flags.length === 1 && specs.length === 0 ? 'mcp' : `mcp-${i + 1}`, command: command as string, args })
+  })
+  return specs
+}
+
+/** The SQLite file of checkpoints and idempotency records; its folder must exist (nothing is created behind the user's back). */
+function openStores(file: string): { checkpoints: SqliteCheckpoints; idempotency: SqliteStore } {
+  const folder = dirname(resolve(file))
+  if (!existsSync(folder) || !statSync(folder).isDirectory())
+    throw new UsageError(`--checkpoints ${file}: the folder ${folder} does not exist`)
+  if (existsSync(file) && statSync(file).isDirectory())
+    throw new UsageError(`--checkpoints ${file} is a folder; name a file, e.g. ${file}/run.db`)
+  try {
+    const checkpoints = sqliteCheckpoints({ path: file })
+    try {
+      return { checkpoints, idempotency: sqliteStore({ path: file }) }
+    } catch (err) {
+      checkpoints.close()
+      throw err
+    }
+  } catch (err) {
+    if (err instanceof UsageError) throw err
+    throw new UsageError(`--checkpoints ${file} cannot be opened as a SQLite database: ${err instanceof Error ? err.message : String(err)}`)
+  }
+}
+
+/** The command line that continues this run, with the same model, config and servers. */
+function resumeLine(runId: string, values: Values, model: string): string {
+  const quote = (s: string) => (/^[A-Za-z0-9_./:@=-]+$/.test(s) ? s : `'${s.replace(/'/g, `'\\''`)}'`)
+  const parts = ['shallot', 'resume', quote(runId), '--checkpoints', quote(values.checkpoints as string), '--model', quote(model)]
+  if (values.config !== undefined) parts.push('--config', quote(values.config))
+  for (const line of values.mcp ?? []) parts.push('--mcp', quote(line))
+  if (values.stream === true) parts.push('--stream')
+  return parts.join(' ')
+}
+
+/**
+ * `shallot run "<task>"` and `shallot resume <runId>`: a real agent (`createAgent`) over a provider
+ * model (`aiSdkModel`), the tools of MCP servers, the config's stack or the default one, checkpoints
+ * and idempotency records in SQLite. Prints the timeline as the run goes and the report at the end.
+ * Resolves to 0 completed, 1 stopped; bad usage (a missing key, an unknown provider, a server that
+ * does not start) is a `UsageError` before any model call.
+ */
+export async function runAgentCommand(
+  mode: 'run' | 'resume',
+  args: readonly string[],
+  io: CliIO,
+  env: NodeJS.ProcessEnv = process.env,
+): Promise<number> {
+  const { values, positionals } = parseArgs({ args: [...args], options: RUN_FLAGS, allowPositionals: true, strict: true })
+  const example =
+    mode === 'run'
+      ? 'shallot run --model openai:gpt-4o-mini "<task>"'
+      : 'shallot resume <runId> --checkpoints run.db --model openai:gpt-4o-mini'
+  if (positionals.length === 0 || positionals[0]?.trim() === '')
+    throw new UsageError(mode === 'run' ? `run needs a task: ${example}` : `resume needs the run id: ${example}`)
+  if (positionals.length > 1)
+    throw new UsageError(
+      `${mode} takes one ${mode === 'run' ? 'task (quote it)' : 'run id'}; got ${positionals.length} arguments: ${example}`,
+    )
+  const given = positionals[0] as string
+  if (mode === 'run' && given.length > MAX_TASK_CHARS)
+    throw new UsageError(
+      `the task is ${given.length} characters; the most is ${MAX_TASK_CHARS}: put long instructions in a file and ask the agent to read it`,
+    )
+  if (mode === 'resume' && values['run-id'] !== undefined) throw new UsageError('resume takes the run id as its argument, not --run-id')
+  if (mode === 'resume' && values.checkpoints === undefined)
+    throw new UsageError(`resume needs the checkpoints file the run wrote: ${example}`)
+  const runId = mode === 'resume' ? given : (values['run-id'] ?? `run-${randomUUID().slice(0, 8)}`)
+  if (!RUN_ID.test(runId))
+    throw new UsageError(`the run id "${runId.slice(0, 60)}" must be letters, digits, "_", "-" and "." (at most 128)`)
+  const maxTurns = positiveInt(values['max-turns'], 'max-turns')
+  const maxSteps = positiveInt(values['max-steps'], 'max-steps')
+
+  const config = await configOf(values.config)
+  const modelSpec = values.model ?? config?.document.model
+  if (modelSpec === undefined) throw new UsageError(`--model is required (or model: in the config file): ${example}`)
+  const resolved = resolveModel(modelSpec, env)
+  const specs = serverSpecs(config, values.mcp ?? [])
+
+  const stores = values.checkpoints === undefined ? undefined : openStores(values.checkpoints)
+  let servers: McpServers | undefined
+  const stop = new AbortController()
+  const onSigint = () => stop.abort(new Error('interrupted (SIGINT)'))
+  try {
+    if (stores !== undefined) {
+      let snapshot: ReturnType<SqliteCheckpoints['load']>
+      try {
+        snapshot = stores.checkpoints.load(runId)
+      } catch (err) {
+        // A checkpoint that cannot be read back is never resumed nor overwritten: a person must look first.
+        if (ToolError.is(err)) throw new UsageError(`${err.message} (${values.checkpoints})`)
+        throw err
+      }
+      if (mode === 'resume' && snapshot === undefined) {
+        const known = stores.checkpoints.runIds().slice(0, 5)
+        throw new UsageError(
+          `no run "${runId}" in ${values.checkpoints}${known.length === 0 ? ' (it holds no runs)' : `; it holds ${known.join(', ')}`}`,
+        )
+      }
+      if (mode === 'run' && snapshot !== undefined)
+        throw new UsageError(
+          `${values.checkpoints} already holds run "${runId}" (${snapshot.status}); resume it with shallot resume ${runId}, or pick another --run-id`,
+        )
+    }
+    servers = await startMcpServers(specs)
+    const tools = servers.tools
+    let stack: AgentOptions['stack']
+    if (config !== undefined) {
+      try {
+        stack = createStackFromConfig(config, { tools, ...(stores === undefined ? {} : { stores: { idempotency: stores.idempotency } }) })
+      } catch (err) {
+        if (ConfigError.is(err)) throw new UsageError(err.message)
+        throw err
+      }
+    }
+
+    const events: StackEvent[] = []
+    const requests: Array<Omit<ModelRequest, 'signal'> | undefined> = []
+    const printer = timelinePrinter(io.out)
+    const provider = aiSdkModel(resolved.model, { stream: values.stream === true, errors: { secrets: [...resolved.secrets] } })
+    // Each model call carries the transcript so far, so the previous turn (with its results) is printed as it starts.
+    const live: ModelAdapter = {
+      generate(request) {
+        printer.upTo(request.messages, events, requests)
+        requests[request.messages.filter((m) => m.role === 'assistant').length] = request
+        return provider.generate(request)
+      },
+    }
+    const recorder = recordRun()
+    const limits = { ...(maxTurns === undefined ? {} : { maxTurns }), ...(maxSteps === undefined ? {} : { maxSteps }) }
+    const agent = createAgent({
+      model: recorder.model(live),
+      ...(stack === undefined
+        ? { tools, middleware: defaultMiddleware(stores === undefined ? {} : { idempotency: { store: stores.idempotency } }) }
+        : { stack }),
+      limits,
+      ...(stores === undefined ? {} : { checkpoints: stores.checkpoints }),
+    })
+    agent.stack.on((event) => events.push(event))
+    recorder.listen(agent.stack)
+
+    const names = tools.map((t) => t.name)
+    io.out(
+      color.dim(
+        `${mode === 'run' ? 'run' : 'resuming run'} ${runId} · ${resolved.spec} · ${names.length} tool${names.length === 1 ? '' : 's'}${names.length > 0 ? ` (${names.slice(0, 8).join(', ')}${names.length > 8 ? ', …' : ''})` : ''} · ${config === undefined ? 'default stack' : `stack of ${values.config}`}${values.checkpoints === undefined ? '' : ` · checkpoints ${values.checkpoints}`}`,
+      ),
+    )
+    process.once('SIGINT', onSigint)
+    const outcome: RunOutcome =
+      mode === 'run' ? await agent.run({ runId, input: given, signal: stop.signal }) : await agent.resume(runId, { signal: stop.signal })
+    printer.upTo(outcome.transcript, events, requests)
+    printer.inFlight(outcome, events)
+    io.out('')
+    printOutcome(io.out, outcome)
+    const resume = values.checkpoints === undefined ? undefined : resumeLine(runId, values, modelSpec)
+    if (outcome.status === 'stopped')
+      io.out(resume === undefined ? '  (run with --checkpoints run.db to be able to resume a stopped run)' : `  resume: ${resume}`)
+    if (values.report !== undefined) {
+      await writeOut(values.report, runReportText(outcome, resume))
+      io.out(`wrote the report to ${values.report}`)
+    }
+    const files = {
+      ...(values.record !== undefined ? { record: values.record } : {}),
+      ...(values.html !== undefined ? { html: values.html } : {}),
+    }
+    await writeRunFiles(recorder.finish(outcome), files, io.out)
+    if (outcome.status === 'completed') return 0
+    if (outcome.turns === 0 && neverConnected(outcome)) {
+      // No answer ever came: a wrong base URL or no server, which is the caller's to fix, not the run's.
+      io.err(
+        `shallot: cannot reach the model at ${resolved.endpoint}; check ${resolved.urlVar} (${sanitize(String(outcome.error.message)).slice(0, 300)})`,
+      )
+      return 2
+    }
+    return 1
+  } finally {
+    process.removeListener('SIGINT', onSigint)
+    await servers?.close()
+    stores?.checkpoints.close()
+    stores?.idempotency.close()
+  }
+}

@@ -1,0 +1,14 @@
+/** The flags of `shallot run` and `shallot resume`. */
+export const RUN_FLAGS = {
+  model: { type: 'string' },
+  config: { type: 'string' },
+  mcp: { type: 'string', multiple: true },
+  checkpoints: { type: 'string' },
+  report: { type: 'string' },
+  html: { type: 'string' },
+  record: { type: 'string' },
+  'max-turns': { type: 'string' },
+  'max-steps': { type: 'string' },
+  'run-id': { type: 'string' },
+  stream: { type: 'boolean' },
+} as const

@@ -1,0 +1,69 @@
+import { type ChildProcess, execFileSync, spawn } from 'node:child_process'
+import { mkdtemp, realpath, rm } from 'node:fs/promises'
+import { createRequire } from 'node:module'
+import { tmpdir } from 'node:os'
+import { dirname, join } from 'node:path'
+import { fileURLToPath } from 'node:url'
+
+const packageDir = fileURLToPath(new URL('../..', import.meta.url))
+/** The built command, as `npx shallot` runs it. */
+export const binPath = join(packageDir, 'dist/bin.js')
+
+/** Builds the CLI and what it references (incremental: quick when nothing changed), so the child runs this source. */
+export function buildCli(): void {
+  const tsc = createRequire(import.meta.url).resolve('typescript/bin/tsc')
+  execFileSync(process.execPath, [tsc, '-b', packageDir], { stdio: 'pipe' })
+}
+
+/** The published filesystem server's entry point, as installed from the lockfile. */
+export const filesystemServer = join(
+  dirname(createRequire(import.meta.url).resolve('@modelcontextprotocol/server-filesystem/package.json')),
+  'dist/index.js',
+)
+
+/** The published everything server (a long-running tool among others), as installed from the lockfile. */
+export const everythingServer = join(
+  dirname(createRequire(import.meta.url).resolve('@modelcontextprotocol/server-everything/package.json')),
+  'dist/index.js',
+)
+
+/** The `--mcp` command line that starts the filesystem server on `root` with this very Node. */
+export const filesystemMcp = (root: string) => `"${process.execPath}" "${filesystemServer}" "${root}"`
+
+/** A fresh folder; `remove` deletes it. */
+export async function tempDir(): Promise<{ root: string; remove: () => Promise<void> }> {
+  const root = await realpath(await mkdtemp(join(tmpdir(), 'shallot-run-')))
+  return { root, remove: () => rm(root, { recursive: true, force: true }) }
+}
+
+/** The environment of a child: this one without any provider's key or URL, plus `env`. */
+export function childEnv(env: Record<string, string>): NodeJS.ProcessEnv {
+  const base = Object.fromEntries(Object.entries(process.env).filter(([k]) => !/^(OPENAI|ANTHROPIC)_/.test(k)))
+  return { ...base, NO_COLOR: '1', ...env }
+}
+
+export interface Cli {
+  readonly child: ChildProcess
+  /** Everything written to stdout so far. */
+  stdout(): string
+  /** Resolves when the process has exited. */
+  readonly exited: Promise<{ code: number | null; signal: NodeJS.Signals | null; out: string; err: string }>
+}
+
+/** Spawns `shallot <args>` as a child process. */
+export function shallot(args: readonly string[], env: NodeJS.ProcessEnv, cwd?: string): Cli {
+  const child = spawn(process.execPath, [binPath, ...args], { env, cwd: cwd ?? packageDir, stdio: ['ignore', 'pipe', 'pipe'] })
+  let out = ''
+  let err = ''
+  child.stdout?.on('data', (chunk: Buffer) => {
+    out += chunk.toString('utf8')
+  })
+  child.stderr?.on('data', (chunk: Buffer) => {
+    err += chunk.toString('utf8')
+  })
+  const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null; out: string; err: string }>((resolve, reject) => {
+    child.once('error', reject)
+    child.once('close', (code, signal) => resolve({ code, signal, out, err }))
+  })
+  return { child, stdout: () => out, exited }
+}

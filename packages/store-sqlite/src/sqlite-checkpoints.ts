@@ -1,0 +1,165 @@
+import { type CheckpointStore, parseOptions, type RunSnapshot, ToolError } from '@shallot/core'
+import Database from 'better-sqlite3'
+import { z } from 'zod'
+import type { SqliteDatabase } from './sqlite-store.js'
+
+/**
+ * Options of {@link sqliteCheckpoints}: give `path` or an open `database`, not both.
+ *
+ * @example
+ * sqliteCheckpointsOptionsSchema.parse({ path: 'run.db' })
+ */
+export const sqliteCheckpointsOptionsSchema = z
+  .object({
+    /** The database file, created when missing (its folder must exist). */
+    path: z.string().min(1).optional(),
+    /** An open better-sqlite3 connection instead of `path`; `close()` leaves it open. */
+    database: z
+      .custom<SqliteDatabase>((v) => typeof (v as SqliteDatabase | null)?.prepare === 'function', 'must be an open better-sqlite3 Database')
+      .optional(),
+    /** The table of snapshots, created when missing. Default `shallot_checkpoints`. */
+    tableName: z
+      .string()
+      .regex(/^[A-Za-z_][A-Za-z0-9_]{0,62}$/, 'must be a plain SQL identifier: letters, digits and "_", not starting with a digit')
+      .default('shallot_checkpoints'),
+    /** How long a statement waits for another process's write lock before failing. Default 5000 ms. */
+    busyTimeoutMs: z.number().int().nonnegative().default(5000),
+  })
+  .strict()
+  .refine((o) => (o.path === undefined) !== (o.database === undefined), {
+    message: 'give either path or database (exactly one)',
+    path: ['path'],
+  })
+
+export type SqliteCheckpointsOptions = z.input<typeof sqliteCheckpointsOptionsSchema>
+
+/** Checkpoints in one SQLite file, with the run ids it holds. */
+export interface SqliteCheckpoints extends CheckpointStore {
+  save(snapshot: RunSnapshot): void
+  load(runId: string): RunSnapshot | undefined
+  /** Every run id with a checkpoint, most recently saved first. */
+  runIds(): string[]
+  /** Deletes the checkpoint of `runId`; true when there was one. */
+  remove(runId: string): boolean
+  readonly database: SqliteDatabase
+  /** Closes the connection if this store opened it (from `path`). */
+  close(): void
+}
+
+const int = z.number().int().min(0)
+const message = z.union([
+  z.looseObject({ role: z.literal('user'), content: z.string() }),
+  z.looseObject({
+    role: z.literal('assistant'),
+    content: z.string().optional(),
+    toolCalls: z.array(z.looseObject({ id: z.string(), name: z.string() })),
+  }),
+  z.looseObject({ role: z.literal('tool'), callId: z.string(), name: z.string(), content: z.string(), ok: z.boolean() }),
+])
+/** What the agent loop reads from a snapshot to continue a run; unknown fields (a newer core's) are kept. */
+const snapshotSchema = z.looseObject({
+  version: z.literal(1),
+  runId: z.string().min(1),
+  input: z.string(),
+  status: z.enum(['running', 'completed', 'stopped']),
+  turn: int,
+  stepsUsed: int,
+  state: z.record(z.string(), z.unknown()),
+  transcript: z.array(message).min(1),
+  turns: z.array(z.looseObject({ turn: int, calls: z.array(z.looseObject({ id: z.string(), name: z.string() })) })),
+  output: z.string().optional(),
+})
+
+/** Reads stored text back as a snapshot of `runId`, or says what is wrong with it. */
+function readSnapshot(text: unknown, runId: string): RunSnapshot | string {
+  if (typeof text !== 'string') return 'the snapshot column is not text'
+  let value: unknown
+  try {
+    value = JSON.parse(text, (key, v) => {
+      if (key === '__proto__') throw new SyntaxError('a "__proto__" key')
+      return v
+    })
+  } catch (err) {
+    return `not JSON (${err instanceof Error ? err.message : String(err)})`
+  }
+  const parsed = snapshotSchema.safeParse(value)
+  if (!parsed.success) {
+    const first = parsed.error.issues[0]
+    return `${first?.path.join('.') || 'the snapshot'}: ${first?.message ?? 'invalid'}`
+  }
+  if (parsed.data.runId !== runId) return `it is the snapshot of run "${parsed.data.runId}"`
+  return parsed.data as unknown as RunSnapshot
+}
+
+/**
+ * `createAgent({ checkpoints })` on SQLite (better-sqlite3, WAL, `synchronous = FULL` on a file it
+ * opened): one row per run, replaced after every completed turn, so a process killed mid-run
+ * resumes at its last completed turn from another process. A row that is not a snapshot of its run
+ * makes `load` throw `outcome_unknown` instead of resuming from a state nobody wrote or starting over.
+ *
+ * @example
+ * const checkpoints = sqliteCheckpoints({ path: 'run.db' })
+ * const agent = createAgent({ model, tools, checkpoints })
+ * const outcome = await agent.resume('run-42')
+ */
+export function sqliteCheckpoints(options: SqliteCheckpointsOptions): SqliteCheckpoints {
+  const opts = parseOptions('sqliteCheckpoints()', sqliteCheckpointsOptionsSchema, options)
+  const owned = opts.database === undefined
+  const db = opts.database ?? new Database(opts.path as string)
+  const table = `"${opts.tableName}"`
+  try {
+    db.pragma(`busy_timeout = ${opts.busyTimeoutMs}`)
+    db.pragma('journal_mode = WAL')
+    if (owned) db.pragma('synchronous = FULL')
+    db.exec(`CREATE TABLE IF NOT EXISTS ${table} (
+      run_id TEXT PRIMARY KEY NOT NULL,
+      snapshot TEXT NOT NULL,
+      saved_at INTEGER NOT NULL
+    ) WITHOUT ROWID`)
+  } catch (err) {
+    if (owned) db.close()
+    throw err
+  }
+  const upsert = db.prepare<[string, string, number]>(
+    `INSERT INTO ${table} (run_id, snapshot, saved_at) VALUES (?, ?, ?)
+     ON CONFLICT (run_id) DO UPDATE SET snapshot = excluded.snapshot, saved_at = excluded.saved_at`,
+  )
+  const select = db.prepare<[string], { snapshot: unknown }>(`SELECT snapshot FROM ${table} WHERE run_id = ?`)
+  const ids = db.prepare<[], { run_id: string }>(`SELECT run_id FROM ${table} ORDER BY saved_at DESC, run_id`)
+  const drop = db.prepare<[string]>(`DELETE FROM ${table} WHERE run_id = ?`)
+  let seq = 0
+  return {
+    database: db,
+    save(snapshot) {
+      // saved_at orders runIds(); a counter under the same millisecond keeps the order of saves.
+      seq = Math.max(seq + 1, Date.now())
+      upsert.run(snapshot.runId, JSON.stringify(snapshot), seq)
+    },
+    load(runId) {
+      const row = select.get(runId)
+      if (row === undefined) return undefined
+      const snapshot = readSnapshot(row.snapshot, runId)
+      if (typeof snapshot !== 'string') return snapshot
+      throw new ToolError(
+        'outcome_unknown',
+        `The checkpoint of run "${runId}" cannot be read back (${snapshot}); the run is not resumed.`,
+        {
+          category: 'user',
+          retryable: false,
+          safeToRepeat: false,
+          hint: 'look at what the run already did before starting it again; the row stays until it is deleted',
+          details: { runId, problem: snapshot },
+        },
+      )
+    },
+    runIds() {
+      return ids.all().map((r) => r.run_id)
+    },
+    remove(runId) {
+      return drop.run(runId).changes === 1
+    },
+    close() {
+      if (owned && db.open) db.close()
+    },
+  }
+}
