@@ -55,6 +55,19 @@ describe('lifetime', () => {
     expect(JSON.parse(JSON.stringify(runA.state))).toEqual(runA.state)
   })
 
+  it("keeps an open circuit checkpointed under the old state key, moving it to 'shallot.circuit-breaker'", async () => {
+    const f = fetchTool(new Set(['a.test']))
+    const stack = createStack({ middleware: [circuitBreaker({ policy: consecutive({ threshold: 2 }), lifetime: 'run' })], tools: [f.tool] })
+    const before = createRun({ id: 'a' })
+    await stack.dispatch(get('a.test'), { run: before })
+    await stack.dispatch(get('a.test'), { run: before })
+    // A checkpoint from a version that kept the states under 'circuit-breaker'.
+    const old = JSON.parse(JSON.stringify({ 'circuit-breaker': before.state[RUN_STATE_KEY] }))
+    const after = createRun({ id: 'a', state: old })
+    expect(await code(stack.dispatch(get('a.test'), { run: after }))).toBe('circuit_open')
+    expect(Object.keys(after.state)).toEqual(['shallot.circuit-breaker'])
+  })
+
   it('resumes a run-scoped count from a checkpoint', async () => {
     const f = fetchTool(new Set(['a.test']))
     const clock = manualClock()

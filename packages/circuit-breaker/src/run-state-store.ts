@@ -2,9 +2,12 @@ import type { Json, RunContext } from '@shallot/core'
 import type { BreakerMachine, BreakerState } from './breaker-machine.js'
 
 /** The key of `run.state` under which run-scoped breakers keep their states. */
-export const RUN_STATE_KEY = 'circuit-breaker'
+export const RUN_STATE_KEY = 'shallot.circuit-breaker'
 
-/** Run-scoped breaker states, kept as JSON in `run.state['circuit-breaker']` so checkpoints carry them. */
+/** Where versions before 0.2 kept them; read once and moved, so an older checkpoint keeps its open circuits. */
+export const LEGACY_RUN_STATE_KEY = 'circuit-breaker'
+
+/** Run-scoped breaker states, kept as JSON in `run.state['shallot.circuit-breaker']` so checkpoints carry them. */
 export interface RunStateStore {
   get(run: RunContext, key: string): BreakerState | undefined
   set(run: RunContext, key: string, state: BreakerState): void
@@ -13,8 +16,17 @@ export interface RunStateStore {
 type Bucket = { [key: string]: Json }
 
 function bucketOf(run: RunContext, create: boolean): Bucket | undefined {
+  const isBucket = (v: Json | undefined): v is Bucket => typeof v === 'object' && v !== null && !Array.isArray(v)
   const bucket = run.state[RUN_STATE_KEY]
-  if (typeof bucket === 'object' && bucket !== null && !Array.isArray(bucket)) return bucket
+  if (isBucket(bucket)) return bucket
+  if (bucket === undefined && Object.hasOwn(run.state, LEGACY_RUN_STATE_KEY)) {
+    const legacy = run.state[LEGACY_RUN_STATE_KEY]
+    if (isBucket(legacy)) {
+      delete run.state[LEGACY_RUN_STATE_KEY]
+      run.state[RUN_STATE_KEY] = legacy
+      return legacy
+    }
+  }
   if (!create) return undefined
   const fresh: Bucket = {}
   run.state[RUN_STATE_KEY] = fresh

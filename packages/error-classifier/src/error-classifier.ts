@@ -1,4 +1,4 @@
-import { abortReason, LoopError, type Middleware, parseOptions, type ToolContext, ToolError } from '@shallot/core'
+import { abortReason, LoopError, type Middleware, parseOptions, type ToolContext, ToolError, trustedMiddleware } from '@shallot/core'
 import { z } from 'zod'
 import { type Classifier, classifyOptionsSchema, createClassifier } from './create-classifier.js'
 
@@ -87,5 +87,6 @@ export function errorClassifier(options?: ErrorClassifierOptions): Middleware {
   }
   // Declared to the stack, which redacts them from every text the model reads, not only this layer's.
   if (rest.secrets.length > 0) layer.secrets = rest.secrets
-  return layer
+  // One `await next()` inside a try, nothing after it: the onion's contract holds on every path.
+  return trustedMiddleware(layer)
 }
