@@ -37,6 +37,8 @@ const optionsSchema = z
   .object({
     stream: z.boolean().default(false),
     maxRetries: z.number().int().min(0).max(10).default(0),
+    /** How reports, events and `createAgent({ prices })` name this model. Default: the model's id (`gpt-4o-mini`). */
+    name: z.string().trim().min(1, 'must name the model, e.g. "primary"').max(200).optional(),
     system: z.string().optional(),
     maxOutputTokens: z.number().int().positive().optional(),
     temperature: z.number().min(0).max(2).optional(),
@@ -115,7 +117,8 @@ export function aiSdkModel(model: LanguageModel, options?: AiSdkModelOptions): M
       { path: 'model', message: 'expected an AI SDK language model (e.g. openai("gpt-4o-mini")) or a gateway model id string' },
     ])
   }
-  const { stream, maxRetries, system, errors, ...settings } = parseOptions('aiSdkModel()', optionsSchema, options ?? {})
+  const { name, stream, maxRetries, system, errors, ...settings } = parseOptions('aiSdkModel()', optionsSchema, options ?? {})
+  const modelName = name ?? modelIdOf(model)
   const classify = (err: unknown) => classifyModelError(err, (errors ?? {}) as ClassifyModelErrorOptions)
 
   async function generate(request: ModelRequest): Promise<ModelResponse> {
@@ -154,5 +157,10 @@ export function aiSdkModel(model: LanguageModel, options?: AiSdkModelOptions): M
     }
   }
 
-  return { generate }
+  return modelName === undefined ? { generate } : { name: modelName, generate }
+}
+
+function modelIdOf(model: LanguageModel): string | undefined {
+  const id = typeof model === 'string' ? model : (model as { modelId?: unknown }).modelId
+  return typeof id === 'string' && id.trim() !== '' ? id : undefined
 }
