@@ -17,6 +17,8 @@ import { toModelMessages, toToolSet } from './to-model-messages.js'
 type ProviderOptions = NonNullable<Parameters<typeof generateText>[0]['providerOptions']>
 
 export interface AiSdkModelOptions {
+  /** How reports, events and `createAgent({ prices })` name this model. Default: the model's id (`gpt-4o-mini`). */
+  name?: string
   /** Use `streamText` instead of `generateText`. An error event inside the stream fails the call. Default false. */
   stream?: boolean
   /** The provider SDK's own retries. Default 0: the agent's model-call policy is the only one. */
