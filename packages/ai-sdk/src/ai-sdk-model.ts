@@ -8,6 +8,7 @@ import {
   parseOptions,
   type ToolCall,
 } from '@shallot/core'
+import { refineWallNow, wallNowShape } from '@shallot/core/internal'
 import { generateText, type LanguageModel, streamText } from 'ai'
 import { z } from 'zod'
 import { type ClassifyModelErrorOptions, classifyModelError } from './classify-model-error.js'
@@ -48,11 +49,12 @@ const optionsSchema = z
     providerOptions: z.record(z.string(), z.record(z.string(), z.unknown())).optional(),
     errors: z
       .object({
-        now: z.custom<() => number>((v) => typeof v === 'function', 'expected a function returning epoch ms').optional(),
+        ...wallNowShape,
         maxRetryAfterMs: z.number().nonnegative().finite().optional(),
         secrets: z.array(z.union([z.string(), z.instanceof(RegExp)])).optional(),
       })
       .strict()
+      .superRefine(refineWallNow)
       .optional(),
   })
   .strict()

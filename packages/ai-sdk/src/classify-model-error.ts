@@ -4,7 +4,9 @@ import { type ModelErrorFacts, modelErrorFacts } from './model-error-facts.js'
 import { DEFAULT_MAX_RETRY_AFTER_MS, retryAfterFromHeaders } from './retry-after.js'
 
 export interface ClassifyModelErrorOptions {
-  /** Wall-clock ms, for a `Retry-After` given as an HTTP date. Default `Date.now`. */
+  /** Wall-clock epoch ms, for a `Retry-After` given as an HTTP date. Default `Date.now`. */
+  wallNow?: () => number
+  /** @deprecated The old name of `wallNow`; goes in the next minor version. */
   now?: () => number
   /** Longest `retryAfterMs` handed on; a longer pushback is clamped to it. Default 60 000. */
   maxRetryAfterMs?: number
@@ -141,7 +143,7 @@ export function classifyModelError(error: unknown, options: ClassifyModelErrorOp
   if (code !== undefined) {
     const retryAfterMs = retryAfterFromHeaders(
       facts.headers,
-      options.now ?? Date.now,
+      options.wallNow ?? options.now ?? Date.now,
       options.maxRetryAfterMs ?? DEFAULT_MAX_RETRY_AFTER_MS,
     )
     // Refused at the door (429, 503/529, no connection): nothing reached the model.

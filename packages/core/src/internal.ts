@@ -33,3 +33,4 @@ export { createSanitizer, type SanitizeOptions, type Sanitizer } from './text/sa
 export { stripStackFrames } from './text/strip-stack-frames.js'
 export { truncate } from './text/truncate.js'
 export { overrideTools } from './tool-overrides.js'
+export { refineWallNow, wallNowOf, wallNowShape } from './wall-now.js'

@@ -1,4 +1,5 @@
 import { parseOptions, type ToolError } from '@shallot/core'
+import { refineWallNow } from '@shallot/core/internal'
 import { type Classifier, type ClassifyOptions, classifyOptionsSchema, createClassifier } from './create-classifier.js'
 
 /** Options for one {@link classify} call: the classifier options plus the tool's name for panic messages. */
@@ -18,7 +19,7 @@ function classifierFor(options: ClassifyCallOptions | undefined): Classifier {
   let classifier = compiled.get(options)
   if (classifier === undefined) {
     const { tool: _tool, ...rest } = options
-    classifier = createClassifier(parseOptions('classify()', classifyOptionsSchema, rest))
+    classifier = createClassifier(parseOptions('classify()', classifyOptionsSchema.superRefine(refineWallNow), rest))
     compiled.set(options, classifier)
   }
   return classifier

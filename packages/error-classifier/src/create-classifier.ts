@@ -1,6 +1,6 @@
 // biome-ignore-all lint/suspicious/noThenProperty: rules are { match, then } (docs/errors.md); `then` is data, never callable, so no rule is a thenable
 import { ToolError, type ToolErrorOptions } from '@shallot/core'
-import { createSanitizer } from '@shallot/core/internal'
+import { createSanitizer, wallNowOf, wallNowShape } from '@shallot/core/internal'
 import { z } from 'zod'
 import { describeError } from './describe-error.js'
 import { type ErrorFacts, errorFacts, headerOf } from './error-facts.js'
@@ -29,10 +29,8 @@ export const classifyOptionsSchema = z
       .nonnegative()
       .max(24 * 3600 * 1000)
       .default(60_000),
-    /** Wall-clock epoch milliseconds for HTTP-date `Retry-After` values. Default `Date.now`. */
-    now: z
-      .custom<() => number>((value) => typeof value === 'function', { message: 'must be a function returning epoch milliseconds' })
-      .optional(),
+    /** `wallNow`: wall-clock epoch milliseconds for HTTP-date `Retry-After` values. Default `Date.now`. */
+    ...wallNowShape,
     /**
      * Literal strings (your API keys, say) always redacted from the text. The stack redacts them from
      * every other text the model reads too, whichever layer wrote it.
@@ -103,7 +101,7 @@ export function createClassifier(options: ParsedOptions): Classifier {
     then: rule.then,
     matches: matchRule(rule),
   }))
-  const now = options.now ?? Date.now
+  const now = wallNowOf(options) ?? Date.now
   const sanitizer = createSanitizer({ secrets: options.secrets })
   const clean = (text: string) => sanitizer.text(text, options.maxLength)
 

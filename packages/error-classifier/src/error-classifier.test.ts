@@ -408,6 +408,8 @@ describe('errorClassifier', () => {
     expect(() => errorClassifier({ maxLength: 5 })).toThrow(/option maxLength/)
     expect(() => errorClassifier({ rules: [{ match: { statuz: 404 } as never, then: { code: 'x', category: 'user' } }] })).toThrow(/statuz/)
     expect(() => errorClassifier({ now: 5 as never })).toThrow(/option now: must be a function/)
+    expect(() => errorClassifier({ wallNow: 5 as never })).toThrow(/option wallNow: must be a function/)
+    expect(() => errorClassifier({ wallNow: Date.now, now: Date.now })).toThrow(/option now: is the deprecated name of wallNow/)
   })
 
   it('changes nothing on success', async () => {
@@ -431,8 +433,10 @@ describe('errorClassifier with Retry-After', () => {
 
   it('reads an HTTP date against the injected wall clock', async () => {
     const thrown = () => new Response(null, { status: 503, headers: { 'retry-after': 'Wed, 21 Oct 2026 07:28:30 GMT' } })
-    const { result } = await dispatchThrowing(thrown, { now })
+    const { result } = await dispatchThrowing(thrown, { wallNow: now })
     expect(result.error).toMatchObject({ code: 'upstream_error', retryAfterMs: 30_000 })
+    // The deprecated name of wallNow still works.
+    expect((await dispatchThrowing(thrown, { now })).result.error?.retryAfterMs).toBe(30_000)
   })
 
   it('clamps a date a year out to maxRetryAfterMs', async () => {

@@ -1,4 +1,5 @@
 import { abortReason, LoopError, type Middleware, parseOptions, type ToolContext, ToolError, trustedMiddleware } from '@shallot/core'
+import { refineWallNow } from '@shallot/core/internal'
 import { z } from 'zod'
 import { type Classifier, classifyOptionsSchema, createClassifier } from './create-classifier.js'
 
@@ -14,6 +15,7 @@ export const errorClassifierOptionsSchema = classifyOptionsSchema
     sanitizeToolErrors: z.boolean().default(true),
   })
   .strict()
+  .superRefine(refineWallNow)
 
 export type ErrorClassifierOptions = z.input<typeof errorClassifierOptionsSchema>
 

@@ -151,7 +151,7 @@ describe('postgres idempotency store: beyond the contract', () => {
 
   it('fences out an owner whose lease ran out once another worker was told unknown: the answer never flips', async () => {
     const clock = manualClock()
-    const store = (await pg.stores({ now: clock.now })).idempotency
+    const store = (await pg.stores({ wallNow: clock.now })).idempotency
     const begun = await store.begin('s k', 'h', LEASE, TTL)
     if (begun.status !== 'new') throw new Error(begun.status)
     await clock.advance(LEASE)
@@ -188,7 +188,7 @@ describe('postgres idempotency store: beyond the contract', () => {
 
   it('deletes expired records: a few on every new record, and all of them on sweep()', async () => {
     const clock = manualClock()
-    const stores = await pg.stores({ now: clock.now })
+    const stores = await pg.stores({ wallNow: clock.now })
     const table = `"${stores.tablePrefix}idempotency"`
     const count = async () => Number((await pg.pool.query(`SELECT count(*) AS n FROM ${table}`)).rows[0].n)
     for (let i = 0; i < 40; i++) await stores.idempotency.begin(`s k${i}`, 'h', LEASE, TTL)

@@ -1,4 +1,5 @@
 import type { Clock, Logger } from '@shallot/core'
+import { refineWallNow, wallNowShape } from '@shallot/core/internal'
 import type { Pool } from 'pg'
 import { z } from 'zod'
 
@@ -52,12 +53,13 @@ export const postgresStoresOptionsSchema = z
       .positive()
       .default(30 * DAY_MS),
     /**
-     * For tests only: replaces the server's clock (`clock_timestamp()`) with this one, so a test can
+     * For tests only: `wallNow` replaces the server's clock (`clock_timestamp()`) with this one (epoch ms; `now` is its deprecated name), so a test can
      * move time without sleeping. Never in production: workers' clocks are not to be compared.
      */
-    now: z.custom<() => number>((v) => typeof v === 'function', 'must be a function () => number').optional(),
+    ...wallNowShape,
   })
   .strict()
+  .superRefine(refineWallNow)
   .refine((o) => (o.pool === undefined) !== (o.connectionString === undefined), {
     message: 'give either pool or connectionString (exactly one)',
     path: ['pool'],

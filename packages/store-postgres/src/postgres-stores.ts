@@ -1,6 +1,6 @@
 import type { BreakerStore } from '@shallot/circuit-breaker'
 import { parseOptions, silentLogger, systemClock, ToolError } from '@shallot/core'
-import { boundedCall } from '@shallot/core/internal'
+import { boundedCall, wallNowOf } from '@shallot/core/internal'
 import type { IdempotencyStore } from '@shallot/idempotency'
 import pg from 'pg'
 import { postgresBreakerStore } from './postgres-breaker-store.js'
@@ -77,7 +77,7 @@ export function postgresStores(options: PostgresStoresOptions): PostgresStores {
   else if (pool.listenerCount('error') === 0) {
     log.warn({}, 'postgresStores(): the pool has no "error" listener, so a server restart crashes the process; add pool.on("error", …)')
   }
-  const { now } = o
+  const now = wallNowOf(o)
   const names = tables(o.tablePrefix)
   const context: PostgresStoreContext = {
     pool,

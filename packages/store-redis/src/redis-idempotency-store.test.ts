@@ -61,7 +61,7 @@ describe('redis idempotency store: beyond the contract', () => {
 
   it('fences out an owner whose lease ran out once another worker was told unknown: the answer never flips', async () => {
     const clock = manualClock()
-    const store = redisStores({ client, prefix: freshPrefix(), now: clock.now }).idempotency
+    const store = redisStores({ client, prefix: freshPrefix(), wallNow: clock.now }).idempotency
     const begun = await store.begin('s k', 'h', LEASE, TTL)
     if (begun.status !== 'new') throw new Error(begun.status)
     await clock.advance(LEASE)

@@ -1,4 +1,5 @@
 import type { Clock, Logger } from '@shallot/core'
+import { refineWallNow, wallNowShape } from '@shallot/core/internal'
 import { z } from 'zod'
 import type { RedisClient } from './redis-commands.js'
 
@@ -48,12 +49,13 @@ export const redisStoresOptionsSchema = z
     /** How long an untouched breaker state is kept in Redis. Default 24 hours. */
     breakerTtlMs: z.number().int().positive().default(DAY_MS),
     /**
-     * For tests only: replaces Redis's clock (`TIME`) with this one, so a test can move time without
+     * For tests only: `wallNow` replaces Redis's clock (`TIME`) with this one (epoch ms; `now` is its deprecated name), so a test can move time without
      * sleeping. Never in production: the point of the stores is that workers' clocks are not compared.
      */
-    now: z.custom<() => number>((v) => typeof v === 'function', 'must be a function () => number').optional(),
+    ...wallNowShape,
   })
   .strict()
+  .superRefine(refineWallNow)
 
 /** What `redisStores()` accepts (see {@link redisStoresOptionsSchema}). */
 export type RedisStoresOptions = z.input<typeof redisStoresOptionsSchema>

@@ -1,6 +1,6 @@
 import type { BreakerStore } from '@shallot/circuit-breaker'
 import { type Logger, parseOptions, silentLogger, systemClock } from '@shallot/core'
-import { boundedCall } from '@shallot/core/internal'
+import { boundedCall, wallNowOf } from '@shallot/core/internal'
 import type { IdempotencyStore } from '@shallot/idempotency'
 import { Cluster } from 'ioredis'
 import { redisBreakerStore } from './redis-breaker-store.js'
@@ -57,7 +57,7 @@ export function redisStores(options: RedisStoresOptions): RedisStores {
   const o = parseOptions('redisStores()', redisStoresOptionsSchema, options)
   const clock = o.clock ?? systemClock
   const log = o.logger ?? silentLogger
-  const { now } = o
+  const now = wallNowOf(o)
   warnIfQueueing(o.client, log)
   const context: RedisStoreContext = {
     commands: redisCommands(o.client),

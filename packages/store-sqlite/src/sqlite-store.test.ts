@@ -57,14 +57,14 @@ function rawWriter(store: SqliteStore, table = 'shallot_idempotency') {
 describe('sqliteStore: the store contract', () => {
   describe('in memory', () => {
     const cases = idempotencyStoreContract((now) => {
-      const store = open({ path: ':memory:', now })
+      const store = open({ path: ':memory:', wallNow: now })
       return { store, writeRaw: rawWriter(store) }
     })
     for (const c of cases) it(c.name, () => c.run())
   })
   describe('on a file', () => {
     const cases = idempotencyStoreContract((now) => {
-      const store = open({ path: file(), now })
+      const store = open({ path: file(), now }) // the deprecated name of wallNow still works
       return { store, writeRaw: rawWriter(store) }
     })
     for (const c of cases) it(c.name, () => c.run())

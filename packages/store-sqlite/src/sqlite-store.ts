@@ -1,5 +1,6 @@
 import { randomUUID } from 'node:crypto'
 import { parseOptions } from '@shallot/core'
+import { refineWallNow, wallNowOf, wallNowShape } from '@shallot/core/internal'
 import { type BeginResult, parseStoredResult, type SyncIdempotencyStore } from '@shallot/idempotency'
 import Database from 'better-sqlite3'
 import { z } from 'zod'
@@ -31,12 +32,13 @@ export const sqliteStoreOptionsSchema = z
       .string()
       .regex(/^[A-Za-z_][A-Za-z0-9_]{0,62}$/, 'must be a plain SQL identifier: letters, digits and "_", not starting with a digit')
       .default('shallot_idempotency'),
-    /** Wall-clock milliseconds for leases and TTLs, the one clock all processes on the file share. Default `Date.now`. */
-    now: z.custom<() => number>(isFunction, 'must be a function () => number').optional(),
+    /** `wallNow`: wall-clock milliseconds for leases and TTLs, the one clock all processes on the file share. Default `Date.now`. */
+    ...wallNowShape,
     /** How long a statement waits for another process's write lock before failing. Default 5000 ms. */
     busyTimeoutMs: z.number().int().nonnegative().default(5000),
   })
   .strict()
+  .superRefine(refineWallNow)
   .refine((o) => (o.path === undefined) !== (o.database === undefined), {
     message: 'give either path or database (exactly one)',
     path: ['path'],
@@ -107,7 +109,7 @@ export function sqliteStore(options: SqliteStoreOptions): SqliteStore {
   const opts = parseOptions('sqliteStore()', sqliteStoreOptionsSchema, options)
   const owned = opts.database === undefined
   const db = opts.database ?? new Database(opts.path as string)
-  const now = opts.now ?? Date.now
+  const now = wallNowOf(opts) ?? Date.now
   const table = `"${opts.tableName}"`
   try {
     db.pragma(`busy_timeout = ${opts.busyTimeoutMs}`)
