@@ -2,7 +2,7 @@ import { setMaxListeners } from 'node:events'
 import type { AgentEventSink } from './agent-events.js'
 import type { AgentSettings } from './agent-options.js'
 import { abortReason, onAbort } from './channel.js'
-import type { CallRecord, RunSnapshot, TurnRecord } from './checkpoints.js'
+import type { CallRecord, PendingTurn, RunSnapshot, SettledCall, TurnRecord } from './checkpoints.js'
 import { LoopError, ToolError } from './errors.js'
 import { isSilent, silentLogger } from './logger.js'
 import type { Message } from './model.js'
@@ -11,8 +11,8 @@ import { modelToolsOf } from './model-tools.js'
 import { renderError } from './render.js'
 import { buildReport, type RunReport } from './report.js'
 import { createRun } from './run.js'
-import { dispatchTurn } from './turn-dispatch.js'
-import type { ToolCall, ToolResult } from './types.js'
+import { dispatchTurn, isWaiting, settledBeside } from './turn-dispatch.js'
+import type { Json, ToolCall, ToolResult } from './types.js'
 import { addUsage, type RunUsage, usageExhausted, usageOfSnapshot } from './usage-budget.js'
 
 export type RunOutcome =
@@ -60,9 +60,31 @@ function truncatedResults(calls: readonly ToolCall[]): ToolResult[] {
   }))
 }
 
+function settledCall(result: ToolResult): SettledCall {
+  const base = {
+    callId: result.callId,
+    name: result.name,
+    ok: result.ok,
+    content: result.content,
+    attempts: result.attempts,
+    replayed: result.replayed,
+  }
+  return result.error === undefined ? base : { ...base, error: result.error }
+}
+
 function record(result: ToolResult): CallRecord {
   const base = { id: result.callId, name: result.name, ok: result.ok, attempts: result.attempts, replayed: result.replayed }
   return result.error === undefined ? base : { ...base, code: result.error.code }
+}
+
+/** The checkpointed form of a turn stopped for a person: its calls, what settled, and who waits. */
+function pendingTurnOf(inFlight: { turn: number; response: PendingTurn['response'] }, stop: LoopError): PendingTurn {
+  const results: Record<string, SettledCall> = {}
+  for (const result of settledBeside(stop)) {
+    // A call id is the model's text: `__proto__` must be a key like any other.
+    Object.defineProperty(results, result.callId, { value: settledCall(result), enumerable: true, writable: true, configurable: true })
+  }
+  return { turn: inFlight.turn, response: inFlight.response, results, pending: stop.details.pending as Json[] }
 }
 
 /**
@@ -114,7 +136,11 @@ export function agentLoop(
       runId,
       turn: 0,
     }
-    const save = async (status: RunSnapshot['status'], output?: string) => {
+    // A run stopped for a person replays its stopped turn first: the same response, no model call.
+    let replay = snapshot.pendingTurn
+    // The turn being dispatched, so a stop that waits for a person can checkpoint it as it is.
+    let inFlight: { turn: number; response: PendingTurn['response'] } | undefined
+    const save = async (status: RunSnapshot['status'], output?: string, pendingTurn?: PendingTurn) => {
       if (checkpoints === undefined) return
       const next: RunSnapshot = {
         version: 1,
@@ -128,8 +154,30 @@ export function agentLoop(
         turns,
         usage,
         ...(output === undefined ? {} : { output }),
+        ...(pendingTurn === undefined ? {} : { pendingTurn }),
       }
       await checkpoints.save(JSON.parse(JSON.stringify(next)) as RunSnapshot)
+    }
+    // The transcript gets the assistant message and all its results at once, in call order, only
+    // when the turn completes: the model never reads half a turn.
+    const commitTurn = async (turn: number, response: PendingTurn['response'], results: readonly ToolResult[]) => {
+      inFlight = undefined
+      const calls = response.toolCalls
+      transcript.push(
+        response.text === undefined
+          ? { role: 'assistant', toolCalls: calls }
+          : { role: 'assistant', content: response.text, toolCalls: calls },
+      )
+      let failed = 0
+      for (const result of results) {
+        if (!result.ok) failed++
+        transcript.push({ role: 'tool', callId: result.callId, name: result.name, content: result.content, ok: result.ok })
+      }
+      turns.push(
+        response.text === undefined ? { turn, calls: results.map(record) } : { turn, text: response.text, calls: results.map(record) },
+      )
+      await save('running')
+      log.info({ turn, calls: results.length, failed, steps: run.budget.used }, 'turn completed')
     }
     try {
       for (;;) {
@@ -138,6 +186,15 @@ export function agentLoop(
           throw new LoopError('budget_exhausted', `turn limit reached: ${limits.maxTurns} turns`, {
             details: { maxTurns: limits.maxTurns },
           })
+        }
+        if (replay !== undefined) {
+          // The same turn number, so what the layers recorded for it (the policy's consumed marks) matches.
+          const { turn, response, results: kept } = replay
+          replay = undefined
+          run.turn = turn
+          inFlight = { turn, response }
+          await commitTurn(turn, response, await dispatchTurn(stack, response.toolCalls, run, stopRun, limits.maxParallelToolCalls, kept))
+          continue
         }
         const spent = usageExhausted(usage, limits, 'before')
         if (spent !== undefined) throw spent
@@ -177,32 +234,23 @@ export function agentLoop(
             'model output cut by the output-token limit; its tool calls were not run',
           )
         } else {
+          inFlight = { turn, response: response.text === undefined ? { toolCalls: calls } : { text: response.text, toolCalls: calls } }
           // The stack escalates fatal/user soft errors itself (its `escalate` policy): they reject here.
           results = await dispatchTurn(stack, calls, run, stopRun, limits.maxParallelToolCalls)
         }
-        transcript.push(
-          response.text === undefined
-            ? { role: 'assistant', toolCalls: calls }
-            : { role: 'assistant', content: response.text, toolCalls: calls },
-        )
-        let failed = 0
-        for (const result of results) {
-          if (!result.ok) failed++
-          transcript.push({ role: 'tool', callId: result.callId, name: result.name, content: result.content, ok: result.ok })
-        }
-        turns.push(
-          response.text === undefined ? { turn, calls: results.map(record) } : { turn, text: response.text, calls: results.map(record) },
-        )
-        await save('running')
-        log.info({ turn, calls: results.length, failed, steps: run.budget.used }, 'turn completed')
+        await commitTurn(turn, response.text === undefined ? { toolCalls: calls } : { text: response.text, toolCalls: calls }, results)
       }
     } catch (err) {
       const error = LoopError.is(err)
         ? err
         : new LoopError('tool_crashed', `the agent loop failed: ${err instanceof Error ? err.message : String(err)}`, { cause: err })
-      // The in-flight turn is dropped: only committed turns count.
+      // The in-flight turn is dropped: only committed turns count. A turn waiting for a person is
+      // kept aside, as the model sent it, with the results of the calls that already settled.
+      const waiting = inFlight !== undefined && isWaiting(err) ? pendingTurnOf(inFlight, error) : undefined
       run.turn = turns.length === 0 ? snapshot.turn : (turns[turns.length - 1] as TurnRecord).turn
-      await save('stopped').catch((saveError: unknown) => log.error({ err: saveError }, 'could not checkpoint the stopped run'))
+      await save('stopped', undefined, waiting).catch((saveError: unknown) =>
+        log.error({ err: saveError }, 'could not checkpoint the stopped run'),
+      )
       log.warn({ outcome: 'stopped', kind: error.kind, message: error.message, turns: turns.length, steps: run.budget.used }, 'run stopped')
       return {
         status: 'stopped',

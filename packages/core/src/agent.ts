@@ -2,6 +2,7 @@ import { nanoid } from 'nanoid'
 import { agentEvents } from './agent-events.js'
 import { agentLoop, type RunOutcome } from './agent-loop.js'
 import { type AgentModel, type AgentOptions, agentSettings } from './agent-options.js'
+import { type ApprovalAnswer, resumeOptions, withApprovals } from './approvals.js'
 import type { RunSnapshot } from './checkpoints.js'
 import type { Stack } from './stack.js'
 import { usageOfSnapshot } from './usage-budget.js'
@@ -9,13 +10,24 @@ import { usageOfSnapshot } from './usage-budget.js'
 export type { AgentEvent } from './agent-events.js'
 export type { RunOutcome } from './agent-loop.js'
 export type { AgentLimits, AgentModel, AgentOptions } from './agent-options.js'
+export { APPROVALS_STATE_KEY, type ApprovalAnswer } from './approvals.js'
 
 export interface Agent {
   readonly stack: Stack
   /** Runs a task to completion or to a hard stop. Never rejects for hard errors: they are in the outcome. */
   run(options: { input: string; signal?: AbortSignal; runId?: string }): Promise<RunOutcome>
-  /** Continues a checkpointed run at its next turn; completed turns are never re-run. */
-  resume(runId: string, options?: { signal?: AbortSignal }): Promise<RunOutcome>
+  /**
+   * Continues a checkpointed run at its next turn; completed turns are never re-run. A run stopped
+   * for approval replays its stopped turn's calls (no new model call) with `approvals` answering
+   * the pending calls by id: `'approve'`, `'deny'`, `{ deny: reason }` or `{ args }` (edited arguments).
+   */
+  resume(runId: string, options?: ResumeOptions): Promise<RunOutcome>
+}
+
+export interface ResumeOptions {
+  readonly signal?: AbortSignal
+  /** Answers to the pending calls of a run stopped for approval, by call id (`outcome.report.pending`). */
+  readonly approvals?: Readonly<Record<string, ApprovalAnswer>>
 }
 
 /**
@@ -53,7 +65,8 @@ export function createAgent(options: AgentOptions<AgentModel>): Agent {
       await checkpoints?.save(snapshot)
       return drive(snapshot, signal)
     },
-    async resume(runId, { signal } = {}) {
+    async resume(runId, options = {}) {
+      const { signal, approvals } = resumeOptions(options)
       if (checkpoints === undefined)
         throw new TypeError('agent.resume(): this agent has no checkpoints store; pass createAgent({ checkpoints })')
       const snapshot = await checkpoints.load(runId)
@@ -69,7 +82,11 @@ export function createAgent(options: AgentOptions<AgentModel>): Agent {
           usage: usageOfSnapshot(snapshot.usage, runId),
         }
       }
-      return drive(snapshot, signal)
+      if (approvals === undefined) return drive(snapshot, signal)
+      const answered = withApprovals(snapshot, approvals)
+      // Saved before the replay: a process that dies during it resumes with the answers given.
+      await checkpoints.save(answered)
+      return drive(answered, signal)
     },
   }
 }

@@ -1,5 +1,6 @@
+import type { ToolErrorJSON } from './errors.js'
 import type { Message } from './model.js'
-import type { Json } from './types.js'
+import type { Json, ToolCall } from './types.js'
 import type { RunUsage } from './usage-budget.js'
 
 /** One tool call of a completed turn, as the report tells it. */
@@ -18,6 +19,27 @@ export interface TurnRecord {
   readonly calls: readonly CallRecord[]
 }
 
+/** A call of a stopped turn that settled before the stop: what the transcript and the report need. */
+export interface SettledCall {
+  readonly callId: string
+  readonly name: string
+  readonly ok: boolean
+  readonly content: string
+  readonly attempts: number
+  readonly replayed: boolean
+  readonly error?: ToolErrorJSON
+}
+
+/** The turn that stopped for a human: the model's response as it came, and what already settled. */
+export interface PendingTurn {
+  readonly turn: number
+  readonly response: { readonly text?: string; readonly toolCalls: readonly ToolCall[] }
+  /** By call id; these calls are not dispatched again on replay. */
+  readonly results: Readonly<Record<string, SettledCall>>
+  /** The stop's `details.pending`, for the report and `agent.resume(runId, { approvals })`. */
+  readonly pending: readonly Json[]
+}
+
 /** Everything needed to continue a run at its next turn. Plain JSON. */
 export interface RunSnapshot {
   readonly version: 1
@@ -33,6 +55,8 @@ export interface RunSnapshot {
   readonly output?: string
   /** Tokens and dollars spent so far, so a resumed run's budget goes on counting. Absent: none yet. */
   readonly usage?: RunUsage
+  /** Set while the run waits for approvals; `turn` stays the last completed turn. Absent in older snapshots. */
+  readonly pendingTurn?: PendingTurn
 }
 
 /** Where snapshots go: one per run id, replaced after every completed turn. */

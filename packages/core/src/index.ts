@@ -1,6 +1,25 @@
-export { type Agent, type AgentEvent, type AgentLimits, type AgentModel, type AgentOptions, createAgent, type RunOutcome } from './agent.js'
+export {
+  type Agent,
+  type AgentEvent,
+  type AgentLimits,
+  type AgentModel,
+  type AgentOptions,
+  APPROVALS_STATE_KEY,
+  type ApprovalAnswer,
+  createAgent,
+  type ResumeOptions,
+  type RunOutcome,
+} from './agent.js'
 export { abortReason } from './channel.js'
-export { type CallRecord, type CheckpointStore, memoryCheckpoints, type RunSnapshot, type TurnRecord } from './checkpoints.js'
+export {
+  type CallRecord,
+  type CheckpointStore,
+  memoryCheckpoints,
+  type PendingTurn,
+  type RunSnapshot,
+  type SettledCall,
+  type TurnRecord,
+} from './checkpoints.js'
 export { systemClock } from './clock.js'
 export { compose, isTrustedMiddleware, MiddlewareUsageError, TRUSTED_MIDDLEWARE, trustedMiddleware } from './compose.js'
 export { defineMiddleware, type MiddlewareDefinition, type MiddlewareEnv } from './define-middleware.js'
@@ -22,7 +41,7 @@ export type { ModelRetry } from './model-call.js'
 export type { ModelPrice } from './model-chain.js'
 export { OptionsError, parseOptions } from './options.js'
 export { type ErrorRenderer, renderError } from './render.js'
-export { buildReport, type RunReport } from './report.js'
+export { buildReport, type PendingCall, type RunReport } from './report.js'
 export { type CreateRunOptions, createRun, type MutableRun } from './run.js'
 export { createStack, type DispatchOptions, type Stack, type StackEvent, type StackLimits, type StackOptions } from './stack.js'
 export { sanitize } from './text/sanitize.js'

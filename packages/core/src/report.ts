@@ -10,8 +10,40 @@ export interface RunReport {
   readonly failed: { readonly kind: LoopErrorKind; readonly message: string; readonly details: Record<string, unknown> }
   readonly why: string
   readonly nextSteps: string
+  /** The calls a run stopped for approval waits on (empty otherwise); answer them with `agent.resume(runId, { approvals })`. */
+  readonly pending: readonly PendingCall[]
   /** The whole report as plain text. */
   readonly text: string
+}
+
+/** A call waiting for a person's answer, as the stop named it. */
+export interface PendingCall {
+  readonly callId: string
+  readonly tool: string
+  /** The arguments as sanitized JSON text. */
+  readonly arguments: string
+  /** Why it needs a person. */
+  readonly reason: string
+}
+
+const text = (value: unknown): string => (typeof value === 'string' ? value : '')
+
+/** The pending calls of a stop that waits for a person (`details.pending`), read defensively: details come from layers. */
+function pendingOf(error: LoopError): PendingCall[] {
+  const pending = error.details.pending
+  if (error.kind !== 'user_input_required' || !Array.isArray(pending)) return []
+  return pending.flatMap((entry: unknown) => {
+    if (typeof entry !== 'object' || entry === null) return []
+    const { callId, tool, arguments: args, reason } = entry as Record<string, unknown>
+    if (typeof callId !== 'string') return []
+    return [{ callId, tool: text(tool), arguments: text(args), reason: text(reason) }]
+  })
+}
+
+/** The exact resume call that answers every pending call. */
+function resumeCommand(runId: string, pending: readonly PendingCall[]): string {
+  const answers = pending.map((p) => `${JSON.stringify(p.callId)}: 'approve' | 'deny' | { args }`).join(', ')
+  return `agent.resume(${JSON.stringify(runId)}, { approvals: { ${answers} } })`
 }
 
 const WHY: Record<LoopErrorKind, string> = {
@@ -53,7 +85,7 @@ function budgetFix(error: LoopError): string {
   return 'raise limits.maxSteps or limits.maxTurns'
 }
 
-function nextSteps(error: LoopError, runId: string): string {
+function nextSteps(error: LoopError, runId: string, pending: readonly PendingCall[]): string {
   const tool = detail(error, 'tool')
   const resume = `then resume it with agent.resume('${runId}')`
   switch (error.kind) {
@@ -66,6 +98,8 @@ function nextSteps(error: LoopError, runId: string): string {
     case 'budget_exhausted':
       return `If the completed turns show progress, ${budgetFix(error)} (the run keeps what it spent), otherwise narrow the task; ${resume}.`
     case 'user_input_required':
+      if (pending.length > 0)
+        return `Decide each pending call (approve it, deny it, or approve it with edited arguments), then resume with ${resumeCommand(runId, pending)}.`
       return `Provide what the tool asks for (for example credentials or a confirmation), ${resume}.`
     case 'fatal':
       return `Fix the cause outside the agent (permissions, configuration, a missing resource), ${resume}.`
@@ -84,7 +118,8 @@ function nextSteps(error: LoopError, runId: string): string {
 export function buildReport(runId: string, task: string, turns: readonly TurnRecord[], error: LoopError): RunReport {
   const completedCalls = turns.flatMap((t) => t.calls.map((c) => ({ ...c, turn: t.turn })))
   const why = whyOf(error)
-  const steps = nextSteps(error, runId)
+  const pending = pendingOf(error)
+  const steps = nextSteps(error, runId, pending)
   const lines = [
     `Run ${runId} stopped: ${error.kind}`,
     `Task: ${task}`,
@@ -94,7 +129,11 @@ export function buildReport(runId: string, task: string, turns: readonly TurnRec
         `  turn ${c.turn}: ${c.name} ${c.ok ? 'ok' : `failed (${c.code ?? 'error'})`}${c.attempts > 1 ? `, ${c.attempts} attempts` : ''}${c.replayed ? ', replayed' : ''}`,
     ),
     `Failed: ${error.message}`,
-    ...Object.entries(error.details).map(([key, value]) => `  ${key}: ${typeof value === 'string' ? value : JSON.stringify(value)}`),
+    ...Object.entries(error.details)
+      .filter(([key]) => pending.length === 0 || key !== 'pending')
+      .map(([key, value]) => `  ${key}: ${typeof value === 'string' ? value : JSON.stringify(value)}`),
+    ...(pending.length === 0 ? [] : [`Pending approval: ${pending.length} call${pending.length === 1 ? '' : 's'}`]),
+    ...pending.map((p) => `  ${p.callId}: ${p.tool} ${p.arguments}${p.reason === '' ? '' : ` (${p.reason})`}`),
     `Why: ${why}`,
     `Next: ${steps}`,
   ]
@@ -106,6 +145,7 @@ export function buildReport(runId: string, task: string, turns: readonly TurnRec
     failed: { kind: error.kind, message: error.message, details: error.details },
     why,
     nextSteps: steps,
+    pending,
     text: lines.join('\n'),
   }
 }

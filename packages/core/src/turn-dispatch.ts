@@ -1,5 +1,7 @@
 import { setMaxListeners } from 'node:events'
 import { abortReason } from './channel.js'
+import type { SettledCall } from './checkpoints.js'
+import { LoopError } from './errors.js'
 import type { MutableRun } from './run.js'
 import type { Stack } from './stack.js'
 import type { ToolCall, ToolResult } from './types.js'
@@ -29,12 +31,51 @@ async function pool<T, R>(items: readonly T[], limit: number, work: (item: T) =>
   return results
 }
 
+/** True for a stop that waits for a person's answer to named calls (the policy's approval stop). */
+export function isWaiting(err: unknown): err is LoopError {
+  return LoopError.is(err) && err.kind === 'user_input_required' && Array.isArray(err.details.pending)
+}
+
+const settledOfStop = new WeakMap<LoopError, readonly ToolResult[]>()
+
+/** The results of the calls that settled in a turn that stopped waiting (empty for any other error). */
+export const settledBeside = (error: LoopError): readonly ToolResult[] => settledOfStop.get(error) ?? []
+
+/** A result of an earlier attempt at the turn standing in for its call: its step was spent, it never runs again. */
+function keptResult(settled: SettledCall): ToolResult {
+  const base = {
+    callId: settled.callId,
+    name: settled.name,
+    ok: settled.ok,
+    content: settled.content,
+    attempts: settled.attempts,
+    durationMs: 0,
+    replayed: settled.replayed,
+    trace: [],
+  }
+  return settled.error === undefined ? base : { ...base, error: settled.error }
+}
+
+/** One stop naming every waiting call of the turn, so a person answers them all at once. */
+function waitingStop(stops: readonly LoopError[], settled: readonly ToolResult[]): LoopError {
+  const first = stops[0] as LoopError
+  const pending = stops.flatMap((stop) => stop.details.pending as unknown[])
+  const stop =
+    stops.length === 1 ? first : new LoopError(first.kind, first.message, { details: { ...first.details, pending }, cause: first })
+  settledOfStop.set(stop, settled)
+  return stop
+}
+
 /**
  * Dispatches one turn's calls on the run's own signal: no per-call signal to combine. One hard
  * error (the stack's rejection, escalations included) ends the run, so it aborts that signal, which
  * stops the sibling calls; the turn then rejects with the run's reason. A run nobody can cancel has
  * no signal of its own (`stopRun` undefined): a turn of several calls then gets one for itself. A
- * turn of one call, the common case, skips the pool and needs no signal: it has no siblings to stop.
+ * stop that waits for a person (`user_input_required` naming `pending` calls) does not abort: the
+ * siblings finish, and the turn rejects with one stop naming every waiting call, the settled
+ * results beside it (`settledBeside`). Calls in `kept` settled in an earlier attempt at this turn
+ * and are not dispatched again. A turn of one call, the common case, skips the pool and needs no
+ * signal: it has no siblings to stop.
  */
 export async function dispatchTurn(
   stack: Stack,
@@ -42,28 +83,47 @@ export async function dispatchTurn(
   run: MutableRun,
   stopRun: AbortController | undefined,
   maxParallel: number,
+  kept: Readonly<Record<string, SettledCall>> = {},
 ): Promise<ToolResult[]> {
-  if (calls.length === 1) {
+  const isKept = (call: ToolCall) => Object.hasOwn(kept, call.id)
+  const fresh = calls.filter((call) => !isKept(call))
+  const settled = new Map<ToolCall, PromiseSettledResult<ToolResult>>()
+  if (fresh.length === 1) {
+    const call = fresh[0] as ToolCall
     try {
-      return [await stack.dispatch(calls[0] as ToolCall, { run })]
+      settled.set(call, { status: 'fulfilled', value: await stack.dispatch(call, { run }) })
     } catch (err) {
-      if (stopRun === undefined) throw abortReason({ reason: err })
-      if (!stopRun.signal.aborted) stopRun.abort(err)
-      throw abortReason(stopRun.signal)
+      if (!isWaiting(err)) {
+        if (stopRun === undefined) throw abortReason({ reason: err })
+        if (!stopRun.signal.aborted) stopRun.abort(err)
+        throw abortReason(stopRun.signal)
+      }
+      settled.set(call, { status: 'rejected', reason: err })
     }
-  }
-  const stop = stopRun ?? turnController()
-  const options = stopRun === undefined ? { run, signal: stop.signal } : { run }
-  const dispatchOne = async (call: ToolCall) => {
-    try {
-      return await stack.dispatch(call, options)
-    } catch (err) {
-      if (!stop.signal.aborted) stop.abort(err)
-      throw err
+  } else if (fresh.length > 1) {
+    const stop = stopRun ?? turnController()
+    const options = stopRun === undefined ? { run, signal: stop.signal } : { run }
+    const dispatchOne = async (call: ToolCall) => {
+      try {
+        return await stack.dispatch(call, options)
+      } catch (err) {
+        if (!isWaiting(err) && !stop.signal.aborted) stop.abort(err)
+        throw err
+      }
     }
+    const outcomes = await pool(fresh, maxParallel, dispatchOne)
+    const failure = outcomes.find((s): s is PromiseRejectedResult => s.status === 'rejected' && !isWaiting(s.reason))
+    if (failure !== undefined) throw stop.signal.aborted ? abortReason(stop.signal) : failure.reason
+    for (const [index, call] of fresh.entries()) settled.set(call, outcomes[index] as PromiseSettledResult<ToolResult>)
   }
-  const settled = await pool(calls, maxParallel, dispatchOne)
-  const failure = settled.find((s): s is PromiseRejectedResult => s.status === 'rejected')
-  if (failure !== undefined) throw stop.signal.aborted ? abortReason(stop.signal) : failure.reason
-  return settled.map((s) => (s as PromiseFulfilledResult<ToolResult>).value)
+  const results: ToolResult[] = []
+  const stops: LoopError[] = []
+  for (const call of calls) {
+    const outcome = settled.get(call)
+    if (outcome === undefined) results.push(keptResult(kept[call.id] as SettledCall))
+    else if (outcome.status === 'fulfilled') results.push(outcome.value)
+    else stops.push(outcome.reason as LoopError)
+  }
+  if (stops.length > 0) throw waitingStop(stops, results)
+  return results
 }

@@ -1,4 +1,4 @@
-import type { Json, RunContext } from '@shallot/core'
+import { APPROVALS_STATE_KEY, type Json, type RunContext } from '@shallot/core'
 
 /**
  * Where the policy keeps what must survive a checkpoint, in `ctx.run.state`:
@@ -7,7 +7,7 @@ import type { Json, RunContext } from '@shallot/core'
  * - `consumed[callId]`: the answer was acted on once, so the same approval never runs a call twice;
  * - `counts[ruleId]`: calls that met a `maxPerRun` rule's conditions and went through.
  */
-export const POLICY_STATE_KEY = 'shallot.policy'
+export const POLICY_STATE_KEY: typeof APPROVALS_STATE_KEY = APPROVALS_STATE_KEY
 
 type JsonObject = { [key: string]: Json }
 

@@ -1,7 +1,9 @@
 import { readFileSync } from 'node:fs'
 import { createStackFromConfig } from '@shallot/config'
 import { createRun, LoopError } from '@shallot/core'
-import { describe, expect, it } from 'vitest'
+import { scriptedModel } from '@shallot/testing'
+import { describe, expect, it, vi } from 'vitest'
+import { paymentsAgent, runWithApproval } from './readme-approval-example.js'
 import { guardedStack } from './readme-example.js'
 import { countedTools, fencedBlocks, loadYaml } from './test-tools.js'
 
@@ -39,5 +41,45 @@ describe('README', () => {
     const stack = createStackFromConfig(config, { tools })
     expect((await stack.dispatch({ id: '1', name: 'delete_file', args: { path: '/a' } })).content).toContain('nothing is deleted here')
     expect(runs.delete_file).toBe(0)
+  })
+
+  it('shows the approval example verbatim, and it runs: one write approved, one edited, one denied, each at most once', async () => {
+    const example = read('./readme-approval-example.ts').replace("from './index.js'", "from '@shallot/policy'")
+    expect(read('../README.md')).toContain(example)
+    const { runs, tools } = countedTools()
+    const model = scriptedModel([
+      {
+        toolCalls: [
+          { id: 'pay', name: 'transfer', args: { to: 'bob', amountCents: 500 } },
+          { id: 'big', name: 'transfer', args: { to: 'eve', amountCents: 90_000 } },
+          { id: 'rm', name: 'delete_user', args: { id: 'u1' } },
+          { id: 'look', name: 'read_file', args: { path: 'a.txt' } },
+        ],
+      },
+      ({ lastResults }) => ({ text: lastResults.map((r) => `${r.callId}: ${r.content.slice(0, 60)}`).join('\n') }),
+    ])
+    const errors = vi.spyOn(console, 'error').mockImplementation(() => undefined)
+    const decide = vi.fn((tool: string, args: string) =>
+      tool === 'delete_user'
+        ? ('deny' as const)
+        : args.includes('90000')
+          ? { args: { to: 'eve', amountCents: 9_000 } }
+          : ('approve' as const),
+    )
+    const outcome = await runWithApproval(paymentsAgent(model, tools), 'pay and clean up', decide)
+    const printed = String(errors.mock.calls[0]?.[0])
+    errors.mockRestore()
+    expect(outcome.status).toBe('completed')
+    if (outcome.status !== 'completed') return
+    expect(outcome.output.split('\n')).toEqual([
+      'pay: sent 500 to bob',
+      'big: sent 9000 to eve',
+      expect.stringContaining('rm: {"error":"denied_by_user"'),
+      'look: contents of a.txt',
+    ])
+    expect(decide).toHaveBeenCalledTimes(3)
+    expect(printed).toContain(`approvals: { "pay": 'approve' | 'deny' | { args }, "big":`)
+    expect(runs).toMatchObject({ transfer: 2, delete_user: 0, read_file: 1 })
+    expect(model.requests).toHaveLength(2)
   })
 })

@@ -1,0 +1,73 @@
+// A worker process for src/agent-resume.processes.test.ts: an agent with a file checkpoint store
+// and a SQLite idempotency store, so a SIGKILL can fall between a human's approval and the
+// checkpoint of the turn it approved. It runs the BUILT packages (dist); the test builds them first.
+// Usage: node approval-worker.mjs '<json config>'  → prints the outcome as one JSON line.
+import { readFileSync, renameSync, writeFileSync } from 'node:fs'
+import { createAgent, defineTool } from '@shallot/core'
+import { idempotency } from '@shallot/idempotency'
+import { policy } from '@shallot/policy'
+import { sqliteStore } from '@shallot/store-sqlite'
+import { z } from 'zod'
+
+const config = JSON.parse(process.argv[2])
+const store = sqliteStore({ path: config.db })
+store.database.exec('CREATE TABLE IF NOT EXISTS effects (id INTEGER PRIMARY KEY AUTOINCREMENT, pid INTEGER NOT NULL)')
+const recordEffect = store.database.prepare('INSERT INTO effects (pid) VALUES (?)')
+
+const transfer = defineTool({
+  name: 'transfer',
+  description: 'Move money',
+  input: z.object({ to: z.string(), amountCents: z.number() }),
+  effect: 'write',
+  execute: async ({ to, amountCents }) => {
+    recordEffect.run(process.pid) // the side effect: the money moved
+    if (config.mode === 'kill-after-effect') process.kill(process.pid, 'SIGKILL')
+    return `sent ${amountCents} to ${to}`
+  },
+})
+
+// Checkpoints in one JSON file, replaced atomically (write + rename), as a durable store would.
+const checkpoints = {
+  save(snapshot) {
+    writeFileSync(`${config.checkpoints}.tmp`, JSON.stringify(snapshot))
+    renameSync(`${config.checkpoints}.tmp`, config.checkpoints)
+  },
+  load() {
+    try {
+      return JSON.parse(readFileSync(config.checkpoints, 'utf8'))
+    } catch {
+      return undefined
+    }
+  },
+}
+
+// The model asks for one big transfer, then says what it read.
+const model = {
+  async generate({ messages }) {
+    const last = messages[messages.length - 1]
+    if (last.role === 'tool') return { text: `the model read: ${last.content}` }
+    return { toolCalls: [{ id: 'call_9', name: 'transfer', args: { to: 'bob', amountCents: 50_000 } }] }
+  },
+}
+
+const agent = createAgent({
+  model,
+  tools: [transfer],
+  checkpoints,
+  middleware: [
+    policy({ rules: [{ action: 'approve', tools: 'transfer', reason: 'transfers need a person' }] }),
+    idempotency({ store, leaseMs: config.leaseMs ?? 120_000, waitMs: config.waitMs ?? 10_000, pollMs: 20 }),
+  ],
+})
+
+const outcome =
+  config.mode === 'run'
+    ? await agent.run({ input: 'pay bob', runId: 'r1' })
+    : await agent.resume('r1', config.approvals ? { approvals: config.approvals } : {})
+const summary =
+  outcome.status === 'completed'
+    ? { status: 'completed', output: outcome.output }
+    : { status: 'stopped', kind: outcome.error.kind, pending: outcome.report.pending.map((p) => p.callId) }
+const { n: effects } = store.database.prepare('SELECT count(*) AS n FROM effects').get()
+process.stdout.write(`${JSON.stringify({ ...summary, effects })}\n`)
+store.close?.()
