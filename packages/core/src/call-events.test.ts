@@ -1,3 +1,4 @@
+import { readFileSync } from 'node:fs'
 import { describe, expect, it } from 'vitest'
 import { z } from 'zod'
 import {
@@ -164,5 +165,30 @@ describe('hostile listeners', () => {
     stack.on((event) => heard.push(event))
     await stack.dispatch({ id: 'next', name: 'write_file', args: { path: 'a' } })
     expect(heard.map((e) => `${e.type} ${e.callId}`)).toEqual(['call.started next', 'call.finished next'])
+  })
+})
+
+// readme:start
+/** Prints each call's outcome and duration; returns the unsubscribe function. */
+export function printCalls(stack: ReturnType<typeof createStack>, print: (line: string) => void) {
+  return stack.on((event: StackEvent) => {
+    if (event.type === 'call.finished') print(`${event.tool} ${String(event.outcome)} in ${String(event.durationMs)} ms`)
+  })
+}
+// readme:end
+
+describe('the README sample', () => {
+  it('is in the README verbatim and prints one line per call', async () => {
+    const source = readFileSync(new URL('./call-events.test.ts', import.meta.url), 'utf8')
+    const sample = source.slice(source.indexOf('// readme:start\n') + 16, source.indexOf('// readme:end'))
+    expect(readFileSync(new URL('../README.md', import.meta.url), 'utf8')).toContain(sample)
+    const stack = createStack({ tools: [write], middleware: [slow], clock: virtualClock() })
+    const lines: string[] = []
+    const stop = printCalls(stack, (line) => lines.push(line))
+    await stack.dispatch({ id: 'c1', name: 'write_file', args: { path: 'a' } })
+    await stack.dispatch({ id: 'c2', name: 'write_file', args: { path: 'missing' } })
+    stop()
+    await stack.dispatch({ id: 'c3', name: 'write_file', args: { path: 'a' } })
+    expect(lines).toEqual(['write_file ok in 250 ms', 'write_file soft_error in 250 ms'])
   })
 })
