@@ -8,6 +8,7 @@ import {
   createRun,
   createStack,
   defineTool,
+  type Logger,
   type Middleware,
   type StackEvent,
   ToolError,
@@ -106,6 +107,25 @@ describe('call.started and call.finished', () => {
       ['call.started', undefined, undefined],
       ['call.finished', 'hard_error', 'cancelled'],
     ])
+  })
+})
+
+describe('the tool call line', () => {
+  it('carries the soft error’s message, sanitized, so an operator reads what the model read', async () => {
+    const lines: Array<[string, Record<string, unknown>]> = []
+    const logger = {
+      debug() {},
+      info: (fields: Record<string, unknown>, msg: string) => lines.push([msg, fields]),
+      warn() {},
+      error() {},
+      child: () => logger,
+    } as unknown as Logger
+    const stack = createStack({ tools: [write], logger, secrets: [SECRET] })
+    const result = await stack.dispatch({ id: 's', name: 'write_file', args: { path: 'missing' } })
+    const [, fields] = lines.find(([msg]) => msg === 'tool call') ?? []
+    expect(fields).toMatchObject({ outcome: 'soft_error', code: 'not_found', message: result.error?.message })
+    expect(String(fields?.message)).not.toContain(SECRET)
+    expect(String(fields?.message)).toContain('no directory for missing')
   })
 })
 

@@ -409,6 +409,7 @@ export function createStack(options: StackOptions): Stack {
           replayed: result.replayed,
           code: result.error?.code,
           category: result.error?.category,
+          message: result.error?.message,
         },
         'tool call',
       )
