@@ -1,14 +1,59 @@
+import type { AgentLimits } from './agent-options.js'
+import type { ModelFinishReason, ModelUsage } from './model.js'
 import type { ModelCircuit } from './model-breaker.js'
 import type { Logger } from './types.js'
+import type { RunUsage } from './usage-budget.js'
 
 /**
- * What the agent did about its model calls, for timelines and metrics (`createAgent({ onEvent })`):
- * a retry of a failed call, a move to the next model of the chain, a model's circuit changing.
+ * What the agent did, for traces, timelines and metrics (`createAgent({ onEvent })`): a run starting
+ * and finishing (with its token totals), each model attempt (latency, tokens, finish reason), a
+ * retry of a failed call, a move to the next model of the chain, a model's circuit changing.
+ * Tool calls are on the stack's stream (`agent.stack.on`, `call.started` / `call.finished`).
  *
  * @example
  * createAgent({ model: [gpt, claude], tools, onEvent: (e) => e.type === 'model.fallback' && console.warn(e.reason) })
+ * createAgent({ model, tools, onEvent: (e) => e.type === 'run.finished' && bill(e.runId, e.usage.inputTokens) })
  */
 export type AgentEvent =
+  | {
+      readonly type: 'run.started'
+      readonly at: number
+      readonly runId: string
+      /** The last completed turn: 0 for a new run, more for a resumed one. */
+      readonly turn: number
+      /** Whether the run continues from a checkpoint. */
+      readonly resumed: boolean
+      readonly limits: Readonly<AgentLimits>
+    }
+  | {
+      readonly type: 'run.finished'
+      readonly at: number
+      readonly runId: string
+      readonly status: 'completed' | 'stopped'
+      /** The LoopError's kind when the run stopped. */
+      readonly kind?: string
+      readonly turns: number
+      readonly steps: number
+      /** The run's totals, resumed runs included. */
+      readonly usage: RunUsage
+      readonly durationMs: number
+    }
+  | {
+      readonly type: 'model.call'
+      readonly at: number
+      readonly runId: string
+      readonly turn: number
+      readonly model: string
+      /** 1-based, per model of the chain. */
+      readonly attempt: number
+      readonly durationMs: number
+      /** What the provider reported; absent when it reported nothing or the attempt failed. */
+      readonly usage?: ModelUsage
+      readonly finishReason?: ModelFinishReason
+      readonly toolCalls: number
+      /** The failure, as the report would name it; absent on success. */
+      readonly error?: string
+    }
   | {
       readonly type: 'model.retry'
       readonly at: number

@@ -11,6 +11,7 @@ import { modelToolsOf } from './model-tools.js'
 import { renderError } from './render.js'
 import { buildReport, type RunReport } from './report.js'
 import { createRun } from './run.js'
+import { createSanitizer } from './text/sanitize.js'
 import { dispatchTurn, isWaiting, settledBeside } from './turn-dispatch.js'
 import type { Json, ToolCall, ToolResult } from './types.js'
 import { addUsage, type RunUsage, usageExhausted, usageOfSnapshot } from './usage-budget.js'
@@ -38,6 +39,8 @@ export type RunOutcome =
     }
 
 const noop = () => {}
+// The task in the `run started` line: invisible characters and built-in secret patterns removed, cut at 500.
+const startLine = createSanitizer()
 
 const TRUNCATED = new ToolError(
   'output_truncated',
@@ -123,6 +126,10 @@ export function agentLoop(
       turn: snapshot.turn,
       ...(stopRun === undefined ? {} : { signal: stopRun.signal }),
     })
+    const startedAt = clock.now()
+    const resumed = snapshot.turn > 0
+    log.info({ task: startLine.text(input, 500), limits, resumed }, 'run started')
+    emit({ type: 'run.started', at: startedAt, runId, turn: snapshot.turn, resumed, limits })
     const modelEnv = {
       signal: run.signal,
       clock,
@@ -220,7 +227,17 @@ export function agentLoop(
           transcript.push({ role: 'assistant', content: output, toolCalls: [] })
           turns.push({ turn, text: output, calls: [] })
           await save('completed', output)
-          log.info({ outcome: 'completed', turns: turn, steps: run.budget.used }, 'run completed')
+          log.info({ outcome: 'completed', turns: turn, steps: run.budget.used, ...usage }, 'run completed')
+          emit({
+            type: 'run.finished',
+            at: clock.now(),
+            runId,
+            status: 'completed',
+            turns: turn,
+            steps: run.budget.used,
+            usage,
+            durationMs: clock.now() - startedAt,
+          })
           return { status: 'completed', runId, output, turns: turn, steps: run.budget.used, transcript, usage }
         }
         let results: ToolResult[]
@@ -251,7 +268,21 @@ export function agentLoop(
       await save('stopped', undefined, waiting).catch((saveError: unknown) =>
         log.error({ err: saveError }, 'could not checkpoint the stopped run'),
       )
-      log.warn({ outcome: 'stopped', kind: error.kind, message: error.message, turns: turns.length, steps: run.budget.used }, 'run stopped')
+      log.warn(
+        { outcome: 'stopped', kind: error.kind, message: error.message, turns: turns.length, steps: run.budget.used, ...usage },
+        'run stopped',
+      )
+      emit({
+        type: 'run.finished',
+        at: clock.now(),
+        runId,
+        status: 'stopped',
+        kind: error.kind,
+        turns: turns.length,
+        steps: run.budget.used,
+        usage,
+        durationMs: clock.now() - startedAt,
+      })
       return {
         status: 'stopped',
         runId,

@@ -43,7 +43,16 @@ export { OptionsError, parseOptions } from './options.js'
 export { type ErrorRenderer, renderError } from './render.js'
 export { buildReport, type PendingCall, type RunReport } from './report.js'
 export { type CreateRunOptions, createRun, type MutableRun } from './run.js'
-export { createStack, type DispatchOptions, type Stack, type StackEvent, type StackLimits, type StackOptions } from './stack.js'
+export {
+  type CallFinishedEvent,
+  type CallStartedEvent,
+  createStack,
+  type DispatchOptions,
+  type Stack,
+  type StackEvent,
+  type StackLimits,
+  type StackOptions,
+} from './stack.js'
 export { sanitize } from './text/sanitize.js'
 export type {
   AnyTool,

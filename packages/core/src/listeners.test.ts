@@ -71,8 +71,9 @@ describe('a throwing stack.on() listener', () => {
       expect((await stack.dispatch({ id: `m${i}`, name: 'read_file', args: { path: 'a' } })).error).toMatchObject({ code: 'not_found' })
     }
     expect(errors.filter((line) => line.includes('stack.on() listener threw'))).toHaveLength(1)
-    // The other listener still hears everything.
-    expect(heard).toHaveLength(12)
+    // The other listener still hears everything: per call, started, the two layer events, finished.
+    expect(heard).toHaveLength(24)
+    expect(heard.slice(0, 4)).toEqual(['call.started', 'chatty.before', 'chatty.after', 'call.finished'])
   })
 })
 

@@ -1,4 +1,4 @@
-import type { AgentEventSink } from './agent-events.js'
+import type { AgentEvent, AgentEventSink } from './agent-events.js'
 import { abortReason, onAbort } from './channel.js'
 import { LoopError, ToolError } from './errors.js'
 import { LinkedSignal } from './linked-signal.js'
@@ -150,6 +150,8 @@ interface GaveUp {
   readonly last: unknown
 }
 
+type ModelCallEvent = Extract<AgentEvent, { type: 'model.call' }>
+
 const GAVE_UP = Symbol('model gave up')
 const plural = (n: number, word: string) => `${n} ${word}${n === 1 ? '' : 's'}`
 
@@ -161,6 +163,49 @@ function settle(link: ModelLink, verdict: ModelVerdict, probe: boolean, env: Mod
     env.log.warn({ model: link.name, from: change.from, to: change.to, reason: change.reason }, 'model circuit changed')
     env.emit({ type: 'model.circuit', at: env.clock.now(), runId: env.runId, model: link.name, ...change })
   }
+}
+
+/** The line and the `model.call` event of one attempt, answered or failed. */
+function called(
+  link: ModelLink,
+  attempt: number,
+  started: number,
+  env: ModelCallEnv,
+  response: ModelResponse | undefined,
+  failure: unknown,
+): void {
+  const at = env.clock.now()
+  const durationMs = at - started
+  const usage = response?.usage
+  const toolCalls = response?.toolCalls?.length ?? 0
+  if (response !== undefined) {
+    env.log.info(
+      {
+        model: link.name,
+        attempt,
+        latencyMs: durationMs,
+        inputTokens: usage?.inputTokens,
+        outputTokens: usage?.outputTokens,
+        finishReason: response.finishReason,
+        toolCalls,
+      },
+      'model call',
+    )
+  }
+  const event: { -readonly [K in keyof ModelCallEvent]: ModelCallEvent[K] } = {
+    type: 'model.call',
+    at,
+    runId: env.runId,
+    turn: env.turn,
+    model: link.name,
+    attempt,
+    durationMs,
+    toolCalls,
+  }
+  if (usage !== undefined) event.usage = usage
+  if (response?.finishReason !== undefined) event.finishReason = response.finishReason
+  if (response === undefined) event.error = describeModelFailure(failure)
+  env.emit(event)
 }
 
 /**
@@ -188,14 +233,17 @@ async function onModel(
       throw err
     }
     let failure: unknown
+    const started = env.clock.now()
     try {
       const response = await once(link.adapter, request, env.signal, env.clock, env.timeoutMs)
       if (typeof response !== 'object' || response === null) throw new TypeError('the model adapter returned no response object')
       settle(link, 'success', isProbe, env)
+      called(link, attempt, started, env, response, undefined)
       return response
     } catch (err) {
       failure = err
     }
+    if (!env.signal.aborted) called(link, attempt, started, env, undefined, failure)
     if (env.signal.aborted) {
       settle(link, 'neutral', isProbe, env)
       throw abortReason(env.signal)

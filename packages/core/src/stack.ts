@@ -25,6 +25,44 @@ export interface StackEvent extends TraceEvent {
   readonly tool: string
 }
 
+/**
+ * The first event of every call, before any layer runs; built only when someone listens.
+ *
+ * @example
+ * stack.on((e) => { if (e.type === 'call.started') spans.set(e.callId, start(e.tool, e.at)) })
+ */
+export interface CallStartedEvent extends StackEvent {
+  readonly type: 'call.started'
+  readonly turn: number
+  /** The tool's declared effect; undefined for a tool the stack does not know. */
+  readonly effect: string | undefined
+}
+
+/**
+ * The last event of every call that started, once it settled: a result (`ok`, `soft_error`) or a
+ * hard stop (`hard_error`). Late events of the call (a late result) may still follow it.
+ *
+ * @example
+ * stack.on((e) => { if (e.type === 'call.finished' && e.outcome !== 'ok') alert(e.tool, e.code ?? e.kind) })
+ */
+export interface CallFinishedEvent extends StackEvent {
+  readonly type: 'call.finished'
+  readonly turn: number
+  readonly outcome: 'ok' | 'soft_error' | 'hard_error'
+  /** The soft error's code (a hard stop escalated from a soft error keeps it). */
+  readonly code: string | undefined
+  /** The soft error's category. */
+  readonly category: string | undefined
+  /** The hard stop's kind. */
+  readonly kind: string | undefined
+  /** The error's message, sanitized like the text the model reads. */
+  readonly message: string | undefined
+  readonly attempts: number
+  readonly executions: number
+  readonly replayed: boolean
+  readonly durationMs: number
+}
+
 export interface StackLimits {
   /** Largest accepted arguments, serialized. Default 256 KiB. */
   maxArgsBytes?: number
@@ -214,16 +252,46 @@ export function createStack(options: StackOptions): Stack {
       shared.runId = ctx.run.id
       shared.callId = ctx.call.id
       shared.tool = ctx.call.name
-      for (const listener of listeners) {
-        try {
-          listener(shared)
-        } catch (err) {
-          if (failedListeners.has(listener)) continue
-          failedListeners.add(listener)
-          logger.error({ err, event: event.type }, 'a stack.on() listener threw; the call goes on, and its later throws are not logged')
-        }
+      announce(shared)
+    }
+  }
+  function announce(event: StackEvent): void {
+    for (const listener of listeners) {
+      try {
+        listener(event)
+      } catch (err) {
+        if (failedListeners.has(listener)) continue
+        failedListeners.add(listener)
+        logger.error({ err, event: event.type }, 'a stack.on() listener threw; the call goes on, and its later throws are not logged')
       }
     }
+  }
+  /** `call.finished`, built only when someone listens. */
+  function finished(
+    ctx: CallContext,
+    outcome: CallFinishedEvent['outcome'],
+    durationMs: number,
+    replayed: boolean,
+    error: { code?: string; category?: string; kind?: string; message?: string } | undefined,
+  ): void {
+    const event: CallFinishedEvent = {
+      type: 'call.finished',
+      at: clock.now(),
+      runId: ctx.run.id,
+      callId: ctx.call.id,
+      tool: ctx.call.name,
+      turn: ctx.run.turn,
+      outcome,
+      code: error?.code,
+      category: error?.category,
+      kind: error?.kind,
+      message: error?.message,
+      attempts: ctx.attempt,
+      executions: ctx.executions,
+      replayed,
+      durationMs,
+    }
+    announce(event)
   }
 
   function softResult(ctx: CallContext, error: ToolError, started: number): ToolResult {
@@ -269,6 +337,20 @@ export function createStack(options: StackOptions): Stack {
     // No child (pino copies its bindings into a new object per child) for a call nothing will be written about.
     const log = logging && !isSilent(logger) ? logger.child({ runId: run.id, turn: run.turn, callId: id, tool: call.name }) : silentLogger
     const ctx = new CallContext(call, served.get(call.name), run, signal, log, clock, random, sink, toolNames)
+    // Decided once per call, so a listener added mid-call never hears a `call.finished` without its `call.started`.
+    const watched = listeners.size > 0
+    if (watched) {
+      const event: CallStartedEvent = {
+        type: 'call.started',
+        at: started,
+        runId: run.id,
+        callId: id,
+        tool: call.name,
+        turn: run.turn,
+        effect: ctx.tool?.effect,
+      }
+      announce(event)
+    }
     let result: ToolResult
     try {
       if (ctx.tool !== undefined && refusal === undefined && needsEagerParse(ctx.tool)) {
@@ -301,6 +383,7 @@ export function createStack(options: StackOptions): Stack {
             { attempts: ctx.attempt, durationMs: clock.now() - started, outcome: 'hard_error', kind: hard.kind },
             'tool call ended the run',
           )
+        if (watched) finished(ctx, 'hard_error', clock.now() - started, false, { kind: hard.kind, message: hard.message })
         throw hard
       }
       result = softResult(ctx, err as ToolError, started)
@@ -311,6 +394,7 @@ export function createStack(options: StackOptions): Stack {
             { attempts: ctx.attempt, durationMs: result.durationMs, outcome: 'hard_error', kind: escalated.kind, code: result.error?.code },
             'tool call ended the run',
           )
+        if (watched) finished(ctx, 'hard_error', result.durationMs, false, { ...result.error, kind: escalated.kind })
         throw escalated
       }
     } finally {
@@ -326,10 +410,12 @@ export function createStack(options: StackOptions): Stack {
           replayed: result.replayed,
           code: result.error?.code,
           category: result.error?.category,
+          message: result.error?.message,
         },
         'tool call',
       )
     }
+    if (watched) finished(ctx, result.ok ? 'ok' : 'soft_error', result.durationMs, result.replayed, result.error)
     return result
   }
 

@@ -2,4 +2,4 @@ export { type InstrumentAgentOptions, instrumentAgent } from './instrument-agent
 export { type InstrumentModelOptions, instrumentModel } from './instrument-model.js'
 export { DURATION_BUCKETS, TOKEN_BUCKETS } from './instruments.js'
 export { type OperatorLog, type OperatorLogOptions, operatorLog } from './operator-log.js'
-export { type OtelOptions, otel } from './otel.js'
+export { type OtelLayer, type OtelOptions, otel } from './otel.js'

@@ -31,6 +31,8 @@ const optionsSchema = z
  * on: its `chat` and `execute_tool` spans are children. A stopped run ends the span with status
  * ERROR and `error.type` set to the LoopError's kind; token totals come from {@link instrumentModel}.
  *
+ * @deprecated Pass `otel().onAgentEvent` as the agent's `onEvent` (and `attach` the stack): the run span and its
+ * token totals come from core's `run.started` / `run.finished` events. Kept working for existing setups.
  * @example
  * const agent = instrumentAgent(createAgent({ model, tools, middleware: [otel(), ...defaultMiddleware()] }), { name: 'billing' })
  */

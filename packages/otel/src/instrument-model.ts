@@ -41,6 +41,8 @@ const optionsSchema = z
  * and records `gen_ai.client.operation.duration` and `gen_ai.client.token.usage`. The model's own
  * spans (its HTTP client's) become children of the chat span.
  *
+ * @deprecated Pass `otel().onAgentEvent` as the agent's `onEvent`: core's `model.call` event carries each
+ * attempt's latency, tokens and finish reason. Still the way to trace a model used outside shallot's agent.
  * @example
  * const agent = createAgent({ model: instrumentModel(model, { model: 'gpt-4.1-mini', provider: 'openai' }), tools })
  */

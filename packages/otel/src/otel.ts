@@ -1,5 +1,18 @@
 import { type Attributes, context, type Meter, metrics, type Span, SpanKind, SpanStatusCode, type Tracer, trace } from '@opentelemetry/api'
-import { LoopError, type Middleware, parseOptions, type ToolContext, ToolError } from '@shallot/core'
+import {
+  type AgentEvent,
+  type CallFinishedEvent,
+  type CallStartedEvent,
+  type Clock,
+  LoopError,
+  type Middleware,
+  parseOptions,
+  type Stack,
+  type StackEvent,
+  systemClock,
+  type ToolContext,
+  ToolError,
+} from '@shallot/core'
 import { z } from 'zod'
 import { ClockTime, eventAttributes, MAX_ATTRIBUTE_CHARS, sanitizerOf } from './attributes.js'
 import { errorTypeOf } from './error-type.js'
@@ -29,6 +42,9 @@ const optionsSchema = z
 
 const REFUSALS = new Set(['circuit-breaker.refused', 'stuck-loop.refused', 'stuck-loop.stopped', 'idempotency.refused', 'bulkhead.refused'])
 
+const tokens = (value: unknown): number | undefined =>
+  typeof value === 'number' && Number.isFinite(value) && value >= 0 ? Math.floor(value) : undefined
+
 function str(value: unknown): string | undefined {
   return typeof value === 'string' ? value : undefined
 }
@@ -57,16 +73,45 @@ function count(m: Instruments, tool: string, type: string, fields: Readonly<Reco
   }
 }
 
+/** The layer, and what lets it trace from the stack's events wherever it sits in the onion. */
+export interface OtelLayer extends Middleware {
+  /**
+   * Traces every call of `stack` from its `call.started` / `call.finished` events: the span opens
+   * before the outermost layer runs and ends once the call settled, so `otel()` may sit anywhere in
+   * the onion (it still makes the span the active context for the layers inside it and the tool).
+   * Returns the unsubscribe function.
+   */
+  attach(stack: Stack): () => void
+  /**
+   * An agent's `onEvent` sink: an `invoke_agent` span per run (token totals from `run.finished`)
+   * and a `chat {model}` span per model attempt (`model.call`), with the attached stack's tool spans
+   * as children of their run's span. No model or agent wrapper needed.
+   */
+  readonly onAgentEvent: (event: AgentEvent) => void
+}
+
+interface OpenCall {
+  readonly span: Span
+  readonly started: number
+}
+
+/** Ended spans kept for late events (a late result): enough for every call in flight, bounded. */
+const MAX_ENDED = 1024
+
 /**
- * The outermost layer that makes each logical tool call an `execute_tool {tool}` span (OpenTelemetry
+ * The layer that makes each logical tool call an `execute_tool {tool}` span (OpenTelemetry
  * GenAI conventions), with every layer event as a span event, the soft error's code as `error.type`,
  * and the active context handed to the inner layers, so spans the tool starts are its children.
  * Attempts are span events (`retry.scheduled`, `timeout.expired`, ...) and `shallot.tool.attempts`.
+ * Attached to its stack it traces from the stack's events and may sit anywhere in the onion;
+ * unattached it must be outermost, since layers outside it are not seen.
  *
  * @example
- * const stack = createStack({ tools, middleware: [otel(), ...defaultMiddleware()] })
+ * const tracing = otel()
+ * const stack = createStack({ tools, middleware: [...defaultMiddleware(), tracing] })
+ * tracing.attach(stack)
  */
-export function otel(options: OtelOptions = {}): Middleware {
+export function otel(options: OtelOptions = {}): OtelLayer {
   const parsed = parseOptions('otel()', optionsSchema, options)
   const tracer = parsed.tracer ?? trace.getTracer(SCOPE.name, SCOPE.version)
   const instruments = instrumentsOf(parsed.meter ?? metrics.getMeter(SCOPE.name, SCOPE.version))
@@ -93,24 +138,172 @@ export function otel(options: OtelOptions = {}): Middleware {
     }
   }
 
-  async function otelLayer(ctx: ToolContext, next: () => Promise<void>): Promise<void> {
-    const started = ctx.clock.now()
+  function startSpan(tool: string, callId: string, runId: string, turn: number, effect: string | undefined, clock: Clock, at: number) {
     const attributes: Attributes = {
       'gen_ai.operation.name': 'execute_tool',
-      'gen_ai.tool.name': ctx.call.name,
-      'gen_ai.tool.call.id': clean(ctx.call.id),
+      'gen_ai.tool.name': tool,
+      'gen_ai.tool.call.id': clean(callId),
       'gen_ai.tool.type': 'function',
-      'shallot.run.id': clean(ctx.run.id),
-      'shallot.turn': ctx.run.turn,
+      'shallot.run.id': clean(runId),
+      'shallot.turn': turn,
     }
-    if (ctx.tool !== undefined) attributes['shallot.tool.effect'] = ctx.tool.effect
+    if (effect !== undefined) attributes['shallot.tool.effect'] = effect
+    const run = runs.get(runId)
+    const parent = run === undefined ? context.active() : trace.setSpan(context.active(), run)
+    return tracer.startSpan(`execute_tool ${tool}`, { kind: SpanKind.INTERNAL, attributes, startTime: time.at(clock, at) }, parent)
+  }
+
+  // Runs seen through onAgentEvent, so tool and chat spans are children of their run's span.
+  const runs = new Map<string, Span>()
+  let agentClock: Clock = systemClock
+
+  function onAgentEvent(event: AgentEvent): void {
+    try {
+      const clock = agentClock
+      if (event.type === 'run.started') {
+        const span = tracer.startSpan('invoke_agent', {
+          kind: SpanKind.INTERNAL,
+          startTime: time.at(clock, event.at),
+          attributes: {
+            'gen_ai.operation.name': 'invoke_agent',
+            'shallot.run.id': clean(event.runId),
+            'shallot.run.resumed': event.resumed,
+          },
+        })
+        runs.set(event.runId, span)
+      } else if (event.type === 'model.call') {
+        const run = runs.get(event.runId)
+        const model = clean(event.model)
+        const base: Attributes = { 'gen_ai.operation.name': 'chat', 'gen_ai.request.model': model }
+        const span = tracer.startSpan(
+          `chat ${model}`,
+          {
+            kind: SpanKind.CLIENT,
+            startTime: time.at(clock, event.at - event.durationMs),
+            attributes: { ...base, 'shallot.model.attempt': event.attempt },
+          },
+          run === undefined ? context.active() : trace.setSpan(context.active(), run),
+        )
+        const metric: Attributes = { ...base }
+        const input = tokens(event.usage?.inputTokens)
+        const output = tokens(event.usage?.outputTokens)
+        if (input !== undefined) {
+          span.setAttribute('gen_ai.usage.input_tokens', input)
+          instruments.tokens.record(input, { ...base, 'gen_ai.token.type': 'input' })
+        }
+        if (output !== undefined) {
+          span.setAttribute('gen_ai.usage.output_tokens', output)
+          instruments.tokens.record(output, { ...base, 'gen_ai.token.type': 'output' })
+        }
+        if (event.finishReason !== undefined) span.setAttribute('gen_ai.response.finish_reasons', [clean(event.finishReason)])
+        span.setAttribute('shallot.model.tool_calls', event.toolCalls)
+        if (event.error !== undefined) {
+          metric['error.type'] = '_OTHER'
+          span.setAttribute('error.type', '_OTHER')
+          span.setStatus({ code: SpanStatusCode.ERROR, message: clean(event.error) })
+        }
+        span.end(time.at(clock, event.at))
+        instruments.duration.record(Math.max(0, event.durationMs) / 1000, metric)
+      } else if (event.type === 'run.finished') {
+        const span = runs.get(event.runId)
+        if (span === undefined) return
+        runs.delete(event.runId)
+        span.setAttributes({
+          'shallot.run.status': event.status,
+          'shallot.run.turns': event.turns,
+          'shallot.run.steps': event.steps,
+          'gen_ai.usage.input_tokens': event.usage.inputTokens,
+          'gen_ai.usage.output_tokens': event.usage.outputTokens,
+        })
+        if (event.status === 'stopped') {
+          span.setAttribute('error.type', event.kind ?? '_OTHER')
+          span.setStatus({ code: SpanStatusCode.ERROR })
+        }
+        span.end(time.at(clock, event.at))
+      } else {
+        const run = runs.get(event.runId)
+        if (run === undefined) return
+        const { type, at, runId: _r, ...fields } = event
+        run.addEvent(type, eventAttributes(fields, text), time.at(clock, at))
+      }
+    } catch {
+      // Telemetry never changes a run's outcome.
+    }
+  }
+
+  // Attached: spans live here from call.started to call.finished, keyed by run and call.
+  const open = new Map<string, OpenCall>()
+  const ended = new Map<string, Span>()
+  let attached = 0
+  const keyOf = (runId: string, callId: string) => `${runId}\u0000${callId}`
+
+  function onStackEvent(clock: Clock, event: StackEvent): void {
+    try {
+      const key = keyOf(event.runId, event.callId)
+      if (event.type === 'call.started') {
+        const e = event as CallStartedEvent
+        open.set(key, { span: startSpan(e.tool, e.callId, e.runId, e.turn, e.effect, clock, e.at), started: e.at })
+        return
+      }
+      const call = open.get(key)
+      if (event.type === 'call.finished') {
+        if (call === undefined) return
+        open.delete(key)
+        ended.set(key, call.span)
+        if (ended.size > MAX_ENDED) ended.delete(ended.keys().next().value as string)
+        finishFromEvent(clock, call, event as CallFinishedEvent)
+        return
+      }
+      const { type, at, runId: _r, callId: _c, tool, ...fields } = event
+      const attributes = eventAttributes(fields, text)
+      if (call !== undefined) call.span.addEvent(type, attributes, time.at(clock, at))
+      else {
+        const parent = ended.get(key)
+        const late = tracer.startSpan(
+          `${type} ${tool}`,
+          { kind: SpanKind.INTERNAL, startTime: time.at(clock, at), attributes: { ...attributes, 'gen_ai.tool.name': tool } },
+          parent === undefined ? context.active() : trace.setSpan(context.active(), parent),
+        )
+        late.end(time.at(clock, at))
+      }
+      count(instruments, tool, type, fields, clean)
+    } catch {
+      // Telemetry never changes a call's outcome.
+    }
+  }
+
+  function finishFromEvent(clock: Clock, call: OpenCall, e: CallFinishedEvent): void {
+    const { span } = call
+    let errorType: string | undefined
+    if (e.outcome === 'ok') span.setAttributes({ 'shallot.outcome': 'ok', 'shallot.tool.replayed': e.replayed })
+    else if (e.outcome === 'soft_error') {
+      errorType = e.code ?? '_OTHER'
+      span.setAttributes({ 'error.type': errorType, 'shallot.outcome': 'soft_error', 'shallot.error.category': e.category ?? 'unknown' })
+      span.setStatus({ code: SpanStatusCode.ERROR, message: clean(e.message ?? '') })
+    } else {
+      errorType = e.kind ?? '_OTHER'
+      span.setAttributes({ 'error.type': errorType, 'shallot.outcome': 'hard_error' })
+      if (e.code !== undefined) span.setAttribute('shallot.error.code', e.code)
+      span.setStatus({ code: SpanStatusCode.ERROR, message: clean(e.message ?? 'the call ended the run') })
+    }
+    span.setAttributes({ 'shallot.tool.attempts': e.attempts, 'shallot.tool.executions': e.executions })
+    span.end(time.at(clock, e.at))
+    const metric: Attributes = { 'gen_ai.operation.name': 'execute_tool', 'gen_ai.tool.name': e.tool }
+    if (errorType !== undefined) metric['error.type'] = errorType
+    instruments.duration.record(Math.max(0, e.durationMs) / 1000, metric)
+    instruments.attempts.record(e.attempts, metric)
+  }
+
+  async function otelLayer(ctx: ToolContext, next: () => Promise<void>): Promise<void> {
+    if (attached > 0) {
+      const call = open.get(keyOf(ctx.run.id, ctx.call.id))
+      // The stack's events own the span; the layer only makes it the context of what runs inside.
+      if (call !== undefined) return context.with(trace.setSpan(context.active(), call.span), next)
+    }
+    const started = ctx.clock.now()
     let span: Span
     try {
-      span = tracer.startSpan(`execute_tool ${ctx.call.name}`, {
-        kind: SpanKind.INTERNAL,
-        attributes,
-        startTime: time.at(ctx.clock, started),
-      })
+      span = startSpan(ctx.call.name, ctx.call.id, ctx.run.id, ctx.run.turn, ctx.tool?.effect, ctx.clock, started)
     } catch {
       // A tracer that cannot start a span costs the trace, never the call.
       return next()
@@ -158,5 +351,20 @@ export function otel(options: OtelOptions = {}): Middleware {
     instruments.duration.record(Math.max(0, ended - started) / 1000, metric)
     instruments.attempts.record(ctx.attempt, metric)
   }
-  return otelLayer
+  const layer = otelLayer as OtelLayer
+  layer.attach = (stack) => {
+    const clock = stack.clock
+    agentClock = clock
+    attached++
+    const off = stack.on((event) => onStackEvent(clock, event))
+    let on = true
+    return () => {
+      if (!on) return
+      on = false
+      attached--
+      off()
+    }
+  }
+  Object.defineProperty(layer, 'onAgentEvent', { value: onAgentEvent, enumerable: true })
+  return layer
 }

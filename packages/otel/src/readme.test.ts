@@ -6,6 +6,7 @@ import pino from 'pino'
 import { afterEach, describe, expect, it } from 'vitest'
 import { z } from 'zod'
 import { otelSdk } from '../test/world.js'
+import { tracedAgent } from './readme-events-example.js'
 import { observedAgent } from './readme-example.js'
 
 const read = (file: string) => readFileSync(new URL(file, import.meta.url), 'utf8')
@@ -66,5 +67,34 @@ describe('README', () => {
       'model call',
       'run finished',
     ])
+  })
+})
+
+describe('README, from core events', () => {
+  it('shows the type-checked example verbatim and it traces a run with token totals and no wrappers', async () => {
+    const example = read('./readme-events-example.ts').replace("from './index.js'", "from '@shallot/otel'")
+    expect(read('../README.md')).toContain(example)
+    sdk = otelSdk()
+    const readFile = defineTool({
+      name: 'read_file',
+      description: 'Read a file',
+      input: z.object({ path: z.string() }),
+      effect: 'read',
+      execute: () => 'fn main() {}',
+    })
+    // scriptedModel() reports no usage; this one does, as a provider's adapter would.
+    const replies = [
+      { toolCalls: [{ id: 't1', name: 'read_file', args: { path: 'src/main.rs' } }], usage: { inputTokens: 50, outputTokens: 5 } },
+      { text: 'It defines main().', usage: { inputTokens: 60, outputTokens: 6 } },
+    ]
+    const model = { name: 'gpt-4.1-mini', generate: async () => replies.shift() ?? { text: 'extra' } }
+    const agent = tracedAgent(model, [readFile])
+    await expect(agent.run({ input: 'What does src/main.rs define?' })).resolves.toMatchObject({ status: 'completed' })
+    const spans = sdk.spans()
+    const root = spans.find((s) => s.name === 'invoke_agent')
+    expect(root?.attributes).toMatchObject({ 'gen_ai.usage.input_tokens': 110, 'gen_ai.usage.output_tokens': 11 })
+    const children = spans.filter((s) => s.parentSpanContext?.spanId === root?.spanContext().spanId).map((s) => s.name)
+    expect(children[0]).toMatch(/^chat /)
+    expect(children.filter((n) => n === 'execute_tool read_file')).toHaveLength(1)
   })
 })
