@@ -4,7 +4,6 @@ export {
   type AgentLimits,
   type AgentModel,
   type AgentOptions,
-  APPROVALS_STATE_KEY,
   type ApprovalAnswer,
   createAgent,
   type ResumeOptions,
@@ -21,7 +20,7 @@ export {
   type TurnRecord,
 } from './checkpoints.js'
 export { systemClock } from './clock.js'
-export { compose, isTrustedMiddleware, MiddlewareUsageError, TRUSTED_MIDDLEWARE, trustedMiddleware } from './compose.js'
+export { compose, MiddlewareUsageError, trustedMiddleware } from './compose.js'
 export { defineMiddleware, type MiddlewareDefinition, type MiddlewareEnv } from './define-middleware.js'
 export { defineTool, type ToolSpec } from './define-tool.js'
 export {

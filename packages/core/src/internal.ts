@@ -7,9 +7,12 @@
  * @example
  * import { onAbort } from '@shallot/core/internal'
  */
+
+export { APPROVALS_STATE_KEY } from './approvals.js'
 export { type BoundedCall, boundedCall, type StoreUnavailable } from './bounded-call.js'
 export { canonicalJson, hashOf } from './canonical.js'
 export { type AbortSource, type EscalationPolicy, onAbort } from './channel.js'
+export { isTrustedMiddleware, TRUSTED_MIDDLEWARE } from './compose.js'
 export { isMiddlewareDefinition } from './define-middleware.js'
 export { invalidArguments, unknownTool } from './dispatcher.js'
 export { isTransientModelError } from './model-call.js'

@@ -1,4 +1,5 @@
-import { APPROVALS_STATE_KEY, type Json, type RunContext } from '@shallot/core'
+import type { Json, RunContext } from '@shallot/core'
+import { APPROVALS_STATE_KEY } from '@shallot/core/internal'
 
 /**
  * Where the policy keeps what must survive a checkpoint, in `ctx.run.state`:
