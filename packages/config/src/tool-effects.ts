@@ -1,5 +1,5 @@
 import type { AnyTool, Middleware } from '@shallot/core'
-import { overrideTools } from '@shallot/core/internal'
+import { overrideTools } from '@shallot/core'
 
 /**
  * The entry of a stack's middleware list for a config that overrides some tools' `effect`: every

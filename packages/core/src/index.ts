@@ -53,6 +53,7 @@ export {
   type StackOptions,
 } from './stack.js'
 export { sanitize } from './text/sanitize.js'
+export { overrideTools } from './tool-overrides.js'
 export type {
   AnyTool,
   Budget,
