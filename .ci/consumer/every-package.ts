@@ -16,6 +16,7 @@ import * as idempotencyContract from '@shallot/idempotency/contract'
 import * as langchain from '@shallot/langchain'
 import * as mcp from '@shallot/mcp'
 import * as openaiAgents from '@shallot/openai-agents'
+import * as openaiAgentsTesting from '@shallot/openai-agents/testing'
 import * as otel from '@shallot/otel'
 import * as panicCatcher from '@shallot/panic-catcher'
 import * as policy from '@shallot/policy'
@@ -45,6 +46,7 @@ const modules = {
   langchain,
   mcp,
   openaiAgents,
+  openaiAgentsTesting,
   otel,
   panicCatcher,
   policy,

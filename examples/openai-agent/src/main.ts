@@ -9,9 +9,9 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { Agent, type RunResult, run, setTracingDisabled } from '@openai/agents'
 import { shallotFunctionTools } from '@shallot/openai-agents'
+import { lastOutputs, scriptedModel } from '@shallot/openai-agents/testing'
 import { consecutive, defaultMiddleware, LoopError } from 'shallot'
 import { z } from 'zod'
-import { lastOutputs, scriptedModel } from './scripted-model.js'
 
 // The SDK exports traces to OpenAI by default; this example has no API key and no network.
 setTracingDisabled(true)

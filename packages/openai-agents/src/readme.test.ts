@@ -2,7 +2,7 @@ import { readFileSync } from 'node:fs'
 import { LoopError, ToolError } from '@shallot/core'
 import { describe, expect, it } from 'vitest'
 import { explainMain } from './readme-example.js'
-import { lastOutputs, scriptedModel } from './scripted-model.test-helper.js'
+import { lastOutputs, scriptedModel } from './testing.js'
 
 const read = (file: string) => readFileSync(new URL(file, import.meta.url), 'utf8')
 

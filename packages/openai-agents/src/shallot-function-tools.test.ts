@@ -6,7 +6,7 @@ import { manualClock } from '@shallot/testing'
 import { describe, expect, it } from 'vitest'
 import { z } from 'zod'
 import { loopErrorOf, shallotFunctionTools } from './index.js'
-import { lastOutputs, scriptedModel } from './scripted-model.test-helper.js'
+import { lastOutputs, scriptedModel } from './testing.js'
 
 function projectFiles(files: Record<string, string>) {
   const asked: string[] = []

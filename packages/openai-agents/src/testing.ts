@@ -1,3 +1,4 @@
+// `@shallot/openai-agents/testing`: a scripted Agents SDK model, so an agent behind shallot is tested without a provider.
 import type { AgentInputItem, Model, ModelRequest, ModelResponse, StreamEvent } from '@openai/agents'
 import { Usage } from '@openai/agents'
 
@@ -7,7 +8,12 @@ export interface Reply {
   calls?: ReadonlyArray<{ name: string; args?: unknown; rawArgs?: string }>
 }
 
-/** What the model read last: the outputs of the function results at the end of its input, as text. */
+/**
+ * What the model read last: the outputs of the function results at the end of its input, as text.
+ *
+ * @example
+ * const model = scriptedModel([{ calls: [{ name: 'read_file', args: { path: 'a.txt' } }] }, (request) => ({ text: lastOutputs(request).join() })])
+ */
 export function lastOutputs(request: ModelRequest): string[] {
   const items = typeof request.input === 'string' ? [] : request.input
   const outputs: string[] = []
@@ -23,7 +29,12 @@ export function lastOutputs(request: ModelRequest): string[] {
 /**
  * An implementation of the SDK's `Model` interface that plays a script (no network): each step is a
  * reply, or a function of the request so the model can react to what it read. A script that runs out
- * repeats its last step.
+ * repeats its last step. For testing an agent and its shallot stack without a model provider.
+ *
+ * @example
+ * import { scriptedModel } from '@shallot/openai-agents/testing'
+ * const model = scriptedModel([{ calls: [{ name: 'read_file', args: { path: 'a.txt' } }] }, { text: 'done' }])
+ * const agent = new Agent({ name: 'reader', model, tools: shallot.tools })
  */
 export function scriptedModel(steps: ReadonlyArray<Reply | ((request: ModelRequest) => Reply)>): Model & { requests: ModelRequest[] } {
   const requests: ModelRequest[] = []
