@@ -108,9 +108,9 @@ export function sqliteCheckpoints(options: SqliteCheckpointsOptions): SqliteChec
   const db = opts.database ?? new Database(opts.path as string)
   const table = `"${opts.tableName}"`
   try {
-    db.pragma(`busy_timeout = ${opts.busyTimeoutMs}`)
-    db.pragma('journal_mode = WAL')
-    if (owned) db.pragma('synchronous = FULL')
+    db.exec(`PRAGMA busy_timeout = ${opts.busyTimeoutMs}`)
+    db.exec('PRAGMA journal_mode = WAL')
+    if (owned) db.exec('PRAGMA synchronous = FULL')
     db.exec(`CREATE TABLE IF NOT EXISTS ${table} (
       run_id TEXT PRIMARY KEY NOT NULL,
       snapshot TEXT NOT NULL,

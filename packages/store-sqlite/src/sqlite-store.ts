@@ -112,9 +112,9 @@ export function sqliteStore(options: SqliteStoreOptions): SqliteStore {
   const now = wallNowOf(opts) ?? Date.now
   const table = `"${opts.tableName}"`
   try {
-    db.pragma(`busy_timeout = ${opts.busyTimeoutMs}`)
-    db.pragma('journal_mode = WAL')
-    if (owned) db.pragma('synchronous = FULL')
+    db.exec(`PRAGMA busy_timeout = ${opts.busyTimeoutMs}`)
+    db.exec('PRAGMA journal_mode = WAL')
+    if (owned) db.exec('PRAGMA synchronous = FULL')
     db.exec(
       `CREATE TABLE IF NOT EXISTS ${table} (
         key TEXT PRIMARY KEY NOT NULL,
