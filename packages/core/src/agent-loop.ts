@@ -183,6 +183,8 @@ export function agentLoop(
       turns.push(
         response.text === undefined ? { turn, calls: results.map(record) } : { turn, text: response.text, calls: results.map(record) },
       )
+      // Layers that watch the run (convergence) see the turn before it is checkpointed; a LoopError ends the run.
+      stack.observeTurn?.({ turn, text: response.text, calls, results }, run)
       await save('running')
       log.info({ turn, calls: results.length, failed, steps: run.budget.used }, 'turn completed')
     }

@@ -58,6 +58,7 @@ export type {
   AnyTool,
   Budget,
   Clock,
+  CompletedTurn,
   DeferredSignal,
   Json,
   Logger,
@@ -72,6 +73,7 @@ export type {
   ToolOutput,
   ToolResult,
   TraceEvent,
+  TurnEnv,
 } from './types.js'
 export { TOOL_EFFECTS } from './types.js'
 export type { RunUsage } from './usage-budget.js'
