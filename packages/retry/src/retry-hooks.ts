@@ -56,30 +56,45 @@ export async function callHook(
     return { ok: false, why: 'threw' }
   }
   if (typeof (pending as PromiseLike<unknown> | undefined)?.then !== 'function') return { ok: true, value: pending }
-  const stop = new AbortController()
-  const onAbort = () => stop.abort()
-  signal.addEventListener('abort', onAbort, { once: true })
+  let finish: (result: HookResult | undefined) => void = () => {}
+  const ended = new Promise<HookResult | undefined>((resolve) => {
+    finish = resolve
+  })
+  let done = false
   const answered = Promise.resolve(pending as PromiseLike<unknown>).then(
-    (value): HookResult => ({ ok: true, value }),
-    (err: unknown): HookResult => {
-      if (!stop.signal.aborted) ctx.log.error({ err, hook: name }, `retry ${name} rejected; not retrying`)
-      return { ok: false, why: 'threw' }
+    (value) => finish({ ok: true, value }),
+    (err: unknown) => {
+      if (!done) ctx.log.error({ err, hook: name }, `retry ${name} rejected; not retrying`)
+      finish({ ok: false, why: 'threw' })
     },
   )
-  const timedOut = ctx.clock.sleep(timeoutMs, stop.signal).then(
-    (): HookResult => ({ ok: false, why: 'timed_out' }),
-    () => undefined,
-  )
+  void answered
+  const onAbort = () => finish(undefined)
+  signal.addEventListener('abort', onAbort, { once: true })
+  // The clock's callback timer when it has one (no AbortController); an abortable sleep otherwise.
+  let cancelTimer: () => void
+  if (ctx.clock.timer !== undefined) {
+    cancelTimer = ctx.clock.timer(timeoutMs, () => finish({ ok: false, why: 'timed_out' }))
+  } else {
+    const stop = new AbortController()
+    ctx.clock.sleep(timeoutMs, stop.signal).then(
+      () => finish({ ok: false, why: 'timed_out' }),
+      () => {},
+    )
+    cancelTimer = () => stop.abort()
+  }
   try {
-    const result = await Promise.race([answered, timedOut])
+    const result = await ended
     if (signal.aborted) throw abortReason(signal)
     if (result === undefined) return { ok: false, why: 'timed_out' }
-    if (!result.ok && result.why === 'timed_out')
+    if (!result.ok && result.why === 'timed_out') {
       ctx.log.error({ hook: name, timeoutMs }, `retry ${name} did not settle in ${timeoutMs} ms; not retrying`)
+    }
     return result
   } finally {
+    done = true
     signal.removeEventListener('abort', onAbort)
-    stop.abort()
+    cancelTimer()
   }
 }
 

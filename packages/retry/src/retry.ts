@@ -28,6 +28,10 @@ function isBackoff(value: unknown): value is Backoff {
   return typeof value === 'object' && value !== null && typeof (value as { next?: unknown }).next === 'function'
 }
 
+/** `onRetry`'s type: sync or async, returning nothing, `'stop'` or `{ delayMs }`. */
+// biome-ignore lint/suspicious/noConfusingVoidType: a hook with a path that returns nothing is a void function, sync or async.
+export type OnRetry = (info: RetryAttemptInfo) => RetryHookAnswer | void | PromiseLike<RetryHookAnswer | void>
+
 const fn = <T>(shape: string) => z.custom<T>((v) => typeof v === 'function', { message: `must be a function ${shape}` })
 
 const backoffOption = z.union([z.enum(BACKOFF_NAMES), z.custom<Backoff>(isBackoff)], {
@@ -55,9 +59,7 @@ export const retryOptionsSchema = z
      * or `'stop'` to give the error back now. A throw, a bad answer or no answer within
      * `hookTimeoutMs` stops retrying (logged). Code only: a config file cannot hold a function.
      */
-    onRetry: fn<(info: RetryAttemptInfo) => RetryHookAnswer | void | Promise<RetryHookAnswer> | Promise<void>>(
-      "(info) => undefined | 'stop' | { delayMs }",
-    ).optional(),
+    onRetry: fn<OnRetry>("(info) => undefined | 'stop' | { delayMs }").optional(),
     /** Awaited when retry gives up on a retryable error (any stop reason but `not_retryable`); cannot change the outcome. */
     onGiveUp: fn<(info: RetryGiveUpInfo) => void | Promise<void>>('(info) => void').optional(),
     /** Longest wait for one hook call; past it the hook's answer is ignored and retrying stops. Default 10,000 ms. */
