@@ -87,9 +87,12 @@ export type AgentEvent =
 
 export type AgentEventSink = (event: AgentEvent) => void
 
+/** The sink of an agent nobody listens to: the loop checks for it and builds no event at all. */
+export const noAgentEvents: AgentEventSink = () => {}
+
 /** The sink of one agent: its `onEvent` listener, which never changes a run if it throws (logged once). */
 export function agentEvents(logger: Logger, listener: AgentEventSink | undefined): AgentEventSink {
-  if (listener === undefined) return () => {}
+  if (listener === undefined) return noAgentEvents
   let failed = false
   return (event) => {
     try {

@@ -1,7 +1,8 @@
-import type { AgentEvent, AgentEventSink } from './agent-events.js'
+import { type AgentEvent, type AgentEventSink, noAgentEvents } from './agent-events.js'
 import { abortReason, onAbort } from './channel.js'
 import { LoopError, ToolError } from './errors.js'
 import { LinkedSignal } from './linked-signal.js'
+import { silentLogger } from './logger.js'
 import type { ModelAdapter, ModelRequest, ModelResponse } from './model.js'
 import { admitModel, type ModelBreakerOptions, type ModelVerdict, settleModel } from './model-breaker.js'
 import type { ModelLink } from './model-chain.js'
@@ -174,11 +175,13 @@ function called(
   response: ModelResponse | undefined,
   failure: unknown,
 ): void {
+  const logging = env.log !== silentLogger
+  if (!logging && env.emit === noAgentEvents) return
   const at = env.clock.now()
   const durationMs = at - started
   const usage = response?.usage
   const toolCalls = response?.toolCalls?.length ?? 0
-  if (response !== undefined) {
+  if (response !== undefined && logging) {
     env.log.info(
       {
         model: link.name,
