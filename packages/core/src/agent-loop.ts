@@ -1,5 +1,5 @@
 import { setMaxListeners } from 'node:events'
-import type { AgentEventSink } from './agent-events.js'
+import type { AgentEventSink, AgentScopeRunner } from './agent-events.js'
 import type { AgentSettings } from './agent-options.js'
 import { abortReason, onAbort } from './channel.js'
 import type { CallRecord, PendingTurn, RunSnapshot, SettledCall, TurnRecord } from './checkpoints.js'
@@ -98,6 +98,7 @@ function pendingTurnOf(inFlight: { turn: number; response: PendingTurn['response
 export function agentLoop(
   settings: AgentSettings,
   emit: AgentEventSink,
+  within: AgentScopeRunner,
 ): (snapshot: RunSnapshot, signal: AbortSignal | undefined) => Promise<RunOutcome> {
   const { chain, system, modelBreaker, stack, limits, modelRetry, clock, random, logger, checkpoints } = settings
   const modelTools = modelToolsOf(stack)
@@ -140,6 +141,7 @@ export function agentLoop(
       retry: modelRetry,
       breaker: modelBreaker,
       emit,
+      within,
       runId,
       turn: 0,
     }

@@ -1,4 +1,4 @@
-import type { AgentEvent, AgentEventSink } from './agent-events.js'
+import type { AgentEvent, AgentEventSink, AgentScopeRunner } from './agent-events.js'
 import { abortReason, onAbort } from './channel.js'
 import { LoopError, ToolError } from './errors.js'
 import { LinkedSignal } from './linked-signal.js'
@@ -119,6 +119,26 @@ export function describeModelFailure(err: unknown): string {
   return status === undefined ? message : `${status} ${message}`
 }
 
+const CODE = /^[A-Za-z0-9_.-]{1,64}$/
+
+/**
+ * A model failure as a low-cardinality code (the `model.call` event's `code`, OpenTelemetry's
+ * `error.type`): a ToolError's code, a LoopError's kind, the HTTP status, a Node error code, the
+ * error's class name, else `_OTHER`. Never its message: that can hold a secret and is unbounded.
+ */
+export function modelFailureCode(err: unknown): string {
+  if (ToolError.is(err)) return err.code
+  if (LoopError.is(err)) return err.kind
+  if (typeof err !== 'object' || err === null) return '_OTHER'
+  const e = err as { status?: unknown; statusCode?: unknown; code?: unknown; name?: unknown }
+  const status = typeof e.status === 'number' ? e.status : typeof e.statusCode === 'number' ? e.statusCode : undefined
+  if (status !== undefined && Number.isInteger(status) && status >= 100 && status <= 599) return String(status)
+  if (typeof e.code === 'string' && CODE.test(e.code)) return e.code
+  if (e.name === 'TimeoutError') return 'timeout'
+  if (typeof e.name === 'string' && CODE.test(e.name) && e.name !== 'Error') return e.name
+  return '_OTHER'
+}
+
 const WHAT: Record<string, string> = {
   rate_limited: 'rate limited by the provider',
   overloaded: 'the provider is overloaded',
@@ -136,6 +156,7 @@ export interface ModelCallEnv {
   readonly retry: ModelRetry
   readonly breaker: ModelBreakerOptions
   readonly emit: AgentEventSink
+  readonly within: AgentScopeRunner
   readonly runId: string
   readonly turn: number
 }
@@ -178,6 +199,7 @@ function called(
   const durationMs = at - started
   const usage = response?.usage
   const toolCalls = response?.toolCalls?.length ?? 0
+  const provider = providerOf(link)
   if (response !== undefined) {
     env.log.info(
       {
@@ -202,10 +224,19 @@ function called(
     durationMs,
     toolCalls,
   }
+  if (provider !== undefined) event.provider = provider
   if (usage !== undefined) event.usage = usage
   if (response?.finishReason !== undefined) event.finishReason = response.finishReason
-  if (response === undefined) event.error = describeModelFailure(failure)
+  if (response === undefined) {
+    event.error = describeModelFailure(failure)
+    event.code = modelFailureCode(failure)
+  }
   env.emit(event)
+}
+
+function providerOf(link: ModelLink): string | undefined {
+  const provider = (link.adapter as { provider?: unknown }).provider
+  return typeof provider === 'string' && provider !== '' ? provider : undefined
 }
 
 /**
@@ -235,7 +266,11 @@ async function onModel(
     let failure: unknown
     const started = env.clock.now()
     try {
-      const response = await once(link.adapter, request, env.signal, env.clock, env.timeoutMs)
+      const provider = providerOf(link)
+      const scope = { type: 'model.call' as const, at: started, runId: env.runId, turn: env.turn, model: link.name, attempt }
+      const response = await env.within(provider === undefined ? scope : { ...scope, provider }, () =>
+        once(link.adapter, request, env.signal, env.clock, env.timeoutMs),
+      )
       if (typeof response !== 'object' || response === null) throw new TypeError('the model adapter returned no response object')
       settle(link, 'success', isProbe, env)
       called(link, attempt, started, env, response, undefined)
