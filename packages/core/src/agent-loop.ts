@@ -39,7 +39,8 @@ export type RunOutcome =
     }
 
 const noop = () => {}
-// The task in the `run started` line: invisible characters and built-in secret patterns removed, cut at 500.
+// The task in the `run started` line and the stop's message in `run stopped`: invisible characters and
+// built-in secret patterns removed, cut at 500.
 const startLine = createSanitizer()
 
 const TRUNCATED = new ToolError(
@@ -271,7 +272,14 @@ export function agentLoop(
         log.error({ err: saveError }, 'could not checkpoint the stopped run'),
       )
       log.warn(
-        { outcome: 'stopped', kind: error.kind, message: error.message, turns: turns.length, steps: run.budget.used, ...usage },
+        {
+          outcome: 'stopped',
+          kind: error.kind,
+          message: startLine.text(error.message, 500),
+          turns: turns.length,
+          steps: run.budget.used,
+          ...usage,
+        },
         'run stopped',
       )
       emit({

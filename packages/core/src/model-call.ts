@@ -5,6 +5,7 @@ import { LinkedSignal } from './linked-signal.js'
 import type { ModelAdapter, ModelRequest, ModelResponse } from './model.js'
 import { admitModel, type ModelBreakerOptions, type ModelVerdict, settleModel } from './model-breaker.js'
 import type { ModelLink } from './model-chain.js'
+import { createSanitizer } from './text/sanitize.js'
 import type { Budget, Clock, Logger } from './types.js'
 
 export interface ModelRetry {
@@ -35,6 +36,8 @@ export function isTransientModelError(err: unknown): boolean {
 }
 
 const noop = () => {}
+// A provider's message can quote a key or an address back: the log line gets it without them, cut at 500.
+const lineText = createSanitizer()
 // A reason of our own: aborting without one allocates a DOMException with a stack trace.
 const CANCELLED = Symbol('model deadline cancelled')
 
@@ -309,7 +312,10 @@ async function onModel(
       return gaveUp(`; the pushback is past modelRetry.maxRetryAfterMs (${env.retry.maxRetryAfterMs} ms)`)
     // Never sooner than the provider asked; the jitter spreads the clients it pushed back.
     const delay = floor + Math.floor(env.random() * Math.min(env.retry.capMs, env.retry.baseMs * 2 ** (attempt - 1)))
-    env.log.warn({ model: link.name, attempt, delayMs: delay, error: cause }, 'model call failed; retrying')
+    env.log.warn(
+      { model: link.name, attempt, delayMs: delay, code: modelFailureCode(failure), error: lineText.text(cause, 500) },
+      'model call failed; retrying',
+    )
     env.emit({
       type: 'model.retry',
       at: env.clock.now(),
