@@ -95,7 +95,12 @@ export type AgentEvent =
 
 export type AgentEventSink = (event: AgentEvent) => void
 
-/** What an `onEvent` listener's `within` runs: a whole run, or one model attempt. */
+/**
+ * What an `onEvent` listener's `within` runs: a whole run, or one model attempt.
+ *
+ * @example
+ * const within = <T>(scope: AgentScope, fn: () => T): T => (scope.type === 'run' ? store.run(scope.runId, fn) : fn())
+ */
 export type AgentScope =
   | { readonly type: 'run'; readonly at: number; readonly runId: string }
   | {

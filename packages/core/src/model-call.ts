@@ -128,6 +128,9 @@ const CODE = /^[A-Za-z0-9_.-]{1,64}$/
  * A model failure as a low-cardinality code (the `model.call` event's `code`, OpenTelemetry's
  * `error.type`): a ToolError's code, a LoopError's kind, the HTTP status, a Node error code, the
  * error's class name, else `_OTHER`. Never its message: that can hold a secret and is unbounded.
+ *
+ * @example
+ * modelFailureCode(Object.assign(new Error('Service Unavailable'), { status: 503 })) // '503'
  */
 export function modelFailureCode(err: unknown): string {
   if (ToolError.is(err)) return err.code
