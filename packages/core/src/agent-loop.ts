@@ -1,5 +1,5 @@
 import { setMaxListeners } from 'node:events'
-import { type AgentEventSink, noAgentEvents } from './agent-events.js'
+import { type AgentEventSink, type AgentScopeRunner, noAgentEvents } from './agent-events.js'
 import type { AgentSettings } from './agent-options.js'
 import { abortReason, onAbort } from './channel.js'
 import type { CallRecord, PendingTurn, RunSnapshot, SettledCall, TurnRecord } from './checkpoints.js'
@@ -39,7 +39,8 @@ export type RunOutcome =
     }
 
 const noop = () => {}
-// The task in the `run started` line: invisible characters and built-in secret patterns removed, cut at 500.
+// The task in the `run started` line and the stop's message in `run stopped`: invisible characters and
+// built-in secret patterns removed, cut at 500.
 const startLine = createSanitizer()
 
 const TRUNCATED = new ToolError(
@@ -98,6 +99,7 @@ function pendingTurnOf(inFlight: { turn: number; response: PendingTurn['response
 export function agentLoop(
   settings: AgentSettings,
   emit: AgentEventSink,
+  within: AgentScopeRunner,
 ): (snapshot: RunSnapshot, signal: AbortSignal | undefined) => Promise<RunOutcome> {
   const { chain, system, modelBreaker, stack, limits, modelRetry, clock, random, logger, checkpoints } = settings
   const modelTools = modelToolsOf(stack)
@@ -143,6 +145,7 @@ export function agentLoop(
       retry: modelRetry,
       breaker: modelBreaker,
       emit,
+      within,
       runId,
       turn: 0,
     }
@@ -273,7 +276,14 @@ export function agentLoop(
         log.error({ err: saveError }, 'could not checkpoint the stopped run'),
       )
       log.warn(
-        { outcome: 'stopped', kind: error.kind, message: error.message, turns: turns.length, steps: run.budget.used, ...usage },
+        {
+          outcome: 'stopped',
+          kind: error.kind,
+          message: startLine.text(error.message, 500),
+          turns: turns.length,
+          steps: run.budget.used,
+          ...usage,
+        },
         'run stopped',
       )
       emit({
