@@ -68,11 +68,13 @@ function once(
     let waiting = true
     let cancelTimer = noop
     let offAbort = noop
+    // Settling closes the adapter's signal too (after the deadline's own reason, if that is what settled it).
     const stop = (): boolean => {
       if (!waiting) return false
       waiting = false
       cancelTimer()
       offAbort()
+      own.close()
       return true
     }
     cancelTimer = startTimer(clock, timeoutMs, () => {
@@ -104,7 +106,7 @@ function once(
         if (stop()) reject(err)
       },
     )
-  }).finally(() => own.close())
+  })
 }
 
 /** How the report and the events name a failure: "429 rate limited by the provider, Retry-After 2 s". */
