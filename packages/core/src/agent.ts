@@ -69,7 +69,7 @@ export function createAgent(options: AgentOptions<AgentModel>): Agent {
         transcript: [{ role: 'user', content: input }],
         turns: [],
       }
-      await checkpoints?.save(snapshot)
+      if (checkpoints !== undefined) await checkpoints.save(snapshot)
       return drive(snapshot, signal)
     },
     async resume(runId, options = {}) {

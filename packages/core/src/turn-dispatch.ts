@@ -69,9 +69,9 @@ function waitingStop(stops: readonly LoopError[], settled: readonly ToolResult[]
 const NOTHING_KEPT: Readonly<Record<string, SettledCall>> = Object.freeze({})
 
 /** A turn of one call and nothing kept (most turns): the general path's answer without its filter, map and closures. */
-async function dispatchAlone(stack: Stack, call: ToolCall, run: MutableRun, stopRun: AbortController | undefined): Promise<ToolResult> {
+async function dispatchAlone(stack: Stack, call: ToolCall, run: MutableRun, stopRun: AbortController | undefined): Promise<ToolResult[]> {
   try {
-    return await stack.dispatch(call, { run })
+    return [await stack.dispatch(call, { run })]
   } catch (err) {
     if (isWaiting(err)) throw waitingStop([err as LoopError], [])
     if (stopRun === undefined) throw abortReason({ reason: err })
@@ -99,7 +99,8 @@ export async function dispatchTurn(
   maxParallel: number,
   kept: Readonly<Record<string, SettledCall>> = NOTHING_KEPT,
 ): Promise<ToolResult[]> {
-  if (calls.length === 1 && kept === NOTHING_KEPT) return [await dispatchAlone(stack, calls[0] as ToolCall, run, stopRun)]
+  // Returned, not awaited: this frame is not kept for the whole call.
+  if (calls.length === 1 && kept === NOTHING_KEPT) return dispatchAlone(stack, calls[0] as ToolCall, run, stopRun)
   const isKept = (call: ToolCall) => Object.hasOwn(kept, call.id)
   const fresh = calls.filter((call) => !isKept(call))
   const settled = new Map<ToolCall, PromiseSettledResult<ToolResult>>()
