@@ -155,6 +155,36 @@ describe('convergence in an agent run', () => {
   })
 })
 
+/** `word` with a zero-width space after its `at`-th letter. */
+const hide = (word: string, at: number) => `${word.slice(0, at)}\u200b${word.slice(at)}`
+
+describe('convergence against hostile replies, through an agent', () => {
+  it('stops a model whose 1 MB replies differ only in zero-width characters and numbers, on the third turn', async () => {
+    const reply = (turn: number) =>
+      // The invisible character moves inside the words each turn, so only removing it makes the turns alike.
+      `Attempt ${turn} at ${turn}:0${turn}: the ${hide('rollout', turn)} is ${hide('still', turn)} at ${turn * 7}%, ${hide('checking', turn)} again. `.repeat(
+        12_000,
+      )
+    const { agent, world } = agentWith(
+      [({ turn }) => poll(reply(turn))],
+      {},
+      deployment(() => 'deploying'),
+    )
+    const outcome = await agent.run({ input: 'wait for the rollout' })
+    expect(outcome).toMatchObject({ status: 'stopped', turns: 3, error: { kind: 'loop_detected', details: { reason: 'converged' } } })
+    expect(world.reads).toBe(3)
+  })
+
+  it('treats turns of empty replies with the same call and result as repeats', async () => {
+    const { agent } = agentWith(
+      [poll(undefined)],
+      {},
+      deployment(() => 'deploying'),
+    )
+    expect(await agent.run({ input: 'wait' })).toMatchObject({ status: 'stopped', turns: 3, error: { kind: 'loop_detected' } })
+  })
+})
+
 describe('convergence against hostile replies', () => {
   /** Runs the watcher directly on turns with the given texts, as the agent would, and returns the turn it stopped at. */
   function stopsAt(texts: readonly string[], options: ConvergenceOptions = {}, results?: readonly string[]): number | undefined {
