@@ -15,6 +15,7 @@ export {
   type CheckpointStore,
   memoryCheckpoints,
   type PendingTurn,
+  ResumeError,
   type RunSnapshot,
   type SettledCall,
   type TurnRecord,
