@@ -37,9 +37,7 @@ describe("a policy's approve rule drives the Agents SDK's own needsApproval", ()
     const shallot = shallotFunctionTools([transfer], { middleware: [policy({ rules })] })
     const agent = new Agent({ name: 'payer', model: model(50_000), tools: shallot.tools })
     const first = await run(agent, 'pay bob', { signal: shallot.signal })
-    expect(first.interruptions.map((item) => [item.name, item.arguments])).toEqual([
-      ['transfer', '{"to":"bob","amountCents":50000}'],
-    ])
+    expect(first.interruptions.map((item) => [item.name, item.arguments])).toEqual([['transfer', '{"to":"bob","amountCents":50000}']])
     expect(sent).toEqual([])
 
     // Through the SDK's serialized state, as a host that asks a person later does.
