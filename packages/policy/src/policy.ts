@@ -251,6 +251,13 @@ export function policy(options?: PolicyOptions): Middleware {
     const tool = ctx.tool
     // An unknown tool never runs: the terminal answers it with the names that exist.
     if (tool === undefined) return next()
+    // A person's no stands whatever the rules now say: a refused call never runs (an integration relays its framework's denial this way).
+    const stored = storedApproval(ctx.run, ctx.call.id)
+    if (stored === 'deny' || (typeof stored === 'object' && stored !== null && !Array.isArray(stored) && typeof stored.deny === 'string')) {
+      ctx.emit('policy.approval_denied', { rule: undefined, by: 'user' })
+      consume(ctx.run, ctx.call.id, 'deny')
+      throw deniedByUser(tool.name, stored === 'deny' || (stored.deny as string).trim() === '' ? undefined : (stored.deny as string))
+    }
     const decision = await decide(ctx, tool)
     if (decision.action === 'pass') return next()
     if (decision.action === 'deny') {
