@@ -53,7 +53,9 @@ async function atTerminal(argv: readonly string[], fake: FakeProvider, answers: 
   vi.stubEnv('OPENAI_API_KEY', 'sk-fake-4242')
   vi.stubEnv('OPENAI_BASE_URL', fake.openaiBaseURL)
   vi.stubEnv('NO_COLOR', '1')
-  cleanups.push(() => vi.unstubAllEnvs())
+  cleanups.push(() => {
+    vi.unstubAllEnvs()
+  })
   const input = new PassThrough()
   const out: string[] = []
   const err: string[] = []
