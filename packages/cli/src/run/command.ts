@@ -258,7 +258,9 @@ export async function runAgentCommand(
     }
     let outcome: RunOutcome = mode === 'run' ? await agent.run({ runId, input: given, signal: stop.signal }) : await resumeWith(flagged)
     // At a terminal a person answers now, and the run goes on in this process; elsewhere it stops with the command.
-    const reader = io.inputIsTerminal === true && io.input !== undefined ? lineReader(io.input, MAX_ANSWER_CHARS) : undefined
+    const input = io.inputIsTerminal === true ? io.input : undefined
+    // Opened at the first question, not before: the terminal is not read while the run goes.
+    let reader: ReturnType<typeof lineReader> | undefined
     try {
       for (;;) {
         printer.upTo(outcome.transcript, events, requests)
@@ -266,7 +268,8 @@ export async function runAgentCommand(
         io.out('')
         printOutcome(io.out, outcome)
         const pending = pendingOf(outcome)
-        if (reader === undefined || pending.length === 0 || stop.signal.aborted) break
+        if (input === undefined || pending.length === 0 || stop.signal.aborted) break
+        reader ??= lineReader(input, MAX_ANSWER_CHARS)
         outcome = await resumeWith(await askApprovals(pending, reader, io.out))
       }
     } finally {
