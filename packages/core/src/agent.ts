@@ -5,6 +5,7 @@ import { type AgentModel, type AgentOptions, agentSettings } from './agent-optio
 import { type ApprovalAnswer, resumeOptions, withApprovals } from './approvals.js'
 import { type CheckpointStore, checkPendingTurn, ResumeError, type RunSnapshot } from './checkpoints.js'
 import type { Stack } from './stack.js'
+import type { Logger } from './types.js'
 import { usageOfSnapshot } from './usage-budget.js'
 
 export type { AgentEvent } from './agent-events.js'
@@ -37,7 +38,12 @@ const active = new WeakMap<CheckpointStore, Set<string>>()
  * Takes the run for this drive: in this process, and through the store's `claim` across processes.
  * Resolves to the release, or throws `ResumeError('run_in_progress')`.
  */
-async function hold(checkpoints: CheckpointStore, runId: string, owner: 'agent.run()' | 'agent.resume()'): Promise<() => Promise<void>> {
+async function hold(
+  checkpoints: CheckpointStore,
+  runId: string,
+  owner: 'agent.run()' | 'agent.resume()',
+  logger: Logger,
+): Promise<() => Promise<void>> {
   let runs = active.get(checkpoints)
   if (runs === undefined) {
     runs = new Set()
@@ -64,7 +70,10 @@ async function hold(checkpoints: CheckpointStore, runId: string, owner: 'agent.r
   }
   return async () => {
     held.delete(runId)
-    await release?.()
+    // The outcome is in hand; a store that cannot take the claim back must not turn it into a rejection.
+    await Promise.resolve()
+      .then(release)
+      .catch((err: unknown) => logger.error({ err, runId }, 'could not release the claim on the run; it lapses with its lease'))
   }
 }
 
@@ -91,7 +100,8 @@ export function createAgent(options: AgentOptions<AgentModel>): Agent {
       if (typeof input !== 'string') throw new TypeError('agent.run(): input must be a string (the task)')
       const id = runId ?? nanoid(12)
       // A run with a given id is held like a resume, so a resume of it cannot start while it goes.
-      const release = checkpoints === undefined || runId === undefined ? undefined : await hold(checkpoints, id, 'agent.run()')
+      const release =
+        checkpoints === undefined || runId === undefined ? undefined : await hold(checkpoints, id, 'agent.run()', settings.logger)
       const snapshot: RunSnapshot = {
         version: 1,
         runId: id,
@@ -114,7 +124,7 @@ export function createAgent(options: AgentOptions<AgentModel>): Agent {
       const { signal, approvals } = resumeOptions(options)
       if (checkpoints === undefined)
         throw new TypeError('agent.resume(): this agent has no checkpoints store; pass createAgent({ checkpoints })')
-      const release = await hold(checkpoints, runId, 'agent.resume()')
+      const release = await hold(checkpoints, runId, 'agent.resume()', settings.logger)
       try {
         return await resumeHeld(checkpoints, runId, signal, approvals)
       } finally {

@@ -215,4 +215,23 @@ describe('two resumes of one run at once: one proceeds, the other is refused wit
     await expect(broken.resume('r1')).rejects.toThrow('store unreachable')
     expect(completed(await a.resume('r1')).output).toBe('read: sent 50000 to bob')
   })
+
+  it('a claim that cannot be given back is logged, and the outcome is still returned', async () => {
+    const inner = memoryCheckpoints()
+    const errors: string[] = []
+    const logger = {
+      debug: () => {},
+      info: () => {},
+      warn: () => {},
+      error: (_: object, msg?: string) => errors.push(String(msg)),
+      child: () => logger,
+    }
+    const checkpoints = { save: inner.save, load: inner.load, claim: () => () => Promise.reject(new Error('store gone')) }
+    const slow = slowTransfer()
+    slow.finish()
+    const agent = createAgent({ model: model(), tools: [slow.tool], checkpoints, logger, middleware: [policy({ rules })] })
+    await agent.run({ input: 'pay bob', runId: 'r1' })
+    expect(completed(await agent.resume('r1', { approvals: { call_9: 'approve' } })).output).toBe('read: sent 50000 to bob')
+    expect(errors.filter((m) => m.startsWith('could not release the claim'))).toHaveLength(2)
+  })
 })
