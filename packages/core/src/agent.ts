@@ -1,5 +1,5 @@
 import { nanoid } from 'nanoid'
-import { agentEvents } from './agent-events.js'
+import { agentEvents, agentScope, noScope } from './agent-events.js'
 import { agentLoop, type RunOutcome } from './agent-loop.js'
 import { type AgentModel, type AgentOptions, agentSettings } from './agent-options.js'
 import { type ApprovalAnswer, resumeOptions, withApprovals } from './approvals.js'
@@ -8,7 +8,7 @@ import type { Stack } from './stack.js'
 import type { Logger } from './types.js'
 import { usageOfSnapshot } from './usage-budget.js'
 
-export type { AgentEvent } from './agent-events.js'
+export type { AgentEvent, AgentEventListener, AgentScope } from './agent-events.js'
 export type { RunOutcome } from './agent-loop.js'
 export type { AgentLimits, AgentModel, AgentOptions } from './agent-options.js'
 export { APPROVALS_STATE_KEY, type ApprovalAnswer } from './approvals.js'
@@ -92,7 +92,14 @@ async function hold(
 export function createAgent(options: AgentOptions<AgentModel>): Agent {
   const settings = agentSettings(options)
   const { stack, checkpoints } = settings
-  const drive = agentLoop(settings, agentEvents(settings.logger, settings.onEvent))
+  const within = agentScope(settings.logger, settings.onEvent)
+  const loop = agentLoop(settings, agentEvents(settings.logger, settings.onEvent), within)
+  // The whole run inside the listener's context, so what the model and the tools start sees it.
+  const drive =
+    within === noScope
+      ? loop
+      : (snapshot: RunSnapshot, signal: AbortSignal | undefined) =>
+          within({ type: 'run', at: settings.clock.now(), runId: snapshot.runId }, () => loop(snapshot, signal))
 
   return {
     stack,
@@ -114,7 +121,7 @@ export function createAgent(options: AgentOptions<AgentModel>): Agent {
         turns: [],
       }
       try {
-        await checkpoints?.save(snapshot)
+        if (checkpoints !== undefined) await checkpoints.save(snapshot)
         return await drive(snapshot, signal)
       } finally {
         await release?.()
