@@ -3,8 +3,9 @@ import { agentEvents, agentScope, noScope } from './agent-events.js'
 import { agentLoop, type RunOutcome } from './agent-loop.js'
 import { type AgentModel, type AgentOptions, agentSettings } from './agent-options.js'
 import { type ApprovalAnswer, resumeOptions, withApprovals } from './approvals.js'
-import type { RunSnapshot } from './checkpoints.js'
+import { type CheckpointStore, checkPendingTurn, ResumeError, type RunSnapshot } from './checkpoints.js'
 import type { Stack } from './stack.js'
+import type { Logger } from './types.js'
 import { usageOfSnapshot } from './usage-budget.js'
 
 export type { AgentEvent, AgentEventListener, AgentScope } from './agent-events.js'
@@ -28,6 +29,52 @@ export interface ResumeOptions {
   readonly signal?: AbortSignal
   /** Answers to the pending calls of a run stopped for approval, by call id (`outcome.report.pending`). */
   readonly approvals?: Readonly<Record<string, ApprovalAnswer>>
+}
+
+// The runs being driven in this process, by store: two agents on one store must not drive one run at once.
+const active = new WeakMap<CheckpointStore, Set<string>>()
+
+/**
+ * Takes the run for this drive: in this process, and through the store's `claim` across processes.
+ * Resolves to the release, or throws `ResumeError('run_in_progress')`.
+ */
+async function hold(
+  checkpoints: CheckpointStore,
+  runId: string,
+  owner: 'agent.run()' | 'agent.resume()',
+  logger: Logger,
+): Promise<() => Promise<void>> {
+  let runs = active.get(checkpoints)
+  if (runs === undefined) {
+    runs = new Set()
+    active.set(checkpoints, runs)
+  }
+  const busy = () =>
+    new ResumeError(
+      'run_in_progress',
+      runId,
+      `${owner}: run "${runId}" is being driven by another run() or resume() right now; nothing ran. Wait for that one's outcome, then resume again if it is still stopped`,
+    )
+  if (runs.has(runId)) throw busy()
+  runs.add(runId)
+  const held = runs
+  let release: (() => void | Promise<void>) | undefined
+  try {
+    if (checkpoints.claim !== undefined) {
+      release = await checkpoints.claim(runId)
+      if (release === undefined) throw busy()
+    }
+  } catch (err) {
+    held.delete(runId)
+    throw err
+  }
+  return async () => {
+    held.delete(runId)
+    // The outcome is in hand; a store that cannot take the claim back must not turn it into a rejection.
+    await Promise.resolve()
+      .then(release)
+      .catch((err: unknown) => logger.error({ err, runId }, 'could not release the claim on the run; it lapses with its lease'))
+  }
 }
 
 /**
@@ -58,9 +105,13 @@ export function createAgent(options: AgentOptions<AgentModel>): Agent {
     stack,
     async run({ input, signal, runId }) {
       if (typeof input !== 'string') throw new TypeError('agent.run(): input must be a string (the task)')
+      const id = runId ?? nanoid(12)
+      // A run with a given id is held like a resume, so a resume of it cannot start while it goes.
+      const release =
+        checkpoints === undefined || runId === undefined ? undefined : await hold(checkpoints, id, 'agent.run()', settings.logger)
       const snapshot: RunSnapshot = {
         version: 1,
-        runId: runId ?? nanoid(12),
+        runId: id,
         input,
         status: 'running',
         turn: 0,
@@ -69,31 +120,51 @@ export function createAgent(options: AgentOptions<AgentModel>): Agent {
         transcript: [{ role: 'user', content: input }],
         turns: [],
       }
-      if (checkpoints !== undefined) await checkpoints.save(snapshot)
-      return drive(snapshot, signal)
+      try {
+        if (checkpoints !== undefined) await checkpoints.save(snapshot)
+        return await drive(snapshot, signal)
+      } finally {
+        await release?.()
+      }
     },
     async resume(runId, options = {}) {
       const { signal, approvals } = resumeOptions(options)
       if (checkpoints === undefined)
         throw new TypeError('agent.resume(): this agent has no checkpoints store; pass createAgent({ checkpoints })')
-      const snapshot = await checkpoints.load(runId)
-      if (snapshot === undefined) throw new TypeError(`agent.resume(): no checkpoint for run "${runId}"`)
-      if (snapshot.status === 'completed') {
-        return {
-          status: 'completed',
-          runId,
-          output: snapshot.output ?? '',
-          turns: snapshot.turn,
-          steps: snapshot.stepsUsed,
-          transcript: snapshot.transcript,
-          usage: usageOfSnapshot(snapshot.usage, runId),
-        }
+      const release = await hold(checkpoints, runId, 'agent.resume()', settings.logger)
+      try {
+        return await resumeHeld(checkpoints, runId, signal, approvals)
+      } finally {
+        await release()
       }
-      if (approvals === undefined) return drive(snapshot, signal)
-      const answered = withApprovals(snapshot, approvals)
-      // Saved before the replay: a process that dies during it resumes with the answers given.
-      await checkpoints.save(answered)
-      return drive(answered, signal)
     },
+  }
+
+  async function resumeHeld(
+    checkpoints: CheckpointStore,
+    runId: string,
+    signal: AbortSignal | undefined,
+    approvals: ReadonlyMap<string, ApprovalAnswer> | undefined,
+  ): Promise<RunOutcome> {
+    // Loaded only once the run is held: what another resume saved before it let go is what this one continues.
+    const snapshot = await checkpoints.load(runId)
+    if (snapshot === undefined) throw new TypeError(`agent.resume(): no checkpoint for run "${runId}"`)
+    if (snapshot.status === 'completed') {
+      return {
+        status: 'completed',
+        runId,
+        output: snapshot.output ?? '',
+        turns: snapshot.turn,
+        steps: snapshot.stepsUsed,
+        transcript: snapshot.transcript,
+        usage: usageOfSnapshot(snapshot.usage, runId),
+      }
+    }
+    checkPendingTurn(snapshot, new Set(stack.tools.keys()))
+    if (approvals === undefined) return drive(snapshot, signal)
+    const answered = withApprovals(snapshot, approvals)
+    // Saved before the replay: a process that dies during it resumes with the answers given.
+    await checkpoints.save(answered)
+    return drive(answered, signal)
   }
 }

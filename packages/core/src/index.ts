@@ -17,6 +17,7 @@ export {
   type CheckpointStore,
   memoryCheckpoints,
   type PendingTurn,
+  ResumeError,
   type RunSnapshot,
   type SettledCall,
   type TurnRecord,
