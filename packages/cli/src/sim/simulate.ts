@@ -1,4 +1,13 @@
-import { type AnyTool, type Clock, createRun, defineTool, type Stack, type ToolEffect, type TraceEvent } from '@shallot/core'
+import {
+  type AnyTool,
+  type Clock,
+  createRun,
+  defineTool,
+  type Stack,
+  type ToolEffect,
+  type ToolResult,
+  type TraceEvent,
+} from '@shallot/core'
 import { chaosTool, type FaultKind, type ManualClock, manualClock, seededRandom } from '@shallot/testing'
 import { z } from 'zod'
 
@@ -46,59 +55,58 @@ function percentile(sorted: readonly number[], p: number): number {
   return sorted[Math.min(sorted.length - 1, Math.floor(p * sorted.length))] as number
 }
 
-/**
- * The calls of one `simulate()` that may be waiting on their virtual clock. A call that is still
- * pending once the microtask queue is empty cannot settle without virtual time moving, so one
- * `setImmediate` for all of them, armed while any call is pending, moves each such call's clock;
- * the queue drains only when every run is waiting. A counted spin of microtasks per call (the
- * obvious way) costs more than the stack's own fastest layers.
- */
-class Stalls {
-  #waiting = new Set<() => void>()
-  #armed = false
-  readonly #turn = () => {
-    this.#armed = false
-    const due = [...this.#waiting]
-    this.#waiting.clear()
-    for (const wake of due) wake()
-  }
-
-  park(wake: () => void): void {
-    this.#waiting.add(wake)
-    if (!this.#armed) {
-      this.#armed = true
-      setImmediate(this.#turn)
-    }
-  }
-
-  unpark(wake: () => void): void {
-    this.#waiting.delete(wake)
-  }
+/** One worker as the event loop sees it: the clock of its current run, and whether a call of that run is in flight. */
+interface Lane {
+  clock: ManualClock | undefined
+  calling: boolean
+  /** A `runAll()` of this lane's clock is under way. */
+  moving: boolean
 }
 
-/** Waits for `pending`, moving its run's virtual time whenever nothing else can settle it. */
-function settle<T>(clock: ManualClock, pending: Promise<T>, stalls: Stalls): Promise<T> {
-  return new Promise<T>((resolve, reject) => {
-    let settled = false
-    const wake = () => {
-      clock.runAll().then(() => {
-        if (!settled) stalls.park(wake)
-      }, reject)
-    }
-    pending.then(
-      (value) => {
-        settled = true
-        stalls.unpark(wake)
-        resolve(value)
-      },
-      (err: unknown) => {
-        settled = true
-        stalls.unpark(wake)
-        reject(err)
-      },
-    )
-    stalls.park(wake)
+/**
+ * Moves virtual time for the calls of one `simulate()` that cannot settle otherwise. A call still in
+ * flight once the microtask queue is empty waits on its run's clock (a call that can settle by itself
+ * does so within a dozen microtasks, and its worker's resumption keeps the queue busy until then), so
+ * one `setImmediate` for all workers, armed while a call is in flight, runs each such clock. Nothing
+ * per call but two flags: a counted spin of microtasks per call cost more than the stack's fastest layers.
+ */
+class Stalls {
+  readonly #lanes: Lane[] = []
+  #armed = false
+  #fail: (err: unknown) => void = () => {}
+  /** Rejects with the first error a clock throws (a run that sleeps in a loop). */
+  readonly failed = new Promise<never>((_, reject) => {
+    this.#fail = reject
   })
+
+  constructor() {
+    // Observed by `simulate()` only while it runs; a clock that throws after it gave up must not be an unhandled rejection.
+    this.failed.catch(() => {})
+  }
+
+  lane(): Lane {
+    const lane: Lane = { clock: undefined, calling: false, moving: false }
+    this.#lanes.push(lane)
+    return lane
+  }
+
+  arm(): void {
+    if (this.#armed) return
+    this.#armed = true
+    setImmediate(this.#turn)
+  }
+
+  readonly #turn = () => {
+    this.#armed = false
+    for (const lane of this.#lanes) {
+      if (!lane.calling || lane.moving || lane.clock === undefined) continue
+      lane.moving = true
+      lane.clock.runAll().then(() => {
+        lane.moving = false
+        this.arm()
+      }, this.#fail)
+    }
+  }
 }
 
 const input = z.object({ step: z.number().int() })
@@ -118,8 +126,9 @@ function count(counts: Counts, trace: readonly TraceEvent[]): void {
   }
 }
 
-async function simulateRun(options: SimOptions, base: AnyTool, ids: readonly string[], stalls: Stalls, index: number) {
+async function simulateRun(options: SimOptions, base: AnyTool, ids: readonly string[], stalls: Stalls, lane: Lane, index: number) {
   const clock = manualClock()
+  lane.clock = clock
   const tool = chaosTool(base, {
     seed: options.seed * 100_003 + index,
     failRate: options.faultRate,
@@ -133,7 +142,14 @@ async function simulateRun(options: SimOptions, base: AnyTool, ids: readonly str
   let ok = true
   let stepsRun = 0
   for (let step = 0; step < options.steps && ok; step++) {
-    const result = await settle(clock, stack.dispatch({ id: ids[step] as string, name: 'step', args: { step } }, { run }), stalls)
+    lane.calling = true
+    stalls.arm()
+    let result: ToolResult
+    try {
+      result = await stack.dispatch({ id: ids[step] as string, name: 'step', args: { step } }, { run })
+    } finally {
+      lane.calling = false
+    }
     count(counts, result.trace)
     stepsRun++
     ok = result.ok
@@ -165,9 +181,10 @@ export async function simulate(options: SimOptions): Promise<SimResult> {
   const stalls = new Stalls()
   const ids = Array.from({ length: options.steps }, (_, step) => `s${step}`)
   const worker = async () => {
+    const lane = stalls.lane()
     while (next < options.runs) {
       const index = next++
-      const run = await simulateRun(options, base, ids, stalls, index)
+      const run = await simulateRun(options, base, ids, stalls, lane, index)
       if (run.ok) succeeded++
       attempts += run.attempts
       stepsRun += run.stepsRun
@@ -179,7 +196,7 @@ export async function simulate(options: SimOptions): Promise<SimResult> {
       options.onProgress?.(done, options.runs)
     }
   }
-  await Promise.all(Array.from({ length: Math.min(concurrency, options.runs) }, worker))
+  await Promise.race([Promise.all(Array.from({ length: Math.min(concurrency, options.runs) }, worker)), stalls.failed])
   durations.sort((a, b) => a - b)
   return {
     runs: options.runs,
