@@ -138,7 +138,8 @@ async function simulateRun(options: SimOptions, base: AnyTool, ids: readonly str
   })
   const stack = options.stack({ tools: [tool], clock, random: seededRandom(options.seed * 7_919 + index) })
   const counts: Counts = { trips: 0, retries: 0, writeRefused: 0 }
-  const run = createRun()
+  // One options object per run, not per call: the stack only reads it.
+  const dispatchOptions = { run: createRun() }
   let ok = true
   let stepsRun = 0
   for (let step = 0; step < options.steps && ok; step++) {
@@ -146,7 +147,7 @@ async function simulateRun(options: SimOptions, base: AnyTool, ids: readonly str
     stalls.arm()
     let result: ToolResult
     try {
-      result = await stack.dispatch({ id: ids[step] as string, name: 'step', args: { step } }, { run })
+      result = await stack.dispatch({ id: ids[step] as string, name: 'step', args: { step } }, dispatchOptions)
     } finally {
       lane.calling = false
     }
