@@ -1,4 +1,13 @@
-import { type AnyTool, type Clock, createRun, defineTool, type Stack, type StackEvent, type ToolEffect } from '@shallot/core'
+import {
+  type AnyTool,
+  type Clock,
+  createRun,
+  defineTool,
+  type Stack,
+  type ToolEffect,
+  type ToolResult,
+  type TraceEvent,
+} from '@shallot/core'
 import { chaosTool, type FaultKind, type ManualClock, manualClock, seededRandom } from '@shallot/testing'
 import { z } from 'zod'
 
@@ -46,25 +55,80 @@ function percentile(sorted: readonly number[], p: number): number {
   return sorted[Math.min(sorted.length - 1, Math.floor(p * sorted.length))] as number
 }
 
+/** One worker as the event loop sees it: the clock of its current run, and whether a call of that run is in flight. */
+interface Lane {
+  clock: ManualClock | undefined
+  calling: boolean
+  /** A `runAll()` of this lane's clock is under way. */
+  moving: boolean
+}
+
 /**
- * Waits for `pending`, moving virtual time only when it cannot settle otherwise. Most calls settle
- * within a few microtasks; turning the event loop for each of millions of calls would dominate the run.
+ * Moves virtual time for the calls of one `simulate()` that cannot settle otherwise. A call still in
+ * flight once the microtask queue is empty waits on its run's clock (a call that can settle by itself
+ * does so within a dozen microtasks, and its worker's resumption keeps the queue busy until then), so
+ * one `setImmediate` for all workers, armed while a call is in flight, runs each such clock. Nothing
+ * per call but two flags: a counted spin of microtasks per call cost more than the stack's fastest layers.
  */
-async function settle<T>(clock: ManualClock, pending: Promise<T>): Promise<T> {
-  let settled = false
-  const done = pending.finally(() => {
-    settled = true
+class Stalls {
+  readonly #lanes: Lane[] = []
+  #armed = false
+  #fail: (err: unknown) => void = () => {}
+  /** Rejects with the first error a clock throws (a run that sleeps in a loop). */
+  readonly failed = new Promise<never>((_, reject) => {
+    this.#fail = reject
   })
-  for (let i = 0; i < 64 && !settled; i++) await Promise.resolve()
-  while (!settled) await clock.runAll()
-  return done
+
+  constructor() {
+    // Observed by `simulate()` only while it runs; a clock that throws after it gave up must not be an unhandled rejection.
+    this.failed.catch(() => {})
+  }
+
+  lane(): Lane {
+    const lane: Lane = { clock: undefined, calling: false, moving: false }
+    this.#lanes.push(lane)
+    return lane
+  }
+
+  arm(): void {
+    if (this.#armed) return
+    this.#armed = true
+    setImmediate(this.#turn)
+  }
+
+  readonly #turn = () => {
+    this.#armed = false
+    for (const lane of this.#lanes) {
+      if (!lane.calling || lane.moving || lane.clock === undefined) continue
+      lane.moving = true
+      lane.clock.runAll().then(() => {
+        lane.moving = false
+        this.arm()
+      }, this.#fail)
+    }
+  }
 }
 
 const input = z.object({ step: z.number().int() })
 
-async function simulateRun(options: SimOptions, index: number) {
+/** What one run counts, read off each result's trace instead of a `stack.on()` listener: a listener makes the stack build two events per call and copy every other one. */
+interface Counts {
+  trips: number
+  retries: number
+  writeRefused: number
+}
+
+function count(counts: Counts, trace: readonly TraceEvent[]): void {
+  for (const event of trace) {
+    if (event.type === 'circuit-breaker.state' && event.to === 'open') counts.trips++
+    else if (event.type === 'retry.scheduled') counts.retries++
+    else if (event.type === 'retry.stopped' && event.reason === 'unsafe_write') counts.writeRefused++
+  }
+}
+
+async function simulateRun(options: SimOptions, base: AnyTool, ids: readonly string[], stalls: Stalls, lane: Lane, index: number) {
   const clock = manualClock()
-  const base = defineTool({ name: 'step', description: 'One step of the task', input, effect: options.effect, execute: ({ step }) => step })
+  lane.clock = clock
   const tool = chaosTool(base, {
     seed: options.seed * 100_003 + index,
     failRate: options.faultRate,
@@ -73,17 +137,21 @@ async function simulateRun(options: SimOptions, index: number) {
     ...(options.latencyMs > 0 ? { latencyMs: options.latencyMs } : {}),
   })
   const stack = options.stack({ tools: [tool], clock, random: seededRandom(options.seed * 7_919 + index) })
-  const counts = { trips: 0, retries: 0, writeRefused: 0 }
-  stack.on((event: StackEvent) => {
-    if (event.type === 'circuit-breaker.state' && event.to === 'open') counts.trips++
-    else if (event.type === 'retry.scheduled') counts.retries++
-    else if (event.type === 'retry.stopped' && event.reason === 'unsafe_write') counts.writeRefused++
-  })
-  const run = createRun()
+  const counts: Counts = { trips: 0, retries: 0, writeRefused: 0 }
+  // One options object per run, not per call: the stack only reads it.
+  const dispatchOptions = { run: createRun() }
   let ok = true
   let stepsRun = 0
   for (let step = 0; step < options.steps && ok; step++) {
-    const result = await settle(clock, stack.dispatch({ id: `s${step}`, name: 'step', args: { step } }, { run }))
+    lane.calling = true
+    stalls.arm()
+    let result: ToolResult
+    try {
+      result = await stack.dispatch({ id: ids[step] as string, name: 'step', args: { step } }, dispatchOptions)
+    } finally {
+      lane.calling = false
+    }
+    count(counts, result.trace)
     stepsRun++
     ok = result.ok
   }
@@ -109,10 +177,15 @@ export async function simulate(options: SimOptions): Promise<SimResult> {
   let writeRetriesRefused = 0
   let next = 0
   let done = 0
+  // One tool definition for every run: each run wraps it in its own chaos tool, whose state is per run.
+  const base = defineTool({ name: 'step', description: 'One step of the task', input, effect: options.effect, execute: ({ step }) => step })
+  const stalls = new Stalls()
+  const ids = Array.from({ length: options.steps }, (_, step) => `s${step}`)
   const worker = async () => {
+    const lane = stalls.lane()
     while (next < options.runs) {
       const index = next++
-      const run = await simulateRun(options, index)
+      const run = await simulateRun(options, base, ids, stalls, lane, index)
       if (run.ok) succeeded++
       attempts += run.attempts
       stepsRun += run.stepsRun
@@ -124,7 +197,7 @@ export async function simulate(options: SimOptions): Promise<SimResult> {
       options.onProgress?.(done, options.runs)
     }
   }
-  await Promise.all(Array.from({ length: Math.min(concurrency, options.runs) }, worker))
+  await Promise.race([Promise.all(Array.from({ length: Math.min(concurrency, options.runs) }, worker)), stalls.failed])
   durations.sort((a, b) => a - b)
   return {
     runs: options.runs,

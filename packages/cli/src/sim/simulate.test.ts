@@ -1,0 +1,125 @@
+import { createStack, type StackEvent } from '@shallot/core'
+import { circuitBreaker, consecutive, errorClassifier, panicCatcher, retry, timeout } from 'shallot'
+import { describe, expect, it } from 'vitest'
+import { main } from '../cli.js'
+import { type StackEnv, simulate } from './simulate.js'
+
+async function sim(...argv: string[]): Promise<string[]> {
+  const out: string[] = []
+  const code = await main(['sim', ...argv], { out: (l) => out.push(l), err: () => {} })
+  expect(code).toBe(0)
+  return out
+}
+
+// Printed by the seeded simulation before its hot loop was made cheaper: the same seed must keep printing exactly this.
+describe('shallot sim, seeded', () => {
+  it('prints the same tables for a write tool under timeouts and 5xx', async () => {
+    expect(
+      await sim('--runs', '40', '--steps', '5,20', '--seed', '4', '--fault-rate', '0.2', '--effect', 'write', '--faults', 'timeout,5xx'),
+    ).toEqual([
+      'shallot sim: 40 runs per cell, fault rate 0.2 per attempt (timeout, server_error), write tool, seed 4',
+      '',
+      'end-to-end success rate',
+      '            steps        (1-p)^n       no retry  default stack',
+      '                5          32.8%          35.0%          35.0%',
+      '               20           1.2%           2.5%           2.5%',
+      '',
+      'no retry',
+      '     steps   success   attempts/step   p50 ms   p95 ms   retries   breaker trips   write retries refused',
+      '         5     35.0%           1.000        0     2000         0               0                       0',
+      '        20      2.5%           1.000        0     2000         0               0                       0',
+      '',
+      'default stack',
+      '     steps   success   attempts/step   p50 ms   p95 ms   retries   breaker trips   write retries refused',
+      '         5     35.0%           1.000        0     2000         0               0                      26',
+      '        20      2.5%           1.000        0     2000         0               0                      39',
+    ])
+  })
+
+  it('prints the same tables for an idempotent tool with latency and retries', async () => {
+    expect(
+      await sim('--runs', '40', '--steps', '10,30', '--seed', '6', '--fault-rate', '0.1', '--latency', '25', '--effect', 'idempotent'),
+    ).toEqual([
+      'shallot sim: 40 runs per cell, fault rate 0.1 per attempt (timeout, rate_limit, server_error, connection_reset), idempotent tool, seed 6',
+      '',
+      'end-to-end success rate',
+      '            steps        (1-p)^n       no retry  default stack',
+      '               10          34.9%          30.0%          97.5%',
+      '               30           4.2%          10.0%          92.5%',
+      '',
+      'no retry',
+      '     steps   success   attempts/step   p50 ms   p95 ms   retries   breaker trips   write retries refused',
+      '        10     30.0%           1.000      250     2075         0               0                       0',
+      '        30     10.0%           1.000      250     2075         0               0                       0',
+      '',
+      'default stack',
+      '     steps   success   attempts/step   p50 ms   p95 ms   retries   breaker trips   write retries refused',
+      '        10     97.5%           1.115     1275     4395        46               0                       0',
+      '        30     92.5%           1.111     3860     7870       128               0                       0',
+    ])
+  })
+})
+
+describe('simulate', () => {
+  it('counts breaker trips, retries and refused write retries exactly as the stack announces them', async () => {
+    for (const effect of ['read', 'write'] as const) {
+      const heard = { trips: 0, retries: 0, writeRefused: 0 }
+      const stack = (env: StackEnv) => {
+        const built = createStack({
+          ...env,
+          middleware: [
+            // The breaker inside retry sees every attempt, so two failed attempts of one call trip it.
+            panicCatcher(),
+            retry({ maxAttempts: 6 }),
+            circuitBreaker({ policy: consecutive({ threshold: 2 }), cooldownMs: 500 }),
+            errorClassifier(),
+            timeout({ ms: 300 }),
+          ],
+        })
+        built.on((event: StackEvent) => {
+          if (event.type === 'circuit-breaker.state' && event.to === 'open') heard.trips++
+          else if (event.type === 'retry.scheduled') heard.retries++
+          else if (event.type === 'retry.stopped' && event.reason === 'unsafe_write') heard.writeRefused++
+        })
+        return built
+      }
+      const result = await simulate({
+        steps: 20,
+        runs: 60,
+        faultRate: 0.4,
+        faults: ['timeout', 'server_error', 'connection_reset'],
+        latencyMs: 0,
+        effect,
+        seed: 5,
+        stack,
+      })
+      expect(result.breakerTrips).toBe(heard.trips)
+      expect(result.retries).toBe(heard.retries)
+      expect(result.writeRetriesRefused).toBe(heard.writeRefused)
+      // A write is never retried after a failure whose outcome is unknown, so only reads get far enough to trip the breaker.
+      expect(effect === 'read' ? Math.min(result.breakerTrips, result.retries) : result.writeRetriesRefused).toBeGreaterThan(0)
+    }
+  })
+
+  it('rejects when a stack never lets a call settle on virtual time', async () => {
+    const hung = simulate({
+      steps: 1,
+      runs: 1,
+      faultRate: 0,
+      faults: ['timeout'],
+      latencyMs: 0,
+      effect: 'read',
+      seed: 1,
+      stack: (env) =>
+        createStack({
+          ...env,
+          middleware: [
+            async () => {
+              for (;;) await env.clock.sleep(1)
+            },
+          ],
+        }),
+    })
+    await expect(hung).rejects.toThrow(/still \d+ sleepers after/)
+  })
+})
