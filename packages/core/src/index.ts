@@ -6,6 +6,9 @@ export {
   type AgentOptions,
   type ApprovalAnswer,
   createAgent,
+  ParkedError,
+  type ParkedOutcome,
+  type ParkingOutcome,
   type ResumeOptions,
   type RunOutcome,
 } from './agent.js'
@@ -14,6 +17,8 @@ export {
   type CallRecord,
   type CheckpointStore,
   memoryCheckpoints,
+  type ParkReason,
+  type ParkRecord,
   type PendingTurn,
   type RunSnapshot,
   type SettledCall,
