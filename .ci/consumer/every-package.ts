@@ -2,8 +2,8 @@
 // can reach, and the run proves each entry point loads under plain Node from an npm install.
 import * as aiSdk from '@shallot/ai-sdk'
 import * as builtins from '@shallot/builtins'
-import * as bullmq from '@shallot/bullmq'
 import * as bulkhead from '@shallot/bulkhead'
+import * as bullmq from '@shallot/bullmq'
 import * as circuitBreaker from '@shallot/circuit-breaker'
 import * as cli from '@shallot/cli'
 import * as config from '@shallot/config'
@@ -33,8 +33,8 @@ import * as shallot from 'shallot'
 const modules = {
   aiSdk,
   builtins,
-  bullmq,
   bulkhead,
+  bullmq,
   circuitBreaker,
   cli,
   config,
