@@ -1,4 +1,4 @@
-// docs/fleet.md: every code sample is in fleet-doc-samples.ts verbatim, and each one runs here
+// docs/fleet.md: every code sample is a file of test-support/fleet-doc verbatim, and each one runs here
 // against a real SQLite file, a private redis-server and a private PostgreSQL.
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
@@ -7,34 +7,29 @@ import { createRun, defineTool, ToolError } from '@shallot/core'
 import { scriptedModel } from '@shallot/testing'
 import { QueueEvents } from 'bullmq'
 import { Redis } from 'ioredis'
-import pg from 'pg'
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest'
 import { z } from 'zod'
 import { type PostgresServer, startPostgresServer } from '../../store-postgres/src/test-support/postgres-server.js'
 import { type RedisServer, startRedisServer } from '../../store-redis/src/test-support/redis-server.js'
-import { durableAgent, fleetStack, laptopAgent, startWorker } from './fleet-doc-samples.js'
+import { startWorker } from './test-support/fleet-doc/bullmq.js'
+import { durableAgent } from './test-support/fleet-doc/durable-postgres.js'
+import { laptopAgent } from './test-support/fleet-doc/one-machine.js'
+import { fleetStack } from './test-support/fleet-doc/shared-redis.js'
 
 const read = (url: URL) => readFileSync(url, 'utf8')
 const doc = read(new URL('../../../docs/fleet.md', import.meta.url))
-const source = read(new URL('./fleet-doc-samples.ts', import.meta.url))
 const sample = (name: string) =>
-  (source.split(`// doc:${name}:start\n`)[1] ?? '')
-    .split(`// doc:${name}:end`)[0]
-    ?.replace("from './index.js'", "from '@shallot/bullmq'") ?? ''
+  read(new URL(`./test-support/fleet-doc/${name}.ts`, import.meta.url)).replace("from '../../index.js'", "from '@shallot/bullmq'")
 
 let redis: RedisServer
 let postgres: PostgresServer
-let pool: pg.Pool
 const dir = mkdtempSync(join(tmpdir(), 'shallot-fleet-doc-'))
 
 beforeAll(async () => {
   ;[redis, postgres] = await Promise.all([startRedisServer(), startPostgresServer()])
-  pool = new pg.Pool({ connectionString: postgres.url, max: 4 })
-  pool.on('error', () => {})
 }, 60_000)
 afterAll(async () => {
   vi.useRealTimers()
-  await pool?.end()
   await Promise.all([redis?.close(), postgres?.close()])
   rmSync(dir, { recursive: true, force: true })
 }, 60_000)
@@ -115,20 +110,23 @@ describe('docs/fleet.md', () => {
   it('PostgreSQL: a parked run is in the database and another worker resumes it', async () => {
     vi.useFakeTimers({ toFake: ['Date'], now: 1_800_000_000_000 })
     const { effects, tools, script } = world()
-    const first = await durableAgent(pool, scriptedModel(script), tools)
+    const first = await durableAgent(postgres.url, scriptedModel(script), tools)
     expect(await first.agent.run({ input: 'x', runId: 'pg-1' })).toMatchObject({ status: 'parked' })
     expect(await first.checkpoints.load('pg-1')).toMatchObject({ status: 'parked', parked: { wakeAt: 1_800_000_060_000 } })
     vi.setSystemTime(1_800_000_060_000)
-    const second = await durableAgent(pool, scriptedModel(script.slice(1)), tools)
+    const second = await durableAgent(postgres.url, scriptedModel(script.slice(1)), tools)
     expect(await second.agent.resume('pg-1')).toMatchObject({ status: 'completed', output: 'done' })
     expect(effects).toEqual({ charges: 1, quotes: 2 })
+    await first.close()
+    await second.close()
     vi.useRealTimers()
   })
 
   it('BullMQ: an enqueued run is taken by the worker and completes', async () => {
     const { effects, tools } = world()
     const model = scriptedModel([{ toolCalls: [{ id: 'c', name: 'charge', args: {} }] }, { text: 'refunded' }])
-    const { worker, runs } = await startWorker(pool, { host: '127.0.0.1', port: redis.port }, model, tools)
+    const { agent, checkpoints, close } = await durableAgent(postgres.url, model, tools)
+    const { worker, runs } = startWorker(agent, checkpoints, { host: '127.0.0.1', port: redis.port })
     const events = new QueueEvents('billing', { connection: { host: '127.0.0.1', port: redis.port } })
     try {
       await events.waitUntilReady()
@@ -140,6 +138,7 @@ describe('docs/fleet.md', () => {
       await events.close()
       await runs.close()
       await worker.close()
+      await close()
     }
   })
 })
