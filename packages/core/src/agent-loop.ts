@@ -214,7 +214,7 @@ export function agentLoop(
       if (reason === undefined) return undefined
       const parkedAt = park.wallNow()
       const parked: ParkRecord = { wakeAt: Math.ceil(parkedAt + reason.waitMs), parkedAt, reason }
-      const waiting: PendingTurn = { turn, response, results: keptBesideWaits(results, park, settledCall), pending: [] }
+      const waiting: PendingTurn = { turn, response, results: keptBesideWaits(results, stack.tools, park, settledCall), pending: [] }
       inFlight = undefined
       run.turn = turns.length === 0 ? snapshot.turn : (turns[turns.length - 1] as TurnRecord).turn
       await save('parked', undefined, waiting, parked)

@@ -323,6 +323,42 @@ describe('parking a run', () => {
     expect(effects.pays).toBe(1)
   })
 
+  it('keeps the result of a write that may have reached the world when a sibling parks: it is not made again on wake', async () => {
+    const time = virtualTime()
+    const unsure = new ToolError('upstream_error', 'the payment API answered 503', { category: 'transient', retryAfterMs: 60_000 })
+    const effects = { pays: 0 }
+    const pay = defineTool({
+      name: 'pay',
+      description: 'Pay',
+      input: z.object({}),
+      effect: 'write',
+      execute: () => {
+        effects.pays++
+        throw unsure
+      },
+    })
+    const w = world([rateLimited(60_000)])
+    const calls = {
+      toolCalls: [
+        { id: 'p1', name: 'pay', args: {} },
+        { id: 's1', name: 'search', args: { q: 'a' } },
+      ],
+    }
+    const agent = createAgent({
+      model: model([calls, answerFromResults]),
+      tools: [...w.tools, pay],
+      checkpoints: memoryCheckpoints(),
+      clock: time,
+      park: { afterMs: 10_000, wallNow: time.wallNow },
+    })
+    expect(await agent.run({ input: 'x', runId: 'unsure' })).toMatchObject({ status: 'parked', reason: { callId: 's1' } })
+    time.advance(60_000)
+    const done = await agent.resume('unsure')
+    expect(done).toMatchObject({ status: 'completed' })
+    expect(effects.pays).toBe(1)
+    expect(w.effects.searches).toBe(2)
+  })
+
   it('never parks while a write is in flight: the turn settles first and the write is kept', async () => {
     let release = () => {}
     const gate = new Promise<void>((resolve) => {

@@ -1,4 +1,5 @@
 import type { ParkReason, ParkRecord, RunSnapshot, SettledCall } from './checkpoints.js'
+import type { ToolErrorJSON } from './errors.js'
 import type { AnyTool, ToolResult } from './types.js'
 
 /** What `createAgent({ park })` runs with, checked and defaulted. */
@@ -15,39 +16,50 @@ export interface ParkSettings {
 export const DEFAULT_MAX_PARK_MS = 86_400_000
 
 /**
- * The wait that parks a settled turn, or undefined: the longest `retryAfterMs` of its failed calls
- * that is at least `afterMs` (and at most `maxWaitMs`), on an error that heals by itself
- * (`transient`) and whose call may be made again (a read, an idempotent tool, or an error proving
- * nothing reached the world). Only a whole settled turn is looked at, so no call is in flight.
+ * How long a settled call must wait before it is worth making again, when that wait parks the run:
+ * a failure's `retryAfterMs` of at least `afterMs` (and at most `maxWaitMs`), on an error that heals
+ * by itself (`transient`), for a call that may be made again (a read, an idempotent tool, or an
+ * error proving nothing reached the world). Undefined for every other result.
  */
-export function longestWait(
-  results: readonly ToolResult[],
-  tools: ReadonlyMap<string, AnyTool>,
-  park: Pick<ParkSettings, 'afterMs' | 'maxWaitMs'>,
-): ParkReason | undefined {
+function parkingWait(result: ToolResult, tools: ReadonlyMap<string, AnyTool>, park: ParkLimits): number | undefined {
+  const error = result.error
+  const waitMs = error?.retryAfterMs
+  if (result.ok || error === undefined || waitMs === undefined || error.category !== 'transient') return undefined
+  if (waitMs < park.afterMs || waitMs > park.maxWaitMs) return undefined
+  const effect = tools.get(result.name)?.effect ?? 'write'
+  return effect === 'write' && error.safeToRepeat !== true ? undefined : waitMs
+}
+
+type ParkLimits = Pick<ParkSettings, 'afterMs' | 'maxWaitMs'>
+
+/**
+ * The wait that parks a settled turn, or undefined: the longest {@link parkingWait} of its calls.
+ * Only a whole settled turn is looked at, so no call is in flight.
+ */
+export function longestWait(results: readonly ToolResult[], tools: ReadonlyMap<string, AnyTool>, park: ParkLimits): ParkReason | undefined {
   let longest: ParkReason | undefined
   for (const result of results) {
-    const error = result.error
-    const waitMs = error?.retryAfterMs
-    if (result.ok || error === undefined || waitMs === undefined || error.category !== 'transient') continue
-    if (waitMs < park.afterMs || waitMs > park.maxWaitMs) continue
-    const effect = tools.get(result.name)?.effect ?? 'write'
-    if (effect === 'write' && error.safeToRepeat !== true) continue
-    if (longest === undefined || waitMs > longest.waitMs) longest = { code: error.code, tool: result.name, callId: result.callId, waitMs }
+    const waitMs = parkingWait(result, tools, park)
+    if (waitMs === undefined || (longest !== undefined && waitMs <= longest.waitMs)) continue
+    longest = { code: (result.error as ToolErrorJSON).code, tool: result.name, callId: result.callId, waitMs }
   }
   return longest
 }
 
-/** The settled calls of a parked turn that are kept: everything but the calls that wait. */
+/**
+ * The settled calls of a parked turn that are kept: every call but the ones that park. A call that
+ * failed otherwise (a write that may have reached the world included) keeps its result and is
+ * never made again on wake.
+ */
 export function keptBesideWaits(
   results: readonly ToolResult[],
-  park: Pick<ParkSettings, 'afterMs'>,
+  tools: ReadonlyMap<string, AnyTool>,
+  park: ParkLimits,
   settledCall: (result: ToolResult) => SettledCall,
 ): Record<string, SettledCall> {
   const kept: Record<string, SettledCall> = {}
   for (const result of results) {
-    const waitMs = result.error?.retryAfterMs
-    if (!result.ok && waitMs !== undefined && waitMs >= park.afterMs && result.error?.category === 'transient') continue
+    if (parkingWait(result, tools, park) !== undefined) continue
     // A call id is the model's text: `__proto__` must be a key like any other.
     Object.defineProperty(kept, result.callId, { value: settledCall(result), enumerable: true, writable: true, configurable: true })
   }
