@@ -251,6 +251,30 @@ describe('parking a run', () => {
     expect(effects).toEqual({ charges: 1, searches: 2 })
   })
 
+  it('answers parked, running nothing, when the caller cancels while a short rest is waited out', async () => {
+    const { time, effects, checkpoints, agent, tools } = setup([rateLimited(60_000)])
+    await agent.run({ input: 'book', runId: 'cancel' })
+    time.advance(55_000)
+    // A clock whose sleep only ends by its signal: the cancellation lands mid-rest.
+    const sleeping: Clock = {
+      now: time.now,
+      sleep: (_ms, signal) =>
+        new Promise((_resolve, reject) => {
+          if (signal?.aborted) reject(signal.reason)
+          signal?.addEventListener('abort', () => reject(signal.reason), { once: true })
+        }),
+      timer: () => () => {},
+    }
+    const park = { afterMs: 10_000, wallNow: time.wallNow }
+    const later = createAgent({ model: model([answerFromResults]), tools, checkpoints, clock: sleeping, park })
+    const controller = new AbortController()
+    const resumed = later.resume('cancel', { signal: controller.signal })
+    controller.abort(new Error('shutting down'))
+    expect(await resumed).toMatchObject({ status: 'parked', wakeAt: EPOCH + 60_000 })
+    expect(await checkpoints.load('cancel')).toMatchObject({ status: 'parked' })
+    expect(effects).toEqual({ charges: 1, searches: 1 })
+  })
+
   it('resumes late just the same', async () => {
     const { time, agent } = setup([rateLimited(60_000)])
     await agent.run({ input: 'book', runId: 'late' })

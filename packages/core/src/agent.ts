@@ -106,7 +106,12 @@ export function createAgent(options: AgentOptions<AgentModel>): Agent<ParkingOut
         // threshold is what the agent would have waited anyway; a longer one stays parked.
         if (park === undefined) throw new ParkedError(runId, record.wakeAt, restMs)
         if (restMs >= park.afterMs) return parkedOutcome(snapshot, record)
-        await clock.sleep(restMs, signal)
+        try {
+          await clock.sleep(restMs, signal)
+        } catch {
+          // Cancelled before anything ran: the run is still parked, as the checkpoint says.
+          return parkedOutcome(snapshot, record)
+        }
       }
     }
     if (approvals === undefined) return drive(snapshot, signal)
