@@ -11,6 +11,17 @@ export const readTool = defineTool({ name: 'lookup', description: 'Look up a num
 /** The same, as a write (idempotency is active for it). */
 export const writeTool = defineTool({ name: 'record', description: 'Record a number', input, effect: 'write', execute: ({ id }) => id + 1 })
 
+/** `tool` with `count` called on every execution: a row can check what ran without a stack.on() listener. */
+export function countingTool(tool: typeof writeTool, count: () => void) {
+  return defineTool({
+    ...tool,
+    execute: (args, context) => {
+      count()
+      return tool.execute(args, context)
+    },
+  })
+}
+
 /** Fails every other call with a transient error: the cost of one failure and one retry. */
 export function flakyTool() {
   let calls = 0

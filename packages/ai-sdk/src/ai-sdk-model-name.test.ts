@@ -11,6 +11,11 @@ describe('aiSdkModel: the name a chain, a price table and a report use', () => {
     expect(aiSdkModel('openai/gpt-4o').name).toBe('openai/gpt-4o')
   })
 
+  it("carries the model's provider id, for model.call events and gen_ai.provider.name", () => {
+    expect(aiSdkModel(openai.chat('gpt-4o-mini')).provider).toBe('openai.chat')
+    expect(aiSdkModel('openai/gpt-4o').provider).toBeUndefined()
+  })
+
   it('takes a name of its own, for two entries of a chain with the same id', () => {
     expect(aiSdkModel(openai.chat('gpt-4o-mini'), { name: 'primary' }).name).toBe('primary')
   })

@@ -161,7 +161,12 @@ export function aiSdkModel(model: LanguageModel, options?: AiSdkModelOptions): M
     }
   }
 
-  return modelName === undefined ? { generate } : { name: modelName, generate }
+  const provider = typeof model === 'string' ? undefined : (model as { provider?: unknown }).provider
+  return {
+    ...(modelName === undefined ? {} : { name: modelName }),
+    ...(typeof provider === 'string' && provider !== '' ? { provider } : {}),
+    generate,
+  }
 }
 
 function modelIdOf(model: LanguageModel): string | undefined {

@@ -1,7 +1,9 @@
+import { AsyncLocalStorage } from 'node:async_hooks'
 import { describe, expect, it } from 'vitest'
 import { z } from 'zod'
 import {
   type AgentEvent,
+  type AgentScope,
   type Clock,
   createAgent,
   defineTool,
@@ -102,7 +104,14 @@ describe('the agent event stream', () => {
       finishReason: 'tool_calls',
       toolCalls: 1,
     })
-    expect(events[2]).toMatchObject({ type: 'model.call', turn: 2, attempt: 1, toolCalls: 0, error: expect.stringMatching(/^529 /) })
+    expect(events[2]).toMatchObject({
+      type: 'model.call',
+      turn: 2,
+      attempt: 1,
+      toolCalls: 0,
+      error: expect.stringMatching(/^529 /),
+      code: '529',
+    })
     expect(events[2]).not.toHaveProperty('usage')
     expect(events[4]).toMatchObject({ type: 'model.call', turn: 2, attempt: 2, usage: { inputTokens: 150, outputTokens: 5 } })
     const finished = events[5]
@@ -190,5 +199,105 @@ describe('the agent event stream', () => {
     })
     expect(await agent.run({ input: 'x' })).toMatchObject({ status: 'completed', output: 'fine' })
     expect(seen).toEqual(['run.started', 'model.call', 'run.finished'])
+  })
+
+  it("runs each run and each model attempt inside the listener's within, so the model and the tools see its context", async () => {
+    const clock = virtualClock()
+    const store = new AsyncLocalStorage<string>()
+    const seen: string[] = []
+    const scopes: AgentScope[] = []
+    const echo = defineTool({
+      name: 'read_file',
+      description: 'Read a file',
+      input: z.object({ path: z.string() }),
+      effect: 'read',
+      execute: () => {
+        seen.push(`tool in ${store.getStore()}`)
+        return 'ok'
+      },
+    })
+    const inner = scripted('gpt', clock, [toolCall('c1'), { text: 'done' }])
+    const model: ModelAdapter = {
+      name: 'gpt',
+      provider: 'openai.chat',
+      generate(request) {
+        seen.push(`model in ${store.getStore()}`)
+        return inner.generate(request)
+      },
+    }
+    const onEvent = Object.assign((e: AgentEvent) => seen.push(`${e.type} in ${store.getStore()}`), {
+      within<T>(scope: AgentScope, fn: () => T): T {
+        scopes.push(scope)
+        return store.run(scope.type === 'run' ? scope.runId : `${store.getStore()}/${scope.model}#${scope.attempt}`, fn)
+      },
+    })
+    const agent = createAgent({ model, tools: [echo], clock, onEvent })
+    expect(await agent.run({ input: 'x', runId: 'r1' })).toMatchObject({ status: 'completed' })
+    expect(seen).toEqual([
+      'run.started in r1',
+      'model in r1/gpt#1',
+      'model.call in r1',
+      'tool in r1',
+      'model in r1/gpt#1',
+      'model.call in r1',
+      'run.finished in r1',
+    ])
+    expect(scopes).toEqual([
+      { type: 'run', at: 0, runId: 'r1' },
+      { type: 'model.call', at: 0, runId: 'r1', turn: 1, model: 'gpt', provider: 'openai.chat', attempt: 1 },
+      { type: 'model.call', at: 40, runId: 'r1', turn: 2, model: 'gpt', provider: 'openai.chat', attempt: 1 },
+    ])
+  })
+
+  it('a within that throws, never calls fn or calls it twice costs its context only: each attempt runs once, logged once', async () => {
+    const cases: Array<[(scope: AgentScope, fn: () => unknown) => unknown, number]> = [
+      [
+        () => {
+          throw new Error('tracer down')
+        },
+        1,
+      ],
+      [() => undefined, 0],
+      [
+        (_scope, fn) => {
+          fn()
+          fn()
+          throw new Error('after the fact')
+        },
+        1,
+      ],
+    ]
+    for (const [within, logged] of cases) {
+      const clock = virtualClock()
+      const errors: string[] = []
+      const { logger } = recordingLogger()
+      const calls: string[] = []
+      const inner = scripted('gpt', clock, [toolCall('c1'), { text: 'done' }])
+      const model: ModelAdapter = {
+        name: 'gpt',
+        generate(request) {
+          calls.push('model')
+          return inner.generate(request)
+        },
+      }
+      const agent = createAgent({
+        model,
+        tools: [read],
+        clock,
+        logger: { ...logger, error: (_f: unknown, msg?: string) => errors.push(msg ?? '') } as Logger,
+        onEvent: Object.assign(() => {}, { within: within as <T>(scope: AgentScope, fn: () => T) => T }),
+      })
+      expect(await agent.run({ input: 'x' })).toMatchObject({ status: 'completed', output: 'done', turns: 2 })
+      expect(calls).toEqual(['model', 'model'])
+      // Logged once per agent, not once per run and attempt.
+      expect(errors.filter((m) => m.includes('within threw'))).toHaveLength(logged)
+    }
+  })
+
+  it('refuses a within that is not a function, naming it', () => {
+    const model = { generate: async () => ({ text: 'x' }) }
+    expect(() => createAgent({ model, tools: [read], onEvent: Object.assign(() => {}, { within: 42 }) as never })).toThrow(
+      /onEvent\.within: must be a function/,
+    )
   })
 })

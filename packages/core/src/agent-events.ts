@@ -44,6 +44,8 @@ export type AgentEvent =
       readonly runId: string
       readonly turn: number
       readonly model: string
+      /** The adapter's `provider` (`openai.chat`, `anthropic`), when it names one. */
+      readonly provider?: string
       /** 1-based, per model of the chain. */
       readonly attempt: number
       readonly durationMs: number
@@ -53,6 +55,12 @@ export type AgentEvent =
       readonly toolCalls: number
       /** The failure, as the report would name it; absent on success. */
       readonly error?: string
+      /**
+       * The failure as a low-cardinality code, for dashboards: a ToolError's code (`rate_limited`,
+       * `timeout`, `overloaded`, `upstream_error`, ...), a LoopError's kind, the HTTP status (`503`),
+       * a Node error code (`ECONNRESET`) or the error's class name, else `_OTHER`. Absent on success.
+       */
+      readonly code?: string
     }
   | {
       readonly type: 'model.retry'
@@ -87,9 +95,89 @@ export type AgentEvent =
 
 export type AgentEventSink = (event: AgentEvent) => void
 
+/** The sink of an agent nobody listens to: the loop checks for it and builds no event at all. */
+export const noAgentEvents: AgentEventSink = () => {}
+/**
+ * What an `onEvent` listener's `within` runs: a whole run, or one model attempt.
+ *
+ * @example
+ * const within = <T>(scope: AgentScope, fn: () => T): T => (scope.type === 'run' ? store.run(scope.runId, fn) : fn())
+ */
+export type AgentScope =
+  | { readonly type: 'run'; readonly at: number; readonly runId: string }
+  | {
+      readonly type: 'model.call'
+      readonly at: number
+      readonly runId: string
+      readonly turn: number
+      readonly model: string
+      readonly provider?: string
+      readonly attempt: number
+    }
+
+/**
+ * `createAgent({ onEvent })`: called with each event; when it has a `within`, each run (before its
+ * `run.started`) and each model attempt (before its `model.call`) runs inside it, so what they start
+ * (a tool's or a model SDK's own spans, an AsyncLocalStorage store) sees the listener's context.
+ * `within` calls `fn` once and returns what it returns; a `within` that throws or never calls `fn`
+ * costs its context, never the run.
+ *
+ * @example
+ * const store = new AsyncLocalStorage<string>()
+ * const onEvent = Object.assign((e: AgentEvent) => console.log(e.type), {
+ *   within: <T>(scope: AgentScope, fn: () => T) => store.run(scope.runId, fn),
+ * })
+ */
+export interface AgentEventListener {
+  (event: AgentEvent): void
+  within?: <T>(scope: AgentScope, fn: () => T) => T
+}
+
+/** Runs `fn` inside a listener's `within`, or as is. */
+export type AgentScopeRunner = <T>(scope: AgentScope, fn: () => T) => T
+
+/** The runner of a listener without `within` (or of no listener): callers skip building a scope for it. */
+export const noScope: AgentScopeRunner = (_scope, fn) => fn()
+
+/**
+ * The listener's `within`, guarded: `fn` runs exactly once whatever `within` does (throws, never
+ * calls it, calls it twice), and the run gets `fn`'s own result. A throw is logged once.
+ */
+export function agentScope(logger: Logger, listener: AgentEventListener | undefined): AgentScopeRunner {
+  const within = listener?.within
+  if (typeof within !== 'function') return noScope
+  let failed = false
+  return <T>(scope: AgentScope, fn: () => T): T => {
+    let ran = false
+    let result: { value: T } | { error: unknown } | undefined
+    const once = (): T => {
+      if (!ran) {
+        ran = true
+        try {
+          result = { value: fn() }
+        } catch (error) {
+          result = { error }
+        }
+      }
+      if (result !== undefined && 'error' in result) throw result.error
+      return (result as { value: T }).value
+    }
+    try {
+      within.call(listener, scope, once)
+    } catch (err) {
+      const fnsOwn = result !== undefined && 'error' in result && result.error === err
+      if (!fnsOwn && !failed) {
+        failed = true
+        logger.error({ err, scope: scope.type }, "the agent onEvent listener's within threw; the run goes on without its context")
+      }
+    }
+    return once()
+  }
+}
+
 /** The sink of one agent: its `onEvent` listener, which never changes a run if it throws (logged once). */
 export function agentEvents(logger: Logger, listener: AgentEventSink | undefined): AgentEventSink {
-  if (listener === undefined) return () => {}
+  if (listener === undefined) return noAgentEvents
   let failed = false
   return (event) => {
     try {

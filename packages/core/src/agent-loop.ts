@@ -1,5 +1,5 @@
 import { setMaxListeners } from 'node:events'
-import type { AgentEventSink } from './agent-events.js'
+import { type AgentEventSink, type AgentScopeRunner, noAgentEvents } from './agent-events.js'
 import type { AgentSettings } from './agent-options.js'
 import { abortReason, onAbort } from './channel.js'
 import {
@@ -65,7 +65,8 @@ export interface ParkedOutcome {
 export type ParkingOutcome = RunOutcome | ParkedOutcome
 
 const noop = () => {}
-// The task in the `run started` line: invisible characters and built-in secret patterns removed, cut at 500.
+// The task in the `run started` line and the stop's message in `run stopped`: invisible characters and
+// built-in secret patterns removed, cut at 500.
 const startLine = createSanitizer()
 
 const TRUNCATED = new ToolError(
@@ -124,6 +125,7 @@ function pendingTurnOf(inFlight: { turn: number; response: PendingTurn['response
 export function agentLoop(
   settings: AgentSettings,
   emit: AgentEventSink,
+  within: AgentScopeRunner,
 ): (snapshot: RunSnapshot, signal: AbortSignal | undefined) => Promise<ParkingOutcome> {
   const { chain, system, modelBreaker, stack, limits, modelRetry, clock, random, logger, checkpoints, park } = settings
   const modelTools = modelToolsOf(stack)
@@ -154,8 +156,11 @@ export function agentLoop(
     })
     const startedAt = clock.now()
     const resumed = snapshot.turn > 0
-    log.info({ task: startLine.text(input, 500), limits, resumed }, 'run started')
-    emit({ type: 'run.started', at: startedAt, runId, turn: snapshot.turn, resumed, limits })
+    // Nothing is built for a silent logger or an agent without onEvent: the task's sanitizing pass included.
+    const logging = log !== silentLogger
+    const listened = emit !== noAgentEvents
+    if (logging) log.info({ task: startLine.text(input, 500), limits, resumed }, 'run started')
+    if (listened) emit({ type: 'run.started', at: startedAt, runId, turn: snapshot.turn, resumed, limits })
     const modelEnv = {
       signal: run.signal,
       clock,
@@ -166,6 +171,7 @@ export function agentLoop(
       retry: modelRetry,
       breaker: modelBreaker,
       emit,
+      within,
       runId,
       turn: 0,
     }
@@ -250,7 +256,7 @@ export function agentLoop(
         response.text === undefined ? { turn, calls: results.map(record) } : { turn, text: response.text, calls: results.map(record) },
       )
       await save('running')
-      log.info({ turn, calls: results.length, failed, steps: run.budget.used }, 'turn completed')
+      if (logging) log.info({ turn, calls: results.length, failed, steps: run.budget.used }, 'turn completed')
     }
     try {
       for (;;) {
@@ -296,17 +302,18 @@ export function agentLoop(
           transcript.push({ role: 'assistant', content: output, toolCalls: [] })
           turns.push({ turn, text: output, calls: [] })
           await save('completed', output)
-          log.info({ outcome: 'completed', turns: turn, steps: run.budget.used, ...usage }, 'run completed')
-          emit({
-            type: 'run.finished',
-            at: clock.now(),
-            runId,
-            status: 'completed',
-            turns: turn,
-            steps: run.budget.used,
-            usage,
-            durationMs: clock.now() - startedAt,
-          })
+          if (logging) log.info({ outcome: 'completed', turns: turn, steps: run.budget.used, ...usage }, 'run completed')
+          if (listened)
+            emit({
+              type: 'run.finished',
+              at: clock.now(),
+              runId,
+              status: 'completed',
+              turns: turn,
+              steps: run.budget.used,
+              usage,
+              durationMs: clock.now() - startedAt,
+            })
           return { status: 'completed', runId, output, turns: turn, steps: run.budget.used, transcript, usage }
         }
         let results: ToolResult[]
@@ -341,7 +348,14 @@ export function agentLoop(
         log.error({ err: saveError }, 'could not checkpoint the stopped run'),
       )
       log.warn(
-        { outcome: 'stopped', kind: error.kind, message: error.message, turns: turns.length, steps: run.budget.used, ...usage },
+        {
+          outcome: 'stopped',
+          kind: error.kind,
+          message: startLine.text(error.message, 500),
+          turns: turns.length,
+          steps: run.budget.used,
+          ...usage,
+        },
         'run stopped',
       )
       emit({

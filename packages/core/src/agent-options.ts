@@ -1,5 +1,5 @@
 import { z } from 'zod'
-import type { AgentEvent } from './agent-events.js'
+import type { AgentEventListener } from './agent-events.js'
 import type { CheckpointStore } from './checkpoints.js'
 import { guardLogger } from './logger.js'
 import type { ModelAdapter } from './model.js'
@@ -48,8 +48,12 @@ export interface AgentOptions<Model extends AgentModel = ModelAdapter> {
   system?: string
   /** What each model costs, by model name, for `limits.maxCostUsd` (which needs a price for every model). */
   prices?: Readonly<Record<string, ModelPrice>>
-  /** Called with each model-call event of every run: a retry, a fallback to the next model, a circuit change. */
-  onEvent?: (event: AgentEvent) => void
+  /**
+   * Called with each event of every run: started and finished, each model attempt, a retry, a
+   * fallback to the next model, a circuit change. Its optional `within` runs each run and model
+   * attempt in the listener's context (see {@link AgentEventListener}).
+   */
+  onEvent?: AgentEventListener
   /** The breaker of each model of a chain. Default: open after 3 failed attempts in a row, for 30 s. */
   modelBreaker?: Partial<ModelBreakerOptions>
   /** Either a ready stack, or the tools (and optionally middleware) to build one. */
@@ -154,7 +158,7 @@ export interface AgentSettings {
   readonly checkpoints: CheckpointStore | undefined
   /** Undefined: no run parks. */
   readonly park: ParkSettings | undefined
-  readonly onEvent: ((event: AgentEvent) => void) | undefined
+  readonly onEvent: AgentEventListener | undefined
 }
 
 /** Checks `createAgent`'s options and builds the stack when the caller gave tools instead of one. */
@@ -181,6 +185,10 @@ export function agentSettings(options: AgentOptions<AgentModel>): AgentSettings 
   }
   if (options.onEvent !== undefined && typeof options.onEvent !== 'function') {
     throw new OptionsError('createAgent()', [{ path: 'onEvent', message: 'must be a function (event) => void' }])
+  }
+  const within = (options.onEvent as { within?: unknown } | undefined)?.within
+  if (within !== undefined && typeof within !== 'function') {
+    throw new OptionsError('createAgent()', [{ path: 'onEvent.within', message: 'must be a function (scope, fn) => fn()' }])
   }
   const chain = modelChain(options.model, options.prices, limits.maxCostUsd !== undefined)
   if (options.stack === undefined && options.tools === undefined) throw new TypeError('createAgent(): pass either stack or tools')

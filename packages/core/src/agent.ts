@@ -1,5 +1,5 @@
 import { nanoid } from 'nanoid'
-import { agentEvents } from './agent-events.js'
+import { agentEvents, agentScope, noScope } from './agent-events.js'
 import { agentLoop, type ParkedOutcome, type ParkingOutcome, type RunOutcome } from './agent-loop.js'
 import { type AgentModel, type AgentOptions, agentSettings } from './agent-options.js'
 import { type ApprovalAnswer, resumeOptions, withApprovals } from './approvals.js'
@@ -8,7 +8,7 @@ import { DEFAULT_MAX_PARK_MS, ParkedError, parkRecordOf } from './park.js'
 import type { Stack } from './stack.js'
 import { usageOfSnapshot } from './usage-budget.js'
 
-export type { AgentEvent } from './agent-events.js'
+export type { AgentEvent, AgentEventListener, AgentScope } from './agent-events.js'
 export type { ParkedOutcome, ParkingOutcome, RunOutcome } from './agent-loop.js'
 export type { AgentLimits, AgentModel, AgentOptions } from './agent-options.js'
 export { APPROVALS_STATE_KEY, type ApprovalAnswer } from './approvals.js'
@@ -66,7 +66,14 @@ export function createAgent(options: AgentOptions<AgentModel>): Agent
 export function createAgent(options: AgentOptions<AgentModel>): Agent<ParkingOutcome> {
   const settings = agentSettings(options)
   const { stack, checkpoints, park, clock } = settings
-  const drive = agentLoop(settings, agentEvents(settings.logger, settings.onEvent))
+  const within = agentScope(settings.logger, settings.onEvent)
+  const loop = agentLoop(settings, agentEvents(settings.logger, settings.onEvent), within)
+  // The whole run inside the listener's context, so what the model and the tools start sees it.
+  const drive =
+    within === noScope
+      ? loop
+      : (snapshot: RunSnapshot, signal: AbortSignal | undefined) =>
+          within({ type: 'run', at: settings.clock.now(), runId: snapshot.runId }, () => loop(snapshot, signal))
   // Runs this agent is resuming: a second resume of one joins it instead of dispatching its calls twice.
   const resuming = new Map<string, Promise<ParkingOutcome>>()
 

@@ -187,7 +187,21 @@ describe('canonicalJson against the allocating implementation it replaced', () =
       ),
       { numRuns: 2000 },
     )
-  })
+  }, 60_000)
+
+  it('writes the same bytes for strings and keys of any code units: quotes, controls, lone and paired surrogates', () => {
+    const text = fc.string({ unit: 'binary', maxLength: 80 })
+    fc.assert(
+      fc.property(fc.dictionary(text, fc.oneof(text, fc.array(text))), text, (record, alone) => {
+        expect(canonicalJson(record)).toBe(oracleCanonicalJson(record))
+        expect(canonicalJson(alone)).toBe(oracleCanonicalJson(alone))
+      }),
+      { numRuns: 500 },
+    )
+    for (const edge of ['"', '\\', '\u0000', '\u001f', '\u007f', '\u2028', '\ud800', '\udfff', '\ud83d\ude00', 'x'.repeat(65)]) {
+      expect(canonicalJson({ [edge]: edge })).toBe(oracleCanonicalJson({ [edge]: edge }))
+    }
+  }, 60_000)
 
   it('writes the same bytes for shared and cyclic structures, and stays right on the next call', () => {
     fc.assert(

@@ -3,16 +3,27 @@ import * as crypto from 'node:crypto'
 const { createHash } = crypto
 const oneShot = (crypto as { hash?: (algorithm: string, data: string, encoding: 'hex') => string }).hash
 
-/** The objects on the path being written, to spell out cycles; one Set for every call, emptied when it returns. */
-const onPath = new Set<object>()
+/** The objects on the path being written, to spell out cycles; one array for every call, emptied when it returns. */
+const onPath: object[] = []
 let writing = false
 
-function write(v: unknown, seen: Set<object>): string {
+/**
+ * A string with nothing JSON escapes (quote, backslash, control characters, surrogates, which
+ * JSON.stringify escapes when lone) is its own JSON body; anything else goes through JSON.stringify.
+ */
+// biome-ignore lint/suspicious/noControlCharactersInRegex: these are the characters JSON escapes
+const PLAIN = /^[^"\\\u0000-\u001f\ud800-\udfff]*$/
+const quote = (text: string): string => (text.length <= 64 && PLAIN.test(text) ? `"${text}"` : JSON.stringify(text))
+
+// Strings built by concatenation and a path array rather than a Set: about half the cost per value
+// of the first version, which fingerprints and idempotency keys pay on every call.
+function write(v: unknown, path: object[]): string {
   switch (typeof v) {
     case 'string':
-      return JSON.stringify(v)
+      return quote(v)
     case 'number':
-      return Number.isFinite(v) ? JSON.stringify(v === 0 ? 0 : v) : `"${String(v)}"`
+      // A finite number's JSON is its shortest string form; -0 is written as 0.
+      return Number.isFinite(v) ? (v === 0 ? '0' : `${v}`) : `"${String(v)}"`
     case 'boolean':
       return v ? 'true' : 'false'
     case 'bigint':
@@ -24,32 +35,33 @@ function write(v: unknown, seen: Set<object>): string {
   }
   if (v === null) return 'null'
   const obj = v as object
-  if (seen.has(obj)) return '"[circular]"'
-  seen.add(obj)
+  if (path.includes(obj)) return '"[circular]"'
+  path.push(obj)
   let out: string
   if (Array.isArray(obj)) {
     // By index: a sparse array's holes are written as null, as JSON does.
     out = '['
-    for (let i = 0; i < obj.length; i++) out += i === 0 ? write(obj[i], seen) : `,${write(obj[i], seen)}`
+    for (let i = 0; i < obj.length; i++) out += i === 0 ? write(obj[i], path) : `,${write(obj[i], path)}`
     out += ']'
   } else if (obj instanceof Date) {
     // An invalid date is null, as in JSON.stringify; toISOString() would throw.
     out = Number.isNaN(obj.getTime()) ? 'null' : JSON.stringify(obj.toISOString())
   } else {
     const record = obj as Record<string, unknown>
-    const keys = Object.keys(record).sort()
+    const keys = Object.keys(record)
+    if (keys.length > 1) keys.sort()
     out = '{'
     let first = true
     for (let i = 0; i < keys.length; i++) {
       const key = keys[i] as string
       const item = record[key]
       if (item === undefined || typeof item === 'function' || typeof item === 'symbol') continue
-      out += `${first ? '' : ','}${JSON.stringify(key)}:${write(item, seen)}`
+      out += first ? `${quote(key)}:${write(item, path)}` : `,${quote(key)}:${write(item, path)}`
       first = false
     }
     out += '}'
   }
-  seen.delete(obj)
+  path.pop()
   return out
 }
 
@@ -64,13 +76,13 @@ function write(v: unknown, seen: Set<object>): string {
  */
 export function canonicalJson(value: unknown): string {
   // A getter that fingerprints something while being fingerprinted gets a path of its own.
-  if (writing) return write(value, new Set())
+  if (writing) return write(value, [])
   writing = true
   try {
     return write(value, onPath)
   } finally {
     writing = false
-    onPath.clear()
+    onPath.length = 0
   }
 }
 

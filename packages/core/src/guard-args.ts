@@ -21,10 +21,65 @@ function tooLarge(maxBytes: number): ToolError {
   )
 }
 
+const notPlain = () => refuse('arguments must be plain JSON values', 'send objects, arrays, strings, numbers, booleans and null only')
+
+/**
+ * The walk's running total, kept outside the recursion so a call allocates nothing for a flat object
+ * of primitives (the common call). Reset at every guardArgs call; the walk is synchronous.
+ */
+let bytes = 0
+let maxBytes = 0
+let maxDepth = 0
+
+function grow(by: number): void {
+  bytes += by
+  if (bytes > maxBytes) throw tooLarge(maxBytes)
+}
+
+/** Recursion, bounded by `maxDepth` (at most 1000 by the stack's schema), so it cannot exhaust the stack. */
+function walk(value: unknown, depth: number): void {
+  if (typeof value === 'string') {
+    grow(value.length + 2)
+    return
+  }
+  if (typeof value !== 'object' || value === null) {
+    if (typeof value === 'function' || typeof value === 'symbol' || typeof value === 'bigint') {
+      throw refuse(
+        `arguments must be plain JSON values, got a ${typeof value}`,
+        'send objects, arrays, strings, numbers, booleans and null only',
+      )
+    }
+    grow(8)
+    return
+  }
+  if (depth > maxDepth) throw refuse(`arguments are nested too deeply: over ${maxDepth} levels`, 'flatten the arguments')
+  grow(2)
+  if (Array.isArray(value)) {
+    // By index, counting holes as null: a sparse array of huge length must not pass as empty,
+    // and a wide one must be refused after reading about as much as the cap, not all of it.
+    const length = value.length
+    for (let i = 0; i < length; i++) {
+      grow(1)
+      walk(value[i], depth + 1)
+    }
+    return
+  }
+  const proto = Object.getPrototypeOf(value)
+  if (proto !== Object.prototype && proto !== null) throw notPlain()
+  for (const key in value) {
+    if (!Object.hasOwn(value, key)) continue
+    if (FORBIDDEN_KEYS.has(key)) {
+      throw refuse(`arguments contain the forbidden key "${key}"`, 'remove the __proto__, constructor and prototype keys')
+    }
+    grow(key.length + 4)
+    walk((value as Record<string, unknown>)[key], depth + 1)
+  }
+}
+
 /**
  * Parses and checks untrusted arguments before any layer hashes, stores or logs them:
  * JSON text is parsed, oversized or over-deep values and prototype-polluting keys are refused.
- * Walks iteratively and stops at the first violation, so 10 MB costs no more than the limit.
+ * Stops at the first violation, so 10 MB costs no more than the limit.
  */
 export function guardArgs(raw: unknown, limits: ArgsLimits): unknown {
   let args = raw
@@ -42,49 +97,9 @@ export function guardArgs(raw: unknown, limits: ArgsLimits): unknown {
     }
   }
   if (args === undefined || args === null) return {}
-  let bytes = 0
-  const stack: Array<[unknown, number]> = [[args, 1]]
-  while (stack.length > 0) {
-    const [value, depth] = stack.pop() as [unknown, number]
-    if (typeof value === 'string') {
-      bytes += value.length + 2
-    } else if (typeof value === 'object' && value !== null) {
-      if (depth > limits.maxDepth) {
-        throw refuse(`arguments are nested too deeply: over ${limits.maxDepth} levels`, 'flatten the arguments')
-      }
-      bytes += 2
-      if (Array.isArray(value)) {
-        // By index, counting holes as null: a sparse array of huge length must not pass as empty,
-        // and a wide one must be refused after reading about as much as the cap, not all of it.
-        const length = value.length
-        for (let i = 0; i < length; i++) {
-          bytes += 1
-          if (bytes > limits.maxBytes) throw tooLarge(limits.maxBytes)
-          stack.push([value[i], depth + 1])
-        }
-      } else {
-        const proto = Object.getPrototypeOf(value)
-        if (proto !== Object.prototype && proto !== null) {
-          throw refuse('arguments must be plain JSON values', 'send objects, arrays, strings, numbers, booleans and null only')
-        }
-        for (const key of Object.keys(value)) {
-          if (FORBIDDEN_KEYS.has(key)) {
-            throw refuse(`arguments contain the forbidden key "${key}"`, 'remove the __proto__, constructor and prototype keys')
-          }
-          bytes += key.length + 4
-          if (bytes > limits.maxBytes) throw tooLarge(limits.maxBytes)
-          stack.push([(value as Record<string, unknown>)[key], depth + 1])
-        }
-      }
-    } else if (typeof value === 'function' || typeof value === 'symbol' || typeof value === 'bigint') {
-      throw refuse(
-        `arguments must be plain JSON values, got a ${typeof value}`,
-        'send objects, arrays, strings, numbers, booleans and null only',
-      )
-    } else {
-      bytes += 8
-    }
-    if (bytes > limits.maxBytes) throw tooLarge(limits.maxBytes)
-  }
+  bytes = 0
+  maxBytes = limits.maxBytes
+  maxDepth = limits.maxDepth
+  walk(args, 1)
   return args
 }

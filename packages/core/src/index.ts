@@ -1,9 +1,11 @@
 export {
   type Agent,
   type AgentEvent,
+  type AgentEventListener,
   type AgentLimits,
   type AgentModel,
   type AgentOptions,
+  type AgentScope,
   type ApprovalAnswer,
   createAgent,
   ParkedError,

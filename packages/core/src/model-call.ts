@@ -1,10 +1,12 @@
-import type { AgentEvent, AgentEventSink } from './agent-events.js'
+import { type AgentEvent, type AgentEventSink, type AgentScopeRunner, noAgentEvents, noScope } from './agent-events.js'
 import { abortReason, onAbort } from './channel.js'
 import { LoopError, ToolError } from './errors.js'
 import { LinkedSignal } from './linked-signal.js'
+import { silentLogger } from './logger.js'
 import type { ModelAdapter, ModelRequest, ModelResponse } from './model.js'
 import { admitModel, type ModelBreakerOptions, type ModelVerdict, settleModel } from './model-breaker.js'
 import type { ModelLink } from './model-chain.js'
+import { createSanitizer } from './text/sanitize.js'
 import type { Budget, Clock, Logger } from './types.js'
 
 export interface ModelRetry {
@@ -35,6 +37,8 @@ export function isTransientModelError(err: unknown): boolean {
 }
 
 const noop = () => {}
+// A provider's message can quote a key or an address back: the log line gets it without them, cut at 500.
+const lineText = createSanitizer()
 // A reason of our own: aborting without one allocates a DOMException with a stack trace.
 const CANCELLED = Symbol('model deadline cancelled')
 
@@ -64,11 +68,13 @@ function once(
     let waiting = true
     let cancelTimer = noop
     let offAbort = noop
+    // Settling closes the adapter's signal too (after the deadline's own reason, if that is what settled it).
     const stop = (): boolean => {
       if (!waiting) return false
       waiting = false
       cancelTimer()
       offAbort()
+      own.close()
       return true
     }
     cancelTimer = startTimer(clock, timeoutMs, () => {
@@ -100,7 +106,7 @@ function once(
         if (stop()) reject(err)
       },
     )
-  }).finally(() => own.close())
+  })
 }
 
 /** How the report and the events name a failure: "429 rate limited by the provider, Retry-After 2 s". */
@@ -117,6 +123,29 @@ export function describeModelFailure(err: unknown): string {
   const status = typeof e.status === 'number' ? e.status : typeof e.statusCode === 'number' ? e.statusCode : undefined
   const message = err instanceof Error ? err.message : String(err)
   return status === undefined ? message : `${status} ${message}`
+}
+
+const CODE = /^[A-Za-z0-9_.-]{1,64}$/
+
+/**
+ * A model failure as a low-cardinality code (the `model.call` event's `code`, OpenTelemetry's
+ * `error.type`): a ToolError's code, a LoopError's kind, the HTTP status, a Node error code, the
+ * error's class name, else `_OTHER`. Never its message: that can hold a secret and is unbounded.
+ *
+ * @example
+ * modelFailureCode(Object.assign(new Error('Service Unavailable'), { status: 503 })) // '503'
+ */
+export function modelFailureCode(err: unknown): string {
+  if (ToolError.is(err)) return err.code
+  if (LoopError.is(err)) return err.kind
+  if (typeof err !== 'object' || err === null) return '_OTHER'
+  const e = err as { status?: unknown; statusCode?: unknown; code?: unknown; name?: unknown }
+  const status = typeof e.status === 'number' ? e.status : typeof e.statusCode === 'number' ? e.statusCode : undefined
+  if (status !== undefined && Number.isInteger(status) && status >= 100 && status <= 599) return String(status)
+  if (typeof e.code === 'string' && CODE.test(e.code)) return e.code
+  if (e.name === 'TimeoutError') return 'timeout'
+  if (typeof e.name === 'string' && CODE.test(e.name) && e.name !== 'Error') return e.name
+  return '_OTHER'
 }
 
 const WHAT: Record<string, string> = {
@@ -136,6 +165,7 @@ export interface ModelCallEnv {
   readonly retry: ModelRetry
   readonly breaker: ModelBreakerOptions
   readonly emit: AgentEventSink
+  readonly within: AgentScopeRunner
   readonly runId: string
   readonly turn: number
 }
@@ -174,11 +204,14 @@ function called(
   response: ModelResponse | undefined,
   failure: unknown,
 ): void {
+  const logging = env.log !== silentLogger
+  if (!logging && env.emit === noAgentEvents) return
   const at = env.clock.now()
   const durationMs = at - started
   const usage = response?.usage
   const toolCalls = response?.toolCalls?.length ?? 0
-  if (response !== undefined) {
+  const provider = providerOf(link)
+  if (response !== undefined && logging) {
     env.log.info(
       {
         model: link.name,
@@ -202,10 +235,34 @@ function called(
     durationMs,
     toolCalls,
   }
+  if (provider !== undefined) event.provider = provider
   if (usage !== undefined) event.usage = usage
   if (response?.finishReason !== undefined) event.finishReason = response.finishReason
-  if (response === undefined) event.error = describeModelFailure(failure)
+  if (response === undefined) {
+    event.error = describeModelFailure(failure)
+    event.code = modelFailureCode(failure)
+  }
   env.emit(event)
+}
+
+/** One attempt inside the listener's `within`, with the scope it is told about. */
+function attemptWithin(
+  link: ModelLink,
+  attempt: number,
+  started: number,
+  request: Omit<ModelRequest, 'signal'>,
+  env: ModelCallEnv,
+): Promise<ModelResponse> {
+  const provider = providerOf(link)
+  const scope = { type: 'model.call' as const, at: started, runId: env.runId, turn: env.turn, model: link.name, attempt }
+  return env.within(provider === undefined ? scope : { ...scope, provider }, () =>
+    once(link.adapter, request, env.signal, env.clock, env.timeoutMs),
+  )
+}
+
+function providerOf(link: ModelLink): string | undefined {
+  const provider = (link.adapter as { provider?: unknown }).provider
+  return typeof provider === 'string' && provider !== '' ? provider : undefined
 }
 
 /**
@@ -235,7 +292,9 @@ async function onModel(
     let failure: unknown
     const started = env.clock.now()
     try {
-      const response = await once(link.adapter, request, env.signal, env.clock, env.timeoutMs)
+      const response = await (env.within === noScope
+        ? once(link.adapter, request, env.signal, env.clock, env.timeoutMs)
+        : attemptWithin(link, attempt, started, request, env))
       if (typeof response !== 'object' || response === null) throw new TypeError('the model adapter returned no response object')
       settle(link, 'success', isProbe, env)
       called(link, attempt, started, env, response, undefined)
@@ -274,7 +333,10 @@ async function onModel(
       return gaveUp(`; the pushback is past modelRetry.maxRetryAfterMs (${env.retry.maxRetryAfterMs} ms)`)
     // Never sooner than the provider asked; the jitter spreads the clients it pushed back.
     const delay = floor + Math.floor(env.random() * Math.min(env.retry.capMs, env.retry.baseMs * 2 ** (attempt - 1)))
-    env.log.warn({ model: link.name, attempt, delayMs: delay, error: cause }, 'model call failed; retrying')
+    env.log.warn(
+      { model: link.name, attempt, delayMs: delay, code: modelFailureCode(failure), error: lineText.text(cause, 500) },
+      'model call failed; retrying',
+    )
     env.emit({
       type: 'model.retry',
       at: env.clock.now(),

@@ -58,5 +58,10 @@ export interface ModelResponse {
 export interface ModelAdapter {
   /** How reports, events and `createAgent({ prices })` name this model (e.g. `gpt-4o-mini`). Optional. */
   readonly name?: string
+  /**
+   * Who serves it, as the adapter knows it (an AI SDK model's `provider`: `openai.chat`,
+   * `anthropic.messages`); in `model.call` events, and OpenTelemetry's `gen_ai.provider.name`. Optional.
+   */
+  readonly provider?: string
   generate(request: ModelRequest): Promise<ModelResponse>
 }

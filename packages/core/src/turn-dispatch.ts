@@ -66,6 +66,20 @@ function waitingStop(stops: readonly LoopError[], settled: readonly ToolResult[]
   return stop
 }
 
+const NOTHING_KEPT: Readonly<Record<string, SettledCall>> = Object.freeze({})
+
+/** A turn of one call and nothing kept (most turns): the general path's answer without its filter, map and closures. */
+async function dispatchAlone(stack: Stack, call: ToolCall, run: MutableRun, stopRun: AbortController | undefined): Promise<ToolResult[]> {
+  try {
+    return [await stack.dispatch(call, { run })]
+  } catch (err) {
+    if (isWaiting(err)) throw waitingStop([err as LoopError], [])
+    if (stopRun === undefined) throw abortReason({ reason: err })
+    if (!stopRun.signal.aborted) stopRun.abort(err)
+    throw abortReason(stopRun.signal)
+  }
+}
+
 /**
  * Dispatches one turn's calls on the run's own signal: no per-call signal to combine. One hard
  * error (the stack's rejection, escalations included) ends the run, so it aborts that signal, which
@@ -83,8 +97,10 @@ export async function dispatchTurn(
   run: MutableRun,
   stopRun: AbortController | undefined,
   maxParallel: number,
-  kept: Readonly<Record<string, SettledCall>> = {},
+  kept: Readonly<Record<string, SettledCall>> = NOTHING_KEPT,
 ): Promise<ToolResult[]> {
+  // Returned, not awaited: this frame is not kept for the whole call.
+  if (calls.length === 1 && kept === NOTHING_KEPT) return dispatchAlone(stack, calls[0] as ToolCall, run, stopRun)
   const isKept = (call: ToolCall) => Object.hasOwn(kept, call.id)
   const fresh = calls.filter((call) => !isKept(call))
   const settled = new Map<ToolCall, PromiseSettledResult<ToolResult>>()

@@ -30,7 +30,6 @@ it('times a model call on the given clock, and records no token metric when the 
   expect(span?.name).toBe('chat m-1')
   expect(span?.attributes).toEqual({
     'gen_ai.operation.name': 'chat',
-    'gen_ai.provider.name': 'unknown',
     'gen_ai.request.model': 'm-1',
     'shallot.model.tool_calls': 0,
   })

@@ -5,13 +5,17 @@ import { ClockTime, MAX_ATTRIBUTE_CHARS, sanitizerOf } from './attributes.js'
 import { errorTypeOf } from './error-type.js'
 import { agentTally } from './instrument-agent.js'
 import { instrumentsOf } from './instruments.js'
+import { providerName } from './provider-name.js'
 import { SCOPE } from './scope.js'
 import { factsOf, type RunTally } from './usage.js'
 
 export interface InstrumentModelOptions {
   /** The model asked for, e.g. `gpt-4.1-mini`: `gen_ai.request.model` and the span name `chat {model}`. */
   model: string
-  /** `gen_ai.provider.name`, e.g. `openai`, `anthropic`, `aws.bedrock`. Default `unknown`. */
+  /**
+   * `gen_ai.provider.name`: a well-known value (`openai`, `anthropic`, `aws.bedrock`) or a provider id
+   * mapped to one (`openai.chat` → `openai`). Default: left out.
+   */
   provider?: string
   tracer?: Tracer
   meter?: Meter
@@ -23,7 +27,7 @@ export interface InstrumentModelOptions {
 const optionsSchema = z
   .object({
     model: z.string().min(1, 'must name the model, e.g. "gpt-4.1-mini"'),
-    provider: z.string().min(1).default('unknown'),
+    provider: z.string().min(1).optional(),
     tracer: z
       .custom<Tracer>((v) => typeof (v as Tracer | undefined)?.startSpan === 'function', 'must be an OpenTelemetry Tracer')
       .optional(),
@@ -57,9 +61,10 @@ export function instrumentModel(model: ModelAdapter, options: InstrumentModelOpt
   const time = new ClockTime()
   const base: Attributes = {
     'gen_ai.operation.name': 'chat',
-    'gen_ai.provider.name': text.text(parsed.provider, MAX_ATTRIBUTE_CHARS),
     'gen_ai.request.model': text.text(parsed.model, MAX_ATTRIBUTE_CHARS),
   }
+  const provider = providerName(parsed.provider, (s) => text.text(s, MAX_ATTRIBUTE_CHARS))
+  if (provider !== undefined) base['gen_ai.provider.name'] = provider
   return {
     async generate(request) {
       const started = clock.now()

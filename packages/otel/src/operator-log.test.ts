@@ -186,3 +186,91 @@ it('keeps the totals of two concurrent runs that share one model apart', async (
     ['a', 100],
   ])
 })
+
+it('with the agent’s own logger, core writes each line once and operatorLog adds none', async () => {
+  const { lines, logger } = capture()
+  const clock = manualClock()
+  const { tools } = storyTools(clock)
+  const log = operatorLog(logger, { secrets: ['hunter2'] })
+  // The wiring of operatorLog's old README, plus the logger on the agent: nothing may be written twice.
+  const agent = log.agent(
+    createAgent({
+      model: log.model(storyModel(), clock),
+      tools,
+      clock,
+      logger,
+      random: seededRandom(2026),
+      middleware: [
+        log.middleware,
+        ...defaultMiddleware({ timeout: { ms: 2_000 }, circuitBreaker: { policy: consecutive({ threshold: 2 }), cooldownMs: 30_000 } }),
+      ],
+      limits: { maxTurns: 30, maxSteps: 80 },
+      modelRetry: { baseMs: 10 },
+    }),
+  )
+  let outcome: RunOutcome | undefined
+  const pending = agent.run({ runId: 'demo-1', input: 'refund ORD-2026-00042 for bob@example.com' }).then((o) => {
+    outcome = o
+    return o
+  })
+  while (outcome === undefined) await clock.runAll()
+  const { steps } = await pending
+  const named = (msg: string) => lines.filter((l) => l.msg === msg)
+  // operatorLog's own lines are gone; core's are there once each.
+  for (const msg of ['run finished', 'model call failed', 'tool call failed (soft error, the model reads it)'])
+    expect(named(msg)).toEqual([])
+  expect(named('run started')).toEqual([
+    expect.objectContaining({
+      level: INFO,
+      runId: 'demo-1',
+      task: 'refund ORD-2026-00042 for [redacted]',
+      limits: expect.objectContaining({ maxTurns: 30, maxSteps: 80 }),
+    }),
+  ])
+  const models = named('model call')
+  expect(models).toHaveLength(15)
+  expect(models[0]).toEqual({
+    level: INFO,
+    runId: 'demo-1',
+    model: 'model',
+    attempt: 2,
+    latencyMs: 0,
+    inputTokens: 100,
+    outputTokens: 20,
+    finishReason: 'tool_calls',
+    toolCalls: 1,
+    msg: 'model call',
+  })
+  const retried = named('model call failed; retrying')
+  expect(retried).toEqual([expect.objectContaining({ level: WARN, attempt: 1, code: '503' })])
+  expect(String(retried[0]?.error)).not.toMatch(/sk-live|10\.0\.0\.7/)
+  const soft = lines.filter((l) => l.msg === 'tool call' && l.outcome === 'soft_error')
+  expect(soft.map((l) => [l.tool, l.code])).toEqual([
+    ['read_file', 'not_found'],
+    ['charge_card', 'timeout'],
+    ['charge_card', 'outcome_unknown'],
+    ['status_page', 'timeout'],
+    ['status_page', 'timeout'],
+    ['read_file', 'not_found'],
+    ['read_file', 'not_found'],
+    ['read_file', 'repeated_failure'],
+    ['read_file', 'repeated_failure'],
+  ])
+  expect(soft.every((l) => l.level === INFO)).toBe(true)
+  expect(soft[0]).toMatchObject({ runId: 'demo-1', turn: 1, category: 'recoverable', attempts: 1 })
+  expect(String(soft[0]?.message)).toMatch(/^file src\/mian\.rs not found/)
+  expect(named('run completed')).toEqual([])
+  expect(named('run stopped')).toEqual([
+    expect.objectContaining({
+      level: WARN,
+      runId: 'demo-1',
+      outcome: 'stopped',
+      kind: 'loop_detected',
+      turns: 14,
+      steps,
+      inputTokens: 22_500,
+      outputTokens: 300,
+    }),
+  ])
+  expect(JSON.stringify(lines)).not.toMatch(/bob@example|hunter2|alice|sk-live-abcdefghijklmnop1234|10\.0\.0\.7/)
+})

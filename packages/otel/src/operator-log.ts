@@ -6,6 +6,7 @@ import {
   type Middleware,
   type ModelAdapter,
   parseOptions,
+  silentLogger,
   type ToolContext,
   ToolError,
 } from '@shallot/core'
@@ -44,6 +45,8 @@ const optionsSchema = z
 /** A run's tally and logger, from the agent wrapper to the model wrapper. */
 const scope = tallyScope()
 const runLogs = new WeakMap<RunTally, Logger>()
+/** Runs whose agent writes the lines itself: the model wrapper stays quiet inside them. */
+const quiet = new WeakSet<RunTally>()
 
 function safe(write: () => void): void {
   try {
@@ -57,6 +60,12 @@ function safe(write: () => void): void {
  * pino lines an operator can act on: run started, each model call, each soft error, run finished
  * with totals. Every text is sanitized with core's sanitizer and your secrets.
  *
+ * Core writes these lines itself when the agent has a logger (`createAgent({ logger })`: `run
+ * started`, `model call`, `tool call` with the soft error's message, `run completed` / `run
+ * stopped` with the totals), so each piece here writes a line only where core writes none: the
+ * layer when the stack has no logger, the model and agent wrappers when the agent has none.
+ *
+ * @deprecated Give the agent your logger: `createAgent({ model, tools, logger: pino() })`.
  * @example
  * const log = operatorLog(pino())
  * const agent = log.agent(createAgent({ model: log.model(model), tools, middleware: [log.middleware, ...defaultMiddleware()] }))
@@ -68,6 +77,8 @@ export function operatorLog(logger: Logger, options: OperatorLogOptions = {}): O
   const text = sanitizerOf(parsed.secrets)
 
   async function operatorLogLayer(ctx: ToolContext, next: () => Promise<void>): Promise<void> {
+    // A stack with a logger writes the soft error's sanitized message on its own `tool call` line.
+    if (ctx.log !== silentLogger) return next()
     try {
       await next()
     } catch (err) {
@@ -97,6 +108,7 @@ export function operatorLog(logger: Logger, options: OperatorLogOptions = {}): O
       return {
         async generate(request) {
           const tally = scope.getStore()
+          if (tally !== undefined && quiet.has(tally)) return model.generate(request)
           const log = (tally === undefined ? undefined : runLogs.get(tally)) ?? logger
           const started = clock.now()
           const attempt = (tally?.failedInARow ?? 0) + 1
@@ -136,6 +148,19 @@ export function operatorLog(logger: Logger, options: OperatorLogOptions = {}): O
     agent(agent) {
       if (typeof agent?.run !== 'function') throw new TypeError('operatorLog().agent(): agent must be what createAgent() returns')
       const clock = agent.stack.clock
+      if (agent.stack.logger !== silentLogger) {
+        // The agent logs its runs itself; the model wrapper only needs to know it should stay quiet.
+        const hushed = (go: () => ReturnType<Agent['run']>) => {
+          const tally = new RunTally()
+          quiet.add(tally)
+          return scope.run(tally, go)
+        }
+        return {
+          stack: agent.stack,
+          run: (runOptions) => hushed(() => agent.run(runOptions)),
+          resume: (runId, resumeOptions) => hushed(() => agent.resume(runId, resumeOptions)),
+        }
+      }
       const logged = async (runId: string, task: string | undefined, go: () => ReturnType<Agent['run']>) => {
         const tally = new RunTally()
         const log = logger.child({ runId })

@@ -1,6 +1,6 @@
 import { type Attributes, context, type Meter, metrics, type Span, SpanKind, SpanStatusCode, type Tracer, trace } from '@opentelemetry/api'
 import {
-  type AgentEvent,
+  type AgentEventListener,
   type CallFinishedEvent,
   type CallStartedEvent,
   type Clock,
@@ -14,6 +14,7 @@ import {
   ToolError,
 } from '@shallot/core'
 import { z } from 'zod'
+import { agentSpans } from './agent-spans.js'
 import { ClockTime, eventAttributes, MAX_ATTRIBUTE_CHARS, sanitizerOf } from './attributes.js'
 import { errorTypeOf } from './error-type.js'
 import { type Instruments, instrumentsOf } from './instruments.js'
@@ -41,9 +42,6 @@ const optionsSchema = z
   .strict()
 
 const REFUSALS = new Set(['circuit-breaker.refused', 'stuck-loop.refused', 'stuck-loop.stopped', 'idempotency.refused', 'bulkhead.refused'])
-
-const tokens = (value: unknown): number | undefined =>
-  typeof value === 'number' && Number.isFinite(value) && value >= 0 ? Math.floor(value) : undefined
 
 function str(value: unknown): string | undefined {
   return typeof value === 'string' ? value : undefined
@@ -85,9 +83,12 @@ export interface OtelLayer extends Middleware {
   /**
    * An agent's `onEvent` sink: an `invoke_agent` span per run (token totals from `run.finished`)
    * and a `chat {model}` span per model attempt (`model.call`), with the attached stack's tool spans
-   * as children of their run's span. No model or agent wrapper needed.
+   * as children of their run's span. Its `within` makes the run's span the active context of the
+   * run and the chat span that of its attempt, so a model SDK's own spans are children of
+   * `chat {model}`. No model or agent wrapper needed; pass it as it is (a wrapper function drops
+   * `within`: copy it over, `Object.assign(mine, { within: tracing.onAgentEvent.within })`).
    */
-  readonly onAgentEvent: (event: AgentEvent) => void
+  readonly onAgentEvent: AgentEventListener & { readonly within: NonNullable<AgentEventListener['within']> }
 }
 
 interface OpenCall {
@@ -148,88 +149,14 @@ export function otel(options: OtelOptions = {}): OtelLayer {
       'shallot.turn': turn,
     }
     if (effect !== undefined) attributes['shallot.tool.effect'] = effect
-    const run = runs.get(runId)
+    const run = agent.runSpan(runId)
     const parent = run === undefined ? context.active() : trace.setSpan(context.active(), run)
     return tracer.startSpan(`execute_tool ${tool}`, { kind: SpanKind.INTERNAL, attributes, startTime: time.at(clock, at) }, parent)
   }
 
   // Runs seen through onAgentEvent, so tool and chat spans are children of their run's span.
-  const runs = new Map<string, Span>()
   let agentClock: Clock = systemClock
-
-  function onAgentEvent(event: AgentEvent): void {
-    try {
-      const clock = agentClock
-      if (event.type === 'run.started') {
-        const span = tracer.startSpan('invoke_agent', {
-          kind: SpanKind.INTERNAL,
-          startTime: time.at(clock, event.at),
-          attributes: {
-            'gen_ai.operation.name': 'invoke_agent',
-            'shallot.run.id': clean(event.runId),
-            'shallot.run.resumed': event.resumed,
-          },
-        })
-        runs.set(event.runId, span)
-      } else if (event.type === 'model.call') {
-        const run = runs.get(event.runId)
-        const model = clean(event.model)
-        const base: Attributes = { 'gen_ai.operation.name': 'chat', 'gen_ai.request.model': model }
-        const span = tracer.startSpan(
-          `chat ${model}`,
-          {
-            kind: SpanKind.CLIENT,
-            startTime: time.at(clock, event.at - event.durationMs),
-            attributes: { ...base, 'shallot.model.attempt': event.attempt },
-          },
-          run === undefined ? context.active() : trace.setSpan(context.active(), run),
-        )
-        const metric: Attributes = { ...base }
-        const input = tokens(event.usage?.inputTokens)
-        const output = tokens(event.usage?.outputTokens)
-        if (input !== undefined) {
-          span.setAttribute('gen_ai.usage.input_tokens', input)
-          instruments.tokens.record(input, { ...base, 'gen_ai.token.type': 'input' })
-        }
-        if (output !== undefined) {
-          span.setAttribute('gen_ai.usage.output_tokens', output)
-          instruments.tokens.record(output, { ...base, 'gen_ai.token.type': 'output' })
-        }
-        if (event.finishReason !== undefined) span.setAttribute('gen_ai.response.finish_reasons', [clean(event.finishReason)])
-        span.setAttribute('shallot.model.tool_calls', event.toolCalls)
-        if (event.error !== undefined) {
-          metric['error.type'] = '_OTHER'
-          span.setAttribute('error.type', '_OTHER')
-          span.setStatus({ code: SpanStatusCode.ERROR, message: clean(event.error) })
-        }
-        span.end(time.at(clock, event.at))
-        instruments.duration.record(Math.max(0, event.durationMs) / 1000, metric)
-      } else if (event.type === 'run.finished') {
-        const span = runs.get(event.runId)
-        if (span === undefined) return
-        runs.delete(event.runId)
-        span.setAttributes({
-          'shallot.run.status': event.status,
-          'shallot.run.turns': event.turns,
-          'shallot.run.steps': event.steps,
-          'gen_ai.usage.input_tokens': event.usage.inputTokens,
-          'gen_ai.usage.output_tokens': event.usage.outputTokens,
-        })
-        if (event.status === 'stopped') {
-          span.setAttribute('error.type', event.kind ?? '_OTHER')
-          span.setStatus({ code: SpanStatusCode.ERROR })
-        }
-        span.end(time.at(clock, event.at))
-      } else {
-        const run = runs.get(event.runId)
-        if (run === undefined) return
-        const { type, at, runId: _r, ...fields } = event
-        run.addEvent(type, eventAttributes(fields, text), time.at(clock, at))
-      }
-    } catch {
-      // Telemetry never changes a run's outcome.
-    }
-  }
+  const agent = agentSpans(tracer, instruments, text, time, () => agentClock)
 
   // Attached: spans live here from call.started to call.finished, keyed by run and call.
   const open = new Map<string, OpenCall>()
@@ -365,6 +292,6 @@ export function otel(options: OtelOptions = {}): OtelLayer {
       off()
     }
   }
-  Object.defineProperty(layer, 'onAgentEvent', { value: onAgentEvent, enumerable: true })
+  Object.defineProperty(layer, 'onAgentEvent', { value: agent.listener, enumerable: true })
   return layer
 }

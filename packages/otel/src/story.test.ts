@@ -234,3 +234,57 @@ it("records the GenAI metrics and shallot's own for the same run", async () => {
     ['charge_card', 1],
   ])
 })
+
+it('traces the demo run from core’s events alone: the same tree, the provider named, the 503 classified, the HTTP span under its tool', async () => {
+  sdk = otelSdk()
+  const clock = manualClock()
+  const { tools } = storyTools(clock)
+  const { tracer, meter } = sdk
+  const tracing = otel({ tracer, meter, secrets: ['hunter2'] })
+  const agent = createAgent({
+    model: { ...storyModel(), name: 'scripted-1', provider: 'openai.chat' },
+    tools,
+    clock,
+    random: seededRandom(2026),
+    // otel() innermost: attached, it still covers every layer's events.
+    middleware: [
+      ...defaultMiddleware({ timeout: { ms: 2_000 }, circuitBreaker: { policy: consecutive({ threshold: 2 }), cooldownMs: 30_000 } }),
+      tracing,
+    ],
+    limits: { maxTurns: 30, maxSteps: 80 },
+    modelRetry: { baseMs: 10 },
+    onEvent: tracing.onAgentEvent,
+  })
+  tracing.attach(agent.stack)
+  let outcome: RunOutcome | undefined
+  const pending = agent.run({ runId: 'demo-1', input: 'refund ORD-2026-00042' }).then((o) => {
+    outcome = o
+    return o
+  })
+  while (outcome === undefined) await clock.runAll()
+  await pending
+  const spans = sdk.spans()
+  const [root, ...others] = byName(spans, 'invoke_agent')
+  expect(others).toEqual([])
+  expect(root?.attributes).toMatchObject({
+    'gen_ai.provider.name': 'openai',
+    'shallot.run.status': 'stopped',
+    'error.type': 'loop_detected',
+    'gen_ai.usage.output_tokens': 15 * 20,
+  })
+  const rootId = root?.spanContext().spanId
+  const chats = byName(spans, 'chat scripted-1')
+  expect(chats).toHaveLength(16)
+  expect(chats.every((c) => c.parentSpanContext?.spanId === rootId && c.attributes['gen_ai.provider.name'] === 'openai')).toBe(true)
+  expect(chats.map((c) => c.attributes['error.type'] ?? 'ok').slice(0, 2)).toEqual(['503', 'ok'])
+  const toolSpans = spans.filter((s) => s.name.startsWith('execute_tool '))
+  expect(toolSpans).toHaveLength(15)
+  expect(toolSpans.every((s) => s.parentSpanContext?.spanId === rootId)).toBe(true)
+  const search = toolSpans.find((s) => s.name === 'execute_tool search_docs')
+  const http = byName(spans, 'GET /search')
+  expect(http).toHaveLength(3)
+  expect(http.every((s) => s.parentSpanContext?.spanId === search?.spanContext().spanId)).toBe(true)
+  expect(eventNames(search).filter((n) => n === 'retry.scheduled')).toHaveLength(2)
+  const everything = JSON.stringify(spans.map((s) => [s.name, s.attributes, s.status, s.events]))
+  expect(everything).not.toMatch(/hunter2|alice|sk-live-abcdefghijklmnop1234|10\.0\.0\.7/)
+})

@@ -225,7 +225,9 @@ describe('redis breaker store: the store itself', () => {
     const prefix = freshPrefix()
     const warnings: string[] = []
     const logger: Logger = { debug() {}, info() {}, error() {}, warn: (_o, msg) => void warnings.push(msg ?? ''), child: () => logger }
-    const store = redisStores({ client, prefix, logger }).breaker
+    // This test is about what a corrupt state reads as, not about the deadline: parsing the 200 KB deep value
+    // must not meet the default 200 ms one on a loaded machine.
+    const store = redisStores({ client, prefix, logger, timeoutMs: 30_000 }).breaker
     const key = `${prefix}:{search}:breaker`
     const deep = `{"counts":${'['.repeat(100_000)}${']'.repeat(100_000)}}`
     const hostile = [
