@@ -1,8 +1,10 @@
 import { bulkhead } from '@shallot/bulkhead'
+import { createRun, type Middleware, type ToolResult } from '@shallot/core'
 import { fallback } from '@shallot/fallback'
 import { hedging } from '@shallot/hedging'
 import { bulkhead as cockatielBulkhead, fallback as cockatielFallback, handleAll } from 'cockatiel'
-import { distinctCall, readTool, stackOf } from './fixtures.js'
+import { circuitBreaker, constant, retry, stuckLoop } from 'shallot'
+import { distinctCall, flakyTool, readTool, stackOf } from './fixtures.js'
 import type { Case } from './measure.js'
 import { work } from './peers.js'
 
@@ -25,5 +27,62 @@ export function resilienceCases(): Case[] {
     const stack = stackOf(middleware, [readTool])
     cases.push({ name: `shallot: ${name}`, fn: () => stack.dispatch(distinctCall(readTool.name)) })
   }
+  return cases
+}
+
+/**
+ * 9 (continued): the options added to existing layers. Half-open sampling and retry hooks on the
+ * paths every call takes (a closed circuit, a success), beside the same layer without them; a retry
+ * hook on the failure path; convergence's work per turn, a 2 KB turn and a 1 MB one (capped).
+ */
+export function resilienceOptionCases(): Case[] {
+  const cases: Case[] = []
+  const happy: Record<string, Middleware[]> = {
+    'circuit-breaker (closed)': [circuitBreaker()],
+    'circuit-breaker halfOpenSuccesses 3 of 5 (closed)': [circuitBreaker({ halfOpenProbes: 5, halfOpenSuccesses: 3 })],
+    'retry (success)': [retry()],
+    'retry onRetry + onGiveUp (success)': [retry({ onRetry: () => undefined, onGiveUp: () => {} })],
+  }
+  for (const [name, middleware] of Object.entries(happy)) {
+    const stack = stackOf(middleware, [readTool])
+    cases.push({ name: `shallot: ${name}`, fn: () => stack.dispatch(distinctCall(readTool.name)) })
+  }
+  const failing: Record<string, Middleware[]> = {
+    'retry, one failure': [retry({ backoff: constant(0), retryBudget: false })],
+    'retry onRetry { delayMs: 0 }, one failure': [
+      retry({ backoff: constant(0), retryBudget: false, onRetry: async () => ({ delayMs: 0 }) }),
+    ],
+  }
+  for (const [name, middleware] of Object.entries(failing)) {
+    const tool = flakyTool()
+    const stack = stackOf(middleware, [tool])
+    cases.push({ name: `shallot: ${name}`, fn: () => stack.dispatch(distinctCall(tool.name)) })
+  }
+  const observe = stuckLoop({ convergence: {} }).observeTurn
+  if (observe === undefined) throw new Error('stuckLoop({ convergence }) has no observeTurn')
+  const env = { log: { warn() {} } as never, emit() {} }
+  const turnOf = (chars: number) => {
+    const text = 'The deployment is still running at 45%, so I will check the status again. '.repeat(Math.ceil(chars / 76)).slice(0, chars)
+    const call = { id: 'c1', name: 'deploy_status', args: { service: 'api' } }
+    const result: ToolResult = {
+      callId: 'c1',
+      name: 'deploy_status',
+      ok: true,
+      content: text,
+      attempts: 1,
+      durationMs: 0,
+      replayed: false,
+      trace: [],
+    }
+    let turn = 0
+    // A fresh run every 2 turns keeps the count below `after`, so every measured turn is compared and none stops.
+    let run = createRun()
+    return () => {
+      if (turn % 2 === 0) run = createRun()
+      observe({ turn: ++turn, text, calls: [call], results: [result] }, run, env)
+    }
+  }
+  cases.push({ name: 'shallot: stuck-loop convergence, one 2 KB turn', fn: turnOf(2000) })
+  cases.push({ name: 'shallot: stuck-loop convergence, one 1 MB turn (capped)', fn: turnOf(1_000_000) })
   return cases
 }

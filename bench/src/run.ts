@@ -3,7 +3,7 @@ import { cpus, loadavg, totalmem } from 'node:os'
 import { configLoad, printConfigLoad } from './config-load.js'
 import { concurrentRuns, heapRetained, simPerCall, sustained } from './endurance.js'
 import { type Case, formatNs, interleave, printTable, type Row } from './measure.js'
-import { resilienceCases } from './resilience.js'
+import { resilienceCases, resilienceOptionCases } from './resilience.js'
 import {
   AGENT,
   agentCase,
@@ -29,7 +29,7 @@ const peers = peerCases()
 const full = await fullStackCases()
 const agent = await agentCase()
 const layers = eachLayerCases()
-const resilience = resilienceCases()
+const resilience = [...resilienceCases(), ...resilienceOptionCases()]
 const all: Case[] = [...peers, ...full, agent, ...layers, ...resilience]
 const measured = await interleave(all, rounds)
 const pick = (cases: readonly Case[]) => cases.map((c) => measured.find((r) => r.name === c.name) as Row)
@@ -42,7 +42,11 @@ const headline = peerRows.slice(0, 2)
 printTable('peers', peerRows, 'bare await')
 printTable('scenarios 1, 2, 3, 5: the full default stack', [...peerRows, ...fullRows], KOA)
 printTable('scenario 4: each layer alone', [...headline, ...layerRows], KOA)
-printTable('scenario 9: bulkhead, fallback, hedging alone', [...headline, ...resilienceRows], KOA)
+printTable(
+  'scenario 9: bulkhead, fallback, hedging alone; half-open sampling, retry hooks, convergence',
+  [...headline, ...resilienceRows],
+  KOA,
+)
 const classifier = await classifierPathological()
 printTable('scenario 8: classify 100 KB pathological messages', classifier, classifier[0]?.name ?? '')
 const configRows = await configLoad(quick ? 1 : 3)
@@ -169,7 +173,7 @@ ${table([...peerRows, ...fullRows], koa, KOA)}
 
 ${table([...headline, ...layerRows], koa, KOA)}
 
-## Bulkhead, fallback and hedging alone (scenario 9)
+## Bulkhead, fallback and hedging alone; half-open sampling, retry hooks and convergence (scenario 9)
 
 ${table([...headline, ...resilienceRows], koa, KOA)}
 

@@ -10,3 +10,4 @@ export {
 } from './shallot-tools.js'
 export { isSoftFailure, type SoftFailure, softFailure } from './soft-failure.js'
 export { inputSchemaOf, type ToShallotToolOptions, type ToShallotToolsOptions, toShallotTool, toShallotTools } from './to-shallot-tool.js'
+export type { ToolApprovalRequestPart, ToolApprovalResponsePart } from './tool-approval.js'

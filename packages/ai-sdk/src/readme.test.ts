@@ -3,6 +3,7 @@ import { ToolError } from '@shallot/core'
 import { tool } from 'ai'
 import { describe, expect, it } from 'vitest'
 import { z } from 'zod'
+import { payWithApproval } from './readme-approval-example.js'
 import { explainMain } from './readme-example.js'
 import { chat } from './readme-stream-example.js'
 import { lastToolResults, scriptedLanguageModel } from './scripted-language-model.test-helper.js'
@@ -50,5 +51,33 @@ describe('README', () => {
       (prompt) => ({ text: `It defines ${String(lastToolResults(prompt)[0]?.output.value)}` }),
     ])
     await expect(explainMain(model, readFile)).resolves.toBe('It defines fn main() {}')
+  })
+
+  it('shows the approval example verbatim', () => {
+    const example = read('./readme-approval-example.ts').replace("from './index.js'", "from '@shallot/ai-sdk'")
+    expect(read('../README.md')).toContain(example)
+  })
+
+  it('runs: an approved transfer is sent once; a denied one never, and the model reads denied_by_user', async () => {
+    for (const yes of [true, false]) {
+      const sent: string[] = []
+      const model = scriptedLanguageModel([
+        { toolCalls: [{ name: 'transfer', input: { to: 'bob', amountCents: 50_000 } }] },
+        (prompt) => {
+          const seen = lastToolResults(prompt)[0]?.output as { value?: unknown; reason?: string } | undefined
+          return { text: `read: ${seen?.reason ?? String(seen?.value)}` }
+        },
+      ])
+      const output = await payWithApproval(
+        model,
+        () => yes,
+        (to, cents) => {
+          sent.push(`${cents} to ${to}`)
+          return `sent ${cents} to ${to}`
+        },
+      )
+      expect(output).toEqual(yes ? 'read: sent 50000 to bob' : expect.stringContaining('"error":"denied_by_user"'))
+      expect(sent).toEqual(yes ? ['50000 to bob'] : [])
+    }
   })
 })

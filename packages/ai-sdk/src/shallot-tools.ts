@@ -9,7 +9,15 @@ import {
   type ToolEffect,
   type ToolResult,
 } from '@shallot/core'
-import { maxStepsFrom, onlyWithoutStack, runBudgetRefinement, stackFromSource, stackSourceShape } from '@shallot/core/internal'
+import {
+  approvalCheckOf,
+  maxStepsFrom,
+  onlyWithoutStack,
+  putApproval,
+  runBudgetRefinement,
+  stackFromSource,
+  stackSourceShape,
+} from '@shallot/core/internal'
 import {
   asSchema,
   type FlexibleSchema,
@@ -29,6 +37,13 @@ import { type SdkExecutionOptions, sdkCall } from './sdk-call.js'
 import { softErrorTracer } from './soft-error-tracer.js'
 import { isSoftFailure, type SoftFailure, softFailure } from './soft-failure.js'
 import { toShallotTools } from './to-shallot-tool.js'
+import {
+  approvalResponse,
+  approvedIn,
+  needsApprovalOf,
+  type ToolApprovalRequestPart,
+  type ToolApprovalResponsePart,
+} from './tool-approval.js'
 
 const custom = <T>(what: string, check: (v: unknown) => boolean) => z.custom<T>(check, { message: `must be ${what}` })
 const isObject = (v: unknown) => typeof v === 'object' && v !== null
@@ -94,6 +109,13 @@ export interface ShallotToolSet<T extends ToolSet> {
   readonly run: RunContext
   /** The `LoopError` that stopped the generation, once one did. */
   readonly error: LoopError | undefined
+  /**
+   * Answers a `tool-approval-request` part (a call a policy's `approve` rule stopped, asked through
+   * the SDK's `needsApproval`) with the `tool-approval-response` part to send back in a `tool`
+   * message. `'approve'`: the next generation runs it once. `'deny'` / `{ deny: reason }`: it goes
+   * through the stack as denied, never runs, and the model reads shallot's `denied_by_user`.
+   */
+  approvalResponse(request: ToolApprovalRequestPart, answer: 'approve' | 'deny' | { deny: string }): Promise<ToolApprovalResponsePart>
 }
 
 function defaultModelOutput(output: unknown) {
@@ -132,6 +154,8 @@ export function shallotTools<T extends ToolSet>(tools: T, options?: ShallotTools
   const stopper = new AbortController()
   const abortSignal = o.signal === undefined ? stopper.signal : AbortSignal.any([o.signal, stopper.signal])
   let error: LoopError | undefined
+  // The policy's question "will this call wait for a person?", asked through the SDK's own needsApproval.
+  const check = o.stack === undefined ? approvalCheckOf(o.middleware) : undefined
   // Filled only once a tracer is wrapped, and emptied as each tool-call span ends.
   let softFailures: Map<string, SoftFailure> | undefined
 
@@ -145,11 +169,21 @@ export function shallotTools<T extends ToolSet>(tools: T, options?: ShallotTools
     const original = sdkTool.toModelOutput
     return {
       ...sdkTool,
+      ...(check === undefined ? {} : { needsApproval: needsApprovalOf(name, sdkTool.needsApproval, check, stack, run) }),
       // The stack validates the input (once, with the original schema); the SDK only parses the JSON.
       inputSchema: jsonSchema(() => asSchema(sdkTool.inputSchema as FlexibleSchema<unknown>).jsonSchema),
       async execute(input: unknown, sdkOptions: SdkExecutionOptions) {
         if (error !== undefined) throw error
         const signal = sdkOptions.abortSignal === undefined ? abortSignal : AbortSignal.any([sdkOptions.abortSignal, abortSignal])
+        // Executed after the SDK's approval step: the person's yes (in the messages, which the host keeps) goes to the policy.
+        const definition = check === undefined ? undefined : stack.tools.get(name)
+        if (
+          check !== undefined &&
+          definition !== undefined &&
+          approvedIn(sdkOptions.messages, sdkOptions.toolCallId) &&
+          (await check({ id: sdkOptions.toolCallId, name, args: input }, run, definition))
+        )
+          putApproval(run, sdkOptions.toolCallId, 'approve')
         let result: ToolResult
         try {
           result = await sdkCall.run(sdkOptions, () => stack.dispatch({ id: sdkOptions.toolCallId, name, args: input }, { run, signal }))
@@ -195,5 +229,6 @@ export function shallotTools<T extends ToolSet>(tools: T, options?: ShallotTools
     get error() {
       return error
     },
+    approvalResponse: (request, answer) => approvalResponse(request, answer, stack, run, abortSignal, check),
   }
 }

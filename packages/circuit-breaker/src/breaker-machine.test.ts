@@ -191,4 +191,89 @@ describe('breakerMachine', () => {
       { numRuns: 500 },
     )
   })
+
+  it('with halfOpenSuccesses, never lets more than halfOpenProbes through per trial and never closes on fewer successes', () => {
+    const step = fc.oneof(
+      fc.constant({ kind: 'admit' as const }),
+      fc.record({
+        kind: fc.constant('settle' as const),
+        pick: fc.nat(),
+        // Mostly successes, so trials get far enough to close.
+        outcome: fc.constantFrom('success', 'success', 'success', 'success', 'failure', 'neutral') as never,
+      }),
+      fc.record({ kind: fc.constant('advance' as const), ms: fc.integer({ min: 0, max: 100 }) }),
+    )
+    let closings = 0
+    fc.assert(
+      fc.property(
+        fc.integer({ min: 1, max: 5 }).chain((m) => fc.tuple(fc.constant(m), fc.integer({ min: 1, max: m }))),
+        fc.array(step, { minLength: 40, maxLength: 150 }),
+        ([halfOpenProbes, halfOpenSuccesses], steps) => {
+          const machine = breakerMachine(
+            config({
+              policy: consecutive({ threshold: 1 }),
+              cooldownMs: 50,
+              maxCooldownMs: 50,
+              halfOpenProbes,
+              halfOpenSuccesses,
+              maxHalfOpenMs: 1e9,
+            }),
+          )
+          // Starts open, so every run has trials to watch.
+          let state = opened(machine)
+          let now = 0
+          let open: Ticket[] = []
+          // Per trial: probes let through and not released (successes keep their place), and successes counted.
+          let admitted = 0
+          let successes = 0
+          for (const s of steps) {
+            if (s.kind === 'advance') now += s.ms
+            else if (s.kind === 'admit') {
+              const a = machine.admit(state, now)
+              if (a.changes.some((c) => c.to === 'half-open')) {
+                admitted = 0
+                successes = 0
+              }
+              state = a.state
+              if (a.pass) open.push({ generation: a.generation, probe: a.probe })
+              if (a.pass && a.probe !== 0) admitted++
+            } else if (open.length > 0) {
+              const [ticket] = open.splice(s.pick % open.length, 1) as [Ticket]
+              const before = state
+              const outcome = s.outcome as 'success' | 'failure' | 'neutral'
+              const done = machine.settle(state, ticket, outcome, now)
+              state = done.state
+              const live = ticket.probe !== 0 && !done.stale && before.circuit === 'half-open' && before.generation === ticket.generation
+              if (live && outcome === 'neutral') admitted--
+              if (live && outcome === 'success') successes++
+              if (live && outcome === 'failure') expect(done.change).toMatchObject({ from: 'half-open', to: 'open' })
+              if (done.change?.from === 'half-open' && done.change.to === 'closed') {
+                closings++
+                expect(successes).toBe(halfOpenSuccesses)
+              }
+              // Calls admitted before the circuit opened decide nothing (tested above); keep the live ones in play.
+              if (done.change?.to === 'open') open = open.filter((t) => t.generation === state.generation)
+            }
+            if (state.circuit === 'half-open') expect(admitted).toBeLessThanOrEqual(halfOpenProbes)
+          }
+        },
+      ),
+      { numRuns: 500 },
+    )
+    expect(closings).toBeGreaterThan(100)
+  })
+
+  it('reads a half-open trial tally as a state, only while half-open', () => {
+    const machine = breakerMachine(config({ halfOpenProbes: 3, halfOpenSuccesses: 2 }))
+    const halfOpen = { ...opened(machine), circuit: 'half-open', counts: { probeSuccesses: 1 } }
+    expect(machine.isState(halfOpen as never)).toBe(true)
+    expect(machine.isState({ ...halfOpen, circuit: 'closed' } as never)).toBe(false)
+    expect(machine.isState({ ...halfOpen, counts: { probeSuccesses: -1 } } as never)).toBe(false)
+    expect(machine.isState({ ...halfOpen, counts: { probeSuccesses: 1, extra: 1 } } as never)).toBe(false)
+  })
+
+  it('refuses a halfOpenSuccesses its trial could never reach', () => {
+    expect(() => breakerMachine(config({ halfOpenProbes: 2, halfOpenSuccesses: 3 }))).toThrow(RangeError)
+    expect(() => breakerMachine(config({ halfOpenSuccesses: 0 }))).toThrow(RangeError)
+  })
 })

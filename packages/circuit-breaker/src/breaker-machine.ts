@@ -12,7 +12,11 @@ export type BreakerState = {
   circuit: Circuit
   /** Bumped each time the circuit opens: a call admitted under an older generation decides nothing. */
   generation: number
-  /** The policy's counts while closed. */
+  /**
+   * The policy's counts while closed. While half-open and waiting for more than one successful
+   * probe (`halfOpenSuccesses`), the trial's tally `{ probeSuccesses }` instead: kept in this field
+   * so every store that round-trips the state keeps it, and states written before it read as before.
+   */
   counts: Json
   /** Failures behind the current opening: the N in "open after N failures". */
   failures: number
@@ -58,6 +62,8 @@ export interface Settlement {
   readonly change: Transition | undefined
   /** The outcome was a verdict but the ticket is from an older generation or a lost slot, so it decided nothing. */
   readonly stale: boolean
+  /** A successful probe that did not close the circuit yet: the trial's successes so far, and how many close it. */
+  readonly trial?: { readonly successes: number; readonly needed: number }
 }
 
 export interface BreakerMachineConfig {
@@ -66,6 +72,8 @@ export interface BreakerMachineConfig {
   cooldownGrowth: number
   maxCooldownMs: number
   halfOpenProbes: number
+  /** Successful probes that close a half-open circuit (at most `halfOpenProbes`). Default 1. */
+  halfOpenSuccesses?: number
   maxHalfOpenMs: number
 }
 
@@ -91,17 +99,33 @@ const CIRCUITS: readonly string[] = ['closed', 'open', 'half-open']
 const isCount = (n: unknown): n is number => Number.isInteger(n) && (n as number) >= 0
 const isTime = (n: unknown): n is number => typeof n === 'number' && Number.isFinite(n)
 
+/** The half-open trial's tally, as it sits in `counts`. */
+type Tally = { probeSuccesses: number }
+const isTally = (v: Json | undefined): v is Tally =>
+  typeof v === 'object' && v !== null && !Array.isArray(v) && Object.keys(v).length === 1 && isCount(v.probeSuccesses)
+
 /**
  * Builds the breaker's state machine from validated options.
  *
  * @example
  * const machine = breakerMachine({ policy: consecutive({ threshold: 2 }), cooldownMs: 30_000, cooldownGrowth: 1,
  *   maxCooldownMs: 300_000, halfOpenProbes: 1, maxHalfOpenMs: 60_000 })
+ * // close only after 3 successful probes, 5 let through at most, reopen on the first failure:
+ * breakerMachine({ ...config, halfOpenProbes: 5, halfOpenSuccesses: 3 })
  * const a = machine.admit(undefined, 0) // { pass: true, probe: 0, ... }
  * const s = machine.settle(a.state, a, 'failure', 5).state
  */
 export function breakerMachine(config: BreakerMachineConfig): BreakerMachine {
   const { policy, cooldownMs, cooldownGrowth, maxCooldownMs, halfOpenProbes, maxHalfOpenMs } = config
+  const needed = config.halfOpenSuccesses ?? 1
+  if (!Number.isInteger(needed) || needed < 1 || needed > halfOpenProbes) {
+    throw new RangeError(`halfOpenSuccesses must be a whole number from 1 to halfOpenProbes (${halfOpenProbes}); got ${needed}`)
+  }
+
+  // Successes of the trial so far. Anything else in `counts` (a state from before the trial, a K of 1,
+  // garbage from a store) counts as none, so only real successes close the circuit. A tally past this
+  // breaker's K (written by a worker configured for more) counts as K - 1: the next success closes.
+  const successesOf = (state: BreakerState): number => (isTally(state.counts) ? Math.min(state.counts.probeSuccesses, needed - 1) : 0)
   const initial: BreakerState = {
     circuit: 'closed',
     generation: 0,
@@ -117,7 +141,8 @@ export function breakerMachine(config: BreakerMachineConfig): BreakerMachine {
   // A time later than `now` was written under another clock (a checkpoint from another process):
   // restart the cooldown from now rather than stay open for however far apart the clocks are.
   function rebase(state: BreakerState, now: number): BreakerState {
-    const counts = policy.rebase(state.counts, now)
+    // Only a closed circuit's counts are the policy's (an open one's are fresh, a half-open one's may be the tally).
+    const counts = state.circuit === 'closed' ? policy.rebase(state.counts, now) : state.counts
     const future = state.openedAt > now || state.probes.some(([, at]) => at > now)
     if (!future) return counts === state.counts ? state : { ...state, counts }
     return { ...state, counts, openedAt: Math.min(state.openedAt, now), probes: [] }
@@ -181,7 +206,8 @@ export function breakerMachine(config: BreakerMachineConfig): BreakerMachine {
       }
       const held = state.probes.filter(([, at]) => now - at < maxHalfOpenMs)
       const expired = state.probes.length - held.length
-      if (held.length < halfOpenProbes) {
+      // A successful probe keeps its place in the trial: at most halfOpenProbes are let through until it ends.
+      if (held.length + successesOf(state) < halfOpenProbes) {
         const probe = state.seq + 1
         held.push([probe, now])
         state = { ...state, probes: held, seq: probe }
@@ -189,7 +215,7 @@ export function breakerMachine(config: BreakerMachineConfig): BreakerMachine {
       }
       if (expired > 0) state = { ...state, probes: held }
       const oldest = Math.min(...held.map(([, at]) => at))
-      return refuse(state, oldest + maxHalfOpenMs - now, changes, expired)
+      return refuse(state, held.length === 0 ? undefined : oldest + maxHalfOpenMs - now, changes, expired)
     },
 
     settle(stored, ticket, outcome, now, retryAfterMs) {
@@ -215,9 +241,19 @@ export function breakerMachine(config: BreakerMachineConfig): BreakerMachine {
         return { state: { ...state, probes: state.probes.filter((_, i) => i !== slot) }, change: undefined, stale: false }
       }
       if (outcome === 'success') {
+        const successes = successesOf(state) + 1
+        if (successes < needed) {
+          const probes = state.probes.filter((_, i) => i !== slot)
+          return {
+            state: { ...state, counts: { probeSuccesses: successes }, probes },
+            change: undefined,
+            stale: false,
+            trial: { successes, needed },
+          }
+        }
         return {
           state: { ...state, circuit: 'closed', counts: policy.initial(), failures: 0, opens: 0, probes: [] },
-          change: { from: 'half-open', to: 'closed', reason: 'probe succeeded' },
+          change: { from: 'half-open', to: 'closed', reason: needed === 1 ? 'probe succeeded' : `${needed} probes succeeded` },
           stale: false,
         }
       }
@@ -242,7 +278,7 @@ export function breakerMachine(config: BreakerMachineConfig): BreakerMachine {
         CIRCUITS.includes(s.circuit as string) &&
         isCount(s.generation) &&
         s.counts !== undefined &&
-        policy.isCounts(s.counts) &&
+        (policy.isCounts(s.counts) || (s.circuit === 'half-open' && isTally(s.counts))) &&
         isCount(s.failures) &&
         isTime(s.openedAt) &&
         isTime(s.openMs) &&

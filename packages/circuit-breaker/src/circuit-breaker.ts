@@ -1,6 +1,6 @@
 import { abortReason, LoopError, type Middleware, parseOptions, type ToolContext, ToolError, trustedMiddleware } from '@shallot/core'
 import { z } from 'zod'
-import { breakerMachine, type Outcome, type Ticket, type Transition } from './breaker-machine.js'
+import { breakerMachine, type Outcome, type Settlement, type Ticket, type Transition } from './breaker-machine.js'
 import type { BreakerStore } from './breaker-store.js'
 import { circuitOpenError } from './circuit-open-error.js'
 import { consecutive } from './consecutive.js'
@@ -41,8 +41,14 @@ export const circuitBreakerOptionsSchema = z
     cooldownGrowth: z.number().min(1).max(100).default(1),
     /** Ceiling of the grown cooldown and of a failure's `retryAfterMs`. Default 10 × `cooldownMs`. */
     maxCooldownMs: z.number().int().positive().optional(),
-    /** Probes that may run at once while half-open; the rest are refused. Default 1. */
+    /**
+     * Probes a half-open circuit lets through at once; the rest are refused. With `halfOpenSuccesses`
+     * above 1, a successful probe keeps its place until the trial ends, so this is also the most
+     * probes the trial lets through. Default 1.
+     */
     halfOpenProbes: z.number().int().min(1).max(1000).default(1),
+    /** Successful probes that close a half-open circuit; the first failed probe reopens it. At most `halfOpenProbes`. Default 1. */
+    halfOpenSuccesses: z.number().int().min(1).max(1000).default(1),
     /** A probe still running after this loses its slot (and its verdict) to the next call. Default 60,000 ms. */
     maxHalfOpenMs: z.number().int().positive().default(60_000),
     /** `stack`: one breaker per key for every run of this middleware. `run`: counts live in each run's state. Default `stack`. */
@@ -65,6 +71,7 @@ export const circuitBreakerOptionsSchema = z
     onStateChange: fn<(change: BreakerStateChange) => void>('(change) => void').optional(),
   })
   .superRefine((o, issues) => {
+    checkHalfOpen(o, issues)
     if (o.maxCooldownMs !== undefined && o.maxCooldownMs < o.cooldownMs) {
       issues.addIssue({ code: 'custom', path: ['maxCooldownMs'], message: `must be at least cooldownMs (${o.cooldownMs})` })
     }
@@ -85,6 +92,22 @@ export const circuitBreakerOptionsSchema = z
   })
 
 export type CircuitBreakerOptions = z.input<typeof circuitBreakerOptionsSchema>
+
+/**
+ * `halfOpenSuccesses` successes out of `halfOpenProbes` probes: a trial that needs more successes
+ * than it lets probes through could never close.
+ *
+ * @example
+ * z.object({ halfOpenProbes: z.number(), halfOpenSuccesses: z.number() }).superRefine(checkHalfOpen)
+ */
+export function checkHalfOpen(o: { halfOpenProbes: number; halfOpenSuccesses: number }, issues: z.RefinementCtx): void {
+  if (o.halfOpenSuccesses <= o.halfOpenProbes) return
+  issues.addIssue({
+    code: 'custom',
+    path: ['halfOpenSuccesses'],
+    message: `must be at most halfOpenProbes (${o.halfOpenProbes}): a trial of ${o.halfOpenProbes} probe(s) cannot see ${o.halfOpenSuccesses} successes; raise halfOpenProbes to at least ${o.halfOpenSuccesses}`,
+  })
+}
 
 /**
  * `lifetime`, or its deprecated alias `scope`, or the default `stack`.
@@ -119,6 +142,7 @@ export function circuitBreaker(options?: CircuitBreakerOptions): Middleware {
     cooldownGrowth: o.cooldownGrowth,
     maxCooldownMs: o.maxCooldownMs ?? o.cooldownMs * 10,
     halfOpenProbes: o.halfOpenProbes,
+    halfOpenSuccesses: o.halfOpenSuccesses,
     maxHalfOpenMs: o.maxHalfOpenMs,
   })
   const home = stateHome(machine, o.maxKeys, lifetimeOf(o), o.store)
@@ -174,8 +198,9 @@ export function circuitBreaker(options?: CircuitBreakerOptions): Middleware {
     const now = ctx.clock.now()
     const retryAfterMs = outcome === 'failure' && ToolError.is(error) ? error.retryAfterMs : undefined
     const done = home.apply(ctx, key, signal, (current) => machine.settle(current, ticket, outcome, now, retryAfterMs))
-    const after = ({ stale, change }: { stale: boolean; change: Transition | undefined }) => {
+    const after = ({ stale, change, trial }: Settlement) => {
       if (stale) ctx.emit('circuit-breaker.stale', { key, outcome, probe: ticket.probe })
+      else if (trial !== undefined) ctx.emit('circuit-breaker.probe_succeeded', { key, probe: ticket.probe, ...trial })
       else if (outcome === 'failure') ctx.emit('circuit-breaker.failure', { key, code: ToolError.is(error) ? error.code : 'thrown' })
       else if (outcome === 'neutral') ctx.emit('circuit-breaker.probe_released', { key, probe: ticket.probe })
       if (change !== undefined) report(ctx, key, [change])

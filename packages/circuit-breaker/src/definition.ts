@@ -1,11 +1,11 @@
 import { defineMiddleware } from '@shallot/core'
 import { z } from 'zod'
 import type { BreakerStore } from './breaker-store.js'
-import { circuitBreaker, circuitBreakerOptionsSchema, lifetimeOf } from './circuit-breaker.js'
+import { checkHalfOpen, circuitBreaker, circuitBreakerOptionsSchema, lifetimeOf } from './circuit-breaker.js'
 import { consecutive, consecutiveOptionsSchema } from './consecutive.js'
 import { sampling, samplingOptionsSchema } from './sampling.js'
 
-const { cooldownMs, cooldownGrowth, maxCooldownMs, halfOpenProbes, maxHalfOpenMs, lifetime, scope, maxKeys } =
+const { cooldownMs, cooldownGrowth, maxCooldownMs, halfOpenProbes, halfOpenSuccesses, maxHalfOpenMs, lifetime, scope, maxKeys } =
   circuitBreakerOptionsSchema.shape
 
 const policySchema = z
@@ -28,6 +28,7 @@ export const circuitBreakerFileOptionsSchema = z
     cooldownGrowth,
     maxCooldownMs,
     halfOpenProbes,
+    halfOpenSuccesses,
     maxHalfOpenMs,
     lifetime,
     /** @deprecated The old name of `lifetime`; goes in the next minor version. */
@@ -39,6 +40,7 @@ export const circuitBreakerFileOptionsSchema = z
     path: ['scope'],
     message: 'is the deprecated name of lifetime, and says otherwise; keep only lifetime',
   })
+  .superRefine(checkHalfOpen)
 
 /**
  * `circuitBreaker` as a middleware definition, for config files and registries. A host that

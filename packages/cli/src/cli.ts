@@ -1,4 +1,5 @@
 import { readFileSync } from 'node:fs'
+import { isatty } from 'node:tty'
 import { parseArgs } from 'node:util'
 import { closest } from '@shallot/core/internal'
 import { runCheck } from './check.js'
@@ -15,6 +16,10 @@ export interface CliIO {
   err: (line: string) => void
   /** Whether `err` is a terminal: there `sim` redraws one progress bar, elsewhere it prints a line per cell. */
   errIsTerminal?: boolean
+  /** Where `run` and `resume` read a person's answers to calls waiting for approval. */
+  input?: NodeJS.ReadableStream
+  /** Whether `input` is a terminal: there `run` asks (y / n / edit); elsewhere it stops and prints the `shallot resume` command. */
+  inputIsTerminal?: boolean
 }
 
 const COMMANDS = ['run', 'resume', 'demo', 'sim', 'check', 'report', 'help'] as const
@@ -58,7 +63,16 @@ const SIM_FLAGS = {
  */
 export async function main(
   argv: readonly string[],
-  io: CliIO = { out: console.log, err: console.error, errIsTerminal: process.stderr.isTTY === true },
+  io: CliIO = {
+    out: console.log,
+    err: console.error,
+    errIsTerminal: process.stderr.isTTY === true,
+    // Read only when a run waits for approval at a terminal: an untouched stdin keeps nothing alive.
+    get input() {
+      return process.stdin
+    },
+    inputIsTerminal: isatty(0),
+  },
 ): Promise<number> {
   const [command, ...rest] = argv
   let flags: readonly string[] = []

@@ -16,6 +16,8 @@ commands:
       --max-turns N --max-steps N --run-id ID --stream
   resume RUN_ID --checkpoints FILE.db [--model … --config … --mcp …]
                                   continue a stopped or crashed run; completed calls are not repeated
+      --approve CALL_ID           answer a call waiting for approval (repeatable); --deny CALL_ID[=REASON],
+      --edit 'CALL_ID=JSON'       or run it with edited arguments. At a terminal, run and resume ask instead
   demo [--real-time]              the story: every layer at work in one scripted agent run
       --record FILE.json          also write the run record (turns, calls, layer events, report)
       --html FILE.html            also write the run as a self-contained HTML timeline

@@ -220,7 +220,13 @@ export function agentLoop(
       if (reason === undefined) return undefined
       const parkedAt = park.wallNow()
       const parked: ParkRecord = { wakeAt: Math.ceil(parkedAt + reason.waitMs), parkedAt, reason }
-      const waiting: PendingTurn = { turn, response, results: keptBesideWaits(results, stack.tools, park, settledCall), pending: [] }
+      const kept = keptBesideWaits(results, stack.tools, park, settledCall)
+      // The calls that wait for the time to come, named like the calls a stopped turn waits on.
+      const until = `waits until ${new Date(parked.wakeAt).toISOString()} (${reason.code})`
+      const pending = results
+        .filter((result) => !Object.hasOwn(kept, result.callId))
+        .map((result) => ({ callId: result.callId, tool: result.name, reason: until }))
+      const waiting: PendingTurn = { turn, response, results: kept, pending }
       inFlight = undefined
       run.turn = turns.length === 0 ? snapshot.turn : (turns[turns.length - 1] as TurnRecord).turn
       await save('parked', undefined, waiting, parked)
@@ -255,6 +261,8 @@ export function agentLoop(
       turns.push(
         response.text === undefined ? { turn, calls: results.map(record) } : { turn, text: response.text, calls: results.map(record) },
       )
+      // Layers that watch the run (convergence) see the turn before it is checkpointed; a LoopError ends the run.
+      stack.observeTurn?.({ turn, text: response.text, calls, results }, run)
       await save('running')
       if (logging) log.info({ turn, calls: results.length, failed, steps: run.budget.used }, 'turn completed')
     }

@@ -426,26 +426,15 @@ describe('parking a run', () => {
     expect(effects).toEqual({ charges: 1, searches: 2 })
   })
 
-  it('joins a second resume of the same run: the waiting call runs once, the model is asked once', async () => {
+  it('refuses a second resume of a run being resumed: the waiting call runs once, the model is asked once', async () => {
     const { time, effects, m, agent } = setup([rateLimited(60_000)])
     await agent.run({ input: 'book', runId: 'dup' })
     time.advance(60_000)
-    const [a, b] = await Promise.all([agent.resume('dup'), agent.resume('dup')])
-    expect(a).toMatchObject({ status: 'completed' })
-    expect(b).toBe(a)
+    const first = agent.resume('dup')
+    await expect(agent.resume('dup')).rejects.toMatchObject({ name: 'ResumeError', code: 'run_in_progress' })
+    expect(await first).toMatchObject({ status: 'completed' })
     expect(effects).toEqual({ charges: 1, searches: 2 })
     expect(m.requests).toHaveLength(2)
-  })
-
-  it('refuses approvals on a resume of a run already being resumed', async () => {
-    const { time, agent } = setup([rateLimited(60_000)])
-    await agent.run({ input: 'book', runId: 'dup2' })
-    time.advance(60_000)
-    const first = agent.resume('dup2')
-    await expect(agent.resume('dup2', { approvals: { s1: 'approve' } })).rejects.toThrow(
-      'agent.resume(): run "dup2" is already being resumed; give the approvals once it settles',
-    )
-    expect(await first).toMatchObject({ status: 'completed' })
   })
 })
 

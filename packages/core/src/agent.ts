@@ -3,9 +3,17 @@ import { agentEvents, agentScope, noScope } from './agent-events.js'
 import { agentLoop, type ParkedOutcome, type ParkingOutcome, type RunOutcome } from './agent-loop.js'
 import { type AgentModel, type AgentOptions, agentSettings } from './agent-options.js'
 import { type ApprovalAnswer, resumeOptions, withApprovals } from './approvals.js'
-import { checkpointSaveFailed, type ParkRecord, type RunSnapshot } from './checkpoints.js'
+import {
+  type CheckpointStore,
+  checkPendingTurn,
+  checkpointSaveFailed,
+  type ParkRecord,
+  ResumeError,
+  type RunSnapshot,
+} from './checkpoints.js'
 import { DEFAULT_MAX_PARK_MS, ParkedError, parkRecordOf } from './park.js'
 import type { Stack } from './stack.js'
+import type { Logger } from './types.js'
 import { usageOfSnapshot } from './usage-budget.js'
 
 export type { AgentEvent, AgentEventListener, AgentScope } from './agent-events.js'
@@ -31,18 +39,61 @@ export interface Agent<Outcome extends ParkingOutcome = RunOutcome> {
    * A parked run replays its parked turn's waiting calls once `wakeAt` has come. Resumed earlier, an
    * agent with `park` waits out a rest shorter than `park.afterMs` and otherwise answers the same
    * `parked` outcome without running anything; an agent without `park` rejects with a
-   * {@link ParkedError} naming `wakeAt`. A second resume of a run this agent is already driving
-   * gets the first one's outcome.
+   * {@link ParkedError} naming `wakeAt`.
    */
   resume(runId: string, options?: ResumeOptions): Promise<Outcome>
 }
-
-type ResumeApprovals = ReturnType<typeof resumeOptions>['approvals']
 
 export interface ResumeOptions {
   readonly signal?: AbortSignal
   /** Answers to the pending calls of a run stopped for approval, by call id (`outcome.report.pending`). */
   readonly approvals?: Readonly<Record<string, ApprovalAnswer>>
+}
+
+// The runs being driven in this process, by store: two agents on one store must not drive one run at once.
+const active = new WeakMap<CheckpointStore, Set<string>>()
+
+/**
+ * Takes the run for this drive: in this process, and through the store's `claim` across processes.
+ * Resolves to the release, or throws `ResumeError('run_in_progress')`.
+ */
+async function hold(
+  checkpoints: CheckpointStore,
+  runId: string,
+  owner: 'agent.run()' | 'agent.resume()',
+  logger: Logger,
+): Promise<() => Promise<void>> {
+  let runs = active.get(checkpoints)
+  if (runs === undefined) {
+    runs = new Set()
+    active.set(checkpoints, runs)
+  }
+  const busy = () =>
+    new ResumeError(
+      'run_in_progress',
+      runId,
+      `${owner}: run "${runId}" is being driven by another run() or resume() right now; nothing ran. Wait for that one's outcome, then resume again if it is still stopped`,
+    )
+  if (runs.has(runId)) throw busy()
+  runs.add(runId)
+  const held = runs
+  let release: (() => void | Promise<void>) | undefined
+  try {
+    if (checkpoints.claim !== undefined) {
+      release = await checkpoints.claim(runId)
+      if (release === undefined) throw busy()
+    }
+  } catch (err) {
+    held.delete(runId)
+    throw err
+  }
+  return async () => {
+    held.delete(runId)
+    // The outcome is in hand; a store that cannot take the claim back must not turn it into a rejection.
+    await Promise.resolve()
+      .then(release)
+      .catch((err: unknown) => logger.error({ err, runId }, 'could not release the claim on the run; it lapses with its lease'))
+  }
 }
 
 /**
@@ -74,8 +125,6 @@ export function createAgent(options: AgentOptions<AgentModel>): Agent<ParkingOut
       ? loop
       : (snapshot: RunSnapshot, signal: AbortSignal | undefined) =>
           within({ type: 'run', at: settings.clock.now(), runId: snapshot.runId }, () => loop(snapshot, signal))
-  // Runs this agent is resuming: a second resume of one joins it instead of dispatching its calls twice.
-  const resuming = new Map<string, Promise<ParkingOutcome>>()
 
   const parkedOutcome = (snapshot: RunSnapshot, record: ParkRecord): ParkedOutcome => ({
     status: 'parked',
@@ -88,9 +137,58 @@ export function createAgent(options: AgentOptions<AgentModel>): Agent<ParkingOut
     usage: usageOfSnapshot(snapshot.usage, snapshot.runId),
   })
 
-  async function resumeRun(runId: string, signal: AbortSignal | undefined, approvals: ResumeApprovals): Promise<ParkingOutcome> {
-    if (checkpoints === undefined)
-      throw new TypeError('agent.resume(): this agent has no checkpoints store; pass createAgent({ checkpoints })')
+  return {
+    stack,
+    async run({ input, signal, runId }) {
+      if (typeof input !== 'string') throw new TypeError('agent.run(): input must be a string (the task)')
+      const id = runId ?? nanoid(12)
+      // A run with a given id is held like a resume, so a resume of it cannot start while it goes.
+      const release =
+        checkpoints === undefined || runId === undefined ? undefined : await hold(checkpoints, id, 'agent.run()', settings.logger)
+      const snapshot: RunSnapshot = {
+        version: 1,
+        runId: id,
+        input,
+        status: 'running',
+        turn: 0,
+        stepsUsed: 0,
+        state: {},
+        transcript: [{ role: 'user', content: input }],
+        turns: [],
+      }
+      try {
+        if (checkpoints !== undefined) {
+          try {
+            await checkpoints.save(snapshot)
+          } catch (err) {
+            throw checkpointSaveFailed(checkpoints, snapshot.runId, 'the first checkpoint', err)
+          }
+        }
+        return await drive(snapshot, signal)
+      } finally {
+        await release?.()
+      }
+    },
+    async resume(runId, options = {}) {
+      const { signal, approvals } = resumeOptions(options)
+      if (checkpoints === undefined)
+        throw new TypeError('agent.resume(): this agent has no checkpoints store; pass createAgent({ checkpoints })')
+      const release = await hold(checkpoints, runId, 'agent.resume()', settings.logger)
+      try {
+        return await resumeHeld(checkpoints, runId, signal, approvals)
+      } finally {
+        await release()
+      }
+    },
+  }
+
+  async function resumeHeld(
+    checkpoints: CheckpointStore,
+    runId: string,
+    signal: AbortSignal | undefined,
+    approvals: ReadonlyMap<string, ApprovalAnswer> | undefined,
+  ): Promise<ParkingOutcome> {
+    // Loaded only once the run is held: what another resume saved before it let go is what this one continues.
     const snapshot = await checkpoints.load(runId)
     if (snapshot === undefined) throw new TypeError(`agent.resume(): no checkpoint for run "${runId}"`)
     if (snapshot.status === 'completed') {
@@ -121,6 +219,7 @@ export function createAgent(options: AgentOptions<AgentModel>): Agent<ParkingOut
         }
       }
     }
+    checkPendingTurn(snapshot, new Set(stack.tools.keys()))
     if (approvals === undefined) return drive(snapshot, signal)
     const answered = withApprovals(snapshot, approvals)
     // Saved before the replay: a process that dies during it resumes with the answers given.
@@ -130,47 +229,5 @@ export function createAgent(options: AgentOptions<AgentModel>): Agent<ParkingOut
       throw checkpointSaveFailed(checkpoints, runId, 'the approvals', err)
     }
     return drive(answered, signal)
-  }
-
-  return {
-    stack,
-    async run({ input, signal, runId }) {
-      if (typeof input !== 'string') throw new TypeError('agent.run(): input must be a string (the task)')
-      const snapshot: RunSnapshot = {
-        version: 1,
-        runId: runId ?? nanoid(12),
-        input,
-        status: 'running',
-        turn: 0,
-        stepsUsed: 0,
-        state: {},
-        transcript: [{ role: 'user', content: input }],
-        turns: [],
-      }
-      if (checkpoints !== undefined) {
-        try {
-          await checkpoints.save(snapshot)
-        } catch (err) {
-          throw checkpointSaveFailed(checkpoints, snapshot.runId, 'the first checkpoint', err)
-        }
-      }
-      return drive(snapshot, signal)
-    },
-    async resume(runId, options = {}) {
-      const { signal, approvals } = resumeOptions(options)
-      const running = resuming.get(runId)
-      if (running !== undefined) {
-        if (approvals !== undefined)
-          throw new TypeError(`agent.resume(): run "${runId}" is already being resumed; give the approvals once it settles`)
-        return running
-      }
-      const outcome = resumeRun(runId, signal, approvals)
-      resuming.set(runId, outcome)
-      try {
-        return await outcome
-      } finally {
-        resuming.delete(runId)
-      }
-    },
   }
 }

@@ -1,7 +1,7 @@
 import { z } from 'zod'
 import type { RunSnapshot } from './checkpoints.js'
 import { parseOptions } from './options.js'
-import type { Json } from './types.js'
+import type { AnyTool, Json, RunContext, ToolCall } from './types.js'
 
 /**
  * Where a person's answers to pending calls live in the run state:
@@ -13,6 +13,54 @@ import type { Json } from './types.js'
  * createRun({ state: { [APPROVALS_STATE_KEY]: { approvals: { call_9: 'approve' } } } })
  */
 export const APPROVALS_STATE_KEY = 'shallot.policy'
+
+/**
+ * Whether a layer will stop this call for a person's answer, asked before it runs. The policy
+ * layer carries one under {@link APPROVAL_CHECK}; integrations whose framework decides approval
+ * before it runs a tool (the AI SDK's and the OpenAI Agents SDK's `needsApproval`) ask it, so the
+ * framework's own approval step fires for exactly the calls the layer would stop.
+ */
+export type ApprovalCheck = (call: ToolCall, run: RunContext, tool: AnyTool) => Promise<boolean>
+
+/**
+ * The property of a middleware that holds its {@link ApprovalCheck}.
+ *
+ * @example
+ * const check = approvalCheckOf([panicCatcher(), policy({ rules })])
+ * if (check !== undefined && (await check(call, run, tool))) askThePerson(call)
+ */
+export const APPROVAL_CHECK: unique symbol = Symbol.for('shallot.approvalCheck')
+
+/** The approval checks of the layers given (a middleware or a list, as a host's `middleware` option takes), as one; none: undefined. */
+export function approvalCheckOf(middleware: unknown): ApprovalCheck | undefined {
+  const layers: unknown[] = Array.isArray(middleware) ? middleware.flat(4) : [middleware]
+  const checks = layers.flatMap((layer) => {
+    const check = typeof layer === 'function' ? (layer as { [APPROVAL_CHECK]?: unknown })[APPROVAL_CHECK] : undefined
+    return typeof check === 'function' ? [check as ApprovalCheck] : []
+  })
+  if (checks.length === 0) return undefined
+  return async (call, run, tool) => {
+    for (const check of checks) if (await check(call, run, tool)) return true
+    return false
+  }
+}
+
+/**
+ * Puts a person's answer where the policy reads it, `run.state[APPROVALS_STATE_KEY].approvals[callId]`,
+ * as own properties (a call id is the model's text). For integrations that learn the answer from
+ * their framework's approval step.
+ *
+ * @example
+ * putApproval(run, 'call_9', 'approve')
+ */
+export function putApproval(run: RunContext, callId: string, answer: ApprovalAnswer): void {
+  const state = run.state
+  const root = isObject(state[APPROVALS_STATE_KEY]) ? (state[APPROVALS_STATE_KEY] as JsonObject) : {}
+  const approvals = isObject(root.approvals) ? root.approvals : {}
+  put(approvals, callId, answer)
+  put(root, 'approvals', approvals)
+  put(state, APPROVALS_STATE_KEY, root)
+}
 
 /** A person's answer to one pending call: run it, refuse it (optionally saying why), or run it with edited arguments. */
 export type ApprovalAnswer = 'approve' | 'deny' | { readonly deny: string } | { readonly args: Json }

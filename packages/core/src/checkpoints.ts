@@ -85,6 +85,122 @@ export interface CheckpointStore {
   readonly name?: string
   save(snapshot: RunSnapshot): void | Promise<void>
   load(runId: string): RunSnapshot | undefined | Promise<RunSnapshot | undefined>
+  /**
+   * Optional, for stores shared by several processes: takes the run for one resume, atomically.
+   * Resolves to a function that gives it back, or `undefined` when another holder has it. A claim
+   * whose holder died must lapse on its own (a lease), or the run could never be resumed again.
+   * Without it, only resumes in this process are kept apart.
+   */
+  claim?(runId: string): (() => void | Promise<void>) | undefined | Promise<(() => void | Promise<void>) | undefined>
+}
+
+const RESUME_ERROR = Symbol.for('shallot.ResumeError')
+
+/**
+ * A resume refused before anything ran: the run is being resumed elsewhere (`run_in_progress`), or
+ * its checkpoint holds a stopped turn that is not well-formed (`corrupt_checkpoint`).
+ *
+ * @example
+ * await agent.resume('r1').catch((err) => {
+ *   if (ResumeError.is(err) && err.code === 'run_in_progress') console.error(`run ${err.runId} is already resuming`)
+ * })
+ */
+export class ResumeError extends Error {
+  declare readonly [RESUME_ERROR]: true
+  override readonly name = 'ResumeError'
+  readonly code: 'run_in_progress' | 'corrupt_checkpoint'
+  readonly runId: string
+
+  constructor(code: ResumeError['code'], runId: string, message: string) {
+    super(message)
+    Object.defineProperty(this, RESUME_ERROR, { value: true })
+    this.code = code
+    this.runId = runId
+  }
+
+  /** True for a ResumeError from any installed copy of `@shallot/core`. */
+  static is(value: unknown): value is ResumeError {
+    return typeof value === 'object' && value !== null && (value as Record<symbol, unknown>)[RESUME_ERROR] === true
+  }
+}
+
+/** More calls than any model sends in one turn: a checkpoint holding more was not written by a run. */
+const MAX_PENDING_CALLS = 1000
+
+const isRecord = (value: unknown): value is Record<string, unknown> => typeof value === 'object' && value !== null && !Array.isArray(value)
+
+/** Keys of `value` other than `allowed` (own keys only: `__proto__` from JSON is one of them). */
+function extraKey(value: Record<string, unknown>, allowed: readonly string[]): string | undefined {
+  return Object.keys(value).find((key) => !allowed.includes(key))
+}
+
+/** What is wrong with a checkpoint's stopped turn, or undefined when it can be replayed as it is. */
+function pendingTurnProblem(pendingTurn: unknown, tools: ReadonlySet<string>): string | undefined {
+  if (!isRecord(pendingTurn)) return 'pendingTurn is not an object'
+  const extra = extraKey(pendingTurn, ['turn', 'response', 'results', 'pending'])
+  if (extra !== undefined) return `pendingTurn has an unknown field "${extra.slice(0, 40)}"`
+  const { turn, response, results, pending } = pendingTurn
+  if (typeof turn !== 'number' || !Number.isSafeInteger(turn) || turn < 1) return 'pendingTurn.turn is not a turn number (1 or more)'
+  if (!isRecord(response)) return 'pendingTurn.response is not an object'
+  const extraInResponse = extraKey(response, ['text', 'toolCalls'])
+  if (extraInResponse !== undefined) return `pendingTurn.response has an unknown field "${extraInResponse.slice(0, 40)}"`
+  if (response.text !== undefined && typeof response.text !== 'string') return 'pendingTurn.response.text is not a string'
+  const calls = response.toolCalls
+  if (!Array.isArray(calls) || calls.length === 0) return 'pendingTurn.response.toolCalls is not a list of calls'
+  if (calls.length > MAX_PENDING_CALLS)
+    return `pendingTurn.response.toolCalls holds ${calls.length} calls; a turn has at most ${MAX_PENDING_CALLS}`
+  const names = new Map<string, string>()
+  for (const [i, call] of calls.entries()) {
+    if (!isRecord(call) || typeof call.id !== 'string' || call.id === '' || typeof call.name !== 'string')
+      return `pendingTurn.response.toolCalls[${i}] is not a call with a string id and name`
+    if (names.has(call.id)) return `pendingTurn.response.toolCalls has the call id "${call.id.slice(0, 60)}" twice`
+    names.set(call.id, call.name)
+  }
+  if (!Array.isArray(pending) || pending.length === 0) return 'pendingTurn.pending is not a list of waiting calls'
+  if (pending.length > calls.length) return `pendingTurn.pending names ${pending.length} calls; the turn has ${calls.length}`
+  for (const [i, entry] of pending.entries()) {
+    const callId = isRecord(entry) ? entry.callId : undefined
+    if (typeof callId !== 'string') return `pendingTurn.pending[${i}] has no callId`
+    const name = names.get(callId)
+    if (name === undefined) return `pendingTurn.pending[${i}] waits for call "${callId.slice(0, 60)}", which the turn does not hold`
+    if (!tools.has(name))
+      return `the waiting call "${callId.slice(0, 60)}" names the tool "${name.slice(0, 60)}", which this agent does not have`
+  }
+  if (!isRecord(results)) return 'pendingTurn.results is not an object of settled calls by call id'
+  for (const callId of Object.keys(results)) {
+    const result = results[callId]
+    if (!names.has(callId)) return `pendingTurn.results holds call "${callId.slice(0, 60)}", which the turn does not hold`
+    if (
+      !isRecord(result) ||
+      result.callId !== callId ||
+      typeof result.name !== 'string' ||
+      typeof result.ok !== 'boolean' ||
+      typeof result.content !== 'string' ||
+      typeof result.attempts !== 'number' ||
+      typeof result.replayed !== 'boolean' ||
+      (result.error !== undefined && !(isRecord(result.error) && typeof result.error.code === 'string'))
+    )
+      return `pendingTurn.results["${callId.slice(0, 60)}"] is not a settled call of that id`
+  }
+  return undefined
+}
+
+/**
+ * Throws a `ResumeError('corrupt_checkpoint')` naming the run, the problem and the fix when the
+ * snapshot's stopped turn cannot be replayed as it was checkpointed: a replay of a turn nobody
+ * wrote could run a call nobody approved.
+ */
+export function checkPendingTurn(snapshot: RunSnapshot, tools: ReadonlySet<string>): void {
+  if (snapshot.pendingTurn === undefined) return
+  const problem = pendingTurnProblem(snapshot.pendingTurn, tools)
+  if (problem === undefined) return
+  throw new ResumeError(
+    'corrupt_checkpoint',
+    snapshot.runId,
+    `agent.resume(): the checkpoint of run "${snapshot.runId}" cannot be resumed: ${problem}. Nothing ran. ` +
+      'Resume it with the tools it was stopped with, or restore the checkpoint from a backup; to drop the stopped turn instead, ' +
+      'save the snapshot without pendingTurn (the model is asked again)',
+  )
 }
 
 /**

@@ -172,6 +172,12 @@ export function compose(middleware: readonly Middleware[]): Middleware {
       return notes.length > 0 ? notes.join(' ') : undefined
     }
   }
+  const observers = layers.filter((fn) => typeof fn.observeTurn === 'function')
+  if (observers.length > 0) {
+    composed.observeTurn = (turn, run, env) => {
+      for (const layer of observers) layer.observeTurn?.(turn, run, env)
+    }
+  }
   const secrets = layers.flatMap((fn) => fn.secrets ?? [])
   if (secrets.length > 0) composed.secrets = secrets
   return composed

@@ -22,6 +22,7 @@ export {
   type ParkReason,
   type ParkRecord,
   type PendingTurn,
+  ResumeError,
   type RunSnapshot,
   type SettledCall,
   type TurnRecord,
@@ -65,6 +66,7 @@ export type {
   AnyTool,
   Budget,
   Clock,
+  CompletedTurn,
   DeferredSignal,
   Json,
   Logger,
@@ -79,6 +81,7 @@ export type {
   ToolOutput,
   ToolResult,
   TraceEvent,
+  TurnEnv,
 } from './types.js'
 export { TOOL_EFFECTS } from './types.js'
 export type { RunUsage } from './usage-budget.js'

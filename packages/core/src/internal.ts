@@ -8,7 +8,7 @@
  * import { onAbort } from '@shallot/core/internal'
  */
 
-export { APPROVALS_STATE_KEY } from './approvals.js'
+export { APPROVAL_CHECK, APPROVALS_STATE_KEY, type ApprovalCheck, approvalCheckOf, putApproval } from './approvals.js'
 export { type BoundedCall, boundedCall, type StoreUnavailable } from './bounded-call.js'
 export { canonicalJson, hashOf } from './canonical.js'
 export { type AbortSource, type EscalationPolicy, onAbort } from './channel.js'

@@ -7,7 +7,7 @@ import { systemClock } from './clock.js'
 import { compose, MiddlewareUsageError } from './compose.js'
 import { defineTool } from './define-tool.js'
 import { createTerminal } from './dispatcher.js'
-import { type LoopError, MAX_HINT_LENGTH, MAX_MESSAGE_LENGTH, type ToolError, type ToolErrorJSON } from './errors.js'
+import { LoopError, MAX_HINT_LENGTH, MAX_MESSAGE_LENGTH, type ToolError, type ToolErrorJSON } from './errors.js'
 import { guardArgs } from './guard-args.js'
 import { LinkedSignal } from './linked-signal.js'
 import { guardLogger, isSilent, silentLogger } from './logger.js'
@@ -16,7 +16,7 @@ import { type ErrorRenderer, renderError, renderValue } from './render.js'
 import { createRun } from './run.js'
 import { createSanitizer, type Sanitizer } from './text/sanitize.js'
 import { splitOverrides } from './tool-overrides.js'
-import type { AnyTool, Clock, Logger, Middleware, RunContext, ToolCall, ToolResult, TraceEvent } from './types.js'
+import type { AnyTool, Clock, CompletedTurn, Logger, Middleware, RunContext, ToolCall, ToolResult, TraceEvent } from './types.js'
 
 /** An event from any call of the stack, with the call it belongs to. */
 export interface StackEvent extends TraceEvent {
@@ -125,6 +125,8 @@ export interface Stack {
   dispatch(call: ToolCall, options?: DispatchOptions): Promise<ToolResult>
   /** Notes the layers attach to a tool for the model's next request (e.g. "unavailable"). */
   describeTool(tool: AnyTool, run: RunContext): string | undefined
+  /** Shows a completed turn to the layers that watch turns; rejects the turn only with a `LoopError`. */
+  observeTurn?(turn: CompletedTurn, run: RunContext): void
   /** Swaps the layers. Calls in flight finish with the layers they started with. */
   setMiddleware(middleware: Middleware | readonly Middleware[]): void
   /** Subscribes to every call's events; returns the unsubscribe function. */
@@ -426,6 +428,19 @@ export function createStack(options: StackOptions): Stack {
     logger,
     dispatch,
     describeTool: (tool, run) => layers.onion.describeTool?.(tool, run, clock.now()),
+    observeTurn(turn, run) {
+      const observe = layers.onion.observeTurn
+      if (observe === undefined) return
+      const emit = (type: string, fields?: Record<string, unknown>) => {
+        if (listeners.size > 0) announce({ ...fields, type, at: clock.now(), runId: run.id, turn: turn.turn, callId: '', tool: '' })
+      }
+      try {
+        observe(turn, run, { log: logger, emit })
+      } catch (err) {
+        if (LoopError.is(err)) throw err
+        logger.error({ err, runId: run.id, turn: turn.turn }, 'a layer failed while observing a turn; the run goes on')
+      }
+    },
     setMiddleware(middleware) {
       layers = toLayers(middleware, tools)
       text = sanitizerFor(layers.onion)

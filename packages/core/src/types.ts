@@ -198,6 +198,29 @@ export interface Middleware {
    * text the model reads, whichever layer wrote it, not only from this layer's own text.
    */
   secrets?: readonly (string | RegExp)[] | undefined
+  /**
+   * Optional: called by an agent after each completed turn with tool calls (the model's reply and
+   * the results it will read), before the turn is checkpointed. Throwing a `LoopError` ends the run
+   * with it; any other throw is logged and ignored. For layers that watch the run, not one call.
+   */
+  observeTurn?: ((turn: CompletedTurn, run: RunContext, env: TurnEnv) => void) | undefined
+}
+
+/** What an observing layer may use: the stack's logger, and its listeners (`stack.on`) for events of the turn. */
+export interface TurnEnv {
+  readonly log: Logger
+  /** Hands `{ type, at, runId, turn, callId: '', tool: '', ...fields }` to the stack's listeners: an event of the turn, not of a call. */
+  emit(type: string, fields?: Record<string, unknown>): void
+}
+
+/** What {@link Middleware.observeTurn} is shown: one completed turn, as the transcript will hold it. */
+export interface CompletedTurn {
+  readonly turn: number
+  /** The text the model sent beside its tool calls, if any. */
+  readonly text: string | undefined
+  readonly calls: readonly ToolCall[]
+  /** One per call, in call order. */
+  readonly results: readonly ToolResult[]
 }
 
 /** What `stack.dispatch` resolves to for every soft outcome, success or failure. */

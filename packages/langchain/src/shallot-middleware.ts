@@ -11,9 +11,17 @@ import {
   TOOL_EFFECTS,
   type ToolResult,
 } from '@shallot/core'
-import { maxStepsFrom, onlyWithoutStack, runBudgetRefinement, stackFromSource, stackSourceShape } from '@shallot/core/internal'
+import {
+  approvalCheckOf,
+  maxStepsFrom,
+  onlyWithoutStack,
+  runBudgetRefinement,
+  stackFromSource,
+  stackSourceShape,
+} from '@shallot/core/internal'
 import { type AgentMiddleware, createMiddleware, type ToolCallRequest } from 'langchain'
 import { z } from 'zod'
+import { interruptForApprovals } from './approval-interrupt.js'
 import { type HandlerResult, handlerCall } from './handler-call.js'
 import { surfaceMalformedCalls } from './malformed-tool-calls.js'
 import { markErrorResults, speaksAnthropic } from './mark-error-results.js'
@@ -119,6 +127,8 @@ export function shallotMiddleware(options?: ShallotMiddlewareOptions): AgentMidd
     malformed.set(id, raw)
   }
   let built: Stack | undefined = o.stack
+  // The policy's question "will this call wait for a person?", asked after each model turn.
+  const check = o.stack === undefined ? approvalCheckOf(o.middleware) : undefined
 
   function register(source: LangChainTool): void {
     if (o.stack !== undefined || registry.get(source.name)?.source === source) return
@@ -171,6 +181,18 @@ export function shallotMiddleware(options?: ShallotMiddlewareOptions): AgentMidd
       )
       return AIMessage.isInstance(response) ? surfaceMalformedCalls(response, noteMalformed) : response
     },
+    ...(check === undefined
+      ? {}
+      : {
+          async afterModel(state, runtime) {
+            const messages = state.messages
+            const last = messages.at(-1)
+            if (!AIMessage.isInstance(last) || (last.tool_calls?.length ?? 0) === 0) return undefined
+            const key = runKey({ state, runtime, toolCall: last.tool_calls?.[0] } as unknown as ToolCallRequest)
+            await interruptForApprovals(messages, check, stack(), runFor(key).run)
+            return undefined
+          },
+        }),
     async wrapToolCall(request, handler) {
       if (isClientTool(request.tool)) register(request.tool)
       const key = runKey(request as ToolCallRequest)

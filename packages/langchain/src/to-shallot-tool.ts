@@ -73,7 +73,13 @@ export function toShallotTool(lcTool: LangChainTool, options: ToShallotToolOptio
         value =
           call === undefined
             ? await lcTool.invoke(args as never, { signal })
-            : await untilAborted(Promise.resolve(call.handler(call.request)), signal)
+            : // The arguments the stack validated (a person's edit included, when a policy let one through).
+              await untilAborted(
+                Promise.resolve(
+                  call.handler({ ...call.request, toolCall: { ...call.request.toolCall, args: args as Record<string, unknown> } }),
+                ),
+                signal,
+              )
       } catch (error) {
         if (isInvocationError(error)) {
           throw new ToolError('invalid_arguments', error.message, { category: 'recoverable', safeToRepeat: true, cause: error })

@@ -1,5 +1,5 @@
 import { AsyncLocalStorage } from 'node:async_hooks'
-import { type RunContext as AgentsRunContext, type FunctionTool, tool } from '@openai/agents'
+import { type RunContext as AgentsRunContext, type FunctionTool, type ToolErrorFormatter, tool } from '@openai/agents'
 import {
   type AnyTool,
   createRun,
@@ -11,7 +11,15 @@ import {
   type ToolEffect,
   type ToolErrorJSON,
 } from '@shallot/core'
-import { maxStepsFrom, onlyWithoutStack, runBudgetRefinement, stackFromSource, stackSourceShape } from '@shallot/core/internal'
+import {
+  approvalCheckOf,
+  maxStepsFrom,
+  onlyWithoutStack,
+  putApproval,
+  runBudgetRefinement,
+  stackFromSource,
+  stackSourceShape,
+} from '@shallot/core/internal'
 import { z } from 'zod'
 
 /** One tool, written as you would pass it to the SDK's `tool()`, plus what repeating it does to the world. */
@@ -61,6 +69,22 @@ export interface ShallotFunctionToolSet {
   readonly run: RunContext
   /** The `LoopError` that stopped the run, once one did. */
   readonly error: LoopError | undefined
+  /**
+   * Pass as `run(agent, state, { toolErrorFormatter })` when a policy asks for approval: a call the
+   * person rejected (`state.reject(item)`) goes through the stack as denied, so the model reads
+   * shallot's `denied_by_user` (with the `message` of `state.reject(item, { message })` when given,
+   * which the SDK sends as it is). Other messages are the SDK's own.
+   */
+  readonly toolErrorFormatter: ToolErrorFormatter
+}
+
+/** The SDK hands invoke the argument text; the policy's check reads values (text that is not JSON is left to the stack to refuse). */
+function jsonOr(input: string): unknown {
+  try {
+    return JSON.parse(input)
+  } catch {
+    return input
+  }
 }
 
 // Core's dispatcher validates, so the model reads `invalid_arguments` from the stack, not the SDK's text.
@@ -112,6 +136,28 @@ export function shallotFunctionTools(
   const signal = o.signal === undefined ? stopper.signal : AbortSignal.any([o.signal, stopper.signal])
   const softErrors: ToolErrorJSON[] = []
   let error: LoopError | undefined
+  // The policy's question "will this call wait for a person?", asked through the SDK's own needsApproval.
+  const check = o.stack === undefined ? approvalCheckOf(o.middleware) : undefined
+  // The arguments of calls the SDK was told need approval, so a rejection can go through the stack.
+  const askedFor = new Map<string, { name: string; args: unknown }>()
+
+  const toolErrorFormatter: ToolErrorFormatter = async (args) => {
+    const asked = args.kind === 'approval_rejected' ? askedFor.get(args.callId) : undefined
+    if (asked === undefined) return undefined
+    askedFor.delete(args.callId)
+    putApproval(run, args.callId, 'deny')
+    try {
+      const result = await stack.dispatch({ id: args.callId, ...asked }, { run, signal })
+      if (!result.ok && result.error !== undefined) softErrors.push(result.error)
+      return result.content
+    } catch (err) {
+      if (LoopError.is(err) && error === undefined) {
+        error = err
+        stopper.abort(err)
+      }
+      return undefined
+    }
+  }
 
   function functionTool(spec: ShallotFunctionToolSpec): FunctionTool {
     // The SDK's own tool() for everything but invoke (approval policy, enablement, tracing fields); its
@@ -121,6 +167,17 @@ export function shallotFunctionTools(
       description: spec.description,
       parameters: parametersOf(spec.parameters as z.ZodType),
       strict: false,
+      ...(check === undefined
+        ? {}
+        : {
+            needsApproval: async (_context: AgentsRunContext, input: unknown, callId?: string) => {
+              const definition = stack.tools.get(spec.name)
+              if (definition === undefined || callId === undefined) return false
+              const needed = await check({ id: callId, name: spec.name, args: input }, run, definition)
+              if (needed) askedFor.set(callId, { name: spec.name, args: input })
+              return needed
+            },
+          }),
       execute: () => {
         throw new LoopError('tool_crashed', `${spec.name}: the SDK's own invoke ran instead of the shallot stack`)
       },
@@ -130,8 +187,17 @@ export function shallotFunctionTools(
       async invoke(runContext: AgentsRunContext, input: string, details?: { toolCall?: { callId?: string }; signal?: AbortSignal }) {
         if (error !== undefined) throw error
         const callSignal = details?.signal === undefined ? signal : AbortSignal.any([details.signal, signal])
+        const callId = details?.toolCall?.callId ?? ''
+        // Invoked after the SDK's approval step: the person's yes (in the SDK's state, which it serializes) goes to the policy.
+        if (check !== undefined && runContext.isToolApproved({ toolName: spec.name, callId }) === true) {
+          askedFor.delete(callId)
+          const definition = stack.tools.get(spec.name)
+          // Only a call the policy still stops takes the yes ("always approve" covers calls the policy lets through anyway).
+          if (definition !== undefined && (await check({ id: callId, name: spec.name, args: jsonOr(input) }, run, definition)))
+            putApproval(run, callId, 'approve')
+        }
         try {
-          const call = { id: details?.toolCall?.callId ?? '', name: spec.name, args: input }
+          const call = { id: callId, name: spec.name, args: input }
           const result = await agentsCall.run(runContext, () => stack.dispatch(call, { run, signal: callSignal }))
           if (!result.ok && result.error !== undefined) softErrors.push(result.error)
           return result.content
@@ -158,5 +224,6 @@ export function shallotFunctionTools(
     get error() {
       return error
     },
+    toolErrorFormatter,
   }
 }

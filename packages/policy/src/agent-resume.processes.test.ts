@@ -16,16 +16,23 @@ const workerPath = join(packageDir, 'test', 'approval-worker.mjs')
 interface Exit {
   code: number | null
   signal: NodeJS.Signals | null
-  lines: Array<{ status: string; kind?: string; pending?: string[]; output?: string; effects: number }>
+  lines: Array<{ status: string; kind?: string; pending?: string[]; output?: string; code?: string; message?: string; effects: number }>
   stderr: string
 }
 
-function runWorker(config: Record<string, unknown>): Promise<Exit> {
+function runWorker(
+  config: Record<string, unknown>,
+  onLine?: (line: Record<string, unknown>, stdin: NodeJS.WritableStream) => void,
+): Promise<Exit> {
   const child = spawn(process.execPath, [workerPath, JSON.stringify(config)], { cwd: packageDir })
   let stdout = ''
+  let seen = 0
   let stderr = ''
   child.stdout.on('data', (chunk: Buffer) => {
     stdout += chunk.toString()
+    // Each whole line as it arrives, so a test can act while the worker is still running.
+    const lines = stdout.split('\n')
+    for (; seen < lines.length - 1; seen++) if (lines[seen]?.startsWith('{')) onLine?.(JSON.parse(lines[seen] as string), child.stdin)
   })
   child.stderr.on('data', (chunk: Buffer) => {
     stderr += chunk.toString()
@@ -37,6 +44,7 @@ function runWorker(config: Record<string, unknown>): Promise<Exit> {
         .split('\n')
         .filter((line) => line.startsWith('{'))
         .map((line) => JSON.parse(line))
+        .filter((line) => line.event === undefined)
       resolve({ code, signal, lines, stderr })
     })
   })
@@ -74,5 +82,36 @@ describe('approval across a SIGKILL', () => {
 
     const again = await runWorker({ ...base, mode: 'resume', approvals: { call_9: 'approve' } })
     expect(again.lines).toEqual([expect.objectContaining({ status: 'completed', effects: 1 })])
+  }, 120_000)
+
+  it('two processes resume the same run at once: one proceeds, the other is refused with run_in_progress; the write runs once', async () => {
+    const base = { db: join(dir, 'two.db'), checkpoints: join(dir, 'r2.json') }
+    const first = await runWorker({ ...base, mode: 'run' })
+    expect(first.lines).toEqual([{ status: 'stopped', kind: 'user_input_required', pending: ['call_9'], effects: 0 }])
+
+    let second: Promise<Exit> | undefined
+    // The first resume is held inside the approved write; the second starts then, and ends before the first is let go.
+    const held = runWorker({ ...base, mode: 'resume', hold: true, approvals: { call_9: 'approve' } }, (line, stdin) => {
+      if (line.event !== 'effect-started') return
+      second = runWorker({ ...base, mode: 'resume', approvals: { call_9: 'approve' } })
+      second.then(() => stdin.write('go\n'))
+    })
+    const proceeded = await held
+    const refused = await (second as Promise<Exit>)
+    expect(refused, refused.stderr).toMatchObject({ code: 0 })
+    expect(refused.lines).toEqual([
+      {
+        status: 'refused',
+        code: 'run_in_progress',
+        message: expect.stringContaining('agent.resume(): run "r1" is being driven by another run() or resume() right now; nothing ran'),
+        effects: 1,
+      },
+    ])
+    expect(proceeded, proceeded.stderr).toMatchObject({ code: 0 })
+    expect(proceeded.lines).toEqual([{ status: 'completed', output: 'the model read: sent 50000 to bob', effects: 1 }])
+    // The claim was given back: a later resume sees the completed run and writes nothing.
+    const after = await runWorker({ ...base, mode: 'resume' })
+    expect(after.lines).toEqual([{ status: 'completed', output: 'the model read: sent 50000 to bob', effects: 1 }])
+    expect(existsSync(`${base.checkpoints}.lock`)).toBe(false)
   }, 120_000)
 })

@@ -6,11 +6,12 @@ import {
   parseOptions,
   type RunContext,
   sanitize,
+  silentLogger,
   type ToolCall,
   type ToolContext,
   ToolError,
 } from '@shallot/core'
-import { canonicalJson, invalidArguments } from '@shallot/core/internal'
+import { APPROVAL_CHECK, type ApprovalCheck, canonicalJson, invalidArguments } from '@shallot/core/internal'
 import { z } from 'zod'
 import { approvalDecisionSchema, askInProcess, isNoAnswer, type OnApproval, whyNoAnswer } from './approval.js'
 import { describeRules, hintFor } from './describe-rules.js'
@@ -250,6 +251,13 @@ export function policy(options?: PolicyOptions): Middleware {
     const tool = ctx.tool
     // An unknown tool never runs: the terminal answers it with the names that exist.
     if (tool === undefined) return next()
+    // A person's no stands whatever the rules now say: a refused call never runs (an integration relays its framework's denial this way).
+    const stored = storedApproval(ctx.run, ctx.call.id)
+    if (stored === 'deny' || (typeof stored === 'object' && stored !== null && !Array.isArray(stored) && typeof stored.deny === 'string')) {
+      ctx.emit('policy.approval_denied', { rule: undefined, by: 'user' })
+      consume(ctx.run, ctx.call.id, 'deny')
+      throw deniedByUser(tool.name, stored === 'deny' || (stored.deny as string).trim() === '' ? undefined : (stored.deny as string))
+    }
     const decision = await decide(ctx, tool)
     if (decision.action === 'pass') return next()
     if (decision.action === 'deny') {
@@ -266,5 +274,13 @@ export function policy(options?: PolicyOptions): Middleware {
     return run(ctx, decision.tally, next)
   }
   if (describe) layer.describeTool = (tool: AnyTool, runContext: RunContext) => describeRules(rulesFor(tool), fallback, runContext)
+  // Asked by integrations before the call runs: true when dispatching it now would stop for a person.
+  const check: ApprovalCheck = async (call, runContext, tool) => {
+    if (onApproval !== undefined || storedApproval(runContext, call.id) !== undefined) return false
+    const probe = { call, run: runContext, tool, emit: () => {}, log: silentLogger } as unknown as ToolContext
+    const decision = await decide(probe, tool)
+    return decision.action === 'approve'
+  }
+  Object.defineProperty(layer, APPROVAL_CHECK, { value: check })
   return layer
 }

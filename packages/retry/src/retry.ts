@@ -14,11 +14,25 @@ import { backoffFromPolicy } from './backoff-from-policy.js'
 import { memoryRetryBudget } from './memory-retry-budget.js'
 import { MAX_TOTAL_CALLS, planRetry, type RetryStopReason } from './plan-retry.js'
 import { isRetryBudgetStore, type RetryBudgetStore } from './retry-budget-store.js'
+import {
+  callHook,
+  type HookDecision,
+  type RetryAttemptInfo,
+  type RetryGiveUpInfo,
+  type RetryHookAnswer,
+  readAnswer,
+} from './retry-hooks.js'
 import { BACKOFF_NAMES, checkPolicy, retryPolicyShape, unknownBackoffMessage } from './retry-policy.js'
 
 function isBackoff(value: unknown): value is Backoff {
   return typeof value === 'object' && value !== null && typeof (value as { next?: unknown }).next === 'function'
 }
+
+/** `onRetry`'s type: sync or async, returning nothing, `'stop'` or `{ delayMs }`. */
+// biome-ignore lint/suspicious/noConfusingVoidType: a hook with a path that returns nothing is a void function, sync or async.
+export type OnRetry = (info: RetryAttemptInfo) => RetryHookAnswer | void | PromiseLike<RetryHookAnswer | void>
+
+const fn = <T>(shape: string) => z.custom<T>((v) => typeof v === 'function', { message: `must be a function ${shape}` })
 
 const backoffOption = z.union([z.enum(BACKOFF_NAMES), z.custom<Backoff>(isBackoff)], {
   error: (issue) => unknownBackoffMessage(issue.input, true),
@@ -40,6 +54,16 @@ export const retryOptionsSchema = z
         error: 'must be a RetryBudgetStore (tryTake, refill, available), e.g. memoryRetryBudget(), or false',
       })
       .optional(),
+    /**
+     * Awaited before each repeat: answer nothing to go on, `{ delayMs }` to wait at least that long,
+     * or `'stop'` to give the error back now. A throw, a bad answer or no answer within
+     * `hookTimeoutMs` stops retrying (logged). Code only: a config file cannot hold a function.
+     */
+    onRetry: fn<OnRetry>("(info) => undefined | 'stop' | { delayMs }").optional(),
+    /** Awaited when retry gives up on a retryable error (any stop reason but `not_retryable`); cannot change the outcome. */
+    onGiveUp: fn<(info: RetryGiveUpInfo) => void | Promise<void>>('(info) => void').optional(),
+    /** Longest wait for one hook call; past it the hook's answer is ignored and retrying stops. Default 10,000 ms. */
+    hookTimeoutMs: z.number().int().positive().max(600_000).default(10_000),
   })
   .strict()
   .superRefine((options, ctx) => {
@@ -84,10 +108,42 @@ export function retry(options?: RetryOptions | Backoff): Middleware {
   const costs = parsed.retryBudgetCosts
   const store = parsed.retryBudget === false ? undefined : (parsed.retryBudget ?? memoryRetryBudget())
   const refund = store === undefined ? 0 : costs.success
+  const { onRetry, onGiveUp, hookTimeoutMs } = parsed
+  const capMs = backoff.capMs ?? Number.POSITIVE_INFINITY
 
-  function stopSoftly(ctx: ToolContext, error: ToolError, reason: RetryStopReason): never {
-    if (reason !== 'not_retryable') ctx.emit('retry.stopped', { attempt: ctx.attempt, code: error.code, reason })
+  function stopSoftly(ctx: ToolContext, error: ToolError, reason: RetryStopReason, why?: string): never {
+    if (reason !== 'not_retryable') {
+      ctx.emit(
+        'retry.stopped',
+        why === undefined ? { attempt: ctx.attempt, code: error.code, reason } : { attempt: ctx.attempt, code: error.code, reason, why },
+      )
+    }
     throw error
+  }
+
+  // Tells onGiveUp (when there is one and retry had a say) before the call ends with `outcome`.
+  async function giveUp(ctx: ToolContext, error: ToolError, reason: RetryStopReason, signal: AbortSignal): Promise<void> {
+    if (onGiveUp === undefined || reason === 'not_retryable') return
+    const info: RetryGiveUpInfo = { error, attempt: ctx.attempt, reason, tool: ctx.call.name, callId: ctx.call.id, signal }
+    await callHook(ctx, 'onGiveUp', () => onGiveUp(info), signal, hookTimeoutMs)
+  }
+
+  // Asks onRetry about a planned repeat: the delay to wait, or why not to repeat.
+  async function askOnRetry(
+    ctx: ToolContext,
+    error: ToolError,
+    plannedMs: number,
+    leftMs: number,
+    signal: AbortSignal,
+  ): Promise<HookDecision> {
+    if (onRetry === undefined) return { retry: true, delayMs: plannedMs }
+    const info: RetryAttemptInfo = { error, attempt: ctx.attempt, delayMs: plannedMs, tool: ctx.call.name, callId: ctx.call.id, signal }
+    const called = await callHook(ctx, 'onRetry', () => onRetry(info), signal, hookTimeoutMs)
+    if (!called.ok) return { retry: false, why: called.why === 'threw' ? 'hook threw' : `hook did not settle in ${hookTimeoutMs} ms` }
+    const decision = readAnswer(called.value, plannedMs, Math.min(capMs, leftMs))
+    if (!decision.retry && decision.why !== 'answered stop')
+      ctx.log.warn({ why: decision.why }, 'retry onRetry answered something unusable; not retrying')
+    return decision
   }
 
   async function spendRetryTokens(ctx: ToolContext, error: ToolError): Promise<boolean> {
@@ -141,16 +197,30 @@ export function retry(options?: RetryOptions | Backoff): Middleware {
           ctx.random,
         )
         if (!plan.retry) {
+          await giveUp(ctx, err, plan.reason, signal)
           if (plan.reason === 'recovery_ceiling') throw recoveryExhausted(ctx, err)
           stopSoftly(ctx, err, plan.reason)
         }
-        if (ctx.run.budget.remaining <= 0) throw stepBudgetExhausted(ctx, err)
-        if (!(await spendRetryTokens(ctx, err))) stopSoftly(ctx, err, 'retry_budget_empty')
+        if (ctx.run.budget.remaining <= 0) {
+          await giveUp(ctx, err, 'step_budget', signal)
+          throw stepBudgetExhausted(ctx, err)
+        }
+        const leftMs = maxElapsedMs - (timed ? ctx.clock.now() - started : 0)
+        const asked = await askOnRetry(ctx, err, plan.delayMs, leftMs, signal)
+        if (!asked.retry) {
+          await giveUp(ctx, err, 'hook_stop', signal)
+          stopSoftly(ctx, err, 'hook_stop', asked.why)
+        }
+        const delayMs = asked.delayMs
+        if (!(await spendRetryTokens(ctx, err))) {
+          await giveUp(ctx, err, 'retry_budget_empty', signal)
+          stopSoftly(ctx, err, 'retry_budget_empty')
+        }
         const attempt = ctx.attempt + 1
-        ctx.emit('retry.scheduled', { attempt, delayMs: plan.delayMs, code: err.code })
-        ctx.log.info({ attempt, delayMs: plan.delayMs, code: err.code }, 'retrying tool call')
-        await wait(ctx, plan.delayMs, signal)
-        previousMs = plan.delayMs
+        ctx.emit('retry.scheduled', { attempt, delayMs, code: err.code })
+        ctx.log.info({ attempt, delayMs, code: err.code }, 'retrying tool call')
+        await wait(ctx, delayMs, signal)
+        previousMs = delayMs
         calls++
         ctx.attempt = attempt
         ctx.signal = signal

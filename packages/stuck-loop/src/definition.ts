@@ -12,6 +12,11 @@ export const stuckLoopDefinition = defineMiddleware({
   name: 'stuck-loop',
   description: 'Refuses a call that keeps failing the same way; ends the run with loop_detected past a threshold.',
   options: stuckLoopOptionsSchema,
-  // The parsed limits carry `successRepeatLimit: undefined` when it is off; the factory takes it only when set.
-  create: ({ successRepeatLimit, ...limits }) => stuckLoop(successRepeatLimit === undefined ? limits : { ...limits, successRepeatLimit }),
+  // The parsed limits carry `successRepeatLimit` and `convergence` as undefined when off; the factory takes them only when set.
+  create: ({ successRepeatLimit, convergence, ...limits }) =>
+    stuckLoop({
+      ...limits,
+      ...(successRepeatLimit === undefined ? {} : { successRepeatLimit }),
+      ...(convergence === undefined ? {} : { convergence }),
+    }),
 })

@@ -20,9 +20,18 @@ const SPACE = /\s+/g
  * normalizeMessage('took  998ms (request 0b7d33aa)') // the same
  */
 export function normalizeMessage(message: string): string {
-  return message
-    .slice(0, MAX_INPUT)
-    .toLowerCase()
+  return maskVarying(message.slice(0, MAX_INPUT).toLowerCase())
+}
+
+/**
+ * The placeholder step of {@link normalizeMessage}, for text already lowercased and cut: UUIDs,
+ * dates and times, hex ids and digit runs become `<uuid>`, `<time>`, `<hex>`, `<n>`; whitespace collapses.
+ *
+ * @example
+ * maskVarying('retry at 10:42, job 7') // 'retry at <time>, job <n>'
+ */
+export function maskVarying(lowercased: string): string {
+  return lowercased
     .replace(UUID, '<uuid>')
     .replace(TIMESTAMP, '<time>')
     .replace(HEX, '<hex>')

@@ -1,6 +1,7 @@
 import { LoopError, type Middleware, parseOptions, sanitize, type ToolContext, ToolError, trustedMiddleware } from '@shallot/core'
 import { canonicalJson, hashOf } from '@shallot/core/internal'
 import { z } from 'zod'
+import { convergence, convergenceOptionsSchema } from './convergence.js'
 import { entryOf, hasTool, judge, ledgerOf, recordFailure, recordSuccess, touch } from './loop-ledger.js'
 import { normalizeMessage } from './normalize-message.js'
 import { loopDetected, refusal } from './refusal.js'
@@ -24,12 +25,24 @@ export const stuckLoopOptionsSchema = z
     successRepeatLimit: count(1).optional(),
     /** How many distinct fingerprints the run remembers; the least recently seen is forgotten first. Default 50. */
     window: count(1).max(10_000).default(50),
+    /**
+     * Also stop a model that keeps giving near-identical replies and getting the same results, turn
+     * after turn, whatever its calls (`{ similarity, after, window, maxChars, action }`). Off by default.
+     */
+    convergence: convergenceOptionsSchema.optional(),
   })
   .strict()
   .transform((o, check) => {
     const stopAfter = o.stopAfter ?? o.refuseAfter + 3
     const flailAfter = o.flailAfter ?? Math.max(o.refuseAfter, Math.min(o.refuseAfter + 1, stopAfter - 1))
-    const limits = { refuseAfter: o.refuseAfter, flailAfter, stopAfter, successRepeatLimit: o.successRepeatLimit, window: o.window }
+    const limits = {
+      refuseAfter: o.refuseAfter,
+      flailAfter,
+      stopAfter,
+      successRepeatLimit: o.successRepeatLimit,
+      window: o.window,
+      convergence: o.convergence,
+    }
     if (flailAfter < o.refuseAfter) {
       check.addIssue({
         code: 'custom',
@@ -88,7 +101,7 @@ export function stuckLoop(options: StuckLoopOptions = {}): Middleware {
   const watchSuccess = limits.successRepeatLimit !== undefined
 
   // Trusted (docs/decisions/270-compose-fast-path.md): it refuses before next(), or calls it once and settles after it.
-  return trustedMiddleware(async function stuckLoop(ctx: ToolContext, next: () => Promise<void>): Promise<void> {
+  const layer: Middleware = trustedMiddleware(async function stuckLoop(ctx: ToolContext, next: () => Promise<void>): Promise<void> {
     const name = ctx.call.name
     const state = ctx.run.state
     let fp: string | undefined
@@ -136,4 +149,6 @@ export function stuckLoop(options: StuckLoopOptions = {}): Middleware {
     fp ??= ctx.fingerprint
     recordSuccess(after, fp, watchSuccess ? `v${hashOf(canonicalJson(ctx.result?.value))}` : undefined, name, limits.window)
   })
+  if (limits.convergence !== undefined) layer.observeTurn = convergence(limits.convergence)
+  return layer
 }

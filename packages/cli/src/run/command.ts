@@ -6,14 +6,18 @@ import { aiSdkModel } from '@shallot/ai-sdk'
 import { ConfigError, createStackFromConfig, loadConfig, type ShallotConfig } from '@shallot/config'
 import {
   type AgentOptions,
+  type ApprovalAnswer,
   createAgent,
   type ModelAdapter,
   type ModelRequest,
+  memoryCheckpoints,
+  ResumeError,
   type RunOutcome,
   type StackEvent,
   sanitize,
   ToolError,
 } from '@shallot/core'
+import { policyDefinition } from '@shallot/policy'
 import { type SqliteCheckpoints, type SqliteStore, sqliteCheckpoints, sqliteStore } from '@shallot/store-sqlite'
 import { defaultMiddleware } from 'shallot'
 import type { CliIO } from '../cli.js'
@@ -23,7 +27,10 @@ import { timelinePrinter } from '../demo/timeline.js'
 import { writeOut, writeRunFiles } from '../report/command.js'
 import { recordRun } from '../report/record.js'
 import { UsageError } from '../usage.js'
+import { approvalHint, approvalsOfFlags } from './approval-flags.js'
+import { askApprovals, MAX_ANSWER_CHARS } from './approval-prompt.js'
 import { RUN_FLAGS } from './flags.js'
+import { lineReader } from './line-reader.js'
 import { type McpServerSpec, type McpServers, startMcpServers } from './mcp-servers.js'
 import { resolveModel } from './model-spec.js'
 import { runReportText } from './run-report.js'
@@ -52,7 +59,8 @@ async function configOf(file: string | undefined): Promise<ShallotConfig | undef
   if (file === undefined) return undefined
   if (!existsSync(file)) throw new UsageError(`no such file: ${file}`)
   try {
-    return await loadConfig(file)
+    // The policy layer is named like a built-in: its rules and approvals are what `run` asks about.
+    return await loadConfig(file, { middleware: [policyDefinition] })
   } catch (err) {
     if (ConfigError.is(err)) throw new UsageError(err.message)
     throw err
@@ -105,13 +113,20 @@ function openStores(file: string): { checkpoints: SqliteCheckpoints; idempotency
   }
 }
 
-/** The command line that continues this run, with the same model, config and servers. */
-function resumeLine(runId: string, values: Values, model: string): string {
-  const quote = (s: string) => (/^[A-Za-z0-9_./:@=-]+$/.test(s) ? s : `'${s.replace(/'/g, `'\\''`)}'`)
+const quote = (s: string) => (/^[A-Za-z0-9_./:@=-]+$/.test(s) ? s : `'${s.replace(/'/g, `'\\''`)}'`)
+
+/** The calls a stopped run waits on a person for (none for any other stop). */
+function pendingOf(outcome: RunOutcome) {
+  return outcome.status === 'stopped' && outcome.error.kind === 'user_input_required' ? outcome.report.pending : []
+}
+
+/** The command line that continues this run, with the same model, config and servers (and the approvals it waits for). */
+function resumeLine(runId: string, values: Values, model: string, pending: ReturnType<typeof pendingOf>): string {
   const parts = ['shallot', 'resume', quote(runId), '--checkpoints', quote(values.checkpoints as string), '--model', quote(model)]
   if (values.config !== undefined) parts.push('--config', quote(values.config))
   for (const line of values.mcp ?? []) parts.push('--mcp', quote(line))
   if (values.stream === true) parts.push('--stream')
+  if (pending.length > 0) parts.push(approvalHint(pending, quote).approveAll)
   return parts.join(' ')
 }
 
@@ -144,6 +159,9 @@ export async function runAgentCommand(
     throw new UsageError(
       `the task is ${given.length} characters; the most is ${MAX_TASK_CHARS}: put long instructions in a file and ask the agent to read it`,
     )
+  const flagged = approvalsOfFlags(values)
+  if (mode === 'run' && flagged !== undefined)
+    throw new UsageError('--approve, --deny and --edit answer a stopped run: give them to shallot resume <runId>')
   if (mode === 'resume' && values['run-id'] !== undefined) throw new UsageError('resume takes the run id as its argument, not --run-id')
   if (mode === 'resume' && values.checkpoints === undefined)
     throw new UsageError(`resume needs the checkpoints file the run wrote: ${example}`)
@@ -216,7 +234,8 @@ export async function runAgentCommand(
         ? { tools, middleware: defaultMiddleware(stores === undefined ? {} : { idempotency: { store: stores.idempotency } }) }
         : { stack }),
       limits,
-      ...(stores === undefined ? {} : { checkpoints: stores.checkpoints }),
+      // Without a file, a run asked about at the terminal is still resumed in this process.
+      checkpoints: stores === undefined ? memoryCheckpoints() : stores.checkpoints,
     })
     agent.stack.on((event) => events.push(event))
     recorder.listen(agent.stack)
@@ -228,17 +247,42 @@ export async function runAgentCommand(
       ),
     )
     process.once('SIGINT', onSigint)
-    const outcome: RunOutcome =
-      mode === 'run' ? await agent.run({ runId, input: given, signal: stop.signal }) : await agent.resume(runId, { signal: stop.signal })
-    printer.upTo(outcome.transcript, events, requests)
-    printer.inFlight(outcome, events)
-    io.out('')
-    printOutcome(io.out, outcome)
-    const resume = values.checkpoints === undefined ? undefined : resumeLine(runId, values, modelSpec)
+    const resumeWith = async (approvals: Record<string, ApprovalAnswer> | undefined) => {
+      try {
+        return await agent.resume(runId, approvals === undefined ? { signal: stop.signal } : { signal: stop.signal, approvals })
+      } catch (err) {
+        // An answer to a call that is not pending, a malformed one, a checkpoint that cannot be replayed, a run busy elsewhere.
+        if (err instanceof TypeError || ResumeError.is(err)) throw new UsageError(err.message)
+        throw err
+      }
+    }
+    let outcome: RunOutcome = mode === 'run' ? await agent.run({ runId, input: given, signal: stop.signal }) : await resumeWith(flagged)
+    // At a terminal a person answers now, and the run goes on in this process; elsewhere it stops with the command.
+    const input = io.inputIsTerminal === true ? io.input : undefined
+    // Opened at the first question, not before: the terminal is not read while the run goes.
+    let reader: ReturnType<typeof lineReader> | undefined
+    try {
+      for (;;) {
+        printer.upTo(outcome.transcript, events, requests)
+        printer.inFlight(outcome, events)
+        io.out('')
+        printOutcome(io.out, outcome)
+        const pending = pendingOf(outcome)
+        if (input === undefined || pending.length === 0 || stop.signal.aborted) break
+        reader ??= lineReader(input, MAX_ANSWER_CHARS)
+        outcome = await resumeWith(await askApprovals(pending, reader, io.out))
+      }
+    } finally {
+      reader?.close()
+    }
+    const pending = pendingOf(outcome)
+    const resume = values.checkpoints === undefined ? undefined : resumeLine(runId, values, modelSpec, pending)
     if (outcome.status === 'stopped')
       io.out(resume === undefined ? '  (run with --checkpoints run.db to be able to resume a stopped run)' : `  resume: ${resume}`)
+    const otherAnswers = resume === undefined || pending.length === 0 ? undefined : approvalHint(pending, quote).others
+    if (otherAnswers !== undefined) io.out(`          (${otherAnswers})`)
     if (values.report !== undefined) {
-      await writeOut(values.report, runReportText(outcome, resume))
+      await writeOut(values.report, runReportText(outcome, resume, otherAnswers))
       io.out(`wrote the report to ${values.report}`)
     }
     const files = {

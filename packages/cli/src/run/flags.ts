@@ -11,4 +11,7 @@ export const RUN_FLAGS = {
   'max-steps': { type: 'string' },
   'run-id': { type: 'string' },
   stream: { type: 'boolean' },
+  approve: { type: 'string', multiple: true },
+  deny: { type: 'string', multiple: true },
+  edit: { type: 'string', multiple: true },
 } as const

@@ -2,12 +2,13 @@ import type { RunOutcome } from '@shallot/core'
 
 /**
  * The `--report` file: for a stopped run, core's failure report (task, completed calls, what failed,
- * why, next steps) and the command that resumes it; for a completed one, the answer and the spend.
+ * why, next steps, the calls waiting for approval) and the command that resumes it (with the other
+ * ways to answer them); for a completed one, the answer and the spend.
  *
  * @example
  * await writeFile('report.md', runReportText(outcome, 'shallot resume run-1 --checkpoints run.db --model openai:gpt-4o-mini'))
  */
-export function runReportText(outcome: RunOutcome, resume: string | undefined): string {
+export function runReportText(outcome: RunOutcome, resume: string | undefined, otherAnswers?: string): string {
   const task = outcome.transcript.find((m) => m.role === 'user')?.content ?? ''
   const spent = `${outcome.turns} turn${outcome.turns === 1 ? '' : 's'}, ${outcome.steps} step${outcome.steps === 1 ? '' : 's'}`
   if (outcome.status === 'completed') {
@@ -16,7 +17,7 @@ export function runReportText(outcome: RunOutcome, resume: string | undefined): 
   const how =
     resume === undefined
       ? 'The run had no --checkpoints file, so it cannot be resumed; run it again with --checkpoints run.db.'
-      : `Resume it from the command line:\n\n    ${resume}`
+      : `Resume it from the command line:\n\n    ${resume}${otherAnswers === undefined ? '' : `\n\n(${otherAnswers})`}`
   return `# Run ${outcome.runId}: stopped (${outcome.error.kind})\n\n${spent}.\n\n${outcome.report.text
     .split('\n')
     .map((l) => (l === '' ? '' : `    ${l}`))
