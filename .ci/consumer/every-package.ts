@@ -3,6 +3,7 @@
 import * as aiSdk from '@shallot/ai-sdk'
 import * as builtins from '@shallot/builtins'
 import * as bulkhead from '@shallot/bulkhead'
+import * as bullmq from '@shallot/bullmq'
 import * as circuitBreaker from '@shallot/circuit-breaker'
 import * as cli from '@shallot/cli'
 import * as config from '@shallot/config'
@@ -33,6 +34,7 @@ const modules = {
   aiSdk,
   builtins,
   bulkhead,
+  bullmq,
   circuitBreaker,
   cli,
   config,

@@ -29,7 +29,7 @@ export type AgentEvent =
       readonly type: 'run.finished'
       readonly at: number
       readonly runId: string
-      readonly status: 'completed' | 'stopped'
+      readonly status: 'completed' | 'stopped' | 'parked'
       /** The LoopError's kind when the run stopped. */
       readonly kind?: string
       readonly turns: number

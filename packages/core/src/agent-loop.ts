@@ -2,12 +2,22 @@ import { setMaxListeners } from 'node:events'
 import { type AgentEventSink, type AgentScopeRunner, noAgentEvents } from './agent-events.js'
 import type { AgentSettings } from './agent-options.js'
 import { abortReason, onAbort } from './channel.js'
-import type { CallRecord, PendingTurn, RunSnapshot, SettledCall, TurnRecord } from './checkpoints.js'
+import {
+  type CallRecord,
+  checkpointSaveFailed,
+  type ParkReason,
+  type ParkRecord,
+  type PendingTurn,
+  type RunSnapshot,
+  type SettledCall,
+  type TurnRecord,
+} from './checkpoints.js'
 import { LoopError, ToolError } from './errors.js'
 import { isSilent, silentLogger } from './logger.js'
 import type { Message } from './model.js'
 import { callModel } from './model-call.js'
 import { modelToolsOf } from './model-tools.js'
+import { keptBesideWaits, longestWait } from './park.js'
 import { renderError } from './render.js'
 import { buildReport, type RunReport } from './report.js'
 import { createRun } from './run.js'
@@ -37,6 +47,22 @@ export type RunOutcome =
       readonly transcript: readonly Message[]
       readonly usage: RunUsage
     }
+
+/** A run checkpointed to continue at `wakeAt` (wall-clock epoch ms) with `agent.resume(runId)`; the worker is free. */
+export interface ParkedOutcome {
+  readonly status: 'parked'
+  readonly runId: string
+  readonly wakeAt: number
+  readonly reason: ParkReason
+  /** Completed turns; the parked one is not among them until it completes. */
+  readonly turns: number
+  readonly steps: number
+  readonly transcript: readonly Message[]
+  readonly usage: RunUsage
+}
+
+/** What an agent created with `park` answers: a {@link RunOutcome}, or a {@link ParkedOutcome}. */
+export type ParkingOutcome = RunOutcome | ParkedOutcome
 
 const noop = () => {}
 // The task in the `run started` line and the stop's message in `run stopped`: invisible characters and
@@ -100,8 +126,8 @@ export function agentLoop(
   settings: AgentSettings,
   emit: AgentEventSink,
   within: AgentScopeRunner,
-): (snapshot: RunSnapshot, signal: AbortSignal | undefined) => Promise<RunOutcome> {
-  const { chain, system, modelBreaker, stack, limits, modelRetry, clock, random, logger, checkpoints } = settings
+): (snapshot: RunSnapshot, signal: AbortSignal | undefined) => Promise<ParkingOutcome> {
+  const { chain, system, modelBreaker, stack, limits, modelRetry, clock, random, logger, checkpoints, park } = settings
   const modelTools = modelToolsOf(stack)
   const budgeted = limits.maxTokens !== undefined || limits.maxCostUsd !== undefined
 
@@ -153,7 +179,7 @@ export function agentLoop(
     let replay = snapshot.pendingTurn
     // The turn being dispatched, so a stop that waits for a person can checkpoint it as it is.
     let inFlight: { turn: number; response: PendingTurn['response'] } | undefined
-    const save = async (status: RunSnapshot['status'], output?: string, pendingTurn?: PendingTurn) => {
+    const save = async (status: RunSnapshot['status'], output?: string, pendingTurn?: PendingTurn, parked?: ParkRecord) => {
       if (checkpoints === undefined) return
       const next: RunSnapshot = {
         version: 1,
@@ -168,8 +194,54 @@ export function agentLoop(
         usage,
         ...(output === undefined ? {} : { output }),
         ...(pendingTurn === undefined ? {} : { pendingTurn }),
+        ...(parked === undefined ? {} : { parked }),
       }
-      await checkpoints.save(JSON.parse(JSON.stringify(next)) as RunSnapshot)
+      try {
+        await checkpoints.save(JSON.parse(JSON.stringify(next)) as RunSnapshot)
+      } catch (err) {
+        throw checkpointSaveFailed(
+          checkpoints,
+          runId,
+          status === 'parked' ? 'the parked checkpoint' : `the checkpoint of turn ${run.turn}`,
+          err,
+        )
+      }
+    }
+    // A settled turn with a call that must wait long (park.afterMs or more) is checkpointed as it is
+    // and the run returns: the calls that settled are kept, the waiting ones run again on resume.
+    // Only a whole settled turn parks, so no call (no write) is ever in flight when it does.
+    const parkIfLong = async (
+      turn: number,
+      response: PendingTurn['response'],
+      results: readonly ToolResult[],
+    ): Promise<ParkedOutcome | undefined> => {
+      if (park === undefined) return undefined
+      const reason = longestWait(results, stack.tools, park)
+      if (reason === undefined) return undefined
+      const parkedAt = park.wallNow()
+      const parked: ParkRecord = { wakeAt: Math.ceil(parkedAt + reason.waitMs), parkedAt, reason }
+      const kept = keptBesideWaits(results, stack.tools, park, settledCall)
+      // The calls that wait for the time to come, named like the calls a stopped turn waits on.
+      const until = `waits until ${new Date(parked.wakeAt).toISOString()} (${reason.code})`
+      const pending = results
+        .filter((result) => !Object.hasOwn(kept, result.callId))
+        .map((result) => ({ callId: result.callId, tool: result.name, reason: until }))
+      const waiting: PendingTurn = { turn, response, results: kept, pending }
+      inFlight = undefined
+      run.turn = turns.length === 0 ? snapshot.turn : (turns[turns.length - 1] as TurnRecord).turn
+      await save('parked', undefined, waiting, parked)
+      log.info({ outcome: 'parked', turn, wakeAt: parked.wakeAt, ...reason }, 'run parked')
+      emit({
+        type: 'run.finished',
+        at: clock.now(),
+        runId,
+        status: 'parked',
+        turns: turns.length,
+        steps: run.budget.used,
+        usage,
+        durationMs: clock.now() - startedAt,
+      })
+      return { status: 'parked', runId, wakeAt: parked.wakeAt, reason, turns: turns.length, steps: run.budget.used, transcript, usage }
     }
     // The transcript gets the assistant message and all its results at once, in call order, only
     // when the turn completes: the model never reads half a turn.
@@ -208,7 +280,10 @@ export function agentLoop(
           replay = undefined
           run.turn = turn
           inFlight = { turn, response }
-          await commitTurn(turn, response, await dispatchTurn(stack, response.toolCalls, run, stopRun, limits.maxParallelToolCalls, kept))
+          const replayed = await dispatchTurn(stack, response.toolCalls, run, stopRun, limits.maxParallelToolCalls, kept)
+          const parkedAgain = await parkIfLong(turn, response, replayed)
+          if (parkedAgain !== undefined) return parkedAgain
+          await commitTurn(turn, response, replayed)
           continue
         }
         const spent = usageExhausted(usage, limits, 'before')
@@ -264,7 +339,10 @@ export function agentLoop(
           // The stack escalates fatal/user soft errors itself (its `escalate` policy): they reject here.
           results = await dispatchTurn(stack, calls, run, stopRun, limits.maxParallelToolCalls)
         }
-        await commitTurn(turn, response.text === undefined ? { toolCalls: calls } : { text: response.text, toolCalls: calls }, results)
+        const sent = response.text === undefined ? { toolCalls: calls } : { text: response.text, toolCalls: calls }
+        const parked = await parkIfLong(turn, sent, results)
+        if (parked !== undefined) return parked
+        await commitTurn(turn, sent, results)
       }
     } catch (err) {
       const error = LoopError.is(err)

@@ -7,6 +7,7 @@ import type { ModelBreakerOptions } from './model-breaker.js'
 import type { ModelRetry } from './model-call.js'
 import { type ModelLink, type ModelPrice, modelChain } from './model-chain.js'
 import { OptionsError, parseOptions } from './options.js'
+import { DEFAULT_MAX_PARK_MS, type ParkSettings } from './park.js'
 import { createStack, type Stack, type StackOptions } from './stack.js'
 import type { Clock, Logger, Middleware } from './types.js'
 
@@ -65,6 +66,14 @@ export interface AgentOptions<Model extends AgentModel = ModelAdapter> {
   random?: () => number
   checkpoints?: CheckpointStore
   /**
+   * Parks a run instead of holding the worker while a tool call must wait at least `afterMs` (a
+   * long `Retry-After` the retry layer would not wait out, an open circuit's cooldown): the turn is
+   * checkpointed with `wakeAt` and the outcome is `{ status: 'parked', runId, wakeAt, reason }`;
+   * `agent.resume(runId)` after `wakeAt` redoes only the waiting calls. Needs `checkpoints`.
+   * `maxWaitMs` (default one day) is the longest park; `wallNow` the wall clock (default `Date.now`).
+   */
+  park?: { afterMs: number; maxWaitMs?: number; wallNow?: () => number }
+  /**
    * Whether a soft error of category `fatal` / `user` ends the run. Default: both do. It is the
    * stack's policy (`createStack({ escalate })`), passed to the stack this agent builds; with a ready
    * `stack`, set it there.
@@ -115,6 +124,23 @@ const agentOptionsSchema = z.object({
     })
     .default(DEFAULT_BREAKER),
   system: z.string({ error: 'must be a string (the system prompt)' }).optional(),
+  park: z
+    .strictObject({
+      afterMs: z
+        .number({ error: 'must be a number of ms, e.g. 5000: a wait at least this long parks the run' })
+        .positive({ error: 'must be a number of ms > 0, e.g. 5000' })
+        .max(DEFAULT_MAX_PARK_MS * 365, { error: 'must be a finite number of ms, e.g. 5000' }),
+      maxWaitMs: z
+        .number({ error: 'must be a number of ms, e.g. 3600000 (one hour)' })
+        .positive({ error: 'must be a number of ms > 0' })
+        .max(DEFAULT_MAX_PARK_MS * 365, { error: 'must be at most a year of ms' })
+        .default(DEFAULT_MAX_PARK_MS),
+      wallNow: z
+        .custom<() => number>((v) => typeof v === 'function', 'must be a function () => number returning wall-clock epoch ms')
+        .optional(),
+    })
+    .refine((p) => p.afterMs <= p.maxWaitMs, { message: 'afterMs must not exceed maxWaitMs', path: ['afterMs'] })
+    .optional(),
 })
 
 /** What the loop runs with, every option checked and defaulted. */
@@ -130,18 +156,33 @@ export interface AgentSettings {
   readonly random: () => number
   readonly logger: Logger
   readonly checkpoints: CheckpointStore | undefined
+  /** Undefined: no run parks. */
+  readonly park: ParkSettings | undefined
   readonly onEvent: AgentEventListener | undefined
 }
 
 /** Checks `createAgent`'s options and builds the stack when the caller gave tools instead of one. */
 export function agentSettings(options: AgentOptions<AgentModel>): AgentSettings {
   if (typeof options !== 'object' || options === null) throw new TypeError('createAgent() takes an options object { model, tools }')
-  const { limits, modelRetry, modelBreaker, system } = parseOptions('createAgent()', agentOptionsSchema, {
+  const { limits, modelRetry, modelBreaker, system, park } = parseOptions('createAgent()', agentOptionsSchema, {
     limits: options.limits,
     modelRetry: options.modelRetry,
     modelBreaker: options.modelBreaker,
     system: options.system,
+    park: options.park,
   })
+  const checkpoints = options.checkpoints
+  if (checkpoints !== undefined && (typeof checkpoints?.save !== 'function' || typeof checkpoints?.load !== 'function')) {
+    throw new OptionsError('createAgent()', [
+      { path: 'checkpoints', message: 'must be a checkpoint store { save(snapshot), load(runId) }, e.g. memoryCheckpoints()' },
+    ])
+  }
+  if (park !== undefined && checkpoints === undefined) {
+    // A parked run lives only in its checkpoint: without a store it could never wake.
+    throw new OptionsError('createAgent()', [
+      { path: 'park', message: 'needs a checkpoints store to park runs in; pass createAgent({ checkpoints, park })' },
+    ])
+  }
   if (options.onEvent !== undefined && typeof options.onEvent !== 'function') {
     throw new OptionsError('createAgent()', [{ path: 'onEvent', message: 'must be a function (event) => void' }])
   }
@@ -177,7 +218,8 @@ export function agentSettings(options: AgentOptions<AgentModel>): AgentSettings 
     clock: options.clock ?? stack.clock,
     random: options.random ?? stack.random,
     logger: guardLogger(options.logger ?? stack.logger),
-    checkpoints: options.checkpoints,
+    checkpoints,
+    park: park === undefined ? undefined : { afterMs: park.afterMs, maxWaitMs: park.maxWaitMs, wallNow: park.wallNow ?? Date.now },
     onEvent: options.onEvent,
   }
 }

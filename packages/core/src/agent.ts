@@ -1,28 +1,47 @@
 import { nanoid } from 'nanoid'
 import { agentEvents, agentScope, noScope } from './agent-events.js'
-import { agentLoop, type RunOutcome } from './agent-loop.js'
+import { agentLoop, type ParkedOutcome, type ParkingOutcome, type RunOutcome } from './agent-loop.js'
 import { type AgentModel, type AgentOptions, agentSettings } from './agent-options.js'
 import { type ApprovalAnswer, resumeOptions, withApprovals } from './approvals.js'
-import { type CheckpointStore, checkPendingTurn, ResumeError, type RunSnapshot } from './checkpoints.js'
+import {
+  type CheckpointStore,
+  checkPendingTurn,
+  checkpointSaveFailed,
+  type ParkRecord,
+  ResumeError,
+  type RunSnapshot,
+} from './checkpoints.js'
+import { DEFAULT_MAX_PARK_MS, ParkedError, parkRecordOf } from './park.js'
 import type { Stack } from './stack.js'
 import type { Logger } from './types.js'
 import { usageOfSnapshot } from './usage-budget.js'
 
 export type { AgentEvent, AgentEventListener, AgentScope } from './agent-events.js'
-export type { RunOutcome } from './agent-loop.js'
+export type { ParkedOutcome, ParkingOutcome, RunOutcome } from './agent-loop.js'
 export type { AgentLimits, AgentModel, AgentOptions } from './agent-options.js'
 export { APPROVALS_STATE_KEY, type ApprovalAnswer } from './approvals.js'
+export type { ParkReason, ParkRecord } from './checkpoints.js'
+export { ParkedError } from './park.js'
 
-export interface Agent {
+/** An agent; one created with `park` answers {@link ParkingOutcome}s (`Agent<ParkingOutcome>`). */
+export interface Agent<Outcome extends ParkingOutcome = RunOutcome> {
   readonly stack: Stack
-  /** Runs a task to completion or to a hard stop. Never rejects for hard errors: they are in the outcome. */
-  run(options: { input: string; signal?: AbortSignal; runId?: string }): Promise<RunOutcome>
+  /**
+   * Runs a task to completion, to a hard stop, or (with `park`) to a park. Never rejects for hard
+   * errors: they are in the outcome. Rejects when the run's first checkpoint cannot be saved:
+   * nothing has run, and a run whose progress is not durable must not start.
+   */
+  run(options: { input: string; signal?: AbortSignal; runId?: string }): Promise<Outcome>
   /**
    * Continues a checkpointed run at its next turn; completed turns are never re-run. A run stopped
    * for approval replays its stopped turn's calls (no new model call) with `approvals` answering
    * the pending calls by id: `'approve'`, `'deny'`, `{ deny: reason }` or `{ args }` (edited arguments).
+   * A parked run replays its parked turn's waiting calls once `wakeAt` has come. Resumed earlier, an
+   * agent with `park` waits out a rest shorter than `park.afterMs` and otherwise answers the same
+   * `parked` outcome without running anything; an agent without `park` rejects with a
+   * {@link ParkedError} naming `wakeAt`.
    */
-  resume(runId: string, options?: ResumeOptions): Promise<RunOutcome>
+  resume(runId: string, options?: ResumeOptions): Promise<Outcome>
 }
 
 export interface ResumeOptions {
@@ -88,10 +107,16 @@ async function hold(
  *
  * // A fallback chain with a system prompt and a token budget:
  * createAgent({ model: [gpt, claude], system: 'Be brief.', tools: [readFile], limits: { maxTokens: 200_000 } })
+ *
+ * // A worker that parks a run waiting 10 s or more instead of holding its slot:
+ * const worker = createAgent({ model, tools, checkpoints, park: { afterMs: 10_000 } })
+ * const outcome = await worker.run({ input: 'Book the flight' }) // may be { status: 'parked', wakeAt, reason }
  */
-export function createAgent(options: AgentOptions<AgentModel>): Agent {
+export function createAgent(options: AgentOptions<AgentModel> & { park: NonNullable<AgentOptions['park']> }): Agent<ParkingOutcome>
+export function createAgent(options: AgentOptions<AgentModel>): Agent
+export function createAgent(options: AgentOptions<AgentModel>): Agent<ParkingOutcome> {
   const settings = agentSettings(options)
-  const { stack, checkpoints } = settings
+  const { stack, checkpoints, park, clock } = settings
   const within = agentScope(settings.logger, settings.onEvent)
   const loop = agentLoop(settings, agentEvents(settings.logger, settings.onEvent), within)
   // The whole run inside the listener's context, so what the model and the tools start sees it.
@@ -100,6 +125,17 @@ export function createAgent(options: AgentOptions<AgentModel>): Agent {
       ? loop
       : (snapshot: RunSnapshot, signal: AbortSignal | undefined) =>
           within({ type: 'run', at: settings.clock.now(), runId: snapshot.runId }, () => loop(snapshot, signal))
+
+  const parkedOutcome = (snapshot: RunSnapshot, record: ParkRecord): ParkedOutcome => ({
+    status: 'parked',
+    runId: snapshot.runId,
+    wakeAt: record.wakeAt,
+    reason: record.reason,
+    turns: snapshot.turns.length,
+    steps: snapshot.stepsUsed,
+    transcript: snapshot.transcript,
+    usage: usageOfSnapshot(snapshot.usage, snapshot.runId),
+  })
 
   return {
     stack,
@@ -121,7 +157,13 @@ export function createAgent(options: AgentOptions<AgentModel>): Agent {
         turns: [],
       }
       try {
-        if (checkpoints !== undefined) await checkpoints.save(snapshot)
+        if (checkpoints !== undefined) {
+          try {
+            await checkpoints.save(snapshot)
+          } catch (err) {
+            throw checkpointSaveFailed(checkpoints, snapshot.runId, 'the first checkpoint', err)
+          }
+        }
         return await drive(snapshot, signal)
       } finally {
         await release?.()
@@ -145,7 +187,7 @@ export function createAgent(options: AgentOptions<AgentModel>): Agent {
     runId: string,
     signal: AbortSignal | undefined,
     approvals: ReadonlyMap<string, ApprovalAnswer> | undefined,
-  ): Promise<RunOutcome> {
+  ): Promise<ParkingOutcome> {
     // Loaded only once the run is held: what another resume saved before it let go is what this one continues.
     const snapshot = await checkpoints.load(runId)
     if (snapshot === undefined) throw new TypeError(`agent.resume(): no checkpoint for run "${runId}"`)
@@ -160,11 +202,32 @@ export function createAgent(options: AgentOptions<AgentModel>): Agent {
         usage: usageOfSnapshot(snapshot.usage, runId),
       }
     }
+    if (snapshot.status === 'parked') {
+      const wallNow = park?.wallNow ?? Date.now
+      const record = parkRecordOf(snapshot, wallNow(), park?.maxWaitMs ?? DEFAULT_MAX_PARK_MS)
+      const restMs = record.wakeAt - wallNow()
+      if (restMs > 0) {
+        // Early (a queue's clock ahead of ours, a caller too eager): a rest shorter than the park
+        // threshold is what the agent would have waited anyway; a longer one stays parked.
+        if (park === undefined) throw new ParkedError(runId, record.wakeAt, restMs)
+        if (restMs >= park.afterMs) return parkedOutcome(snapshot, record)
+        try {
+          await clock.sleep(restMs, signal)
+        } catch {
+          // Cancelled before anything ran: the run is still parked, as the checkpoint says.
+          return parkedOutcome(snapshot, record)
+        }
+      }
+    }
     checkPendingTurn(snapshot, new Set(stack.tools.keys()))
     if (approvals === undefined) return drive(snapshot, signal)
     const answered = withApprovals(snapshot, approvals)
     // Saved before the replay: a process that dies during it resumes with the answers given.
-    await checkpoints.save(answered)
+    try {
+      await checkpoints.save(answered)
+    } catch (err) {
+      throw checkpointSaveFailed(checkpoints, runId, 'the approvals', err)
+    }
     return drive(answered, signal)
   }
 }

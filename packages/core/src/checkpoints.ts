@@ -1,4 +1,4 @@
-import type { ToolErrorJSON } from './errors.js'
+import { LoopError, type ToolErrorJSON } from './errors.js'
 import type { Message } from './model.js'
 import type { Json, ToolCall } from './types.js'
 import type { RunUsage } from './usage-budget.js'
@@ -40,12 +40,30 @@ export interface PendingTurn {
   readonly pending: readonly Json[]
 }
 
+/** Why a run parked: the soft error of the call that must wait before it can be tried again. */
+export interface ParkReason {
+  /** The soft error's code, e.g. `rate_limited` (a long `Retry-After`) or `circuit_open` (a cooldown). */
+  readonly code: string
+  readonly tool: string
+  readonly callId: string
+  /** How long the error said to wait, in ms. */
+  readonly waitMs: number
+}
+
+/** When a parked run may continue, and why it waits. Times are wall-clock epoch ms, so any process can read them. */
+export interface ParkRecord {
+  readonly wakeAt: number
+  readonly parkedAt: number
+  readonly reason: ParkReason
+}
+
 /** Everything needed to continue a run at its next turn. Plain JSON. */
 export interface RunSnapshot {
   readonly version: 1
   readonly runId: string
   readonly input: string
-  readonly status: 'running' | 'completed' | 'stopped'
+  /** `parked`: checkpointed to continue at `parked.wakeAt`, its waiting turn in `pendingTurn`. */
+  readonly status: 'running' | 'completed' | 'stopped' | 'parked'
   /** The last completed turn. */
   readonly turn: number
   readonly stepsUsed: number
@@ -57,10 +75,14 @@ export interface RunSnapshot {
   readonly usage?: RunUsage
   /** Set while the run waits for approvals; `turn` stays the last completed turn. Absent in older snapshots. */
   readonly pendingTurn?: PendingTurn
+  /** Set while the run is parked (`status: 'parked'`). */
+  readonly parked?: ParkRecord
 }
 
 /** Where snapshots go: one per run id, replaced after every completed turn. */
 export interface CheckpointStore {
+  /** Names the store in errors ("checkpoints store \"postgres\" failed to save …"); optional. */
+  readonly name?: string
   save(snapshot: RunSnapshot): void | Promise<void>
   load(runId: string): RunSnapshot | undefined | Promise<RunSnapshot | undefined>
   /**
@@ -191,6 +213,7 @@ export function checkPendingTurn(snapshot: RunSnapshot, tools: ReadonlySet<strin
 export function memoryCheckpoints(): CheckpointStore & { readonly size: number } {
   const snapshots = new Map<string, string>()
   return {
+    name: 'memory',
     save(snapshot) {
       snapshots.set(snapshot.runId, JSON.stringify(snapshot))
     },
@@ -202,4 +225,18 @@ export function memoryCheckpoints(): CheckpointStore & { readonly size: number }
       return snapshots.size
     },
   }
+}
+
+/**
+ * The hard stop for a checkpoint that could not be saved, naming the store and the run: a run
+ * whose progress is not durable must not look as if it were (a parked run would never wake).
+ */
+export function checkpointSaveFailed(store: CheckpointStore, runId: string, what: string, cause: unknown): LoopError {
+  const name =
+    typeof store.name === 'string' && store.name.length > 0 ? `checkpoints store "${store.name.slice(0, 100)}"` : 'the checkpoints store'
+  const message = cause instanceof Error ? cause.message : String(cause)
+  return new LoopError('fatal', `${name} failed to save ${what} of run "${runId}": ${message.slice(0, 500)}`, {
+    cause,
+    details: { runId, store: store.name ?? null, checkpoint: what },
+  })
 }

@@ -8,6 +8,9 @@ export {
   type AgentScope,
   type ApprovalAnswer,
   createAgent,
+  ParkedError,
+  type ParkedOutcome,
+  type ParkingOutcome,
   type ResumeOptions,
   type RunOutcome,
 } from './agent.js'
@@ -16,6 +19,8 @@ export {
   type CallRecord,
   type CheckpointStore,
   memoryCheckpoints,
+  type ParkReason,
+  type ParkRecord,
   type PendingTurn,
   ResumeError,
   type RunSnapshot,

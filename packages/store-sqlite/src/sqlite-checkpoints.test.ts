@@ -56,6 +56,52 @@ describe('sqliteCheckpoints', () => {
     second.close()
   })
 
+  it('keeps a parked run: another connection wakes it after wakeAt and redoes only the waiting call', async () => {
+    const path = file()
+    const { write, writes } = counter()
+    let lookups = 0
+    const lookup = defineTool({
+      name: 'lookup',
+      description: 'Look something up',
+      effect: 'read',
+      input: z.object({}),
+      execute: () => {
+        if (lookups++ === 0)
+          throw new ToolError('rate_limited', 'slow down', { category: 'transient', safeToRepeat: true, retryAfterMs: 60_000 })
+        return 'found'
+      },
+    })
+    let wall = 1_800_000_000_000
+    const park = { afterMs: 10_000, wallNow: () => wall }
+    const script = [
+      {
+        toolCalls: [
+          { name: 'write_note', args: { text: 'one' } },
+          { name: 'lookup', args: {} },
+        ],
+      },
+      { text: 'done' },
+    ]
+    const first = sqliteCheckpoints({ path })
+    const parked = await createAgent({ model: scriptedModel(script), tools: [write, lookup], checkpoints: first, park }).run({
+      runId: 'run-p',
+      input: 'note and look up',
+    })
+    first.close()
+    expect(parked).toMatchObject({ status: 'parked', wakeAt: wall + 60_000, reason: { code: 'rate_limited', tool: 'lookup' } })
+
+    wall += 60_000
+    const second = sqliteCheckpoints({ path })
+    expect(second.load('run-p')).toMatchObject({ status: 'parked', parked: { wakeAt: wall } })
+    const done = await createAgent({ model: scriptedModel(script.slice(1)), tools: [write, lookup], checkpoints: second, park }).resume(
+      'run-p',
+    )
+    expect(done).toMatchObject({ status: 'completed', output: 'done' })
+    expect(writes).toEqual(['one'])
+    expect(lookups).toBe(2)
+    second.close()
+  })
+
   it.each([
     ['not JSON', '{"version": 1', /not JSON/],
     ['a __proto__ key', '{"__proto__": {"admin": true}}', /__proto__/],

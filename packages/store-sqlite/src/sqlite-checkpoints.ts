@@ -61,7 +61,7 @@ const snapshotSchema = z.looseObject({
   version: z.literal(1),
   runId: z.string().min(1),
   input: z.string(),
-  status: z.enum(['running', 'completed', 'stopped']),
+  status: z.enum(['running', 'completed', 'stopped', 'parked']),
   turn: int,
   stepsUsed: int,
   state: z.record(z.string(), z.unknown()),

@@ -1,0 +1,141 @@
+import {
+  type Agent,
+  type CheckpointStore,
+  type Logger,
+  LoopError,
+  type ParkingOutcome,
+  parseOptions,
+  type RunOutcome,
+  silentLogger,
+  ToolError,
+} from '@shallot/core'
+import { type ConnectionOptions, DelayedError, type Job, type RateLimiterOptions, UnrecoverableError, Worker } from 'bullmq'
+import { z } from 'zod'
+import { type RunJob, type RunJobResult, runJobSchema } from './run-job.js'
+
+const isObject = (v: unknown) => typeof v === 'object' && v !== null
+const ms = (what: string) =>
+  z
+    .number({ error: `must be a number of ms (${what})` })
+    .int()
+    .positive()
+
+const workerOptionsSchema = z.strictObject({
+  name: z.string().min(1).max(200),
+  connection: z.custom<ConnectionOptions>(isObject, 'must be Redis connection options { host, port } or a client'),
+  /** The agent that runs each job; create it with the shared `checkpoints` (and `park`, so long waits become delayed jobs). */
+  agent: z.custom<Agent<ParkingOutcome>>(
+    (v) => isObject(v) && typeof (v as Agent).run === 'function' && typeof (v as Agent).resume === 'function',
+    'must be an agent from createAgent({ checkpoints, park })',
+  ),
+  /** The agent's checkpoint store, shared by every worker: a job starts a run it has no checkpoint of, and resumes any other. */
+  checkpoints: z.custom<CheckpointStore>(
+    (v) => isObject(v) && typeof (v as CheckpointStore).load === 'function' && typeof (v as CheckpointStore).save === 'function',
+    "must be the agent's checkpoint store { save, load }, shared by every worker (e.g. postgresStores().checkpoints)",
+  ),
+  prefix: z.string().min(1).optional(),
+  /** Runs at once in this worker (BullMQ's `concurrency`). Default 1. */
+  concurrency: z.number().int().positive().max(10_000).optional(),
+  /** BullMQ's rate limiter for the queue: at most `max` runs started per `duration` ms, fleet-wide. */
+  limiter: z
+    .custom<RateLimiterOptions>(
+      (v) => isObject(v) && Number.isInteger((v as RateLimiterOptions).max) && Number.isInteger((v as RateLimiterOptions).duration),
+      'must be { max, duration }: at most max jobs per duration ms',
+    )
+    .optional(),
+  /** How long a job stays locked to a worker without a renewal; a crashed worker's runs are taken over after it. Default 30000. */
+  lockDuration: ms('the lock of a running job').optional(),
+  /** How often workers look for jobs whose lock expired. Default 30000. */
+  stalledInterval: ms('between stalled-job checks').optional(),
+  /** Take-overs of one job before it is failed. Default 1. */
+  maxStalledCount: z.number().int().min(0).max(1000).optional(),
+  /** Called with each run's outcome (parked ones too); a listener that throws is logged, never fails the job. */
+  onOutcome: z.custom<(outcome: ParkingOutcome, job: Job<RunJob>) => void>((v) => typeof v === 'function').optional(),
+  logger: z.custom<Logger>((v) => isObject(v) && typeof (v as Logger).warn === 'function').optional(),
+  /** Start taking jobs at once. Default true; false: call `worker.run()`. */
+  autorun: z.boolean().optional(),
+})
+
+export type AgentWorkerOptions = z.input<typeof workerOptionsSchema>
+
+export interface AgentWorker {
+  readonly worker: Worker<RunJob, RunJobResult>
+  /** Stops taking jobs and waits for the running ones (BullMQ's graceful close). */
+  close(): Promise<void>
+}
+
+function resultOf(outcome: RunOutcome): RunJobResult {
+  if (outcome.status === 'completed') {
+    return { status: 'completed', runId: outcome.runId, output: outcome.output, turns: outcome.turns, steps: outcome.steps }
+  }
+  return { status: 'stopped', runId: outcome.runId, kind: outcome.error.kind, message: outcome.error.message, turns: outcome.turns }
+}
+
+/** A store that may answer again later (down, slow) is worth a BullMQ retry; a corrupt record or a bad job never is. */
+function worthRetrying(err: unknown): boolean {
+  if (ToolError.is(err)) return err.category === 'transient'
+  return LoopError.is(err) && err.kind === 'fatal' && typeof err.details.checkpoint === 'string'
+}
+
+/**
+ * A BullMQ worker that runs agent runs: a job without a checkpoint starts its run, any other
+ * resumes it from the shared store, so a job taken over from a crashed worker (BullMQ's stalled-job
+ * check, after `lockDuration`) continues at its last checkpoint, and the idempotency layer's shared
+ * records keep every completed write from running twice. A run that parks becomes a delayed job at
+ * its `wakeAt` and holds no worker while it waits. Concurrency and rate limits are BullMQ's own.
+ *
+ * @example
+ * const { checkpoints, idempotency: store } = postgresStores({ pool })
+ * const agent = createAgent({ model, tools, middleware: [idempotency({ store }), retry()], checkpoints, park: { afterMs: 5000 } })
+ * const worker = agentWorker({ name: 'agents', connection: { host: '127.0.0.1', port: 6379 }, agent, checkpoints, concurrency: 8 })
+ */
+export function agentWorker(options: AgentWorkerOptions): AgentWorker {
+  const opts = parseOptions('agentWorker()', workerOptionsSchema, options)
+  const { agent, checkpoints, onOutcome } = opts
+  const log = opts.logger ?? silentLogger
+
+  async function runJob(job: Job<RunJob>, token?: string): Promise<RunJobResult> {
+    const parsed = runJobSchema.safeParse(job.data)
+    if (!parsed.success) throw new UnrecoverableError(`job ${job.id} is not a run: ${parsed.error.issues[0]?.message ?? 'invalid'}`)
+    const { runId, input } = parsed.data
+    let outcome: ParkingOutcome
+    try {
+      const saved = await checkpoints.load(runId)
+      if (saved?.status === 'stopped' && saved.pendingTurn === undefined) {
+        // Stopped for good before this take-over: driving it again would undo the stop.
+        return { status: 'stopped', runId, kind: null, message: 'the run had stopped before this attempt', turns: saved.turns.length }
+      }
+      outcome = saved === undefined ? await agent.run({ input, runId }) : await agent.resume(runId)
+    } catch (err) {
+      if (worthRetrying(err)) throw err
+      const message = err instanceof Error ? err.message : String(err)
+      log.warn({ runId, err }, 'run cannot go on; its job fails without retries')
+      throw new UnrecoverableError(`run "${runId}": ${message}`)
+    }
+    try {
+      onOutcome?.(outcome, job)
+    } catch (err) {
+      log.warn({ runId, err }, 'agentWorker onOutcome listener threw')
+    }
+    if (outcome.status === 'parked') {
+      // The job waits in Redis, not in this process: BullMQ hands it to a worker at wakeAt.
+      await job.moveToDelayed(outcome.wakeAt, token)
+      throw new DelayedError()
+    }
+    return resultOf(outcome)
+  }
+
+  const worker = new Worker<RunJob, RunJobResult>(opts.name, runJob, {
+    connection: opts.connection,
+    ...(opts.prefix === undefined ? {} : { prefix: opts.prefix }),
+    ...(opts.concurrency === undefined ? {} : { concurrency: opts.concurrency }),
+    ...(opts.limiter === undefined ? {} : { limiter: opts.limiter }),
+    ...(opts.lockDuration === undefined ? {} : { lockDuration: opts.lockDuration }),
+    ...(opts.stalledInterval === undefined ? {} : { stalledInterval: opts.stalledInterval }),
+    ...(opts.maxStalledCount === undefined ? {} : { maxStalledCount: opts.maxStalledCount }),
+    ...(opts.autorun === undefined ? {} : { autorun: opts.autorun }),
+  })
+  // Without a listener an 'error' event (Redis gone for a moment) would crash the process.
+  worker.on('error', (err) => log.warn({ err }, 'BullMQ worker error'))
+  return { worker, close: () => worker.close() }
+}
