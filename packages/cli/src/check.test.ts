@@ -34,6 +34,21 @@ describe('shallot check and shallot sim --config apply the same checks', () => {
     })
   })
 
+  it('checks the policy layer as shallot run reads it: good rules pass, a bad rule is named with its line', async () => {
+    const good = write(
+      'policy.yaml',
+      'stack:\n  - policy:\n      rules:\n        - { action: deny, tools: transfer, reason: no transfers }\n  - timeout\n',
+    )
+    const ok = await run('check', good)
+    expect(ok.err).toBe('')
+    expect(ok.code).toBe(0)
+    expect(ok.out).toContain('policy')
+    const bad = write('policy-bad.yaml', 'stack:\n  - policy:\n      rules:\n        - { action: maybe, tools: transfer }\n')
+    const refused = await run('check', bad)
+    expect(refused.code).toBe(1)
+    expect(refused.err).toMatch(new RegExp(`${bad.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')}:4: stack\\[0\\]\\.policy`))
+  })
+
   it('says which names only the code can confirm instead of a bare ok; sim, which knows its tools, checks them', async () => {
     const file = write('tools.yaml', 'stack: [retry]\ntools:\n  charge_card: { retry: none }\n  search: { effect: read }\n')
     const check = await run('check', file)

@@ -1,5 +1,6 @@
 import { existsSync } from 'node:fs'
 import { checkConfig, displayFile } from '@shallot/config'
+import { policyDefinition } from '@shallot/policy'
 import type { CliIO } from './cli.js'
 import { UsageError } from './usage.js'
 
@@ -10,7 +11,8 @@ import { UsageError } from './usage.js'
  */
 export async function runCheck(file: string, io: CliIO): Promise<number> {
   if (!existsSync(file)) throw new UsageError(`no such file: ${file}`)
-  const check = await checkConfig(file)
+  // The policy layer is named like a built-in, as `shallot run` names it: a file `run` accepts, `check` accepts.
+  const check = await checkConfig(file, { middleware: [policyDefinition] })
   if (check.error !== undefined) {
     io.err(check.error.message)
     io.err(`${file}: ${check.issues.length} problem${check.issues.length === 1 ? '' : 's'}`)
