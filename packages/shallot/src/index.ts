@@ -12,9 +12,11 @@ export {
 export {
   type Agent,
   type AgentEvent,
+  type AgentEventListener,
   type AgentLimits,
   type AgentModel,
   type AgentOptions,
+  type AgentScope,
   type AnyTool,
   type CheckpointStore,
   type Clock,
@@ -42,6 +44,9 @@ export {
   memoryCheckpoints,
   type Next,
   OptionsError,
+  ParkedError,
+  type ParkingOutcome,
+  ResumeError,
   type RunContext,
   type RunOutcome,
   type RunReport,
@@ -80,10 +85,11 @@ export {
   fullJitter,
   memoryRetryBudget,
   none,
+  type OnRetry,
   type RetryBudgetStore,
   type RetryOptions,
   retry,
 } from '@shallot/retry'
-export { resetStuckLoop, type StuckLoopOptions, stuckLoop } from '@shallot/stuck-loop'
+export { type ConvergenceOptions, resetConvergence, resetStuckLoop, type StuckLoopOptions, stuckLoop } from '@shallot/stuck-loop'
 export { type TimeoutOptions, timeout } from '@shallot/timeout'
 export { DEFAULT_ORDER, type DefaultMiddlewareOptions, defaultMiddleware } from './default-middleware.js'
