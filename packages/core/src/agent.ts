@@ -156,17 +156,24 @@ export function createAgent(options: AgentOptions<AgentModel>): Agent<ParkingOut
         transcript: [{ role: 'user', content: input }],
         turns: [],
       }
-      try {
-        if (checkpoints !== undefined) {
-          try {
-            await checkpoints.save(snapshot)
-          } catch (err) {
-            throw checkpointSaveFailed(checkpoints, snapshot.runId, 'the first checkpoint', err)
-          }
+      const start = async () => {
+        if (checkpoints === undefined) return
+        try {
+          await checkpoints.save(snapshot)
+        } catch (err) {
+          throw checkpointSaveFailed(checkpoints, snapshot.runId, 'the first checkpoint', err)
         }
+      }
+      // Nothing held: the run's promise is drive's, and this frame is not kept while the run goes.
+      if (release === undefined) {
+        if (checkpoints !== undefined) await start()
+        return drive(snapshot, signal)
+      }
+      try {
+        await start()
         return await drive(snapshot, signal)
       } finally {
-        await release?.()
+        await release()
       }
     },
     async resume(runId, options = {}) {

@@ -69,16 +69,17 @@ function waitingStop(stops: readonly LoopError[], settled: readonly ToolResult[]
 const NOTHING_KEPT: Readonly<Record<string, SettledCall>> = Object.freeze({})
 
 /** A turn of one call and nothing kept (most turns): the general path's answer without its filter, map and closures. */
-async function dispatchAlone(stack: Stack, call: ToolCall, run: MutableRun, stopRun: AbortController | undefined): Promise<ToolResult[]> {
-  try {
-    return [await stack.dispatch(call, { run })]
-  } catch (err) {
+function dispatchAlone(stack: Stack, call: ToolCall, run: MutableRun, stopRun: AbortController | undefined): Promise<ToolResult[]> {
+  // Reactions, not an await: a run blocked in this call keeps no suspended frame here.
+  return stack.dispatch(call, { run }).then(alone, (err: unknown) => {
     if (isWaiting(err)) throw waitingStop([err as LoopError], [])
     if (stopRun === undefined) throw abortReason({ reason: err })
     if (!stopRun.signal.aborted) stopRun.abort(err)
     throw abortReason(stopRun.signal)
-  }
+  })
 }
+
+const alone = (result: ToolResult): ToolResult[] => [result]
 
 /**
  * Dispatches one turn's calls on the run's own signal: no per-call signal to combine. One hard

@@ -80,15 +80,21 @@ function shape(err: unknown, ctx: ToolContext, classifier: Classifier, sanitizeT
 export function errorClassifier(options?: ErrorClassifierOptions): Middleware {
   const { sanitizeToolErrors, ...rest } = parseOptions('errorClassifier()', errorClassifierOptionsSchema, options)
   const classifier = createClassifier(rest)
-  const layer: Middleware = async function errorClassifier(ctx, next) {
+  // A reaction on next()'s promise rather than an `await` in a try: a call blocked in its tool keeps
+  // a promise reaction here, not a suspended frame.
+  const layer: Middleware = function errorClassifier(ctx, next) {
+    let inner: Promise<void>
     try {
-      await next()
+      inner = Promise.resolve(next())
     } catch (err) {
-      throw shape(err, ctx, classifier, sanitizeToolErrors)
+      inner = Promise.reject(err)
     }
+    return inner.then(undefined, (err: unknown) => {
+      throw shape(err, ctx, classifier, sanitizeToolErrors)
+    })
   }
   // Declared to the stack, which redacts them from every text the model reads, not only this layer's.
   if (rest.secrets.length > 0) layer.secrets = rest.secrets
-  // One `await next()` inside a try, nothing after it: the onion's contract holds on every path.
+  // One next(), nothing after it but the rejection's shaping: the onion's contract holds on every path.
   return trustedMiddleware(layer)
 }

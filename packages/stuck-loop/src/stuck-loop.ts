@@ -100,54 +100,76 @@ export function stuckLoop(options: StuckLoopOptions = {}): Middleware {
   const limits = parseOptions('stuckLoop()', stuckLoopOptionsSchema, options)
   const watchSuccess = limits.successRepeatLimit !== undefined
 
-  // Trusted (docs/decisions/270-compose-fast-path.md): it refuses before next(), or calls it once and settles after it.
-  const layer: Middleware = trustedMiddleware(async function stuckLoop(ctx: ToolContext, next: () => Promise<void>): Promise<void> {
+  /** What a failed call leaves in the ledger; rethrows the failure. */
+  const failed = (ctx: ToolContext, fp: string | undefined, err: unknown): never => {
+    if (LoopError.is(err)) throw err
+    const failure = describeThrown(err)
+    const entry = touch(ledgerOf(ctx.run.state, true), fp ?? ctx.fingerprint, ctx.call.name, limits.window)
+    recordFailure(
+      entry,
+      `e${hashOf(`${failure.code}\n${normalizeMessage(failure.message)}`)}`,
+      // Kept in run.state (checkpointed) and quoted by the hard stop: no secret goes in.
+      sanitize(`${failure.code}: ${failure.message}`, { maxLength: MAX_ERROR_TEXT }),
+      failure.hint === '' ? '' : sanitize(failure.hint, { maxLength: 500 }),
+    )
+    throw err
+  }
+
+  /** What a successful call leaves in the ledger. */
+  const succeeded = (ctx: ToolContext, fp: string | undefined): void => {
     const name = ctx.call.name
-    const state = ctx.run.state
-    let fp: string | undefined
-    const before = ledgerOf(state)
-    // Happy path: no history for this tool means no fingerprint (and no parse) is needed before the call.
-    if (before !== undefined && (watchSuccess || hasTool(before, name))) {
-      fp = ctx.fingerprint
-      const entry = entryOf(before, fp)
-      const verdict = entry === undefined ? undefined : judge(entry, limits)
-      if (entry !== undefined && verdict !== undefined) {
-        touch(before, fp, name, limits.window)
-        entry.attempts = verdict.count
-        const fields = { reason: verdict.reason, fingerprint: fp, count: verdict.count, lastError: entry.lastError }
-        if (verdict.action === 'stop') {
-          ctx.emit('stuck-loop.stopped', fields)
-          ctx.log.warn(fields, 'stuck-loop stopped the run: the model keeps repeating a call')
-          throw loopDetected(name, fp, verdict, entry)
-        }
-        ctx.emit('stuck-loop.refused', fields)
-        ctx.log.warn(fields, 'stuck-loop refused a repeated call')
-        throw refusal(name, fp, verdict, entry)
-      }
-    }
-
-    try {
-      await next()
-    } catch (err) {
-      if (LoopError.is(err)) throw err
-      const failure = describeThrown(err)
-      fp ??= ctx.fingerprint
-      const entry = touch(ledgerOf(state, true), fp, name, limits.window)
-      recordFailure(
-        entry,
-        `e${hashOf(`${failure.code}\n${normalizeMessage(failure.message)}`)}`,
-        // Kept in run.state (checkpointed) and quoted by the hard stop: no secret goes in.
-        sanitize(`${failure.code}: ${failure.message}`, { maxLength: MAX_ERROR_TEXT }),
-        failure.hint === '' ? '' : sanitize(failure.hint, { maxLength: 500 }),
-      )
-      throw err
-    }
-
     // Re-read: calls running in parallel may have written the ledger while this one ran.
-    const after = ledgerOf(state, watchSuccess)
+    const after = ledgerOf(ctx.run.state, watchSuccess)
     if (after === undefined || (fp === undefined && !watchSuccess && !hasTool(after, name))) return
-    fp ??= ctx.fingerprint
-    recordSuccess(after, fp, watchSuccess ? `v${hashOf(canonicalJson(ctx.result?.value))}` : undefined, name, limits.window)
+    const print = fp ?? ctx.fingerprint
+    recordSuccess(after, print, watchSuccess ? `v${hashOf(canonicalJson(ctx.result?.value))}` : undefined, name, limits.window)
+  }
+
+  /** Refuses (throws) a call the ledger says is a repeat; returns the call's fingerprint when it was needed. */
+  const admit = (ctx: ToolContext): string | undefined => {
+    const name = ctx.call.name
+    const before = ledgerOf(ctx.run.state)
+    // Happy path: no history for this tool means no fingerprint (and no parse) is needed before the call.
+    if (before === undefined || !(watchSuccess || hasTool(before, name))) return undefined
+    const fp = ctx.fingerprint
+    const entry = entryOf(before, fp)
+    const verdict = entry === undefined ? undefined : judge(entry, limits)
+    if (entry !== undefined && verdict !== undefined) {
+      touch(before, fp, name, limits.window)
+      entry.attempts = verdict.count
+      const fields = { reason: verdict.reason, fingerprint: fp, count: verdict.count, lastError: entry.lastError }
+      if (verdict.action === 'stop') {
+        ctx.emit('stuck-loop.stopped', fields)
+        ctx.log.warn(fields, 'stuck-loop stopped the run: the model keeps repeating a call')
+        throw loopDetected(name, fp, verdict, entry)
+      }
+      ctx.emit('stuck-loop.refused', fields)
+      ctx.log.warn(fields, 'stuck-loop refused a repeated call')
+      throw refusal(name, fp, verdict, entry)
+    }
+    return fp
+  }
+
+  // Trusted (docs/decisions/270-compose-fast-path.md): it refuses before next(), or calls it once and settles after it.
+  // Reactions on next()'s promise rather than an await: a call blocked in its tool keeps no suspended frame here.
+  const layer: Middleware = trustedMiddleware(function stuckLoop(ctx: ToolContext, next: () => Promise<void>): Promise<void> {
+    let fp: string | undefined
+    try {
+      fp = admit(ctx)
+    } catch (refused) {
+      return Promise.reject(refused)
+    }
+    let inner: Promise<void>
+    try {
+      inner = Promise.resolve(next())
+    } catch (err) {
+      // A next() that throws instead of rejecting (never shallot's compose) fails the call the same way.
+      inner = Promise.reject(err)
+    }
+    return inner.then(
+      () => succeeded(ctx, fp),
+      (err: unknown) => failed(ctx, fp, err),
+    )
   })
   if (limits.convergence !== undefined) layer.observeTurn = convergence(limits.convergence)
   return layer
