@@ -1,6 +1,15 @@
-import { abortReason, LoopError, type Middleware, parseOptions, type ToolContext, ToolError, trustedMiddleware } from '@shallot/core'
+import {
+  abortReason,
+  LoopError,
+  type Middleware,
+  type Next,
+  parseOptions,
+  type ToolContext,
+  ToolError,
+  trustedMiddleware,
+} from '@shallot/core'
 import { z } from 'zod'
-import { breakerMachine, type Outcome, type Settlement, type Ticket, type Transition } from './breaker-machine.js'
+import { type Admission, breakerMachine, type Outcome, type Settlement, type Ticket, type Transition } from './breaker-machine.js'
 import type { BreakerStore } from './breaker-store.js'
 import { circuitOpenError } from './circuit-open-error.js'
 import { consecutive } from './consecutive.js'
@@ -209,7 +218,49 @@ export function circuitBreaker(options?: CircuitBreakerOptions): Middleware {
     after(done)
   }
 
-  const middleware: Middleware = async function circuitBreaker(ctx, next) {
+  /**
+   * The call once admitted (or refused): reactions on next()'s promise rather than an await, so a call
+   * blocked in its tool keeps no suspended frame here.
+   */
+  function proceed(ctx: ToolContext, next: Next, tool: string, key: string, signal: AbortSignal, admission: Admission): Promise<void> {
+    try {
+      if (admission.changes.length > 0) report(ctx, key, admission.changes)
+      if (admission.expired > 0) ctx.emit('circuit-breaker.probe_expired', { key, count: admission.expired })
+      if (!admission.pass) {
+        const { circuit, failures } = admission.state
+        ctx.emit('circuit-breaker.refused', { key, circuit, retryAfterMs: admission.retryAfterMs })
+        throw circuitOpenError({ tool, key, circuit: circuit as 'open' | 'half-open', failures, retryAfterMs: admission.retryAfterMs })
+      }
+      if (admission.probe !== 0) ctx.emit('circuit-breaker.probe', { key, probe: admission.probe })
+    } catch (refused) {
+      return Promise.reject(refused)
+    }
+    let inner: Promise<void>
+    try {
+      inner = Promise.resolve(next())
+    } catch (err) {
+      inner = Promise.reject(err)
+    }
+    return inner.then(
+      () => settle(ctx, key, signal, admission, 'success', undefined),
+      (err: unknown) => {
+        const settled = settle(ctx, key, signal, admission, judge(ctx, key, err, signal), err)
+        if (settled === undefined) throw err
+        return settled.then(() => {
+          throw err
+        })
+      },
+    )
+  }
+
+  /** A circuit that is not closed in local or run state, or a shared store: admission may wait on the store. */
+  async function admitThenProceed(ctx: ToolContext, next: Next, tool: string, key: string, signal: AbortSignal): Promise<void> {
+    const now = ctx.clock.now()
+    const pending = home.apply(ctx, key, signal, (current) => machine.admit(current, now))
+    return proceed(ctx, next, tool, key, signal, isPromise(pending) ? await pending : pending)
+  }
+
+  const middleware: Middleware = function circuitBreaker(ctx, next) {
     const tool = ctx.tool
     if (tool === undefined) return next()
     const key = keyOf === undefined ? tool.name : keyOf(ctx)
@@ -219,37 +270,12 @@ export function circuitBreaker(options?: CircuitBreakerOptions): Middleware {
       keysByTool.set(tool.name, key)
     }
     const signal = ctx.signal
-    if (signal.aborted) throw abortReason(signal)
+    if (signal.aborted) return Promise.reject(abortReason(signal))
     // The happy path (a closed circuit, in local or run state) reads neither the clock nor writes anything.
-    let admission = home.admitClosed(ctx.run, key)
-    if (admission === undefined) {
-      const now = ctx.clock.now()
-      const pending = home.apply(ctx, key, signal, (current) => machine.admit(current, now))
-      admission = isPromise(pending) ? await pending : pending
-    }
-    if (admission.changes.length > 0) report(ctx, key, admission.changes)
-    if (admission.expired > 0) ctx.emit('circuit-breaker.probe_expired', { key, count: admission.expired })
-    if (!admission.pass) {
-      const { circuit, failures } = admission.state
-      ctx.emit('circuit-breaker.refused', { key, circuit, retryAfterMs: admission.retryAfterMs })
-      throw circuitOpenError({
-        tool: tool.name,
-        key,
-        circuit: circuit as 'open' | 'half-open',
-        failures,
-        retryAfterMs: admission.retryAfterMs,
-      })
-    }
-    if (admission.probe !== 0) ctx.emit('circuit-breaker.probe', { key, probe: admission.probe })
-    try {
-      await next()
-    } catch (err) {
-      const settled = settle(ctx, key, signal, admission, judge(ctx, key, err, signal), err)
-      if (settled !== undefined) await settled
-      throw err
-    }
-    const settled = settle(ctx, key, signal, admission, 'success', undefined)
-    if (settled !== undefined) await settled
+    const admission = home.admitClosed(ctx.run, key)
+    return admission === undefined
+      ? admitThenProceed(ctx, next, tool.name, key, signal)
+      : proceed(ctx, next, tool.name, key, signal, admission)
   }
 
   // Keeps the onion's contract by construction (docs/decisions/270-compose-fast-path.md): compose calls it without the misuse bookkeeping.

@@ -102,7 +102,8 @@ describe('postgres checkpoints while the server is down', () => {
     ])
     try {
       const outcome = await createAgent({ model: stopping, tools: [readFile], checkpoints }).run({ input: 'x', runId: 'mid' })
-      expect(outcome).toMatchObject({ status: 'stopped', error: { kind: 'tool_crashed' } })
+      // A checkpoint that cannot be written stops the run as fatal, naming the store (decision 323).
+      expect(outcome).toMatchObject({ status: 'stopped', error: { kind: 'fatal', message: expect.stringContaining('checkpoints store') } })
       expect(reads()).toBe(1)
     } finally {
       await pg.server.start()
