@@ -8,6 +8,7 @@ import {
   ToolError,
   trustedMiddleware,
 } from '@shallot/core'
+import { callNext } from '@shallot/core/internal'
 import { z } from 'zod'
 import { type Admission, breakerMachine, type Outcome, type Settlement, type Ticket, type Transition } from './breaker-machine.js'
 import type { BreakerStore } from './breaker-store.js'
@@ -235,13 +236,7 @@ export function circuitBreaker(options?: CircuitBreakerOptions): Middleware {
     } catch (refused) {
       return Promise.reject(refused)
     }
-    let inner: Promise<void>
-    try {
-      inner = Promise.resolve(next())
-    } catch (err) {
-      inner = Promise.reject(err)
-    }
-    return inner.then(
+    return callNext(next).then(
       () => settle(ctx, key, signal, admission, 'success', undefined),
       (err: unknown) => {
         const settled = settle(ctx, key, signal, admission, judge(ctx, key, err, signal), err)

@@ -64,14 +64,24 @@ export function isTrustedMiddleware(fn: unknown): boolean {
   return typeof fn === 'function' && (fn as Flagged)[TRUSTED_MIDDLEWARE] === true
 }
 
-/** The final `next` of a composed call: called plainly, its throw or odd return turned into a promise. */
-function callLast(last: Next | undefined): Promise<void> {
-  if (last === undefined) return Promise.resolve()
+/**
+ * Calls `next` and always answers with a promise: a throw becomes a rejection and an odd return a
+ * resolved promise. For a layer that reacts to `next()`'s promise instead of awaiting it.
+ *
+ * @example
+ * return callNext(next).then(undefined, (err) => { throw shape(err) })
+ */
+export function callNext(next: Next): Promise<void> {
   try {
-    return Promise.resolve(last())
+    return Promise.resolve(next())
   } catch (err) {
     return Promise.reject(err)
   }
+}
+
+/** The final `next` of a composed call: called plainly, its throw or odd return turned into a promise. */
+function callLast(last: Next | undefined): Promise<void> {
+  return last === undefined ? Promise.resolve() : callNext(last)
 }
 
 /**

@@ -12,7 +12,7 @@ export { APPROVAL_CHECK, APPROVALS_STATE_KEY, type ApprovalCheck, approvalCheckO
 export { type BoundedCall, boundedCall, type StoreUnavailable } from './bounded-call.js'
 export { canonicalJson, hashOf } from './canonical.js'
 export { type AbortSource, type EscalationPolicy, onAbort } from './channel.js'
-export { isTrustedMiddleware, TRUSTED_MIDDLEWARE } from './compose.js'
+export { callNext, isTrustedMiddleware, TRUSTED_MIDDLEWARE } from './compose.js'
 export { isMiddlewareDefinition } from './define-middleware.js'
 export { invalidArguments, unknownTool } from './dispatcher.js'
 export { isTransientModelError, modelFailureCode } from './model-call.js'

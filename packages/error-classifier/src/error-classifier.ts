@@ -1,5 +1,5 @@
 import { abortReason, LoopError, type Middleware, parseOptions, type ToolContext, ToolError, trustedMiddleware } from '@shallot/core'
-import { refineWallNow } from '@shallot/core/internal'
+import { callNext, refineWallNow } from '@shallot/core/internal'
 import { z } from 'zod'
 import { type Classifier, classifyOptionsSchema, createClassifier } from './create-classifier.js'
 
@@ -83,13 +83,7 @@ export function errorClassifier(options?: ErrorClassifierOptions): Middleware {
   // A reaction on next()'s promise rather than an `await` in a try: a call blocked in its tool keeps
   // a promise reaction here, not a suspended frame.
   const layer: Middleware = function errorClassifier(ctx, next) {
-    let inner: Promise<void>
-    try {
-      inner = Promise.resolve(next())
-    } catch (err) {
-      inner = Promise.reject(err)
-    }
-    return inner.then(undefined, (err: unknown) => {
+    return callNext(next).then(undefined, (err: unknown) => {
       throw shape(err, ctx, classifier, sanitizeToolErrors)
     })
   }

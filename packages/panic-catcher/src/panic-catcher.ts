@@ -9,7 +9,7 @@ import {
   ToolError,
   trustedMiddleware,
 } from '@shallot/core'
-import { truncate } from '@shallot/core/internal'
+import { callNext, truncate } from '@shallot/core/internal'
 import { z } from 'zod'
 import { describePanic, UNKNOWN_PAYLOAD } from './describe-panic.js'
 
@@ -72,13 +72,7 @@ export function panicCatcher(options?: PanicCatcherOptions): Middleware {
   // A reaction on next()'s promise rather than an `await` in a try: a call blocked in its tool keeps
   // a promise reaction here, not a suspended frame (about 270 bytes less per blocked call).
   return trustedMiddleware(function panicCatcher(ctx: ToolContext, next: Next): Promise<void> {
-    let inner: Promise<void>
-    try {
-      inner = Promise.resolve(next())
-    } catch (err) {
-      inner = Promise.reject(err)
-    }
-    return inner.then(undefined, (err: unknown) => caught(ctx, err))
+    return callNext(next).then(undefined, (err: unknown) => caught(ctx, err))
   })
 }
 

@@ -1,5 +1,5 @@
 import { LoopError, type Middleware, parseOptions, sanitize, type ToolContext, ToolError, trustedMiddleware } from '@shallot/core'
-import { canonicalJson, hashOf } from '@shallot/core/internal'
+import { callNext, canonicalJson, hashOf } from '@shallot/core/internal'
 import { z } from 'zod'
 import { convergence, convergenceOptionsSchema } from './convergence.js'
 import { entryOf, hasTool, judge, ledgerOf, recordFailure, recordSuccess, touch } from './loop-ledger.js'
@@ -159,14 +159,7 @@ export function stuckLoop(options: StuckLoopOptions = {}): Middleware {
     } catch (refused) {
       return Promise.reject(refused)
     }
-    let inner: Promise<void>
-    try {
-      inner = Promise.resolve(next())
-    } catch (err) {
-      // A next() that throws instead of rejecting (never shallot's compose) fails the call the same way.
-      inner = Promise.reject(err)
-    }
-    return inner.then(
+    return callNext(next).then(
       () => succeeded(ctx, fp),
       (err: unknown) => failed(ctx, fp, err),
     )
