@@ -439,6 +439,16 @@ describe('hostile model and budget options', () => {
     },
   )
 
+  it.each([
+    ['limits', 'modelTimeoutMs'],
+    ['modelRetry', 'capMs'],
+    ['modelRetry', 'maxRetryAfterMs'],
+  ])('rejects %s.%s past what a timer can hold, instead of a deadline that fires at once', (group, key) => {
+    expect(make({ [group]: { [key]: 2 ** 31 } })).toThrow(OptionsError)
+    expect(make({ [group]: { [key]: 2 ** 31 } })).toThrow(new RegExp(`option ${group}\\.${key}: must be at most 2147483647 ms`))
+    expect(make({ [group]: { [key]: 2 ** 31 - 1 } })).not.toThrow()
+  })
+
   it.each([Number.NaN, -1, Number.POSITIVE_INFINITY, '3'])('rejects a price of %s', (value) => {
     expect(make({ prices: { m: { inputPerMTokUsd: value, outputPerMTokUsd: 1 } } })).toThrow(
       /option prices\.m\.inputPerMTokUsd: must be a finite number of US dollars >= 0 per million tokens/,

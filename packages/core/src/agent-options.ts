@@ -98,12 +98,17 @@ const dollars = z
   .number({ error: 'must be a finite number of US dollars > 0, e.g. 2.5 (leave it out for no cost budget)' })
   .positive({ error: 'must be a finite number of US dollars > 0, e.g. 2.5' })
 
+// A JavaScript timer holds at most 2^31 − 1 ms (about 24.8 days); a longer one fires at once.
+const MAX_TIMER_MS = 2_147_483_647
+const timerMs = (what: string) =>
+  z.number().max(MAX_TIMER_MS, { error: `must be at most ${MAX_TIMER_MS} ms (about 24.8 days): a longer ${what} would fire at once` })
+
 const agentOptionsSchema = z.object({
   limits: z
     .strictObject({
       maxTurns: z.number().int().positive().default(DEFAULT_LIMITS.maxTurns),
       maxSteps: z.number().int().positive().default(DEFAULT_LIMITS.maxSteps),
-      modelTimeoutMs: z.number().positive().default(DEFAULT_LIMITS.modelTimeoutMs),
+      modelTimeoutMs: timerMs('deadline').positive().default(DEFAULT_LIMITS.modelTimeoutMs),
       maxParallelToolCalls: z.number().int().positive().default(DEFAULT_LIMITS.maxParallelToolCalls),
       maxTokens: tokens.optional(),
       maxCostUsd: dollars.optional(),
@@ -113,8 +118,8 @@ const agentOptionsSchema = z.object({
     .strictObject({
       maxAttempts: z.number().int().min(1).max(10).default(DEFAULT_MODEL_RETRY.maxAttempts),
       baseMs: z.number().nonnegative().default(DEFAULT_MODEL_RETRY.baseMs),
-      capMs: z.number().nonnegative().default(DEFAULT_MODEL_RETRY.capMs),
-      maxRetryAfterMs: z.number().nonnegative().default(DEFAULT_MODEL_RETRY.maxRetryAfterMs),
+      capMs: timerMs('backoff').nonnegative().default(DEFAULT_MODEL_RETRY.capMs),
+      maxRetryAfterMs: timerMs('wait').nonnegative().default(DEFAULT_MODEL_RETRY.maxRetryAfterMs),
     })
     .default(DEFAULT_MODEL_RETRY),
   modelBreaker: z

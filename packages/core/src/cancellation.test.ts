@@ -194,6 +194,66 @@ describe('a model adapter whose generate() ignores its signal', () => {
   })
 })
 
+describe('the model request on the real clock', () => {
+  it('keeps its signal through an adapter wrapper that spreads it, and cancelling the run aborts it', async () => {
+    let seen: AbortSignal | undefined
+    const inner: ModelAdapter = {
+      generate: ({ signal }) =>
+        new Promise((_resolve, reject) => {
+          seen = signal
+          signal.addEventListener('abort', () => reject(signal.reason), { once: true })
+        }),
+    }
+    // A wrapper as users write them: the request spread, one field replaced.
+    const trimming: ModelAdapter = { generate: (request) => inner.generate({ ...request, messages: request.messages.slice(-4) }) }
+    const controller = new AbortController()
+    const outcome = createAgent({ model: trimming, tools: [] }).run({ input: 'hello', signal: controller.signal })
+    await soon(outcome)
+    expect(seen?.aborted).toBe(false)
+    controller.abort(new Error('user gave up'))
+    expect(await outcome).toMatchObject({ status: 'stopped', error: { kind: 'cancelled' } })
+    expect(seen?.aborted).toBe(true)
+  })
+
+  it('hands an adapter that reads the signal only after answering one that is already aborted', async () => {
+    let kept: { readonly signal: AbortSignal } | undefined
+    const model: ModelAdapter = {
+      generate: async (request) => {
+        kept = request
+        return { text: 'done', toolCalls: [] }
+      },
+    }
+    expect((await createAgent({ model, tools: [] }).run({ input: 'hello' })).status).toBe('completed')
+    expect(kept?.signal.aborted).toBe(true)
+    expect(ToolError.is(kept?.signal.reason) && kept.signal.reason.code).toBe('cancelled')
+  })
+
+  it('gives up on a model that never answers at modelTimeoutMs, aborting its signal with the timeout', async () => {
+    vi.useFakeTimers({ toFake: ['setTimeout', 'clearTimeout', 'performance'] })
+    try {
+      const signals: AbortSignal[] = []
+      const model: ModelAdapter = {
+        generate: ({ signal }) => {
+          signals.push(signal)
+          return new Promise(() => {})
+        },
+      }
+      const agent = createAgent({ model, tools: [], limits: { modelTimeoutMs: 20 }, modelRetry: { maxAttempts: 2, baseMs: 0, capMs: 0 } })
+      const outcome = agent.run({ input: 'hello' })
+      await vi.advanceTimersByTimeAsync(19)
+      expect(signals.map((signal) => signal.aborted)).toEqual([false])
+      await vi.advanceTimersByTimeAsync(30)
+      const settled = await outcome
+      expect(settled).toMatchObject({ status: 'stopped', error: { kind: 'model_failed' } })
+      expect(settled.status === 'stopped' && settled.error.message).toMatch(/did not answer within 20 ms/)
+      expect(signals).toHaveLength(2)
+      expect(signals.every((signal) => ToolError.is(signal.reason) && signal.reason.code === 'timeout')).toBe(true)
+    } finally {
+      vi.useRealTimers()
+    }
+  })
+})
+
 describe('when an attempt settles, the signal handed to the tool is aborted', () => {
   function leavesTimer(outcome: 'return' | 'throw') {
     const fired = vi.fn()
@@ -227,6 +287,22 @@ describe('when an attempt settles, the signal handed to the tool is aborted', ()
     } finally {
       vi.useRealTimers()
     }
+  })
+
+  it('hands a tool that reads its signal only after the call settled one that is already aborted', async () => {
+    let kept: { readonly signal: AbortSignal } | undefined
+    const tool = defineTool({
+      name: 'later',
+      description: '',
+      input: z.object({}),
+      effect: 'read',
+      execute: (_args, context) => {
+        kept = context
+        return 'ok'
+      },
+    })
+    expect((await createStack({ tools: [tool] }).dispatch({ id: 'c1', name: 'later', args: {} })).ok).toBe(true)
+    expect(kept?.signal.aborted).toBe(true)
   })
 
   it('tells the tool why: its own abort reason once the attempt is over', async () => {

@@ -13,6 +13,7 @@ export { type BoundedCall, boundedCall, type StoreUnavailable } from './bounded-
 export { canonicalJson, hashOf } from './canonical.js'
 export { type AbortSource, type EscalationPolicy, onAbort } from './channel.js'
 export { callNext, isTrustedMiddleware, TRUSTED_MIDDLEWARE } from './compose.js'
+export { type DeadlineQueue, deadlineQueue, type Expiring, startTimer } from './deadlines.js'
 export { isMiddlewareDefinition } from './define-middleware.js'
 export { invalidArguments, unknownTool } from './dispatcher.js'
 export { isTransientModelError, modelFailureCode } from './model-call.js'

@@ -45,7 +45,9 @@ export class LinkedSignal implements DeferredSignal {
     if (controller === undefined) {
       controller = new AbortController()
       this.#controller = controller
-      if (this.aborted) this.#abort(this.reason)
+      // Read after it settled (or after a source aborted): the signal is born aborted, with that reason.
+      if (this.#aborted) controller.abort(this.#reason)
+      else if (this.aborted) this.#abort(this.reason)
       else this.#off = this.#follow(() => this.#abort(this.reason))
     }
     return controller.signal

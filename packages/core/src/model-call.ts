@@ -1,7 +1,9 @@
 import { type AgentEvent, type AgentEventSink, type AgentScopeRunner, noAgentEvents, noScope } from './agent-events.js'
-import { abortReason, onAbort } from './channel.js'
+import { abortReason, neverAborted, onAbort } from './channel.js'
+import { systemClock } from './clock.js'
+import { type DeadlineQueue, deadlineQueue, type Expiring, startTimer } from './deadlines.js'
 import { LoopError, ToolError } from './errors.js'
-import { LinkedSignal } from './linked-signal.js'
+import { LinkedSignal, SETTLED } from './linked-signal.js'
 import { silentLogger } from './logger.js'
 import type { ModelAdapter, ModelRequest, ModelResponse } from './model.js'
 import { admitModel, type ModelBreakerOptions, type ModelVerdict, settleModel } from './model-breaker.js'
@@ -39,23 +41,135 @@ export function isTransientModelError(err: unknown): boolean {
 const noop = () => {}
 // A provider's message can quote a key or an address back: the log line gets it without them, cut at 500.
 const lineText = createSanitizer()
-// A reason of our own: aborting without one allocates a DOMException with a stack trace.
-const CANCELLED = Symbol('model deadline cancelled')
 
-/** Calls `fire` after `ms` on `clock` unless the returned function runs first; leaves nothing behind either way. */
-function startTimer(clock: Clock, ms: number, fire: () => void): () => void {
-  if (clock.timer !== undefined) return clock.timer(ms, fire)
-  const controller = new AbortController()
-  clock.sleep(ms, controller.signal).then(fire, noop)
-  return () => controller.abort(CANCELLED)
+/**
+ * What the adapter is handed: the request's fields, and `signal` as an own enumerable accessor, so
+ * an adapter wrapper's `{ ...request, messages }` keeps it. The signal is made real only when read.
+ * The accessor is one shared function: a getter literal per call would give every request a hidden
+ * class of its own, and V8 then keeps each call's objects alive into the old generation.
+ */
+class AttemptRequest {
+  readonly #attempt: ModelAttempt
+
+  constructor(request: Omit<ModelRequest, 'signal'>, attempt: ModelAttempt) {
+    this.#attempt = attempt
+    Object.assign(this, request)
+    Object.defineProperty(this, 'signal', SIGNAL)
+  }
+
+  static signalOf(request: AttemptRequest): AbortSignal {
+    return request.#attempt.adapterSignal()
+  }
+}
+
+const SIGNAL: PropertyDescriptor = {
+  get(this: AttemptRequest) {
+    return AttemptRequest.signalOf(this)
+  },
+  enumerable: true,
+  configurable: true,
 }
 
 /**
  * One attempt: settles with the model's answer, at the deadline, or the moment the run is
  * cancelled, whether or not the adapter listens to its signal; a late answer is dropped. The
- * adapter's signal is created only if it reads `request.signal`, and is aborted once the attempt
- * settles, so a request the adapter left running is cancelled too.
+ * adapter's signal exists only if it reads `request.signal`, and is aborted once the attempt
+ * settles, so a request the adapter left running is cancelled too. On the real clock the deadline
+ * is an entry in the process's queue for its duration, not a timer of its own.
  */
+class ModelAttempt implements Expiring {
+  deadline = 0
+  prevDue: Expiring | undefined = undefined
+  nextDue: Expiring | undefined = undefined
+  queue: DeadlineQueue | undefined = undefined
+  readonly promise: Promise<ModelResponse>
+  readonly #resolve: (response: ModelResponse) => void
+  readonly #reject: (err: unknown) => void
+  #waiting = true
+  #own: LinkedSignal | undefined = undefined
+  /** Why the adapter's signal aborts once the attempt settled: the deadline's error, or "settled". */
+  #closedWith: unknown = undefined
+  #offAbort: () => void = noop
+  #cancelTimer: () => void = noop
+
+  constructor(
+    readonly signal: AbortSignal,
+    readonly timeoutMs: number,
+  ) {
+    this.promise = new Promise<ModelResponse>(capture)
+    this.#resolve = capturedResolve
+    this.#reject = capturedReject
+  }
+
+  start(model: ModelAdapter, request: Omit<ModelRequest, 'signal'>, clock: Clock): Promise<ModelResponse> {
+    if (clock === systemClock) deadlineQueue(this.timeoutMs).add(this, clock.now())
+    else this.#cancelTimer = startTimer(clock, this.timeoutMs, () => this.expire())
+    this.#offAbort = onAbort(this.signal, () => this.#settle(false, abortReason(this.signal)))
+    if (this.#waiting) void follow(this, model, new AttemptRequest(request, this))
+    return this.promise
+  }
+
+  adapterSignal(): AbortSignal {
+    let own = this.#own
+    if (own === undefined) {
+      // Read after the attempt settled: already aborted, with the reason it settled with.
+      own = new LinkedSignal(this.#waiting ? this.signal : neverAborted)
+      if (!this.#waiting) own.close(this.#closedWith)
+      this.#own = own
+    }
+    return own.signal
+  }
+
+  expire(): void {
+    if (!this.#waiting) return
+    const error = new ToolError('timeout', `the model did not answer within ${this.timeoutMs} ms`)
+    this.#close(error)
+    this.#settle(false, error)
+  }
+
+  answered(response: ModelResponse): void {
+    this.#settle(true, response)
+  }
+
+  failed(err: unknown): void {
+    this.#settle(false, err)
+  }
+
+  #settle(ok: boolean, value: unknown): void {
+    if (!this.#waiting) return
+    this.#waiting = false
+    this.queue?.remove(this)
+    this.#cancelTimer()
+    this.#offAbort()
+    this.#close(SETTLED)
+    if (ok) this.#resolve(value as ModelResponse)
+    else this.#reject(value)
+  }
+
+  /** Closes the adapter's signal once: with the run's reason if the run aborted first, as LinkedSignal does. */
+  #close(reason: unknown): void {
+    if (this.#closedWith !== undefined) return
+    this.#closedWith = this.signal.aborted ? this.signal.reason : reason
+    this.#own?.close(reason)
+  }
+}
+
+let capturedResolve: (response: ModelResponse) => void = noop
+let capturedReject: (err: unknown) => void = noop
+function capture(resolve: (response: ModelResponse) => void, reject: (err: unknown) => void): void {
+  capturedResolve = resolve
+  capturedReject = reject
+}
+
+/** Waits for the adapter and tells the attempt: one async frame, and a throw inside `generate` is a failure like a rejection. */
+async function follow(attempt: ModelAttempt, model: ModelAdapter, request: AttemptRequest): Promise<void> {
+  try {
+    attempt.answered(await model.generate(request as unknown as ModelRequest))
+  } catch (err) {
+    attempt.failed(err)
+  }
+}
+
 function once(
   model: ModelAdapter,
   request: Omit<ModelRequest, 'signal'>,
@@ -63,50 +177,7 @@ function once(
   clock: Clock,
   timeoutMs: number,
 ): Promise<ModelResponse> {
-  const own = new LinkedSignal(signal)
-  return new Promise<ModelResponse>((resolve, reject) => {
-    let waiting = true
-    let cancelTimer = noop
-    let offAbort = noop
-    // Settling closes the adapter's signal too (after the deadline's own reason, if that is what settled it).
-    const stop = (): boolean => {
-      if (!waiting) return false
-      waiting = false
-      cancelTimer()
-      offAbort()
-      own.close()
-      return true
-    }
-    cancelTimer = startTimer(clock, timeoutMs, () => {
-      const error = new ToolError('timeout', `the model did not answer within ${timeoutMs} ms`)
-      own.close(error)
-      if (stop()) reject(error)
-    })
-    offAbort = onAbort(signal, () => {
-      if (stop()) reject(abortReason(signal))
-    })
-    let answer: Promise<ModelResponse>
-    try {
-      answer = Promise.resolve(
-        model.generate({
-          ...request,
-          get signal() {
-            return own.signal
-          },
-        }),
-      )
-    } catch (err) {
-      answer = Promise.reject(err)
-    }
-    answer.then(
-      (response) => {
-        if (stop()) resolve(response)
-      },
-      (err: unknown) => {
-        if (stop()) reject(err)
-      },
-    )
-  })
+  return new ModelAttempt(signal, timeoutMs).start(model, request, clock)
 }
 
 /** How the report and the events name a failure: "429 rate limited by the provider, Retry-After 2 s". */

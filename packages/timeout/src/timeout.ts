@@ -9,11 +9,9 @@ import {
   type ToolContext,
   trustedMiddleware,
 } from '@shallot/core'
-import { type AbortSource, onAbort } from '@shallot/core/internal'
+import { type AbortSource, type DeadlineQueue, deadlineQueue, type Expiring, onAbort, startTimer } from '@shallot/core/internal'
 import { z } from 'zod'
-import { type DeadlineQueue, deadlineQueue, type Expiring } from './deadlines.js'
 import { errorLabel, type LateOutcome, reportLate, type StopReason } from './report-late.js'
-import { startTimer } from './start-timer.js'
 import { timeoutError } from './timeout-error.js'
 
 /** The longest deadline a JavaScript timer can hold (2^31 − 1 ms, about 24.8 days); longer ones would fire at once. */
