@@ -137,44 +137,63 @@ export function createAgent(options: AgentOptions<AgentModel>): Agent<ParkingOut
     usage: usageOfSnapshot(snapshot.usage, snapshot.runId),
   })
 
+  const newRun = ({ input, runId }: { input: string; runId?: string }): RunSnapshot => {
+    if (typeof input !== 'string') throw new TypeError('agent.run(): input must be a string (the task)')
+    return {
+      version: 1,
+      runId: runId ?? nanoid(12),
+      input,
+      status: 'running',
+      turn: 0,
+      stepsUsed: 0,
+      state: {},
+      transcript: [{ role: 'user', content: input }],
+      turns: [],
+    }
+  }
+
+  /** A run on a checkpoint store: its first checkpoint, and a hold on its id when the caller named it. */
+  const startHeld = async (
+    store: CheckpointStore,
+    snapshot: RunSnapshot,
+    anonymous: boolean,
+    signal: AbortSignal | undefined,
+  ): Promise<ParkingOutcome> => {
+    const release = anonymous ? undefined : await hold(store, snapshot.runId, 'agent.run()', settings.logger)
+    const start = async () => {
+      try {
+        await store.save(snapshot)
+      } catch (err) {
+        throw checkpointSaveFailed(store, snapshot.runId, 'the first checkpoint', err)
+      }
+    }
+    if (release === undefined) {
+      await start()
+      return drive(snapshot, signal)
+    }
+    try {
+      await start()
+      return await drive(snapshot, signal)
+    } finally {
+      await release()
+    }
+  }
+
   return {
     stack,
-    async run({ input, signal, runId }) {
-      if (typeof input !== 'string') throw new TypeError('agent.run(): input must be a string (the task)')
-      const id = runId ?? nanoid(12)
-      // A run with a given id is held like a resume, so a resume of it cannot start while it goes.
-      const release =
-        checkpoints === undefined || runId === undefined ? undefined : await hold(checkpoints, id, 'agent.run()', settings.logger)
-      const snapshot: RunSnapshot = {
-        version: 1,
-        runId: id,
-        input,
-        status: 'running',
-        turn: 0,
-        stepsUsed: 0,
-        state: {},
-        transcript: [{ role: 'user', content: input }],
-        turns: [],
-      }
-      const start = async () => {
-        if (checkpoints === undefined) return
-        try {
-          await checkpoints.save(snapshot)
-        } catch (err) {
-          throw checkpointSaveFailed(checkpoints, snapshot.runId, 'the first checkpoint', err)
-        }
-      }
-      // Nothing held: the run's promise is drive's, and this frame is not kept while the run goes.
-      if (release === undefined) {
-        if (checkpoints !== undefined) await start()
-        return drive(snapshot, signal)
-      }
+    // Not async: a run with nothing to hold is drive's own promise, with no frame or promise of run()'s in front of it
+    // (an async function returning a promise costs two resolving functions and a reaction per run).
+    run(options) {
+      let snapshot: RunSnapshot
       try {
-        await start()
-        return await drive(snapshot, signal)
-      } finally {
-        await release()
+        snapshot = newRun(options)
+      } catch (err) {
+        return Promise.reject(err)
       }
+      const { signal, runId } = options
+      // A run with a given id is held like a resume, so a resume of it cannot start while it goes.
+      if (checkpoints === undefined) return drive(snapshot, signal)
+      return startHeld(checkpoints, snapshot, runId === undefined, signal)
     },
     async resume(runId, options = {}) {
       const { signal, approvals } = resumeOptions(options)

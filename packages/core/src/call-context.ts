@@ -1,6 +1,17 @@
 import { fingerprintOf, type ParsedArgs, parseEagerly, parseNow } from './call-args.js'
 import { type AbortSource, abortReason } from './channel.js'
-import type { AnyTool, Clock, DeferredSignal, Logger, RunContext, ToolCall, ToolContext, ToolOutput, TraceEvent } from './types.js'
+import type {
+  AnyTool,
+  Clock,
+  DeferredSignal,
+  Logger,
+  Middleware,
+  RunContext,
+  ToolCall,
+  ToolContext,
+  ToolOutput,
+  TraceEvent,
+} from './types.js'
 
 /** Where a call's events go: the stack's logger and listeners. One per stack, shared by its calls. */
 export type EventSink = (ctx: CallContext, event: TraceEvent) => void
@@ -30,6 +41,13 @@ export class CallContext implements ToolContext {
   readonly trace: TraceEvent[] = []
   /** Once the call has settled, later events (a late result, say) reach listeners but not the returned trace. */
   settled = false
+  /** The stack's own bookkeeping for the call, read when it settles: on the context, so a blocked call holds no record beside it. */
+  startedAt = 0
+  watched = false
+  onion: Middleware | undefined = undefined
+  inner: ((ctx: CallContext) => Promise<void>) | undefined = undefined
+  /** The call's signal as dispatch made it (the run's, the caller's, or both linked), before any layer deferred its own. */
+  readonly callSignal: AbortSource
   #current: AbortSignal | DeferredSignal
   readonly #sink: EventSink
   readonly #toolNames: () => readonly string[]
@@ -50,6 +68,7 @@ export class CallContext implements ToolContext {
     this.#call = call
     this.tool = tool
     this.run = run
+    this.callSignal = signal
     this.#current = signal
     this.log = log
     this.clock = clock

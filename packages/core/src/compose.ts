@@ -79,9 +79,18 @@ export function callNext(next: Next): Promise<void> {
   }
 }
 
-/** The final `next` of a composed call: called plainly, its throw or odd return turned into a promise. */
-function callLast(last: Next | undefined): Promise<void> {
-  return last === undefined ? Promise.resolve() : callNext(last)
+/**
+ * The final `next` of a composed call: called plainly, its throw or odd return turned into a promise.
+ * It is handed the call's context (a `Next` that takes no argument ignores it), so the stack's
+ * terminal is one shared function and not a closure per call.
+ */
+function callLast(last: Next | undefined, ctx: ToolContext): Promise<void> {
+  if (last === undefined) return Promise.resolve()
+  try {
+    return Promise.resolve((last as (ctx: ToolContext) => Promise<void> | void)(ctx))
+  } catch (err) {
+    return Promise.reject(err)
+  }
 }
 
 /**
@@ -111,7 +120,7 @@ export function compose(middleware: readonly Middleware[]): Middleware {
   const count = layers.length
 
   function run(ctx: ToolContext, last: Next | undefined, i: number): Promise<void> {
-    if (i >= count) return callLast(last)
+    if (i >= count) return callLast(last, ctx)
     const fn = layers[i] as Middleware
     if (trusted[i]) {
       try {

@@ -16,7 +16,7 @@ import { type ErrorRenderer, renderError, renderValue } from './render.js'
 import { createRun } from './run.js'
 import { createSanitizer, type Sanitizer } from './text/sanitize.js'
 import { splitOverrides } from './tool-overrides.js'
-import type { AnyTool, Clock, CompletedTurn, Logger, Middleware, RunContext, ToolCall, ToolResult, TraceEvent } from './types.js'
+import type { AnyTool, Clock, CompletedTurn, Logger, Middleware, Next, RunContext, ToolCall, ToolResult, TraceEvent } from './types.js'
 
 /** An event from any call of the stack, with the call it belongs to. */
 export interface StackEvent extends TraceEvent {
@@ -315,7 +315,12 @@ export function createStack(options: StackOptions): Stack {
     }
   }
 
-  async function dispatch(rawCall: ToolCall, dispatchOptions: DispatchOptions = {}): Promise<ToolResult> {
+  /**
+   * Everything a call needs before its first await, and what its settling reads back. Kept apart
+   * from `dispatch`'s own frame, which stays small: a run blocked in a tool call holds that frame
+   * until the tool answers, and each of its registers is memory per blocked call.
+   */
+  function begin(rawCall: ToolCall, dispatchOptions: DispatchOptions): CallContext {
     if (typeof rawCall !== 'object' || rawCall === null || typeof rawCall.name !== 'string') {
       throw new TypeError('stack.dispatch() takes a tool call { id, name, args }')
     }
@@ -353,58 +358,65 @@ export function createStack(options: StackOptions): Stack {
       }
       announce(event)
     }
-    let result: ToolResult
-    try {
-      if (ctx.tool !== undefined && refusal === undefined && needsEagerParse(ctx.tool)) {
-        const parsing = ctx.parseEagerly(ctx.tool)
-        if (parsing !== undefined) await parsing
-      }
-      await onion(ctx, refusal === undefined ? () => terminal(ctx) : () => Promise.reject(refusal))
-      const output = ctx.result
-      if (output === undefined) {
-        throw new MiddlewareUsageError(
-          'the stack settled without a result: a middleware resolved without calling next() or setting ctx.result',
-        )
-      }
-      result = {
-        callId: id,
-        name: call.name,
-        ok: true,
-        content: text.output(renderValue(output.value), limits.maxOutputChars, redactOutput),
-        value: output.value,
-        attempts: ctx.attempt,
-        durationMs: clock.now() - started,
-        replayed: output.replayed === true,
-        trace: ctx.trace,
-      }
-    } catch (err) {
-      const hard = toHard(err, signal, call.name, (message) => text.text(message, MAX_MESSAGE_LENGTH))
-      if (hard !== undefined) {
-        if (log !== silentLogger)
-          log.warn(
-            { attempts: ctx.attempt, durationMs: clock.now() - started, outcome: 'hard_error', kind: hard.kind },
-            'tool call ended the run',
-          )
-        if (watched) finished(ctx, 'hard_error', clock.now() - started, false, { kind: hard.kind, message: hard.message })
-        throw hard
-      }
-      result = softResult(ctx, err as ToolError, started)
-      const escalated = escalation(result.error as ToolErrorJSON, call.name, policy, err)
-      if (escalated !== undefined) {
-        if (log !== silentLogger)
-          log.warn(
-            { attempts: ctx.attempt, durationMs: result.durationMs, outcome: 'hard_error', kind: escalated.kind, code: result.error?.code },
-            'tool call ended the run',
-          )
-        if (watched) finished(ctx, 'hard_error', result.durationMs, false, { ...result.error, kind: escalated.kind })
-        throw escalated
-      }
-    } finally {
-      ctx.settled = true
-      if (signal instanceof LinkedSignal) signal.close()
+    ctx.startedAt = started
+    ctx.watched = watched
+    ctx.onion = onion
+    // The terminal is handed the context by compose; only a refusal needs a function of its own.
+    ctx.inner = refusal === undefined ? terminal : () => Promise.reject(refusal)
+    return ctx
+  }
+
+  function succeeded(ctx: CallContext): ToolResult {
+    const output = ctx.result
+    if (output === undefined) {
+      throw new MiddlewareUsageError(
+        'the stack settled without a result: a middleware resolved without calling next() or setting ctx.result',
+      )
     }
-    if (log !== silentLogger) {
-      log.info(
+    return {
+      callId: ctx.call.id,
+      name: ctx.call.name,
+      ok: true,
+      content: text.output(renderValue(output.value), limits.maxOutputChars, redactOutput),
+      value: output.value,
+      attempts: ctx.attempt,
+      durationMs: clock.now() - ctx.startedAt,
+      replayed: output.replayed === true,
+      trace: ctx.trace,
+    }
+  }
+
+  /** A soft error's result, or the hard error (thrown) that ends the run. */
+  function failed(ctx: CallContext, err: unknown): ToolResult {
+    const { call, log, startedAt: started, watched } = ctx
+    const signal = ctx.callSignal
+    const hard = toHard(err, signal, call.name, (message) => text.text(message, MAX_MESSAGE_LENGTH))
+    if (hard !== undefined) {
+      if (log !== silentLogger)
+        log.warn(
+          { attempts: ctx.attempt, durationMs: clock.now() - started, outcome: 'hard_error', kind: hard.kind },
+          'tool call ended the run',
+        )
+      if (watched) finished(ctx, 'hard_error', clock.now() - started, false, { kind: hard.kind, message: hard.message })
+      throw hard
+    }
+    const result = softResult(ctx, err as ToolError, started)
+    const escalated = escalation(result.error as ToolErrorJSON, call.name, policy, err)
+    if (escalated !== undefined) {
+      if (log !== silentLogger)
+        log.warn(
+          { attempts: ctx.attempt, durationMs: result.durationMs, outcome: 'hard_error', kind: escalated.kind, code: result.error?.code },
+          'tool call ended the run',
+        )
+      if (watched) finished(ctx, 'hard_error', result.durationMs, false, { ...result.error, kind: escalated.kind })
+      throw escalated
+    }
+    return result
+  }
+
+  function reported(ctx: CallContext, result: ToolResult): void {
+    if (ctx.log !== silentLogger) {
+      ctx.log.info(
         {
           attempts: result.attempts,
           durationMs: result.durationMs,
@@ -417,7 +429,26 @@ export function createStack(options: StackOptions): Stack {
         'tool call',
       )
     }
-    if (watched) finished(ctx, result.ok ? 'ok' : 'soft_error', result.durationMs, result.replayed, result.error)
+    if (ctx.watched) finished(ctx, result.ok ? 'ok' : 'soft_error', result.durationMs, result.replayed, result.error)
+  }
+
+  async function dispatch(rawCall: ToolCall, dispatchOptions: DispatchOptions = {}): Promise<ToolResult> {
+    const ctx = begin(rawCall, dispatchOptions)
+    let result: ToolResult
+    try {
+      if (ctx.tool !== undefined && ctx.inner === terminal && needsEagerParse(ctx.tool)) {
+        const parsing = ctx.parseEagerly(ctx.tool)
+        if (parsing !== undefined) await parsing
+      }
+      await (ctx.onion as Middleware)(ctx, ctx.inner as Next)
+      result = succeeded(ctx)
+    } catch (err) {
+      result = failed(ctx, err)
+    } finally {
+      ctx.settled = true
+      if (ctx.callSignal instanceof LinkedSignal) ctx.callSignal.close()
+    }
+    reported(ctx, result)
     return result
   }
 

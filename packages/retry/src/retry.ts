@@ -224,7 +224,8 @@ export function retry(options?: RetryOptions | Backoff): Middleware {
         calls++
         ctx.attempt = attempt
         ctx.signal = signal
-        delete ctx.result
+        // Assigned, not deleted: deleting a property of the context would turn it into a slow dictionary object.
+        ctx.result = undefined
         continue
       }
       if (refund > 0) giveBack(ctx)
