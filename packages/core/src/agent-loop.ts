@@ -154,11 +154,12 @@ export function agentLoop(
       turn: snapshot.turn,
       ...(stopRun === undefined ? {} : { signal: stopRun.signal }),
     })
-    const startedAt = clock.now()
     const resumed = snapshot.turn > 0
     // Nothing is built for a silent logger or an agent without onEvent: the task's sanitizing pass included.
     const logging = log !== silentLogger
     const listened = emit !== noAgentEvents
+    // Only events carry the run's duration; without a listener they are dropped unbuilt.
+    const startedAt = listened ? clock.now() : 0
     if (logging) log.info({ task: startLine.text(input, 500), limits, resumed }, 'run started')
     if (listened) emit({ type: 'run.started', at: startedAt, runId, turn: snapshot.turn, resumed, limits })
     const modelEnv = {
@@ -245,7 +246,8 @@ export function agentLoop(
     }
     // The transcript gets the assistant message and all its results at once, in call order, only
     // when the turn completes: the model never reads half a turn.
-    const commitTurn = async (turn: number, response: PendingTurn['response'], results: readonly ToolResult[]) => {
+    // Not async: a run without checkpoints saves nothing, and an await per turn for nothing is time per turn.
+    const commitTurn = (turn: number, response: PendingTurn['response'], results: readonly ToolResult[]): Promise<void> | undefined => {
       inFlight = undefined
       const calls = response.toolCalls
       transcript.push(
@@ -263,8 +265,14 @@ export function agentLoop(
       )
       // Layers that watch the run (convergence) see the turn before it is checkpointed; a LoopError ends the run.
       stack.observeTurn?.({ turn, text: response.text, calls, results }, run)
-      await save('running')
-      if (logging) log.info({ turn, calls: results.length, failed, steps: run.budget.used }, 'turn completed')
+      const completed = () => {
+        if (logging) log.info({ turn, calls: results.length, failed, steps: run.budget.used }, 'turn completed')
+      }
+      if (checkpoints === undefined) {
+        completed()
+        return undefined
+      }
+      return save('running').then(completed)
     }
     try {
       for (;;) {
@@ -281,9 +289,10 @@ export function agentLoop(
           run.turn = turn
           inFlight = { turn, response }
           const replayed = await dispatchTurn(stack, response.toolCalls, run, stopRun, limits.maxParallelToolCalls, kept)
-          const parkedAgain = await parkIfLong(turn, response, replayed)
+          const parkedAgain = park === undefined ? undefined : await parkIfLong(turn, response, replayed)
           if (parkedAgain !== undefined) return parkedAgain
-          await commitTurn(turn, response, replayed)
+          const saving = commitTurn(turn, response, replayed)
+          if (saving !== undefined) await saving
           continue
         }
         const spent = usageExhausted(usage, limits, 'before')
@@ -309,7 +318,7 @@ export function agentLoop(
           const output = response.text ?? ''
           transcript.push({ role: 'assistant', content: output, toolCalls: [] })
           turns.push({ turn, text: output, calls: [] })
-          await save('completed', output)
+          if (checkpoints !== undefined) await save('completed', output)
           if (logging) log.info({ outcome: 'completed', turns: turn, steps: run.budget.used, ...usage }, 'run completed')
           if (listened)
             emit({
@@ -340,9 +349,11 @@ export function agentLoop(
           results = await dispatchTurn(stack, calls, run, stopRun, limits.maxParallelToolCalls)
         }
         const sent = response.text === undefined ? { toolCalls: calls } : { text: response.text, toolCalls: calls }
-        const parked = await parkIfLong(turn, sent, results)
+        // Awaited only where there is something to wait for: an agent without park or checkpoints never suspends here.
+        const parked = park === undefined ? undefined : await parkIfLong(turn, sent, results)
         if (parked !== undefined) return parked
-        await commitTurn(turn, sent, results)
+        const saving = commitTurn(turn, sent, results)
+        if (saving !== undefined) await saving
       }
     } catch (err) {
       const error = LoopError.is(err)

@@ -101,8 +101,9 @@ class ModelAttempt implements Expiring {
     this.#reject = capturedReject
   }
 
-  start(model: ModelAdapter, request: Omit<ModelRequest, 'signal'>, clock: Clock): Promise<ModelResponse> {
-    if (clock === systemClock) deadlineQueue(this.timeoutMs).add(this, clock.now())
+  /** `now` is when the attempt started on `clock`, the deadline's base. */
+  start(model: ModelAdapter, request: Omit<ModelRequest, 'signal'>, clock: Clock, now: number): Promise<ModelResponse> {
+    if (clock === systemClock) deadlineQueue(this.timeoutMs).add(this, now)
     else this.#cancelTimer = startTimer(clock, this.timeoutMs, () => this.expire())
     this.#offAbort = onAbort(this.signal, () => this.#settle(false, abortReason(this.signal)))
     if (this.#waiting) void follow(this, model, new AttemptRequest(request, this))
@@ -170,14 +171,8 @@ async function follow(attempt: ModelAttempt, model: ModelAdapter, request: Attem
   }
 }
 
-function once(
-  model: ModelAdapter,
-  request: Omit<ModelRequest, 'signal'>,
-  signal: AbortSignal,
-  clock: Clock,
-  timeoutMs: number,
-): Promise<ModelResponse> {
-  return new ModelAttempt(signal, timeoutMs).start(model, request, clock)
+function once(link: ModelLink, request: Omit<ModelRequest, 'signal'>, env: ModelCallEnv, started: number): Promise<ModelResponse> {
+  return new ModelAttempt(env.signal, env.timeoutMs).start(link.adapter, request, env.clock, started)
 }
 
 /** How the report and the events name a failure: "429 rate limited by the provider, Retry-After 2 s". */
@@ -326,9 +321,7 @@ function attemptWithin(
 ): Promise<ModelResponse> {
   const provider = providerOf(link)
   const scope = { type: 'model.call' as const, at: started, runId: env.runId, turn: env.turn, model: link.name, attempt }
-  return env.within(provider === undefined ? scope : { ...scope, provider }, () =>
-    once(link.adapter, request, env.signal, env.clock, env.timeoutMs),
-  )
+  return env.within(provider === undefined ? scope : { ...scope, provider }, () => once(link, request, env, started))
 }
 
 function providerOf(link: ModelLink): string | undefined {
@@ -364,7 +357,7 @@ async function onModel(
     const started = env.clock.now()
     try {
       const response = await (env.within === noScope
-        ? once(link.adapter, request, env.signal, env.clock, env.timeoutMs)
+        ? once(link, request, env, started)
         : attemptWithin(link, attempt, started, request, env))
       if (typeof response !== 'object' || response === null) throw new TypeError('the model adapter returned no response object')
       settle(link, 'success', isProbe, env)
@@ -433,7 +426,29 @@ async function onModel(
  * a step. Ends as `model_failed` (one model) or `fallback_exhausted` (a chain) when none answers,
  * `cancelled` on abort; a `LoopError` the adapter throws ends the run as it is.
  */
-export async function callModel(
+export function callModel(
+  chain: readonly ModelLink[],
+  request: Omit<ModelRequest, 'signal'>,
+  env: ModelCallEnv,
+): Promise<{ response: ModelResponse; link: ModelLink }> {
+  if (chain.length !== 1) return callChain(chain, request, env)
+  // One model (most agents): no breaker, no fallback, and one async function fewer between the loop and the adapter.
+  const only = chain[0] as ModelLink
+  return onModel(only, false, request, env).then((outcome) => {
+    if (GAVE_UP in outcome) throw onlyModelFailed(outcome[GAVE_UP])
+    return { response: outcome, link: only }
+  })
+}
+
+function onlyModelFailed(only: GaveUp): LoopError {
+  const message = only.last instanceof Error ? only.last.message : String(only.last)
+  return new LoopError('model_failed', `the model call failed after ${plural(only.attempts, 'attempt')}: ${message}`, {
+    cause: only.last,
+    details: { attempts: only.attempts, failure: only.error },
+  })
+}
+
+async function callChain(
   chain: readonly ModelLink[],
   request: Omit<ModelRequest, 'signal'>,
   env: ModelCallEnv,
@@ -480,14 +495,6 @@ export async function callModel(
     const outcome = await onModel(link, probe, request, env)
     if (!(GAVE_UP in outcome)) return { response: outcome, link }
     tried.push(outcome[GAVE_UP])
-  }
-  if (chain.length === 1) {
-    const only = tried[0] as GaveUp
-    const message = only.last instanceof Error ? only.last.message : String(only.last)
-    throw new LoopError('model_failed', `the model call failed after ${plural(only.attempts, 'attempt')}: ${message}`, {
-      cause: only.last,
-      details: { attempts: only.attempts, failure: only.error },
-    })
   }
   const lines = tried.map((t) => `${t.model}: ${t.error}`)
   const last = [...tried].reverse().find((t) => t.last !== undefined)

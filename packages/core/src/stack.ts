@@ -432,24 +432,55 @@ export function createStack(options: StackOptions): Stack {
     if (ctx.watched) finished(ctx, result.ok ? 'ok' : 'soft_error', result.durationMs, result.replayed, result.error)
   }
 
-  async function dispatch(rawCall: ToolCall, dispatchOptions: DispatchOptions = {}): Promise<ToolResult> {
-    const ctx = begin(rawCall, dispatchOptions)
+  /** The call's result once its onion settled, or the hard error that ends the run; the call is closed either way. */
+  function settle(ctx: CallContext, ok: boolean, err: unknown): ToolResult {
     let result: ToolResult
     try {
-      if (ctx.tool !== undefined && ctx.inner === terminal && needsEagerParse(ctx.tool)) {
-        const parsing = ctx.parseEagerly(ctx.tool)
-        if (parsing !== undefined) await parsing
+      if (!ok) result = failed(ctx, err)
+      else {
+        try {
+          result = succeeded(ctx)
+        } catch (odd) {
+          result = failed(ctx, odd)
+        }
       }
-      await (ctx.onion as Middleware)(ctx, ctx.inner as Next)
-      result = succeeded(ctx)
-    } catch (err) {
-      result = failed(ctx, err)
     } finally {
       ctx.settled = true
       if (ctx.callSignal instanceof LinkedSignal) ctx.callSignal.close()
     }
     reported(ctx, result)
     return result
+  }
+
+  function throughOnion(ctx: CallContext): Promise<void> {
+    try {
+      return (ctx.onion as Middleware)(ctx, ctx.inner as Next)
+    } catch (err) {
+      return Promise.reject(err)
+    }
+  }
+
+  // Not async: a call blocked in its tool holds two reaction closures here, not a suspended frame.
+  function dispatch(rawCall: ToolCall, dispatchOptions: DispatchOptions = {}): Promise<ToolResult> {
+    let call: CallContext
+    try {
+      call = begin(rawCall, dispatchOptions)
+    } catch (err) {
+      return Promise.reject(err)
+    }
+    let parsing: Promise<unknown> | undefined
+    if (call.tool !== undefined && call.inner === terminal && needsEagerParse(call.tool)) {
+      try {
+        parsing = call.parseEagerly(call.tool)
+      } catch (err) {
+        parsing = Promise.reject(err)
+      }
+    }
+    const layers = parsing === undefined ? throughOnion(call) : parsing.then(() => throughOnion(call))
+    return layers.then(
+      () => settle(call, true, undefined),
+      (err: unknown) => settle(call, false, err),
+    )
   }
 
   return {

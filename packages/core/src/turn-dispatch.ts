@@ -71,7 +71,13 @@ const NOTHING_KEPT: Readonly<Record<string, SettledCall>> = Object.freeze({})
 /** A turn of one call and nothing kept (most turns): the general path's answer without its filter, map and closures. */
 function dispatchAlone(stack: Stack, call: ToolCall, run: MutableRun, stopRun: AbortController | undefined): Promise<ToolResult[]> {
   // Reactions, not an await: a run blocked in this call keeps no suspended frame here.
-  return stack.dispatch(call, { run }).then(alone, (err: unknown) => {
+  let dispatched: Promise<ToolResult>
+  try {
+    dispatched = stack.dispatch(call, { run })
+  } catch (err) {
+    dispatched = Promise.reject(err)
+  }
+  return dispatched.then(alone, (err: unknown) => {
     if (isWaiting(err)) throw waitingStop([err as LoopError], [])
     if (stopRun === undefined) throw abortReason({ reason: err })
     if (!stopRun.signal.aborted) stopRun.abort(err)
@@ -92,7 +98,7 @@ const alone = (result: ToolResult): ToolResult[] => [result]
  * and are not dispatched again. A turn of one call, the common case, skips the pool and needs no
  * signal: it has no siblings to stop.
  */
-export async function dispatchTurn(
+export function dispatchTurn(
   stack: Stack,
   calls: readonly ToolCall[],
   run: MutableRun,
@@ -100,8 +106,19 @@ export async function dispatchTurn(
   maxParallel: number,
   kept: Readonly<Record<string, SettledCall>> = NOTHING_KEPT,
 ): Promise<ToolResult[]> {
-  // Returned, not awaited: this frame is not kept for the whole call.
+  // Not async, and returned: an async function returning a promise would resolve through a thenable job.
   if (calls.length === 1 && kept === NOTHING_KEPT) return dispatchAlone(stack, calls[0] as ToolCall, run, stopRun)
+  return dispatchMany(stack, calls, run, stopRun, maxParallel, kept)
+}
+
+async function dispatchMany(
+  stack: Stack,
+  calls: readonly ToolCall[],
+  run: MutableRun,
+  stopRun: AbortController | undefined,
+  maxParallel: number,
+  kept: Readonly<Record<string, SettledCall>>,
+): Promise<ToolResult[]> {
   const isKept = (call: ToolCall) => Object.hasOwn(kept, call.id)
   const fresh = calls.filter((call) => !isKept(call))
   const settled = new Map<ToolCall, PromiseSettledResult<ToolResult>>()

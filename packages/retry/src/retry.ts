@@ -8,6 +8,7 @@ import {
   ToolError,
   trustedMiddleware,
 } from '@shallot/core'
+import { callNext } from '@shallot/core/internal'
 import { z } from 'zod'
 import type { Backoff } from './backoff/backoff.js'
 import { backoffFromPolicy } from './backoff-from-policy.js'
@@ -170,67 +171,76 @@ export function retry(options?: RetryOptions | Backoff): Middleware {
     if (isThenable(done)) done.then(undefined, (err: unknown) => refillFailed(ctx, err))
   }
 
-  const middleware: Middleware = async function retry(ctx: ToolContext, next: Next): Promise<void> {
-    // Inner layers may swap ctx.signal for their own deadline; waits and repeats use the signal this call came with.
-    const signal = ctx.signal
-    const started = timed ? ctx.clock.now() : 0
+  /** After a failed call: decides, waits and calls again until a call succeeds or the retries stop. */
+  async function retryAfter(ctx: ToolContext, next: Next, signal: AbortSignal, started: number, failure: unknown): Promise<void> {
+    let err = failure
     let calls = 1
     let previousMs: number | undefined
     for (;;) {
+      if (!ToolError.is(err)) throw err
+      if (signal.aborted) throw abortReason(signal)
+      const plan = planRetry(
+        backoff,
+        {
+          error: err,
+          effect: ctx.tool?.effect,
+          calls,
+          totalCalls: ctx.attempt,
+          maxAttempts: attemptsByCode.get(err.code) ?? maxAttempts,
+          elapsedMs: timed ? ctx.clock.now() - started : 0,
+          maxElapsedMs,
+          previousMs,
+        },
+        ctx.random,
+      )
+      if (!plan.retry) {
+        await giveUp(ctx, err, plan.reason, signal)
+        if (plan.reason === 'recovery_ceiling') throw recoveryExhausted(ctx, err)
+        stopSoftly(ctx, err, plan.reason)
+      }
+      if (ctx.run.budget.remaining <= 0) {
+        await giveUp(ctx, err, 'step_budget', signal)
+        throw stepBudgetExhausted(ctx, err)
+      }
+      const leftMs = maxElapsedMs - (timed ? ctx.clock.now() - started : 0)
+      const asked = await askOnRetry(ctx, err, plan.delayMs, leftMs, signal)
+      if (!asked.retry) {
+        await giveUp(ctx, err, 'hook_stop', signal)
+        stopSoftly(ctx, err, 'hook_stop', asked.why)
+      }
+      const delayMs = asked.delayMs
+      if (!(await spendRetryTokens(ctx, err))) {
+        await giveUp(ctx, err, 'retry_budget_empty', signal)
+        stopSoftly(ctx, err, 'retry_budget_empty')
+      }
+      const attempt = ctx.attempt + 1
+      ctx.emit('retry.scheduled', { attempt, delayMs, code: err.code })
+      ctx.log.info({ attempt, delayMs, code: err.code }, 'retrying tool call')
+      await wait(ctx, delayMs, signal)
+      previousMs = delayMs
+      calls++
+      ctx.attempt = attempt
+      ctx.signal = signal
+      // Assigned, not deleted: deleting a property of the context would turn it into a slow dictionary object.
+      ctx.result = undefined
       try {
         await next()
-      } catch (err) {
-        if (!ToolError.is(err)) throw err
-        if (signal.aborted) throw abortReason(signal)
-        const plan = planRetry(
-          backoff,
-          {
-            error: err,
-            effect: ctx.tool?.effect,
-            calls,
-            totalCalls: ctx.attempt,
-            maxAttempts: attemptsByCode.get(err.code) ?? maxAttempts,
-            elapsedMs: timed ? ctx.clock.now() - started : 0,
-            maxElapsedMs,
-            previousMs,
-          },
-          ctx.random,
-        )
-        if (!plan.retry) {
-          await giveUp(ctx, err, plan.reason, signal)
-          if (plan.reason === 'recovery_ceiling') throw recoveryExhausted(ctx, err)
-          stopSoftly(ctx, err, plan.reason)
-        }
-        if (ctx.run.budget.remaining <= 0) {
-          await giveUp(ctx, err, 'step_budget', signal)
-          throw stepBudgetExhausted(ctx, err)
-        }
-        const leftMs = maxElapsedMs - (timed ? ctx.clock.now() - started : 0)
-        const asked = await askOnRetry(ctx, err, plan.delayMs, leftMs, signal)
-        if (!asked.retry) {
-          await giveUp(ctx, err, 'hook_stop', signal)
-          stopSoftly(ctx, err, 'hook_stop', asked.why)
-        }
-        const delayMs = asked.delayMs
-        if (!(await spendRetryTokens(ctx, err))) {
-          await giveUp(ctx, err, 'retry_budget_empty', signal)
-          stopSoftly(ctx, err, 'retry_budget_empty')
-        }
-        const attempt = ctx.attempt + 1
-        ctx.emit('retry.scheduled', { attempt, delayMs, code: err.code })
-        ctx.log.info({ attempt, delayMs, code: err.code }, 'retrying tool call')
-        await wait(ctx, delayMs, signal)
-        previousMs = delayMs
-        calls++
-        ctx.attempt = attempt
-        ctx.signal = signal
-        // Assigned, not deleted: deleting a property of the context would turn it into a slow dictionary object.
-        ctx.result = undefined
+      } catch (again) {
+        err = again
         continue
       }
       if (refund > 0) giveBack(ctx)
       return
     }
+  }
+
+  // The first call is a reaction, not an awaiting frame: a call blocked in the tool holds one closure here, and
+  // only a failure enters the retry loop.
+  const middleware: Middleware = function retry(ctx: ToolContext, next: Next): Promise<void> {
+    // Inner layers may swap ctx.signal for their own deadline; waits and repeats use the signal this call came with.
+    const signal = ctx.signal
+    const started = timed ? ctx.clock.now() : 0
+    return callNext(next).then(refund > 0 ? () => giveBack(ctx) : undefined, (err: unknown) => retryAfter(ctx, next, signal, started, err))
   }
   // Keeps the onion's contract by construction (docs/decisions/270-compose-fast-path.md): compose calls it without the misuse bookkeeping.
   trustedMiddleware(middleware)

@@ -9,7 +9,7 @@ import {
   type ToolContext,
   trustedMiddleware,
 } from '@shallot/core'
-import { type AbortSource, type DeadlineQueue, deadlineQueue, type Expiring, onAbort, startTimer } from '@shallot/core/internal'
+import { type AbortSource, callNext, type DeadlineQueue, deadlineQueue, type Expiring, onAbort, startTimer } from '@shallot/core/internal'
 import { z } from 'zod'
 import { errorLabel, type LateOutcome, reportLate, type StopReason } from './report-late.js'
 import { timeoutError } from './timeout-error.js'
@@ -208,17 +208,6 @@ class TimedAttempt implements Expiring {
   }
 }
 
-/** Waits for the inner call and tells the attempt how it ended: one async frame instead of two reaction closures. */
-async function follow(attempt: TimedAttempt, next: Next): Promise<void> {
-  try {
-    await next()
-  } catch (err) {
-    attempt.settle(true, err)
-    return
-  }
-  attempt.settle(false, undefined)
-}
-
 /**
  * Gives every attempt a deadline. The layers inside see a `ctx.signal` that also aborts at the
  * deadline (its reason is the timeout error), so cooperative tools stop; the layers outside get
@@ -245,7 +234,11 @@ export function timeout(options?: TimeoutOptions): Middleware {
     if (outer.aborted) return Promise.reject(abortReason(outer))
     const attempt = new TimedAttempt(ctx, outer, limits.get(ctx.call.name) ?? ms, ctx.attempt)
     attempt.start()
-    void follow(attempt, next)
+    // Reactions, not an awaiting frame: a call blocked in the tool keeps two closures here, not a suspended function.
+    callNext(next).then(
+      () => attempt.settle(false, undefined),
+      (err: unknown) => attempt.settle(true, err),
+    )
     return attempt.promise
   }
   // Keeps the onion's contract by construction (docs/decisions/270-compose-fast-path.md): it settles only after
