@@ -106,7 +106,7 @@ class ModelAttempt implements Expiring {
     if (clock === systemClock) deadlineQueue(this.timeoutMs).add(this, now)
     else this.#cancelTimer = startTimer(clock, this.timeoutMs, () => this.expire())
     this.#offAbort = onAbort(this.signal, () => this.#settle(false, abortReason(this.signal)))
-    if (this.#waiting) void follow(this, model, new AttemptRequest(request, this))
+    if (this.#waiting) this.#ask(model, new AttemptRequest(request, this))
     return this.promise
   }
 
@@ -126,6 +126,22 @@ class ModelAttempt implements Expiring {
     const error = new ToolError('timeout', `the model did not answer within ${this.timeoutMs} ms`)
     this.#close(error)
     this.#settle(false, error)
+  }
+
+  /** Calls the adapter and reacts to its answer: a throw inside `generate` is a failure like a rejection. */
+  #ask(model: ModelAdapter, request: AttemptRequest): void {
+    let answer: unknown
+    try {
+      answer = model.generate(request as unknown as ModelRequest)
+    } catch (err) {
+      this.failed(err)
+      return
+    }
+    // Reactions, not an awaiting function: the smaller of the two while the model thinks.
+    Promise.resolve(answer as ModelResponse | PromiseLike<ModelResponse>).then(
+      (response) => this.answered(response),
+      (err: unknown) => this.failed(err),
+    )
   }
 
   answered(response: ModelResponse): void {
@@ -160,15 +176,6 @@ let capturedReject: (err: unknown) => void = noop
 function capture(resolve: (response: ModelResponse) => void, reject: (err: unknown) => void): void {
   capturedResolve = resolve
   capturedReject = reject
-}
-
-/** Waits for the adapter and tells the attempt: one async frame, and a throw inside `generate` is a failure like a rejection. */
-async function follow(attempt: ModelAttempt, model: ModelAdapter, request: AttemptRequest): Promise<void> {
-  try {
-    attempt.answered(await model.generate(request as unknown as ModelRequest))
-  } catch (err) {
-    attempt.failed(err)
-  }
 }
 
 function once(link: ModelLink, request: Omit<ModelRequest, 'signal'>, env: ModelCallEnv, started: number): Promise<ModelResponse> {
