@@ -4,12 +4,11 @@ import {
   type DeferredSignal,
   type Middleware,
   type Next,
-  parseOptions,
   systemClock,
   type ToolContext,
   trustedMiddleware,
 } from '@shallot/core'
-import { type AbortSource, onAbort } from '@shallot/core/internal'
+import { type AbortSource, onAbort, optionsParser } from '@shallot/core/internal'
 import { z } from 'zod'
 import { type DeadlineQueue, deadlineQueue, type Expiring } from './deadlines.js'
 import { errorLabel, type LateOutcome, reportLate, type StopReason } from './report-late.js'
@@ -33,6 +32,8 @@ export const timeoutOptionsSchema = z
 
 /** What {@link timeout} accepts. */
 export type TimeoutOptions = z.input<typeof timeoutOptionsSchema>
+
+const parseTimeoutOptions = optionsParser('timeout()', timeoutOptionsSchema)
 
 /**
  * The signal the timeout hands to the inner layers, created only if somebody reads it. A class, so
@@ -239,7 +240,7 @@ async function follow(attempt: TimedAttempt, next: Next): Promise<void> {
  * })
  */
 export function timeout(options?: TimeoutOptions): Middleware {
-  const { ms, tools } = parseOptions('timeout()', timeoutOptionsSchema, options)
+  const { ms, tools } = parseTimeoutOptions(options)
   const limits = new Map(Object.entries(tools))
 
   const middleware: Middleware = function timeout(ctx: ToolContext, next: Next): Promise<void> {
