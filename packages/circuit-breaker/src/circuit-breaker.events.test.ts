@@ -197,6 +197,27 @@ describe('options', () => {
     expect(() => circuitBreaker(options as never)).toThrow(message)
   })
 
+  it('checks an options object at every construction, one accepted before and changed since included', () => {
+    const options = { cooldownMs: 5000 }
+    circuitBreaker(options)
+    options.cooldownMs = -1
+    expect(() => circuitBreaker(options)).toThrow(/^circuitBreaker\(\): option cooldownMs: .*\(got -1\)$/)
+    const threshold = { threshold: 2 }
+    consecutive(threshold)
+    threshold.threshold = 0
+    expect(() => consecutive(threshold)).toThrow(/consecutive\(\): option threshold/)
+    expect(() => circuitBreaker(JSON.parse('{"__proto__": {"cooldownMs": 1}}'))).toThrow(/unknown option "__proto__"/)
+  })
+
+  it('keeps one breaker per layer for layers made without options', async () => {
+    const { tool } = sickTool()
+    const sickStack = createStack({ tools: [tool], middleware: [circuitBreaker()] })
+    const otherStack = createStack({ tools: [tool], middleware: [circuitBreaker()] })
+    for (let i = 0; i < 6; i++) await sickStack.dispatch(call(`s${i}`))
+    expect((await sickStack.dispatch(call('s6'))).error?.code).toBe('circuit_open')
+    expect((await otherStack.dispatch(call('o1'))).error?.code).toBe('upstream_error')
+  })
+
   it('validates policy options too', () => {
     expect(() => consecutive({ threshold: 0 })).toThrow(/consecutive\(\): option threshold/)
     expect(() => sampling({ failureRatio: 1.5 })).toThrow(/sampling\(\): option failureRatio/)

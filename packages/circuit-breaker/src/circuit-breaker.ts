@@ -1,14 +1,5 @@
-import {
-  abortReason,
-  LoopError,
-  type Middleware,
-  type Next,
-  parseOptions,
-  type ToolContext,
-  ToolError,
-  trustedMiddleware,
-} from '@shallot/core'
-import { callNext } from '@shallot/core/internal'
+import { abortReason, LoopError, type Middleware, type Next, type ToolContext, ToolError, trustedMiddleware } from '@shallot/core'
+import { callNext, optionsParser } from '@shallot/core/internal'
 import { z } from 'zod'
 import { type Admission, breakerMachine, type Outcome, type Settlement, type Ticket, type Transition } from './breaker-machine.js'
 import type { BreakerStore } from './breaker-store.js'
@@ -103,6 +94,8 @@ export const circuitBreakerOptionsSchema = z
 
 export type CircuitBreakerOptions = z.input<typeof circuitBreakerOptionsSchema>
 
+const parseCircuitBreakerOptions = optionsParser('circuitBreaker()', circuitBreakerOptionsSchema)
+
 /**
  * `halfOpenSuccesses` successes out of `halfOpenProbes` probes: a trial that needs more successes
  * than it lets probes through could never close.
@@ -145,7 +138,7 @@ const isPromise = <T>(value: T | Promise<T>): value is Promise<T> => typeof (val
  * })
  */
 export function circuitBreaker(options?: CircuitBreakerOptions): Middleware {
-  const o = parseOptions('circuitBreaker()', circuitBreakerOptionsSchema, options)
+  const o = parseCircuitBreakerOptions(options)
   const machine = breakerMachine({
     policy: o.policy ?? consecutive(),
     cooldownMs: o.cooldownMs,

@@ -1,4 +1,4 @@
-import { parseOptions } from '@shallot/core'
+import { optionsParser } from '@shallot/core/internal'
 import { z } from 'zod'
 import type { FailurePolicy } from './failure-policy.js'
 
@@ -9,6 +9,8 @@ export const consecutiveOptionsSchema = z.strictObject({
 })
 
 export type ConsecutiveOptions = z.input<typeof consecutiveOptionsSchema>
+
+const parseConsecutiveOptions = optionsParser('consecutive()', consecutiveOptionsSchema)
 
 /** The counts of {@link consecutive}: failures since the last success. */
 export type ConsecutiveCounts = { failures: number }
@@ -23,7 +25,7 @@ const ZERO: ConsecutiveCounts = Object.freeze({ failures: 0 }) as ConsecutiveCou
  * circuitBreaker({ policy: consecutive({ threshold: 2 }) })
  */
 export function consecutive(options?: ConsecutiveOptions): FailurePolicy<ConsecutiveCounts> {
-  const { threshold } = parseOptions('consecutive()', consecutiveOptionsSchema, options)
+  const { threshold } = parseConsecutiveOptions(options)
   return {
     kind: 'consecutive',
     initial: () => ZERO,

@@ -1,4 +1,4 @@
-import { parseOptions } from '@shallot/core'
+import { optionsParser } from '@shallot/core/internal'
 import { z } from 'zod'
 import type { BreakerState } from './breaker-machine.js'
 import type { BreakerStore } from './breaker-store.js'
@@ -21,6 +21,8 @@ const optionsSchema = z.strictObject({
 /** What {@link memoryBreakerStore} accepts. */
 export type MemoryBreakerStoreOptions = z.input<typeof optionsSchema>
 
+const parseStoreOptions = optionsParser('memoryBreakerStore()', optionsSchema)
+
 /**
  * The default store: one Map, bounded to `maxKeys` breakers; past that, the least recently read or
  * written key is forgotten. Every operation is synchronous, so the breaker's happy path never awaits it.
@@ -30,7 +32,17 @@ export type MemoryBreakerStoreOptions = z.input<typeof optionsSchema>
  * circuitBreaker({ key: (ctx) => hostOf(ctx.call.args), store })
  */
 export function memoryBreakerStore(options?: MemoryBreakerStoreOptions): MemoryBreakerStore {
-  const { maxKeys } = parseOptions('memoryBreakerStore()', optionsSchema, options)
+  return boundedStates(parseStoreOptions(options).maxKeys)
+}
+
+/**
+ * The store itself, for a `maxKeys` already checked (the breaker's own option): a breaker made per run
+ * does not parse the same number twice.
+ *
+ * @example
+ * const local = boundedStates(1000)
+ */
+export function boundedStates(maxKeys: number): MemoryBreakerStore {
   // A use stamps the entry instead of moving it in the Map: reads stay a lookup and a field write,
   // and only an insert past maxKeys pays for finding the stalest entry.
   const entries = new Map<string, { state: BreakerState; used: number }>()

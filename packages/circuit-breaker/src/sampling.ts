@@ -1,4 +1,4 @@
-import { parseOptions } from '@shallot/core'
+import { optionsParser } from '@shallot/core/internal'
 import { z } from 'zod'
 import type { FailurePolicy } from './failure-policy.js'
 
@@ -17,6 +17,8 @@ export const samplingOptionsSchema = z
   .refine((o) => o.windowMs >= o.buckets, { message: 'must be at least buckets (one millisecond per bucket)', path: ['windowMs'] })
 
 export type SamplingOptions = z.input<typeof samplingOptionsSchema>
+
+const parseSamplingOptions = optionsParser('sampling()', samplingOptionsSchema)
 
 /** One slice of the window: `[startedAt, successes, failures]`. */
 export type SamplingBucket = [number, number, number]
@@ -39,7 +41,7 @@ function isBucket(value: unknown): value is SamplingBucket {
  * circuitBreaker({ policy: sampling({ failureRatio: 0.5, minimumThroughput: 20, windowMs: 30_000 }) })
  */
 export function sampling(options?: SamplingOptions): FailurePolicy<SamplingCounts> {
-  const { failureRatio, minimumThroughput, windowMs, buckets } = parseOptions('sampling()', samplingOptionsSchema, options)
+  const { failureRatio, minimumThroughput, windowMs, buckets } = parseSamplingOptions(options)
   const bucketMs = windowMs / buckets
 
   const live = (counts: SamplingCounts, now: number): SamplingBucket[] => {

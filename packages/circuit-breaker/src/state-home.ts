@@ -2,7 +2,7 @@ import type { RunContext, ToolContext } from '@shallot/core'
 import { Aborted, abortable } from './abortable.js'
 import type { Admission, BreakerMachine, BreakerState, Outcome, Ticket } from './breaker-machine.js'
 import type { BreakerStore } from './breaker-store.js'
-import { memoryBreakerStore } from './memory-breaker-store.js'
+import { boundedStates, type MemoryBreakerStore } from './memory-breaker-store.js'
 import { runStateStore } from './run-state-store.js'
 
 /** A change of one key's state: the machine's answer, carrying the state to write. */
@@ -39,11 +39,11 @@ const isPromise = <T>(value: T | Promise<T>): value is Promise<T> => typeof (val
  */
 export function stateHome(machine: BreakerMachine, maxKeys: number, lifetime: 'stack' | 'run', store: BreakerStore | undefined): StateHome {
   if (lifetime === 'run') return runHome(machine, maxKeys)
-  const local = memoryBreakerStore({ maxKeys })
+  const local = boundedStates(maxKeys)
   return store === undefined ? localHome(machine, local) : sharedHome(local, store)
 }
 
-function localHome(machine: BreakerMachine, local: ReturnType<typeof memoryBreakerStore>): StateHome {
+function localHome(machine: BreakerMachine, local: MemoryBreakerStore): StateHome {
   return {
     admitClosed: (_run, key) => machine.admitClosed(local.get(key)),
     quiet: (_run, key, ticket, outcome) => machine.quiet(local.peek(key), ticket, outcome),
@@ -76,7 +76,7 @@ function runHome(machine: BreakerMachine, maxKeys: number): StateHome {
  * A shared store, with this process's memory as its mirror: every state the store returns is kept
  * locally, and when the store fails the call is decided on the mirror.
  */
-function sharedHome(local: ReturnType<typeof memoryBreakerStore>, store: BreakerStore): StateHome {
+function sharedHome(local: MemoryBreakerStore, store: BreakerStore): StateHome {
   async function settleAsync<R>(
     ctx: ToolContext,
     key: string,

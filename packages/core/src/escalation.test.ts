@@ -116,4 +116,17 @@ describe('createStack option errors', () => {
     expect(() => createStack({ tools: [], limits: { maxOutputChars: Number.NaN } })).toThrow(/limits\.maxOutputChars.*\(got NaN\)/)
     expect(() => createStack({ tools: [], limits: { maxArgBytes: 1 } as never })).toThrow(/maxArgBytes/)
   })
+
+  it('checks limits and policy at every createStack, one accepted before and changed since included', () => {
+    createStack({ tools: [] })
+    const limits = { maxArgsDepth: 8 }
+    const escalate = { user: false }
+    createStack({ tools: [], limits, escalate })
+    limits.maxArgsDepth = 0
+    expect(() => createStack({ tools: [], limits })).toThrow(/option limits\.maxArgsDepth: .*\(got 0\)/)
+    ;(escalate as { user: unknown }).user = 'no'
+    expect(() => createStack({ tools: [], escalate })).toThrow(/option escalate\.user: .*\(got "no"\)/)
+    expect(() => createStack({ tools: [], limits: JSON.parse('{"__proto__": {"maxArgsDepth": 1}}') })).toThrow(/__proto__/)
+    expect(() => createStack({ tools: [] })).not.toThrow()
+  })
 })

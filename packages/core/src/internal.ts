@@ -17,6 +17,7 @@ export { type DeadlineQueue, deadlineQueue, type Expiring, startTimer } from './
 export { isMiddlewareDefinition } from './define-middleware.js'
 export { invalidArguments, unknownTool } from './dispatcher.js'
 export { isTransientModelError, modelFailureCode } from './model-call.js'
+export { optionsParser } from './options-parser.js'
 export { renderValue } from './render.js'
 export { StepBudget } from './run.js'
 export { describeShape, jsonSchemaOf } from './shape.js'

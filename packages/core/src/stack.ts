@@ -11,7 +11,8 @@ import { LoopError, MAX_HINT_LENGTH, MAX_MESSAGE_LENGTH, type ToolError, type To
 import { guardArgs } from './guard-args.js'
 import { LinkedSignal } from './linked-signal.js'
 import { guardLogger, isSilent, silentLogger } from './logger.js'
-import { OptionsError, parseOptions } from './options.js'
+import { OptionsError } from './options.js'
+import { optionsParser } from './options-parser.js'
 import { type ErrorRenderer, renderError, renderValue } from './render.js'
 import { createRun } from './run.js'
 import { createSanitizer, type Sanitizer } from './text/sanitize.js'
@@ -146,6 +147,7 @@ const stackOptionsSchema = z.object({
     .default(DEFAULT_LIMITS),
   escalate: z.strictObject({ fatal: z.boolean().default(true), user: z.boolean().default(true) }).default(ESCALATE_ALL),
 })
+const parseStackOptions = optionsParser('createStack()', stackOptionsSchema)
 
 function toolList(tools: StackOptions['tools']): AnyTool[] {
   if (Array.isArray(tools)) return tools as AnyTool[]
@@ -218,7 +220,10 @@ function callSignal(run: AbortSignal, own: AbortSignal | undefined): AbortSignal
  */
 export function createStack(options: StackOptions): Stack {
   if (typeof options !== 'object' || options === null) throw new TypeError('createStack() takes an options object { middleware, tools }')
-  const { limits, escalate } = parseOptions('createStack()', stackOptionsSchema, { limits: options.limits, escalate: options.escalate })
+  // Neither given (most stacks): the defaults, parsed once.
+  const { limits, escalate } = parseStackOptions(
+    options.limits === undefined && options.escalate === undefined ? undefined : { limits: options.limits, escalate: options.escalate },
+  )
   const policy: EscalationPolicy = escalate.fatal && escalate.user ? ESCALATE_ALL : escalate
   const argsLimits = { maxBytes: limits.maxArgsBytes, maxDepth: limits.maxArgsDepth }
   const tools = new Map<string, AnyTool>()

@@ -45,6 +45,18 @@ describe('classify', () => {
     expect(classify({ status: 404 }, options).code).toBe('no_such_order')
   })
 
+  it('reads its options as they are at each call: one changed since an earlier call is applied, or refused', () => {
+    const options: { maxLength: number; rules: { match: { status: number }; then: { code: string; category: 'recoverable' } }[] } = {
+      maxLength: 500,
+      rules: [{ match: { status: 404 }, then: { code: 'no_such_order', category: 'recoverable' } }],
+    }
+    expect(classify({ status: 404 }, options).code).toBe('no_such_order')
+    options.rules[0] = { match: { status: 404 }, then: { code: 'no_such_invoice', category: 'recoverable' } }
+    expect(classify({ status: 404 }, options).code).toBe('no_such_invoice')
+    options.maxLength = 5
+    expect(() => classify({ status: 404 }, options)).toThrow(/^classify\(\): option maxLength: .*\(got 5\)$/)
+  })
+
   it.each([
     ['null', null],
     ['undefined', undefined],

@@ -8,21 +8,18 @@ export interface ClassifyCallOptions extends ClassifyOptions {
   tool?: string
 }
 
-const compiled = new WeakMap<object, Classifier>()
+const callOptionsSchema = classifyOptionsSchema.superRefine(refineWallNow)
 let defaults: Classifier | undefined
 
+// Options given are checked on every call, never remembered by identity: an object changed between two
+// calls is read, and refused, as it is now. Compiling them is cheap, the built-in rules are compiled once.
 function classifierFor(options: ClassifyCallOptions | undefined): Classifier {
   if (options === undefined) {
     defaults ??= createClassifier(parseOptions('classify()', classifyOptionsSchema, {}))
     return defaults
   }
-  let classifier = compiled.get(options)
-  if (classifier === undefined) {
-    const { tool: _tool, ...rest } = options
-    classifier = createClassifier(parseOptions('classify()', classifyOptionsSchema.superRefine(refineWallNow), rest))
-    compiled.set(options, classifier)
-  }
-  return classifier
+  const { tool: _tool, ...rest } = options
+  return createClassifier(parseOptions('classify()', callOptionsSchema, rest))
 }
 
 /**

@@ -85,22 +85,29 @@ const fallback: CompiledRule = {
   matches: () => true,
 }
 
+function compile(rule: ClassifierRule, id: string): CompiledRule {
+  return { id, then: rule.then, matches: matchRule(rule) }
+}
+
+// The built-in table is frozen data, so it is compiled once for every classifier in the process.
+let compiledBuiltins: readonly CompiledRule[] | undefined
+const builtinsCompiled = () => {
+  compiledBuiltins ??= Object.freeze(builtinRules.map((rule, i) => compile(rule, rule.id ?? `builtin[${i}]`)))
+  return compiledBuiltins
+}
+
 /**
  * Compiles options (already validated, e.g. by `parseOptions`) into a {@link Classifier}: rules are
- * turned into predicates once, so classifying costs one pass over the cause chain and the rules.
+ * turned into predicates once (the built-in ones once per process), so classifying costs one pass
+ * over the cause chain and the rules.
  *
  * @example
  * const { classify } = createClassifier(classifyOptionsSchema.parse({ rules: [{ match: { status: 404 }, then: { code: 'no_such_order', category: 'recoverable' } }] }))
  * classify({ status: 404 }).code // 'no_such_order'
  */
 export function createClassifier(options: ParsedOptions): Classifier {
-  const sources = options.builtins ? [...options.rules, ...builtinRules] : options.rules
-  const userCount = options.rules.length
-  const rules: CompiledRule[] = sources.map((rule, i) => ({
-    id: rule.id ?? (i < userCount ? `rules[${i}]` : `builtin[${i - userCount}]`),
-    then: rule.then,
-    matches: matchRule(rule),
-  }))
+  const own = options.rules.map((rule, i) => compile(rule, rule.id ?? `rules[${i}]`))
+  const rules: readonly CompiledRule[] = !options.builtins ? own : own.length === 0 ? builtinsCompiled() : [...own, ...builtinsCompiled()]
   const now = wallNowOf(options) ?? Date.now
   const sanitizer = createSanitizer({ secrets: options.secrets })
   const clean = (text: string) => sanitizer.text(text, options.maxLength)

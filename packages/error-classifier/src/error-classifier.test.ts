@@ -414,6 +414,11 @@ describe('errorClassifier', () => {
       /option rules\[0\]\.then\.category: .*\(got "meh"\)/,
     )
     expect(() => errorClassifier({ maxLength: 5 })).toThrow(/option maxLength/)
+    const changed = { maxLength: 300 }
+    errorClassifier(changed)
+    changed.maxLength = 5
+    expect(() => errorClassifier(changed)).toThrow(/^errorClassifier\(\): option maxLength: .*\(got 5\)$/)
+    expect(() => errorClassifier(JSON.parse('{"__proto__": {"builtins": false}}'))).toThrow(/unknown option "__proto__"/)
     expect(() => errorClassifier({ rules: [{ match: { statuz: 404 } as never, then: { code: 'x', category: 'user' } }] })).toThrow(/statuz/)
     expect(() => errorClassifier({ now: 5 as never })).toThrow(/option now: must be a function/)
     expect(() => errorClassifier({ wallNow: 5 as never })).toThrow(/option wallNow: must be a function/)

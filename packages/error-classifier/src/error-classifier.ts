@@ -1,5 +1,5 @@
-import { abortReason, LoopError, type Middleware, parseOptions, type ToolContext, ToolError, trustedMiddleware } from '@shallot/core'
-import { callNext, refineWallNow } from '@shallot/core/internal'
+import { abortReason, LoopError, type Middleware, type ToolContext, ToolError, trustedMiddleware } from '@shallot/core'
+import { callNext, optionsParser, refineWallNow } from '@shallot/core/internal'
 import { z } from 'zod'
 import { type Classifier, classifyOptionsSchema, createClassifier } from './create-classifier.js'
 
@@ -18,6 +18,8 @@ export const errorClassifierOptionsSchema = classifyOptionsSchema
   .superRefine(refineWallNow)
 
 export type ErrorClassifierOptions = z.input<typeof errorClassifierOptionsSchema>
+
+const parseErrorClassifierOptions = optionsParser('errorClassifier()', errorClassifierOptionsSchema)
 
 function nameOf(err: unknown): string {
   if (typeof err !== 'object' || err === null) return typeof err
@@ -78,7 +80,7 @@ function shape(err: unknown, ctx: ToolContext, classifier: Classifier, sanitizeT
  * })
  */
 export function errorClassifier(options?: ErrorClassifierOptions): Middleware {
-  const { sanitizeToolErrors, ...rest } = parseOptions('errorClassifier()', errorClassifierOptionsSchema, options)
+  const { sanitizeToolErrors, ...rest } = parseErrorClassifierOptions(options)
   const classifier = createClassifier(rest)
   // A reaction on next()'s promise rather than an `await` in a try: a call blocked in its tool keeps
   // a promise reaction here, not a suspended frame.

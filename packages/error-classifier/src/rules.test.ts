@@ -1,7 +1,7 @@
 // biome-ignore-all lint/suspicious/noThenProperty: classifier rules are { match, then } data
 import { describe, expect, it } from 'vitest'
 import { errorFacts } from './error-facts.js'
-import { builtinRules } from './index.js'
+import { builtinRules, classify } from './index.js'
 import { matchRule } from './match-rule.js'
 import { classifierRuleSchema, classifierRulesSchema } from './rules.js'
 
@@ -10,6 +10,18 @@ describe('classification rules', () => {
     expect(classifierRulesSchema.safeParse(builtinRules).success).toBe(true)
     const ids = builtinRules.map((rule) => rule.id)
     expect(new Set(ids).size).toBe(ids.length)
+  })
+
+  it('cannot be changed behind the classifiers that share them: the table is frozen all the way down', () => {
+    const rule = (id: string) => builtinRules.find((r) => r.id === id) as (typeof builtinRules)[number]
+    expect(() => {
+      ;(rule('http_429').then as { code: string }).code = 'ok'
+    }).toThrow(TypeError)
+    expect(() => {
+      ;(rule('http_429').match as { status: number }).status = 200
+    }).toThrow(TypeError)
+    expect(() => (rule('quota_code').match.code as string[]).push('ECONNRESET')).toThrow(TypeError)
+    expect(classify({ status: 429 }).code).toBe('rate_limited')
   })
 
   it('refuses what config files get wrong, naming the path', () => {

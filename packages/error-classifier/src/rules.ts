@@ -111,14 +111,23 @@ const OVERLOADED = {
   hint: 'the service is overloaded and did not take the request; try again shortly',
 } as const
 
+function frozen<T>(value: T): T {
+  if (typeof value === 'object' && value !== null) {
+    for (const item of Object.values(value)) frozen(item)
+    Object.freeze(value)
+  }
+  return value
+}
+
 /**
  * The built-in rules, in the order they are tried (after any user rules). Exported so the config
- * package, docs and tests read the same table.
+ * package, docs and tests read the same table; frozen all the way down, because every classifier
+ * in the process shares the one compiled copy.
  *
  * @example
  * builtinRules.find((rule) => rule.id === 'http_429')?.then.code // 'rate_limited'
  */
-export const builtinRules: readonly ClassifierRule[] = Object.freeze([
+export const builtinRules: readonly ClassifierRule[] = frozen([
   {
     id: 'abort',
     match: { name: ['AbortError', 'APIUserAbortError'] },

@@ -195,6 +195,24 @@ describe('idempotency: replay and keys', () => {
     expect(() => idempotency({ keyFrom: 'a', key: () => 'k' })).toThrow(/key or keyFrom/)
     expect(() => idempotency({ store: {} as IdempotencyStore })).toThrow(/store/)
   })
+
+  it('checks an options object at every construction, one accepted before and changed since included', () => {
+    const options = { ttlMs: 1000 }
+    idempotency(options)
+    options.ttlMs = -1
+    expect(() => idempotency(options)).toThrow(/^idempotency\(\): option ttlMs: .*\(got -1\)$/)
+    expect(() => idempotency(JSON.parse('{"__proto__": {"ttlMs": 1}}'))).toThrow(/unknown option "__proto__"/)
+  })
+
+  it('gives every layer made without options its own store', async () => {
+    const { tool, charges } = cardTool()
+    const first = createStack({ tools: [tool], middleware: [idempotency()] })
+    const second = createStack({ tools: [tool], middleware: [idempotency()] })
+    await first.dispatch(charge({ card: 'c1', amount: 5 }))
+    expect((await first.dispatch(charge({ card: 'c1', amount: 5 }))).replayed).toBe(true)
+    expect((await second.dispatch(charge({ card: 'c1', amount: 5 }))).replayed).toBe(false)
+    expect(charges).toHaveLength(2)
+  })
 })
 
 describe('idempotency: time and scope', () => {

@@ -3,13 +3,12 @@ import {
   type Json,
   type Middleware,
   type Next,
-  parseOptions,
   type ToolContext,
   type ToolEffect,
   ToolError,
   trustedMiddleware,
 } from '@shallot/core'
-import { canonicalJson } from '@shallot/core/internal'
+import { canonicalJson, optionsParser } from '@shallot/core/internal'
 import { checkBegin } from './check-begin.js'
 import { derivedKey, keyProblem, scopeProblem, storeKeyOf } from './idempotency-key.js'
 import { type IdempotencyOptions, idempotencyOptionsSchema } from './idempotency-options.js'
@@ -35,6 +34,8 @@ const isPromise = (value: unknown): value is PromiseLike<unknown> => typeof (val
 /** What claiming a key gave: ownership (with the token that settles the record), or a stored success to replay. */
 type Claimed = { readonly owned: true; readonly token: string } | { readonly owned: false; readonly result: StoredResult }
 
+const parseIdempotencyOptions = optionsParser('idempotency()', idempotencyOptionsSchema)
+
 /** One guarded call, as this layer tracks it. */
 interface Guarded {
   readonly tool: string
@@ -59,7 +60,7 @@ interface Guarded {
  * })
  */
 export function idempotency(options?: IdempotencyOptions): Middleware {
-  const opts = parseOptions('idempotency()', idempotencyOptionsSchema, options)
+  const opts = parseIdempotencyOptions(options)
   const store = opts.store ?? memoryIdempotencyStore()
   const calls = sharedCalls(store)
   // The memory store takes the result as the text serialised below; any other store gets it as JSON values.

@@ -403,6 +403,16 @@ describe('panicCatcher() options', () => {
     expect(() => panicCatcher(options as never)).toThrow(OptionsError)
     expect(() => panicCatcher(options as never)).toThrow(named)
   })
+
+  it('checks an options object at every construction, one accepted before and changed since included', () => {
+    panicCatcher()
+    const options = { maxMessageLength: 200 }
+    panicCatcher(options)
+    options.maxMessageLength = 10
+    expect(() => panicCatcher(options)).toThrow(/^panicCatcher\(\): option maxMessageLength: .*\(got 10\)$/)
+    expect(() => panicCatcher(JSON.parse('{"__proto__": {"hint": false}}'))).toThrow(/unknown option "__proto__"/)
+    expect(() => panicCatcher()).not.toThrow()
+  })
 })
 
 describe('panicCatcher() and a broken onion', () => {

@@ -4,12 +4,11 @@ import {
   type Middleware,
   MiddlewareUsageError,
   type Next,
-  parseOptions,
   type ToolContext,
   ToolError,
   trustedMiddleware,
 } from '@shallot/core'
-import { callNext, truncate } from '@shallot/core/internal'
+import { callNext, optionsParser, truncate } from '@shallot/core/internal'
 import { z } from 'zod'
 import { describePanic, UNKNOWN_PAYLOAD } from './describe-panic.js'
 
@@ -36,6 +35,8 @@ export const panicCatcherOptionsSchema = z
 /** What {@link panicCatcher} accepts. */
 export type PanicCatcherOptions = z.input<typeof panicCatcherOptionsSchema>
 
+const parsePanicCatcherOptions = optionsParser('panicCatcher()', panicCatcherOptionsSchema)
+
 function isShallotError(err: unknown): boolean {
   try {
     // A broken onion contract is a bug in the stack, not in the tool: it must stay loud.
@@ -60,7 +61,7 @@ function isShallotError(err: unknown): boolean {
  * // { ok: false, error: { code: 'tool_panic', message: 'Tool "read_file" panicked: TypeError: Cannot read …' } }
  */
 export function panicCatcher(options?: PanicCatcherOptions): Middleware {
-  const { maxMessageLength, hint, redact } = parseOptions('panicCatcher()', panicCatcherOptionsSchema, options)
+  const { maxMessageLength, hint, redact } = parsePanicCatcherOptions(options)
 
   // Trusted (docs/decisions/270-compose-fast-path.md): it calls next() once and settles only after it settled.
   const caught = (ctx: ToolContext, err: unknown): never => {

@@ -14,7 +14,11 @@ import type { BackoffName } from './retry-policy.js'
  * backoffFromPolicy({ backoff: 'equal-jitter', baseMs: 200 }).next(1, error, Math.random)
  */
 export function backoffFromPolicy(policy: { backoff: BackoffName; baseMs?: number | undefined; capMs?: number | undefined }): Backoff {
-  const options = { baseMs: policy.baseMs ?? DEFAULT_BASE_MS, capMs: policy.capMs ?? DEFAULT_CAP_MS }
+  // No delays given: the strategy's own defaults, which it parses once for every retry() without options.
+  const options =
+    policy.baseMs === undefined && policy.capMs === undefined
+      ? undefined
+      : { baseMs: policy.baseMs ?? DEFAULT_BASE_MS, capMs: policy.capMs ?? DEFAULT_CAP_MS }
   switch (policy.backoff) {
     case 'full-jitter':
       return fullJitter(options)
@@ -25,7 +29,7 @@ export function backoffFromPolicy(policy: { backoff: BackoffName; baseMs?: numbe
     case 'exponential':
       return exponential(options)
     case 'constant':
-      return constant(options.baseMs)
+      return constant(policy.baseMs ?? DEFAULT_BASE_MS)
     case 'none':
       return none()
   }

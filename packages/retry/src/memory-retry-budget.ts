@@ -1,4 +1,4 @@
-import { parseOptions } from '@shallot/core'
+import { optionsParser } from '@shallot/core/internal'
 import { z } from 'zod'
 import type { RetryBudgetStore } from './retry-budget-store.js'
 
@@ -26,6 +26,8 @@ export const memoryRetryBudgetOptionsSchema = z
 /** What {@link memoryRetryBudget} accepts. */
 export type MemoryRetryBudgetOptions = z.input<typeof memoryRetryBudgetOptionsSchema>
 
+const parseMemoryRetryBudgetOptions = optionsParser('memoryRetryBudget()', memoryRetryBudgetOptionsSchema)
+
 /** An in-memory retry budget: a token bucket that starts full. */
 export interface MemoryRetryBudget extends RetryBudgetStore {
   /** The most tokens the bucket holds. */
@@ -46,7 +48,7 @@ export interface MemoryRetryBudget extends RetryBudgetStore {
  * createStack({ middleware: [retry({ retryBudget })], tools })
  */
 export function memoryRetryBudget(options?: MemoryRetryBudgetOptions): MemoryRetryBudget {
-  const { maxTokens: capacity } = parseOptions('memoryRetryBudget()', memoryRetryBudgetOptionsSchema, options)
+  const { maxTokens: capacity } = parseMemoryRetryBudgetOptions(options)
   let tokens = capacity
   return {
     maxTokens: capacity,

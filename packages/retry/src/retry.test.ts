@@ -248,6 +248,19 @@ describe('retry: policy', () => {
     expect(() => retry({ perCode: { Timeout: { maxAttempts: 2 } } })).toThrow('option perCode.Timeout')
     expect(() => retry({ retryBudget: {} as never })).toThrow('option retryBudget')
   })
+
+  it('checks an options object at every construction, one accepted before and changed since included', () => {
+    retry()
+    const options = { maxAttempts: 2, baseMs: 100 }
+    retry(options)
+    options.maxAttempts = 0
+    expect(() => retry(options)).toThrow('retry(): option maxAttempts')
+    options.maxAttempts = 2
+    options.baseMs = 9000
+    expect(() => retry(options)).toThrow('option baseMs: must not exceed capMs (8000) ')
+    expect(() => retry(JSON.parse('{"__proto__": {"maxAttempts": 9}}'))).toThrow('unknown option "__proto__"')
+    expect(() => retry()).not.toThrow()
+  })
 })
 
 describe('retry: retryAfterMs and maxElapsedMs', () => {

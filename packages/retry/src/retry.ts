@@ -1,14 +1,5 @@
-import {
-  abortReason,
-  LoopError,
-  type Middleware,
-  type Next,
-  parseOptions,
-  type ToolContext,
-  ToolError,
-  trustedMiddleware,
-} from '@shallot/core'
-import { callNext } from '@shallot/core/internal'
+import { abortReason, LoopError, type Middleware, type Next, type ToolContext, ToolError, trustedMiddleware } from '@shallot/core'
+import { callNext, optionsParser } from '@shallot/core/internal'
 import { z } from 'zod'
 import type { Backoff } from './backoff/backoff.js'
 import { backoffFromPolicy } from './backoff-from-policy.js'
@@ -84,6 +75,8 @@ export const retryOptionsSchema = z
 /** What `retry()` accepts (every field optional). */
 export type RetryOptions = z.input<typeof retryOptionsSchema>
 
+const parseRetryOptions = optionsParser('retry()', retryOptionsSchema)
+
 /** How many calls a timeout gets unless `perCode.timeout` says otherwise: the original one and one retry. */
 const DEFAULT_TIMEOUT_ATTEMPTS = 2
 
@@ -99,7 +92,7 @@ const DEFAULT_TIMEOUT_ATTEMPTS = 2
  * createStack({ middleware: [retry(decorrelatedJitter({ baseMs: 100, capMs: 2000 }))], tools })
  */
 export function retry(options?: RetryOptions | Backoff): Middleware {
-  const parsed = parseOptions('retry()', retryOptionsSchema, isBackoff(options) ? { backoff: options } : options)
+  const parsed = parseRetryOptions(isBackoff(options) ? { backoff: options } : options)
   const backoff = isBackoff(parsed.backoff) ? parsed.backoff : backoffFromPolicy({ ...parsed, backoff: parsed.backoff })
   const maxAttempts = parsed.maxAttempts
   const attemptsByCode = new Map(Object.entries(parsed.perCode).map(([code, { maxAttempts }]) => [code, maxAttempts]))

@@ -543,6 +543,16 @@ describe('stuckLoop: hard errors and options', () => {
     expect(build).toThrow(message)
   })
 
+  it('checks an options object at every construction, one accepted before and changed since included', () => {
+    stuckLoop()
+    const options = { refuseAfter: 2, stopAfter: 5 }
+    stuckLoop(options)
+    options.refuseAfter = 5
+    expect(() => stuckLoop(options)).toThrow(/option refuseAfter: must be below stopAfter \(5\).*\(got 5\)/)
+    expect(() => stuckLoop(JSON.parse('{"__proto__": {"refuseAfter": 1}}'))).toThrow(/unknown option "__proto__"/)
+    expect(() => stuckLoop()).not.toThrow()
+  })
+
   it('derives flailAfter and stopAfter from refuseAfter when they are not given', () => {
     expect(stuckLoopOptionsSchema.parse({})).toEqual({
       refuseAfter: 2,

@@ -1,5 +1,5 @@
-import { LoopError, type Middleware, parseOptions, sanitize, type ToolContext, ToolError, trustedMiddleware } from '@shallot/core'
-import { callNext, canonicalJson, hashOf } from '@shallot/core/internal'
+import { LoopError, type Middleware, sanitize, type ToolContext, ToolError, trustedMiddleware } from '@shallot/core'
+import { callNext, canonicalJson, hashOf, optionsParser } from '@shallot/core/internal'
 import { z } from 'zod'
 import { convergence, convergenceOptionsSchema } from './convergence.js'
 import { entryOf, hasTool, judge, ledgerOf, recordFailure, recordSuccess, touch } from './loop-ledger.js'
@@ -66,6 +66,8 @@ export const stuckLoopOptionsSchema = z
 /** What {@link stuckLoop} accepts. */
 export type StuckLoopOptions = z.input<typeof stuckLoopOptionsSchema>
 
+const parseStuckLoopOptions = optionsParser('stuckLoop()', stuckLoopOptionsSchema)
+
 const MAX_ERROR_TEXT = 300
 
 function describeThrown(err: unknown): { code: string; message: string; hint: string } {
@@ -96,8 +98,8 @@ function describeThrown(err: unknown): { code: string; message: string; hint: st
  * const run = createRun()
  * await stack.dispatch(call, { run }) // the third identical failing call is refused without running
  */
-export function stuckLoop(options: StuckLoopOptions = {}): Middleware {
-  const limits = parseOptions('stuckLoop()', stuckLoopOptionsSchema, options)
+export function stuckLoop(options?: StuckLoopOptions): Middleware {
+  const limits = parseStuckLoopOptions(options)
   const watchSuccess = limits.successRepeatLimit !== undefined
 
   /** What a failed call leaves in the ledger; rethrows the failure. */

@@ -455,6 +455,20 @@ describe('timeout() options', () => {
     expect(() => timeout(options as never)).toThrow(named)
   })
 
+  it('checks an options object at every construction, one accepted before and changed since included', () => {
+    const options: { ms: number; tools?: Record<string, number> } = { ms: 100 }
+    timeout(options)
+    options.ms = 0
+    expect(() => timeout(options)).toThrow(/^timeout\(\): option ms: .*\(got 0\)$/)
+    options.ms = 100
+    options.tools = { charge_card: -1 }
+    expect(() => timeout(options)).toThrow(/option tools\.charge_card/)
+    const frozen = Object.freeze({ ms: 1.5 })
+    expect(() => timeout(frozen)).toThrow(/option ms/)
+    expect(() => timeout(frozen)).toThrow(/option ms/)
+    expect(() => timeout(JSON.parse('{"__proto__": {"ms": 5}}'))).toThrow(/unknown option "__proto__"/)
+  })
+
   it('defaults to 30 seconds', async () => {
     const clock = manualClock()
     const stack = createStack({ tools: [stubborn], clock, middleware: [timeout()] })

@@ -4,12 +4,20 @@ import {
   type DeferredSignal,
   type Middleware,
   type Next,
-  parseOptions,
   systemClock,
   type ToolContext,
   trustedMiddleware,
 } from '@shallot/core'
-import { type AbortSource, callNext, type DeadlineQueue, deadlineQueue, type Expiring, onAbort, startTimer } from '@shallot/core/internal'
+import {
+  type AbortSource,
+  callNext,
+  type DeadlineQueue,
+  deadlineQueue,
+  type Expiring,
+  onAbort,
+  optionsParser,
+  startTimer,
+} from '@shallot/core/internal'
 import { z } from 'zod'
 import { errorLabel, type LateOutcome, reportLate, type StopReason } from './report-late.js'
 import { timeoutError } from './timeout-error.js'
@@ -31,6 +39,8 @@ export const timeoutOptionsSchema = z
 
 /** What {@link timeout} accepts. */
 export type TimeoutOptions = z.input<typeof timeoutOptionsSchema>
+
+const parseTimeoutOptions = optionsParser('timeout()', timeoutOptionsSchema)
 
 /**
  * The signal the timeout hands to the inner layers, created only if somebody reads it. A class, so
@@ -226,7 +236,7 @@ class TimedAttempt implements Expiring {
  * })
  */
 export function timeout(options?: TimeoutOptions): Middleware {
-  const { ms, tools } = parseOptions('timeout()', timeoutOptionsSchema, options)
+  const { ms, tools } = parseTimeoutOptions(options)
   const limits = new Map(Object.entries(tools))
 
   const middleware: Middleware = function timeout(ctx: ToolContext, next: Next): Promise<void> {

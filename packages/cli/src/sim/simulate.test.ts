@@ -1,6 +1,9 @@
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
 import { createStack, type StackEvent } from '@shallot/core'
 import { circuitBreaker, consecutive, errorClassifier, panicCatcher, retry, timeout } from 'shallot'
-import { describe, expect, it } from 'vitest'
+import { afterAll, describe, expect, it } from 'vitest'
 import { main } from '../cli.js'
 import { type StackEnv, simulate } from './simulate.js'
 
@@ -56,6 +59,74 @@ describe('shallot sim, seeded', () => {
       '     steps   success   attempts/step   p50 ms   p95 ms   retries   breaker trips   write retries refused',
       '        10     97.5%           1.115     1275     4395        46               0                       0',
       '        30     92.5%           1.111     3860     7870       128               0                       0',
+    ])
+  })
+})
+
+// Printed before the layers parsed their defaults once and shared one compiled table of built-in rules.
+describe('shallot sim, seeded, as the layers build their options', () => {
+  const dir = mkdtempSync(join(tmpdir(), 'shallot-sim-seeded-'))
+  afterAll(() => rmSync(dir, { recursive: true, force: true }))
+
+  it('prints the same tables for the default read grid', async () => {
+    expect(await sim('--runs', '30', '--seed', '1', '--fault-rate', '0.05')).toEqual([
+      'shallot sim: 30 runs per cell, fault rate 0.05 per attempt (timeout, rate_limit, server_error, connection_reset), read tool, seed 1',
+      '',
+      'end-to-end success rate',
+      '            steps        (1-p)^n       no retry  default stack',
+      '               10          59.9%          63.3%          96.7%',
+      '               50           7.7%           3.3%          96.7%',
+      '              100           0.6%           0.0%          96.7%',
+      '              200           0.0%           0.0%          93.3%',
+      '',
+      'no retry',
+      '     steps   success   attempts/step   p50 ms   p95 ms   retries   breaker trips   write retries refused',
+      '        10     63.3%           1.000        0     2000         0               0                       0',
+      '        50      3.3%           1.000        0     2000         0               0                       0',
+      '       100      0.0%           1.000        0     2000         0               0                       0',
+      '       200      0.0%           1.000        0     2000         0               0                       0',
+      '',
+      'default stack',
+      '     steps   success   attempts/step   p50 ms   p95 ms   retries   breaker trips   write retries refused',
+      '        10     96.7%           1.037        0     2345        11               0                       0',
+      '        50     96.7%           1.048     2199     6056        70               0                       0',
+      '       100     96.7%           1.044     4143     7235       128               0                       0',
+      '       200     93.3%           1.045     8056    13350       258               0                       0',
+    ])
+  })
+
+  it('prints the same tables for a config stack whose breaker, inside retry, trips', async () => {
+    const file = join(dir, 'tripping.yaml')
+    writeFileSync(
+      file,
+      [
+        'stack:',
+        '  - panic-catcher',
+        '  - retry: { maxAttempts: 4, baseMs: 20 }',
+        '  - circuit-breaker: { cooldownMs: 500, policy: { consecutive: { threshold: 2 } } }',
+        '  - error-classifier',
+        '  - timeout: { ms: 200 }',
+        '',
+      ].join('\n'),
+    )
+    const out = await sim('--runs', '40', '--steps', '5,20', '--seed', '3', '--config', file, '--fault-rate', '0.2', '--latency', '10')
+    expect(out).toEqual([
+      'shallot sim: 40 runs per cell, fault rate 0.2 per attempt (timeout, rate_limit, server_error, connection_reset), read tool, seed 3',
+      '',
+      'end-to-end success rate',
+      '            steps        (1-p)^n       no retry  tripping.yaml',
+      '                5          32.8%          27.5%          82.5%',
+      '               20           1.2%           5.0%          45.0%',
+      '',
+      'no retry',
+      '     steps   success   attempts/step   p50 ms   p95 ms   retries   breaker trips   write retries refused',
+      '         5     27.5%           1.000       50     2030         0               0                       0',
+      '        20      5.0%           1.000       50     2070         0               0                       0',
+      '',
+      'tripping.yaml',
+      '     steps   success   attempts/step   p50 ms   p95 ms   retries   breaker trips   write retries refused',
+      '         5     82.5%           1.204       76     1518        43               8                       0',
+      '        20     45.0%           1.198     1240     3286       127              26                       0',
     ])
   })
 })

@@ -1,5 +1,7 @@
-import { parseOptions } from '@shallot/core'
+import { optionsParser } from '@shallot/core/internal'
 import { type Backoff, type ExponentialOptions, exponentialOptionsSchema, unitDraw } from './backoff.js'
+
+const parseDecorrelatedJitterOptions = optionsParser('decorrelatedJitter()', exponentialOptionsSchema)
 
 /**
  * Decorrelated jitter (AWS): `min(capMs, random between baseMs and 3 × the previous delay)`, starting from `baseMs`.
@@ -10,7 +12,7 @@ import { type Backoff, type ExponentialOptions, exponentialOptionsSchema, unitDr
  * retry({ backoff: decorrelatedJitter({ baseMs: 500, capMs: 8000 }) })
  */
 export function decorrelatedJitter(options?: ExponentialOptions): Backoff {
-  const { baseMs, capMs } = parseOptions('decorrelatedJitter()', exponentialOptionsSchema, options)
+  const { baseMs, capMs } = parseDecorrelatedJitterOptions(options)
   return {
     capMs,
     next(_attempt, _error, random, previousMs) {

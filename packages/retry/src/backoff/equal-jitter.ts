@@ -1,5 +1,7 @@
-import { parseOptions } from '@shallot/core'
+import { optionsParser } from '@shallot/core/internal'
 import { type Backoff, type ExponentialOptions, exponentialCeiling, exponentialOptionsSchema, unitDraw } from './backoff.js'
+
+const parseEqualJitterOptions = optionsParser('equalJitter()', exponentialOptionsSchema)
 
 /**
  * Equal jitter: half the exponential ceiling for sure, the other half random, so uniform on
@@ -9,7 +11,7 @@ import { type Backoff, type ExponentialOptions, exponentialCeiling, exponentialO
  * retry({ backoff: equalJitter({ baseMs: 500, capMs: 8000 }) })
  */
 export function equalJitter(options?: ExponentialOptions): Backoff {
-  const { baseMs, capMs } = parseOptions('equalJitter()', exponentialOptionsSchema, options)
+  const { baseMs, capMs } = parseEqualJitterOptions(options)
   return {
     capMs,
     next(attempt, _error, random) {

@@ -1,5 +1,7 @@
-import { parseOptions } from '@shallot/core'
+import { optionsParser } from '@shallot/core/internal'
 import { type Backoff, type ExponentialOptions, exponentialCeiling, exponentialOptionsSchema } from './backoff.js'
+
+const parseExponentialOptions = optionsParser('exponential()', exponentialOptionsSchema)
 
 /**
  * Exponential backoff without jitter: exactly `min(capMs, baseMs · 2^(attempt−1))`.
@@ -9,7 +11,7 @@ import { type Backoff, type ExponentialOptions, exponentialCeiling, exponentialO
  * retry({ backoff: exponential({ baseMs: 100, capMs: 1600 }) }) // 100, 200, 400 … ms
  */
 export function exponential(options?: ExponentialOptions): Backoff {
-  const { baseMs, capMs } = parseOptions('exponential()', exponentialOptionsSchema, options)
+  const { baseMs, capMs } = parseExponentialOptions(options)
   return {
     capMs,
     next: (attempt) => exponentialCeiling(baseMs, capMs, attempt),

@@ -1,5 +1,7 @@
-import { parseOptions } from '@shallot/core'
+import { optionsParser } from '@shallot/core/internal'
 import { type Backoff, type ExponentialOptions, exponentialCeiling, exponentialOptionsSchema, unitDraw } from './backoff.js'
+
+const parseFullJitterOptions = optionsParser('fullJitter()', exponentialOptionsSchema)
 
 /**
  * Full jitter (the default): uniform on `[0, min(capMs, baseMs · 2^(attempt−1)))`. Spreads a herd of
@@ -9,7 +11,7 @@ import { type Backoff, type ExponentialOptions, exponentialCeiling, exponentialO
  * retry({ backoff: fullJitter({ baseMs: 250, capMs: 4000 }) })
  */
 export function fullJitter(options?: ExponentialOptions): Backoff {
-  const { baseMs, capMs } = parseOptions('fullJitter()', exponentialOptionsSchema, options)
+  const { baseMs, capMs } = parseFullJitterOptions(options)
   return {
     capMs,
     next: (attempt, _error, random) => unitDraw(random) * exponentialCeiling(baseMs, capMs, attempt),
