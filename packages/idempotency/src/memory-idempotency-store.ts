@@ -1,6 +1,7 @@
 import { parseOptions, systemClock, ToolError } from '@shallot/core'
 import { z } from 'zod'
 import type { RawRecord } from './contract-parts.js'
+import { flat } from './flat-string.js'
 import type { BeginResult, StoredResult, SyncIdempotencyStore } from './idempotency-store.js'
 import { parseStoredResult } from './stored-result.js'
 
@@ -50,6 +51,13 @@ interface Entry {
 
 const STATES: ReadonlySet<unknown> = new Set(['pending', 'done', 'unknown'])
 const isTime = (n: unknown): n is number => typeof n === 'number' && Number.isFinite(n)
+
+/**
+ * The moment `ms` after `at`, in whole milliseconds rounded up: a lease or a record lasts at most
+ * 1 ms longer than asked, and on the default clock its times are small integers, which V8 keeps in
+ * the record itself instead of in a number object of their own that the collector must copy.
+ */
+const until = (at: number, ms: number): number => Math.ceil(at + ms)
 
 // Records are only ever written by this file, except through the contract's raw hook below; they
 // are checked on every read all the same, so the store's answers never rest on an unchecked record.
@@ -195,8 +203,8 @@ export function memoryIdempotencyStore(options?: MemoryIdempotencyStoreOptions):
     const entry = owned(key, token, at)
     if (entry === undefined) return false
     entry.state = 'done'
-    entry.result = text
-    entry.expiresAt = at + ttlMs
+    entry.result = flat(text)
+    entry.expiresAt = until(at, ttlMs)
     append(entry)
     return true
   }
@@ -209,12 +217,12 @@ export function memoryIdempotencyStore(options?: MemoryIdempotencyStoreOptions):
         makeRoom(at)
         const token = `m${++tokens}`
         records.set(key, {
-          key,
+          key: flat(key),
           argsHash,
           state: 'pending',
           token,
-          leaseUntil: at + leaseMs,
-          expiresAt: at + leaseMs + ttlMs,
+          leaseUntil: until(at, leaseMs),
+          expiresAt: until(at, leaseMs + ttlMs),
           result: undefined,
           older: undefined,
           newer: undefined,
@@ -246,7 +254,7 @@ export function memoryIdempotencyStore(options?: MemoryIdempotencyStoreOptions):
       const entry = owned(key, token, at)
       if (entry === undefined) return false
       entry.state = 'unknown'
-      entry.expiresAt = at + ttlMs
+      entry.expiresAt = until(at, ttlMs)
       return true
     },
     get size() {
