@@ -75,6 +75,8 @@ function write(v: unknown, path: object[]): string {
  * canonicalJson({ b: [1, 2], a: 'x' }) // '{"a":"x","b":[1,2]}'
  */
 export function canonicalJson(value: unknown): string {
+  // A primitive is written without touching the path (a tool's result often is one).
+  if (typeof value !== 'object' || value === null) return write(value, onPath)
   // A getter that fingerprints something while being fingerprinted gets a path of its own.
   if (writing) return write(value, [])
   writing = true
@@ -82,7 +84,8 @@ export function canonicalJson(value: unknown): string {
     return write(value, onPath)
   } finally {
     writing = false
-    onPath.length = 0
+    // Balanced on every return; left over only when a getter threw mid-way.
+    if (onPath.length !== 0) onPath.length = 0
   }
 }
 

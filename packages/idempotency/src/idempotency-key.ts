@@ -1,4 +1,5 @@
 import { hashOf } from '@shallot/core/internal'
+import { flat } from './flat-string.js'
 
 const KEY = /^[\x20-\x7e]{1,255}$/
 const SCOPE = /^[\x21-\x7e]{1,128}$/
@@ -62,5 +63,6 @@ export function argsHashOf(toolName: string, args: unknown): string {
  * storeKeyOf('tenant-a', 'order-42') // 'tenant-a order-42'
  */
 export function storeKeyOf(scope: string, key: string): string {
-  return `${scope} ${key}`
+  // Flat, since every store hashes or encodes it at least once, and the memory store keeps it.
+  return flat(`${scope} ${key}`)
 }

@@ -1,4 +1,5 @@
 import {
+  type AnyTool,
   abortReason,
   type Json,
   type Middleware,
@@ -8,16 +9,15 @@ import {
   ToolError,
   trustedMiddleware,
 } from '@shallot/core'
-import { canonicalJson, optionsParser } from '@shallot/core/internal'
+import { callNext, canonicalJson, optionsParser } from '@shallot/core/internal'
 import { checkBegin } from './check-begin.js'
 import { derivedKey, keyProblem, scopeProblem, storeKeyOf } from './idempotency-key.js'
 import { type IdempotencyOptions, idempotencyOptionsSchema } from './idempotency-options.js'
 import type { StoredResult } from './idempotency-store.js'
 import { memoryCompleteWithText, memoryIdempotencyStore } from './memory-idempotency-store.js'
-import { parsedArgs } from './parsed-args.js'
 import { idempotencyMismatch, invalidKey, invalidScope, outcomeUnknown, stillInFlight, storeUnavailable } from './refusals.js'
 import { settleAction } from './settle-action.js'
-import { type InFlight, inFlight, landed, sharedCalls, waitFor } from './shared-calls.js'
+import { inFlight, landed, sharedCalls, waitFor } from './shared-calls.js'
 
 declare module '@shallot/core' {
   interface ToolContext {
@@ -31,8 +31,11 @@ declare module '@shallot/core' {
 
 const isPromise = (value: unknown): value is PromiseLike<unknown> => typeof (value as PromiseLike<unknown> | null)?.then === 'function'
 
-/** What claiming a key gave: ownership (with the token that settles the record), or a stored success to replay. */
-type Claimed = { readonly owned: true; readonly token: string } | { readonly owned: false; readonly result: StoredResult }
+/**
+ * What claiming a key gave: the token that settles the record (a string: the call owns the key
+ * now), or the stored success to replay.
+ */
+type Claimed = string | StoredResult
 
 const parseIdempotencyOptions = optionsParser('idempotency()', idempotencyOptionsSchema)
 
@@ -138,9 +141,9 @@ export function idempotency(options?: IdempotencyOptions): Middleware {
     const begun = checkBegin(answer)
     switch (begun.status) {
       case 'new':
-        return { owned: true, token: begun.token }
+        return begun.token
       case 'done':
-        return { owned: false, result: begun.result }
+        return begun.result
       case 'mismatch':
         throw refuse(ctx, call, idempotencyMismatch(call.tool, call.key))
       case 'unknown':
@@ -160,7 +163,7 @@ export function idempotency(options?: IdempotencyOptions): Middleware {
    * Claims the key in the store: its token, or the stored result to replay. A synchronous store
    * (memory, SQLite) answers without a single await; while another process holds the key, polls.
    */
-  function claim(ctx: ToolContext, call: Guarded): Claimed | Promise<Claimed> {
+  function claimKey(ctx: ToolContext, call: Guarded): Claimed | Promise<Claimed> {
     let answer: unknown
     try {
       answer = store.begin(call.storeKey, call.argsHash, leaseMs, ttlMs)
@@ -217,58 +220,48 @@ export function idempotency(options?: IdempotencyOptions): Middleware {
     }
   }
 
-  /** Runs the call as the one owner of its key in this process, and tells `share` what waiting duplicates should see. */
-  async function lead(ctx: ToolContext, next: Next, call: Guarded, flight: InFlight): Promise<void> {
-    let claimed: Claimed
-    try {
-      const claiming = claim(ctx, call)
-      claimed = isPromise(claiming) ? await claiming : claiming
-    } catch (err) {
-      if (ToolError.is(err)) flight.outcome = { argsHash: call.argsHash, ok: false, refusal: err }
-      throw err
-    }
-    if (!claimed.owned) {
-      const { value } = claimed.result
-      replay(ctx, call, value, 'store')
-      flight.outcome = { argsHash: call.argsHash, ok: true, json: value === undefined ? undefined : JSON.stringify(value) }
-      return
-    }
-    const { token } = claimed
-    // The terminal counts every real invocation of the tool: if none happened, nothing reached the world.
-    const executionsBefore = ctx.executions
-    try {
-      await next()
-    } catch (err) {
-      await settleFailure(ctx, call, token, err, ctx.executions !== executionsBefore)
-      throw err
-    }
-    const value = ctx.result?.value
-    // Serialised once: the store's record and what waiting duplicates replay come from this one text.
-    const json = value === undefined ? undefined : canonicalJson(value)
+  /** Stores a completed call's result; never throws, so the call's success is what the caller sees. A promise only for a store that answers later. */
+  function complete(ctx: ToolContext, call: Guarded, token: string, json: string | undefined): Promise<void> | undefined {
     try {
       const completing =
         completeText === undefined
           ? store.complete(call.storeKey, token, json === undefined ? {} : { value: JSON.parse(json) as Json }, ttlMs)
           : completeText(call.storeKey, token, json, ttlMs)
-      const owned = isPromise(completing) ? await completing : completing
-      ctx.emit(owned ? 'idempotency.stored' : 'idempotency.token_lost', { key: call.key, op: 'complete' })
+      if (isPromise(completing))
+        return Promise.resolve(completing).then(
+          (owned) => stored(ctx, call, owned),
+          (err: unknown) => storeFailed(ctx, call, 'complete', err),
+        )
+      stored(ctx, call, completing)
     } catch (err) {
       storeFailed(ctx, call, 'complete', err)
     }
-    flight.outcome = { argsHash: call.argsHash, ok: true, json }
+    return undefined
   }
 
-  // Trusted (docs/decisions/270-compose-fast-path.md): a call runs next() at most once, after its claim, and settles after it;
-  // a replayed or refused call never calls it.
-  return trustedMiddleware(async function idempotency(ctx: ToolContext, next: Next): Promise<void> {
-    const tool = ctx.tool
-    if (tool === undefined || !guardedEffects.has(tool.effect)) return next()
-    const parsed = parsedArgs(ctx)
-    if (parsed === undefined) return next()
+  function stored(ctx: ToolContext, call: Guarded, owned: boolean): void {
+    ctx.emit(owned ? 'idempotency.stored' : 'idempotency.token_lost', { key: call.key, op: 'complete' })
+  }
+
+  /**
+   * A guarded call: waits for an identical call in flight in this process, or leads it (claims the
+   * key, runs the inner layers, settles the record) and tells waiting duplicates what to see. With a
+   * synchronous store the happy path awaits only `next()`.
+   */
+  async function guard(ctx: ToolContext, next: Next, tool: AnyTool): Promise<void> {
+    let args: unknown
+    try {
+      // The call's one parse, shared with the tool (defaults filled in, so `{ amount: 5 }` and
+      // `{ amount: 5, currency: 'usd' }` are one call when `usd` is the default).
+      args = ctx.args
+    } catch {
+      // The schema refused the arguments: the dispatcher answers invalid_arguments and nothing runs, so no record is needed.
+      return next()
+    }
     const scope = scopeOf(ctx, tool.name)
     // The call's one identity (tool + canonical parsed arguments), the one stuck-loop counts by too.
     const argsHash = ctx.fingerprint
-    const key = keyOf(ctx, tool.name, scope, argsHash, parsed.args)
+    const key = keyOf(ctx, tool.name, scope, argsHash, args)
     ctx.idempotencyKey = key
     const call: Guarded = { tool: tool.name, effect: tool.effect, key, storeKey: storeKeyOf(scope, key), argsHash }
 
@@ -280,13 +273,49 @@ export function idempotency(options?: IdempotencyOptions): Middleware {
       replay(ctx, call, outcome.json === undefined ? undefined : JSON.parse(outcome.json), 'in_process')
       return
     }
+    // This call leads: it is the one owner of its key in this process until it settles.
     const flight = inFlight()
     calls.set(call.storeKey, flight)
     try {
-      await lead(ctx, next, call, flight)
+      let claim: Claimed
+      try {
+        const claiming = claimKey(ctx, call)
+        claim = isPromise(claiming) ? await claiming : claiming
+      } catch (err) {
+        if (ToolError.is(err)) flight.outcome = { argsHash, ok: false, refusal: err }
+        throw err
+      }
+      if (typeof claim !== 'string') {
+        const { value } = claim
+        replay(ctx, call, value, 'store')
+        flight.outcome = { argsHash, ok: true, json: value === undefined ? undefined : JSON.stringify(value) }
+        return
+      }
+      // The terminal counts every real invocation of the tool: if none happened, nothing reached the world.
+      const executionsBefore = ctx.executions
+      try {
+        await next()
+      } catch (err) {
+        await settleFailure(ctx, call, claim, err, ctx.executions !== executionsBefore)
+        throw err
+      }
+      const value = ctx.result?.value
+      // Serialised once: the store's record and what waiting duplicates replay come from this one text.
+      const json = value === undefined ? undefined : canonicalJson(value)
+      const completing = complete(ctx, call, claim, json)
+      if (completing !== undefined) await completing
+      flight.outcome = { argsHash, ok: true, json }
     } finally {
       calls.delete(call.storeKey)
       landed(flight)
     }
+  }
+
+  // Trusted (docs/decisions/270-compose-fast-path.md): a call runs next() at most once, after its claim, and settles after it;
+  // a replayed or refused call never calls it. An unguarded call (a read) is handed straight to next().
+  return trustedMiddleware(function idempotency(ctx: ToolContext, next: Next): Promise<void> {
+    const tool = ctx.tool
+    if (tool === undefined || !guardedEffects.has(tool.effect)) return callNext(next)
+    return guard(ctx, next, tool)
   })
 }

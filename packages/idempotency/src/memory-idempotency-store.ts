@@ -1,6 +1,7 @@
 import { parseOptions, systemClock, ToolError } from '@shallot/core'
 import { z } from 'zod'
 import type { RawRecord } from './contract-parts.js'
+import { flat } from './flat-string.js'
 import type { BeginResult, StoredResult, SyncIdempotencyStore } from './idempotency-store.js'
 import { parseStoredResult } from './stored-result.js'
 
@@ -29,7 +30,13 @@ export interface MemoryIdempotencyStore extends SyncIdempotencyStore {
   clear(): void
 }
 
+/**
+ * One record. A done record is also a node of the recency list (least recently used at `head`, most
+ * recently at `tail`): one object per record, whatever its state, so the records a busy store keeps
+ * cost the garbage collector as little as they can.
+ */
 interface Entry {
+  readonly key: string
   readonly argsHash: string
   state: 'pending' | 'done' | 'unknown'
   readonly token: string
@@ -37,18 +44,20 @@ interface Entry {
   expiresAt: number
   /** JSON text, so a replay can never share objects with the caller that stored it. */
   result: string | undefined
-}
-
-/** A done record in the recency list: least recently used at `head`, most recently at `tail`. */
-interface Settled {
-  readonly key: string
-  entry: Entry
-  older: Settled | undefined
-  newer: Settled | undefined
+  /** Links of the recency list; set only while the record is done. */
+  older: Entry | undefined
+  newer: Entry | undefined
 }
 
 const STATES: ReadonlySet<unknown> = new Set(['pending', 'done', 'unknown'])
 const isTime = (n: unknown): n is number => typeof n === 'number' && Number.isFinite(n)
+
+/**
+ * The moment `ms` after `at`, in whole milliseconds rounded up: a lease or a record lasts at most
+ * 1 ms longer than asked, and on the default clock its times are small integers, which V8 keeps in
+ * the record itself instead of in a number object of their own that the collector must copy.
+ */
+const until = (at: number, ms: number): number => Math.ceil(at + ms)
 
 // Records are only ever written by this file, except through the contract's raw hook below; they
 // are checked on every read all the same, so the store's answers never rest on an unchecked record.
@@ -128,80 +137,59 @@ function storeFull(maxEntries: number): ToolError {
  */
 export function memoryIdempotencyStore(options?: MemoryIdempotencyStoreOptions): MemoryIdempotencyStore {
   const { maxEntries, now = systemClock.now } = parseOptions('memoryIdempotencyStore()', memoryIdempotencyStoreOptionsSchema, options)
-  // `settled` (done records) may be evicted, least recently used first: a Map for lookup and a
-  // doubly linked list for recency, so a use and an eviction are each O(1) whatever the Map's holes.
-  // `pinned` (pending and unknown records) is never evicted, only dropped once expired.
-  const settled = new Map<string, Settled>()
-  const pinned = new Map<string, Entry>()
-  let head: Settled | undefined
-  let tail: Settled | undefined
+  // One Map holds every record. The done ones, which may be evicted, are also linked in recency
+  // order, so a use and an eviction are each O(1) whatever the Map's holes; a record in flight or an
+  // unknown outcome is never linked, so it is never evicted, only dropped once expired. A record is
+  // linked exactly while its state is `done`: only `complete` (and the contract's raw hook) makes one.
+  const records = new Map<string, Entry>()
+  let head: Entry | undefined
+  let tail: Entry | undefined
   let tokens = 0
 
-  const expired = (entry: Entry, at: number) => isTime(entry?.expiresAt) && entry.expiresAt <= at
+  const expired = (entry: Entry, at: number) => isTime(entry.expiresAt) && entry.expiresAt <= at
 
-  function unlink(node: Settled): void {
-    if (node.older === undefined) head = node.newer
-    else node.older.newer = node.newer
-    if (node.newer === undefined) tail = node.older
-    else node.newer.older = node.older
-    node.older = undefined
-    node.newer = undefined
+  function unlink(entry: Entry): void {
+    if (entry.older === undefined) head = entry.newer
+    else entry.older.newer = entry.newer
+    if (entry.newer === undefined) tail = entry.older
+    else entry.newer.older = entry.older
+    entry.older = undefined
+    entry.newer = undefined
   }
 
-  function append(node: Settled): void {
-    node.older = tail
-    node.newer = undefined
-    if (tail === undefined) head = node
-    else tail.newer = node
-    tail = node
+  function append(entry: Entry): void {
+    entry.older = tail
+    entry.newer = undefined
+    if (tail === undefined) head = entry
+    else tail.newer = entry
+    tail = entry
   }
 
-  function settle(key: string, entry: Entry): void {
-    const known = settled.get(key)
-    if (known !== undefined) {
-      known.entry = entry
-      unlink(known)
-      append(known)
-      return
-    }
-    const node: Settled = { key, entry, older: undefined, newer: undefined }
-    settled.set(key, node)
-    append(node)
-  }
-
-  function unsettle(key: string): void {
-    const node = settled.get(key)
-    if (node === undefined) return
-    unlink(node)
-    settled.delete(key)
-  }
-
-  function drop(key: string): void {
-    unsettle(key)
-    pinned.delete(key)
+  function drop(key: string, entry: Entry): void {
+    if (entry.state === 'done') unlink(entry)
+    records.delete(key)
   }
 
   function live(key: string, at: number): Entry | undefined {
-    const done = settled.get(key)
-    const entry = done === undefined ? pinned.get(key) : done.entry
+    const entry = records.get(key)
     if (entry === undefined) return undefined
     if (expired(entry, at)) {
-      drop(key)
+      drop(key, entry)
       return undefined
     }
-    if (done !== undefined && done !== tail) {
-      unlink(done)
-      append(done)
+    if (entry.state === 'done' && entry !== tail) {
+      unlink(entry)
+      append(entry)
     }
     return entry
   }
 
   function makeRoom(at: number): void {
-    while (settled.size + pinned.size >= maxEntries && head !== undefined) unsettle(head.key)
-    if (pinned.size < maxEntries) return
+    while (records.size >= maxEntries && head !== undefined) drop(head.key, head)
+    if (records.size < maxEntries) return
     // Only records that may not be evicted are left: drop the expired ones, wherever they sit.
-    for (const [key, entry] of pinned) if (expired(entry, at)) pinned.delete(key)
-    if (pinned.size >= maxEntries) throw storeFull(maxEntries)
+    for (const [key, entry] of records) if (expired(entry, at)) records.delete(key)
+    if (records.size >= maxEntries) throw storeFull(maxEntries)
   }
 
   function owned(key: string, token: string, at: number): Entry | undefined {
@@ -215,10 +203,9 @@ export function memoryIdempotencyStore(options?: MemoryIdempotencyStoreOptions):
     const entry = owned(key, token, at)
     if (entry === undefined) return false
     entry.state = 'done'
-    entry.result = text
-    entry.expiresAt = at + ttlMs
-    pinned.delete(key)
-    settle(key, entry)
+    entry.result = flat(text)
+    entry.expiresAt = until(at, ttlMs)
+    append(entry)
     return true
   }
 
@@ -229,13 +216,16 @@ export function memoryIdempotencyStore(options?: MemoryIdempotencyStoreOptions):
       if (entry === undefined) {
         makeRoom(at)
         const token = `m${++tokens}`
-        pinned.set(key, {
+        records.set(key, {
+          key: flat(key),
           argsHash,
           state: 'pending',
           token,
-          leaseUntil: at + leaseMs,
-          expiresAt: at + leaseMs + ttlMs,
+          leaseUntil: until(at, leaseMs),
+          expiresAt: until(at, leaseMs + ttlMs),
           result: undefined,
+          older: undefined,
+          newer: undefined,
         })
         return { status: 'new', token }
       }
@@ -256,7 +246,7 @@ export function memoryIdempotencyStore(options?: MemoryIdempotencyStoreOptions):
     },
     release(key: string, token: string): boolean {
       if (owned(key, token, now()) === undefined) return false
-      pinned.delete(key)
+      records.delete(key)
       return true
     },
     markUnknown(key: string, token: string, ttlMs: number): boolean {
@@ -264,26 +254,37 @@ export function memoryIdempotencyStore(options?: MemoryIdempotencyStoreOptions):
       const entry = owned(key, token, at)
       if (entry === undefined) return false
       entry.state = 'unknown'
-      entry.expiresAt = at + ttlMs
+      entry.expiresAt = until(at, ttlMs)
       return true
     },
     get size() {
-      return settled.size + pinned.size
+      return records.size
     },
     clear() {
-      settled.clear()
-      pinned.clear()
+      records.clear()
       head = undefined
       tail = undefined
     },
   }
   textCompleters.set(store, (key, token, json, ttlMs) => completeText(key, token, json === undefined ? '{}' : `{"value":${json}}`, ttlMs))
   rawWriters.set(store, (key, record) => {
-    drop(key)
-    // Only a record that reads as done may be evicted; anything else might be an unknown outcome.
-    const entry = { ...record } as unknown as Entry
-    if (record.state === 'done') settle(key, entry)
-    else pinned.set(key, entry)
+    const known = records.get(key)
+    if (known !== undefined) drop(key, known)
+    // Planted as it is, field by field (an absent field reads as undefined). Only a record that reads
+    // as done is linked, so only it may be evicted; anything else might be an unknown outcome.
+    const entry = {
+      key,
+      argsHash: record.argsHash,
+      state: record.state,
+      token: record.token,
+      leaseUntil: record.leaseUntil,
+      expiresAt: record.expiresAt,
+      result: record.result,
+      older: undefined,
+      newer: undefined,
+    } as unknown as Entry
+    records.set(key, entry)
+    if (entry.state === 'done') append(entry)
   })
   return store
 }

@@ -65,7 +65,10 @@ const registry = new WeakMap<IdempotencyStore, SharedCalls>()
 export function sharedCalls(store: IdempotencyStore): SharedCalls {
   let calls = registry.get(store)
   if (calls === undefined) {
-    calls = new Map()
+    // One entry stays for good, under '' (no store key is empty: it is scope, space, key). V8 gives
+    // a Map a new table each time its last entry is deleted, and most calls are alone in flight:
+    // without it, every call would allocate a table and throw it away.
+    calls = new Map([['', inFlight()]])
     registry.set(store, calls)
   }
   return calls
