@@ -1,8 +1,8 @@
 import { abortReason, type Middleware, type Next, parseOptions, type ToolContext } from '@shallot/core'
+import { startTimer } from '@shallot/core/internal'
 import { z } from 'zod'
 import { Compartment, type Waiter } from './compartment.js'
 import { overloadedError } from './overloaded-error.js'
-import { startTimer } from './start-timer.js'
 
 /** The longest wait a JavaScript timer can hold (2^31 − 1 ms). */
 const MAX_WAIT_MS = 2_147_483_647

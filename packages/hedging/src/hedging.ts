@@ -9,10 +9,10 @@ import {
   type ToolContext,
   ToolError,
 } from '@shallot/core'
+import { startTimer } from '@shallot/core/internal'
 import { z } from 'zod'
 import { AttemptSignal } from './attempt-signal.js'
 import { LatencySample } from './latency-sample.js'
-import { startTimer } from './start-timer.js'
 import { type HedgeBudgetStore, isHedgeBudgetStore, tokenBucket } from './token-bucket.js'
 
 const MAX_DELAY_MS = 2_147_483_647

@@ -1,6 +1,6 @@
 import { abortReason, type Json, type ToolContext } from '@shallot/core'
+import { startTimer } from '@shallot/core/internal'
 import { z } from 'zod'
-import { startTimer } from './start-timer.js'
 
 /**
  * A human's answer to one pending call: run it, refuse it (optionally saying why), or run it with
