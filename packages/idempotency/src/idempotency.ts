@@ -17,7 +17,7 @@ import type { StoredResult } from './idempotency-store.js'
 import { memoryCompleteWithText, memoryIdempotencyStore } from './memory-idempotency-store.js'
 import { idempotencyMismatch, invalidKey, invalidScope, outcomeUnknown, stillInFlight, storeUnavailable } from './refusals.js'
 import { settleAction } from './settle-action.js'
-import { inFlight, landed, sharedCalls, waitFor } from './shared-calls.js'
+import { awaited, inFlight, landed, sharedCalls, waitFor } from './shared-calls.js'
 
 declare module '@shallot/core' {
   interface ToolContext {
@@ -288,7 +288,7 @@ export function idempotency(options?: IdempotencyOptions): Middleware {
       if (typeof claim !== 'string') {
         const { value } = claim
         replay(ctx, call, value, 'store')
-        flight.outcome = { argsHash, ok: true, json: value === undefined ? undefined : JSON.stringify(value) }
+        if (awaited(flight)) flight.outcome = { argsHash, ok: true, json: value === undefined ? undefined : JSON.stringify(value) }
         return
       }
       // The terminal counts every real invocation of the tool: if none happened, nothing reached the world.
@@ -304,7 +304,7 @@ export function idempotency(options?: IdempotencyOptions): Middleware {
       const json = value === undefined ? undefined : canonicalJson(value)
       const completing = complete(ctx, call, claim, json)
       if (completing !== undefined) await completing
-      flight.outcome = { argsHash, ok: true, json }
+      if (awaited(flight)) flight.outcome = { argsHash, ok: true, json }
     } finally {
       calls.delete(call.storeKey)
       landed(flight)

@@ -39,7 +39,8 @@ interface Entry {
   readonly key: string
   readonly argsHash: string
   state: 'pending' | 'done' | 'unknown'
-  readonly token: string
+  /** The fencing token while pending; {@link SETTLED} once done or unknown, since only a pending record can be settled. */
+  token: string
   readonly leaseUntil: number
   expiresAt: number
   /** JSON text, so a replay can never share objects with the caller that stored it. */
@@ -50,6 +51,10 @@ interface Entry {
 }
 
 const STATES: ReadonlySet<unknown> = new Set(['pending', 'done', 'unknown'])
+
+/** The token of a settled record: never handed out (tokens count from `m1`), so a record kept for hours keeps no token string of its own. */
+const SETTLED = 'm0'
+
 const isTime = (n: unknown): n is number => typeof n === 'number' && Number.isFinite(n)
 
 /**
@@ -203,6 +208,7 @@ export function memoryIdempotencyStore(options?: MemoryIdempotencyStoreOptions):
     const entry = owned(key, token, at)
     if (entry === undefined) return false
     entry.state = 'done'
+    entry.token = SETTLED
     entry.result = flat(text)
     entry.expiresAt = until(at, ttlMs)
     append(entry)
@@ -254,6 +260,7 @@ export function memoryIdempotencyStore(options?: MemoryIdempotencyStoreOptions):
       const entry = owned(key, token, at)
       if (entry === undefined) return false
       entry.state = 'unknown'
+      entry.token = SETTLED
       entry.expiresAt = until(at, ttlMs)
       return true
     },

@@ -45,6 +45,18 @@ export function landed(flight: InFlight): void {
   flight.resolve?.(flight.outcome)
 }
 
+/**
+ * Whether a duplicate waits for this call. Waiters can join only while the leader is suspended, so
+ * once the leader is past its last await the answer is final, and an outcome nobody waits for need
+ * not be built (for a replay, not serialised).
+ *
+ * @example
+ * if (awaited(flight)) flight.outcome = { argsHash, ok: true, json }
+ */
+export function awaited(flight: InFlight): boolean {
+  return flight.promise !== undefined
+}
+
 function promiseOf(flight: InFlight): Promise<SharedOutcome | undefined> {
   flight.promise ??= new Promise((resolve) => {
     flight.resolve = resolve
