@@ -107,63 +107,73 @@ function reserve(extra: number): void {
   bytes = grown
 }
 
+// The loops below work on locals (the buffer and the write position) and store the position once:
+// module variables would be loaded and stored again for every byte.
+
 /** `text` known to be ASCII. */
 function putAscii(text: string): void {
   reserve(text.length)
-  for (let i = 0; i < text.length; i++) bytes[size++] = text.charCodeAt(i)
+  const out = bytes
+  let at = size
+  for (let i = 0; i < text.length; i++) out[at++] = text.charCodeAt(i)
+  size = at
 }
 
 /** UTF-8, as Node encodes a string for hashing: a lone surrogate (which canonical text never holds) as U+FFFD. */
 function putUtf8(text: string): void {
   reserve(text.length * 3)
+  const out = bytes
+  let at = size
   for (let i = 0; i < text.length; i++) {
     let c = text.charCodeAt(i)
     if (c < 0x80) {
-      bytes[size++] = c
+      out[at++] = c
       continue
     }
     if (c < 0x800) {
-      bytes[size++] = 0xc0 | (c >> 6)
-      bytes[size++] = 0x80 | (c & 0x3f)
+      out[at++] = 0xc0 | (c >> 6)
+      out[at++] = 0x80 | (c & 0x3f)
       continue
     }
     if (c >= 0xd800 && c <= 0xdfff) {
       const low = c <= 0xdbff && i + 1 < text.length ? text.charCodeAt(i + 1) : 0
       if (low < 0xdc00 || low > 0xdfff) {
-        bytes[size++] = 0xef
-        bytes[size++] = 0xbf
-        bytes[size++] = 0xbd
+        out[at++] = 0xef
+        out[at++] = 0xbf
+        out[at++] = 0xbd
         continue
       }
       i++
       c = 0x10000 + ((c - 0xd800) << 10) + (low - 0xdc00)
-      bytes[size++] = 0xf0 | (c >> 18)
-      bytes[size++] = 0x80 | ((c >> 12) & 0x3f)
-      bytes[size++] = 0x80 | ((c >> 6) & 0x3f)
-      bytes[size++] = 0x80 | (c & 0x3f)
+      out[at++] = 0xf0 | (c >> 18)
+      out[at++] = 0x80 | ((c >> 12) & 0x3f)
+      out[at++] = 0x80 | ((c >> 6) & 0x3f)
+      out[at++] = 0x80 | (c & 0x3f)
       continue
     }
-    bytes[size++] = 0xe0 | (c >> 12)
-    bytes[size++] = 0x80 | ((c >> 6) & 0x3f)
-    bytes[size++] = 0x80 | (c & 0x3f)
+    out[at++] = 0xe0 | (c >> 12)
+    out[at++] = 0x80 | ((c >> 6) & 0x3f)
+    out[at++] = 0x80 | (c & 0x3f)
   }
+  size = at
 }
 
 /** A JSON string: printable ASCII with nothing to escape as it is, anything else as JSON.stringify writes it. */
 function putQuoted(text: string): void {
   reserve(text.length + 2)
-  const start = size
-  bytes[size++] = 0x22
+  const out = bytes
+  let at = size
+  out[at++] = 0x22
   for (let i = 0; i < text.length; i++) {
     const c = text.charCodeAt(i)
     if (c < 0x20 || c === 0x22 || c === 0x5c || c >= 0x80) {
-      size = start
       putUtf8(JSON.stringify(text))
       return
     }
-    bytes[size++] = c
+    out[at++] = c
   }
-  bytes[size++] = 0x22
+  out[at++] = 0x22
+  size = at
 }
 
 function putByte(byte: number): void {
