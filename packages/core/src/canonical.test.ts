@@ -286,6 +286,14 @@ describe('hashOf against the digest of the oracle text', () => {
     expect(() => hashOf(Object.create(Date.prototype))).toThrow(TypeError)
   })
 
+  it('digests the bytes of this call after its buffer grew, not those a value of the same length left before', () => {
+    expect(hashOf({ a: 1 })).toBe(sha('{"a":1}'))
+    const grows = { text: 'x'.repeat(3000) }
+    expect(hashOf(grows)).toBe(oracleHash(grows))
+    expect(hashOf({ b: 2 })).toBe(sha('{"b":2}'))
+    expect(hashOf({ a: 1 })).toBe(sha('{"a":1}'))
+  })
+
   it('digests values larger than its buffer, and the next small value the same as before', () => {
     const big = { rows: Array.from({ length: 3000 }, (_, i) => ({ id: i, name: `row ${i} ✓`, tags: ['a', 'b'] })) }
     expect(hashOf(big)).toBe(oracleHash(big))

@@ -100,11 +100,27 @@ let size = 0
 const bytesPath: object[] = []
 let hashing = false
 
+/** Views of the buffer by length, each made once, so the digest of a small value allocates nothing. */
+const VIEWED_BYTES = 256
+let views: (Uint8Array | undefined)[] = []
+
+/** The bytes written so far. */
+function written(): Uint8Array {
+  if (size > VIEWED_BYTES) return bytes.subarray(0, size)
+  let view = views[size]
+  if (view === undefined) {
+    view = bytes.subarray(0, size)
+    views[size] = view
+  }
+  return view
+}
+
 function reserve(extra: number): void {
   if (size + extra <= bytes.length) return
   const grown = new Uint8Array(Math.max(bytes.length * 2, size + extra))
   grown.set(bytes.subarray(0, size))
   bytes = grown
+  views = []
 }
 
 // The loops below work on locals (the buffer and the write position) and store the position once:
@@ -249,10 +265,13 @@ export function hashOf(value: unknown): string {
   size = 0
   try {
     put(value, bytesPath)
-    return digest(bytes.subarray(0, size))
+    return digest(written())
   } finally {
     hashing = false
     if (bytesPath.length !== 0) bytesPath.length = 0
-    if (bytes.length > KEPT_BYTES) bytes = new Uint8Array(1024)
+    if (bytes.length > KEPT_BYTES) {
+      bytes = new Uint8Array(1024)
+      views = []
+    }
   }
 }
