@@ -235,3 +235,87 @@ describe('canonicalJson against the allocating implementation it replaced', () =
     expect(canonicalJson(reentrant)).toBe(oracleCanonicalJson(reentrant))
   })
 })
+
+describe('hashOf against the digest of the oracle text', () => {
+  const oracleHash = (value: unknown) => sha(oracleCanonicalJson(value))
+
+  it('digests the same bytes for any value, JSON or not', () => {
+    const anything = fc.anything({
+      withBigInt: true,
+      withDate: true,
+      withSparseArray: true,
+      withNullPrototype: true,
+      withObjectString: true,
+      withBoxedValues: true,
+      withMap: true,
+      withSet: true,
+      withTypedArray: true,
+    })
+    fc.assert(
+      fc.property(
+        fc.oneof(anything, fc.jsonValue(), fc.array(fc.oneof(fc.double(), fc.constant(undefined), fc.func(fc.nat())))),
+        (value) => {
+          expect(hashOf(value)).toBe(oracleHash(value))
+        },
+      ),
+      { numRuns: 2000 },
+    )
+  }, 60_000)
+
+  it('digests the UTF-8 of strings and keys of any code units: non-ASCII, quotes, controls, lone and paired surrogates', () => {
+    const text = fc.string({ unit: 'binary', maxLength: 80 })
+    fc.assert(
+      fc.property(fc.dictionary(text, fc.oneof(text, fc.array(text))), text, (record, alone) => {
+        expect(hashOf(record)).toBe(oracleHash(record))
+        expect(hashOf(alone)).toBe(oracleHash(alone))
+      }),
+      { numRuns: 500 },
+    )
+    const edges = ['"', '\\', '\u0000', '\u001f', '\u007f', '\u0080', '\u07ff', '\u0800', '\u2028', '\uffff', '\ud800', '\udfff']
+    for (const edge of [...edges, '\ud83d\ude00', 'é✓😀', 'x'.repeat(65), 'é'.repeat(2000)]) {
+      expect(hashOf({ [edge]: edge })).toBe(oracleHash({ [edge]: edge }))
+    }
+  }, 60_000)
+
+  it('digests odd objects the way the text writes them: an array with the Date prototype, a Date subclass', () => {
+    const arrayDate = Object.setPrototypeOf(['é', 1], Date.prototype) as unknown
+    class Day extends Date {}
+    for (const value of [arrayDate, [new Day(0), new Day(Number.NaN)], { at: new Day(86_400_000) }]) {
+      expect(hashOf(value)).toBe(oracleHash(value))
+    }
+    expect(() => hashOf(Object.create(Date.prototype))).toThrow(TypeError)
+  })
+
+  it('digests the bytes of this call after its buffer grew, not those a value of the same length left before', () => {
+    expect(hashOf({ a: 1 })).toBe(sha('{"a":1}'))
+    const grows = { text: 'x'.repeat(3000) }
+    expect(hashOf(grows)).toBe(oracleHash(grows))
+    expect(hashOf({ b: 2 })).toBe(sha('{"b":2}'))
+    expect(hashOf({ a: 1 })).toBe(sha('{"a":1}'))
+  })
+
+  it('digests values larger than its buffer, and the next small value the same as before', () => {
+    const big = { rows: Array.from({ length: 3000 }, (_, i) => ({ id: i, name: `row ${i} ✓`, tags: ['a', 'b'] })) }
+    expect(hashOf(big)).toBe(oracleHash(big))
+    expect(hashOf({ a: 1 })).toBe(sha('{"a":1}'))
+  })
+
+  it('leaves no state behind when a getter throws, and lets a getter hash while being hashed', () => {
+    const inner = { x: 1 }
+    const hostile = {
+      get boom() {
+        throw new Error('getter')
+      },
+    }
+    expect(() => hashOf({ inner, hostile })).toThrow('getter')
+    // Were `inner` still marked as on the path, or the bytes of the failed call still there, this would differ.
+    expect(hashOf({ inner })).toBe(sha('{"inner":{"x":1}}'))
+    const reentrant = {
+      a: inner,
+      get b() {
+        return hashOf({ inner })
+      },
+    }
+    expect(hashOf(reentrant)).toBe(oracleHash({ a: inner, b: hashOf({ inner }) }))
+  })
+})

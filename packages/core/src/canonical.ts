@@ -1,7 +1,7 @@
 import * as crypto from 'node:crypto'
 
 const { createHash } = crypto
-const oneShot = (crypto as { hash?: (algorithm: string, data: string, encoding: 'hex') => string }).hash
+const oneShot = (crypto as { hash?: (algorithm: string, data: string | Uint8Array, encoding: 'hex') => string }).hash
 
 /** The objects on the path being written, to spell out cycles; one array for every call, emptied when it returns. */
 const onPath: object[] = []
@@ -89,6 +89,167 @@ export function canonicalJson(value: unknown): string {
   }
 }
 
+// hashOf's writer: the same canonical JSON, as UTF-8 bytes in one buffer every call reuses, so a
+// digest costs no strings at all (the text above would be a tree of pieces that Node flattens and
+// encodes again before hashing). Pinned byte for byte to canonicalJson by property tests.
+
+/** Past this size the buffer is dropped after the call, so one huge value does not stay in memory. */
+const KEPT_BYTES = 64 * 1024
+let bytes = new Uint8Array(1024)
+let size = 0
+const bytesPath: object[] = []
+let hashing = false
+
+/** Views of the buffer by length, each made once, so the digest of a small value allocates nothing. */
+const VIEWED_BYTES = 256
+let views: (Uint8Array | undefined)[] = []
+
+/** The bytes written so far. */
+function written(): Uint8Array {
+  if (size > VIEWED_BYTES) return bytes.subarray(0, size)
+  let view = views[size]
+  if (view === undefined) {
+    view = bytes.subarray(0, size)
+    views[size] = view
+  }
+  return view
+}
+
+function reserve(extra: number): void {
+  if (size + extra <= bytes.length) return
+  const grown = new Uint8Array(Math.max(bytes.length * 2, size + extra))
+  grown.set(bytes.subarray(0, size))
+  bytes = grown
+  views = []
+}
+
+// The loops below work on locals (the buffer and the write position) and store the position once:
+// module variables would be loaded and stored again for every byte.
+
+/** `text` known to be ASCII. */
+function putAscii(text: string): void {
+  reserve(text.length)
+  const out = bytes
+  let at = size
+  for (let i = 0; i < text.length; i++) out[at++] = text.charCodeAt(i)
+  size = at
+}
+
+/** UTF-8, as Node encodes a string for hashing: a lone surrogate (which canonical text never holds) as U+FFFD. */
+function putUtf8(text: string): void {
+  reserve(text.length * 3)
+  const out = bytes
+  let at = size
+  for (let i = 0; i < text.length; i++) {
+    let c = text.charCodeAt(i)
+    if (c < 0x80) {
+      out[at++] = c
+      continue
+    }
+    if (c < 0x800) {
+      out[at++] = 0xc0 | (c >> 6)
+      out[at++] = 0x80 | (c & 0x3f)
+      continue
+    }
+    if (c >= 0xd800 && c <= 0xdfff) {
+      const low = c <= 0xdbff && i + 1 < text.length ? text.charCodeAt(i + 1) : 0
+      if (low < 0xdc00 || low > 0xdfff) {
+        out[at++] = 0xef
+        out[at++] = 0xbf
+        out[at++] = 0xbd
+        continue
+      }
+      i++
+      c = 0x10000 + ((c - 0xd800) << 10) + (low - 0xdc00)
+      out[at++] = 0xf0 | (c >> 18)
+      out[at++] = 0x80 | ((c >> 12) & 0x3f)
+      out[at++] = 0x80 | ((c >> 6) & 0x3f)
+      out[at++] = 0x80 | (c & 0x3f)
+      continue
+    }
+    out[at++] = 0xe0 | (c >> 12)
+    out[at++] = 0x80 | ((c >> 6) & 0x3f)
+    out[at++] = 0x80 | (c & 0x3f)
+  }
+  size = at
+}
+
+/** A JSON string: printable ASCII with nothing to escape as it is, anything else as JSON.stringify writes it. */
+function putQuoted(text: string): void {
+  reserve(text.length + 2)
+  const out = bytes
+  let at = size
+  out[at++] = 0x22
+  for (let i = 0; i < text.length; i++) {
+    const c = text.charCodeAt(i)
+    if (c < 0x20 || c === 0x22 || c === 0x5c || c >= 0x80) {
+      putUtf8(JSON.stringify(text))
+      return
+    }
+    out[at++] = c
+  }
+  out[at++] = 0x22
+  size = at
+}
+
+function putByte(byte: number): void {
+  reserve(1)
+  bytes[size++] = byte
+}
+
+/** {@link write}, as bytes. */
+function put(v: unknown, path: object[]): void {
+  if (typeof v === 'string') {
+    putQuoted(v)
+    return
+  }
+  // Numbers, booleans, bigints, null and what JSON drops are written as ASCII text: write's, copied.
+  if (typeof v !== 'object' || v === null) {
+    putAscii(write(v, path))
+    return
+  }
+  const obj = v as object
+  if (path.includes(obj)) {
+    putAscii('"[circular]"')
+    return
+  }
+  path.push(obj)
+  if (Array.isArray(obj)) {
+    putByte(0x5b)
+    for (let i = 0; i < obj.length; i++) {
+      if (i > 0) putByte(0x2c)
+      put(obj[i], path)
+    }
+    putByte(0x5d)
+  } else if (obj instanceof Date) {
+    // An ISO date is ASCII.
+    putAscii(Number.isNaN(obj.getTime()) ? 'null' : JSON.stringify(obj.toISOString()))
+  } else {
+    const record = obj as Record<string, unknown>
+    const keys = Object.keys(record)
+    if (keys.length > 1) keys.sort()
+    putByte(0x7b)
+    let first = true
+    for (let i = 0; i < keys.length; i++) {
+      const key = keys[i] as string
+      const item = record[key]
+      if (item === undefined || typeof item === 'function' || typeof item === 'symbol') continue
+      if (!first) putByte(0x2c)
+      putQuoted(key)
+      putByte(0x3a)
+      put(item, path)
+      first = false
+    }
+    putByte(0x7d)
+  }
+  path.pop()
+}
+
+function digest(data: string | Uint8Array): string {
+  // crypto.hash (Node 20.12+) is the one-shot digest: half the cost of a Hash object per call.
+  return (oneShot === undefined ? createHash('sha256').update(data).digest('hex') : oneShot('sha256', data, 'hex')).slice(0, 32)
+}
+
 /**
  * A stable, short hex digest (SHA-256, 32 hex characters) of the canonical JSON of `value`
  * (a string is hashed as its JSON form, so `hashOf('{"a":1}')` and `hashOf({ a: 1 })` differ).
@@ -98,7 +259,19 @@ export function canonicalJson(value: unknown): string {
  * hashOf({ a: 1, b: 2 }) === hashOf({ b: 2, a: 1 }) // true
  */
 export function hashOf(value: unknown): string {
-  const text = canonicalJson(value)
-  // crypto.hash (Node 20.12+) is the one-shot digest: half the cost of a Hash object per call.
-  return (oneShot === undefined ? createHash('sha256').update(text).digest('hex') : oneShot('sha256', text, 'hex')).slice(0, 32)
+  // A getter that hashes something while being hashed goes through the text.
+  if (hashing) return digest(canonicalJson(value))
+  hashing = true
+  size = 0
+  try {
+    put(value, bytesPath)
+    return digest(written())
+  } finally {
+    hashing = false
+    if (bytesPath.length !== 0) bytesPath.length = 0
+    if (bytes.length > KEPT_BYTES) {
+      bytes = new Uint8Array(1024)
+      views = []
+    }
+  }
 }

@@ -244,36 +244,46 @@ export function idempotency(options?: IdempotencyOptions): Middleware {
   }
 
   /**
-   * A guarded call: waits for an identical call in flight in this process, or leads it (claims the
-   * key, runs the inner layers, settles the record) and tells waiting duplicates what to see. With a
-   * synchronous store the happy path awaits only `next()`.
+   * The call as this layer guards it (setting `ctx.idempotencyKey`), or `undefined` when the schema
+   * refused its arguments: the dispatcher answers invalid_arguments and nothing runs, so no record is
+   * needed. A bad scope or key throws its refusal.
    */
-  async function guard(ctx: ToolContext, next: Next, tool: AnyTool): Promise<void> {
+  function identify(ctx: ToolContext, tool: AnyTool): Guarded | undefined {
     let args: unknown
     try {
       // The call's one parse, shared with the tool (defaults filled in, so `{ amount: 5 }` and
       // `{ amount: 5, currency: 'usd' }` are one call when `usd` is the default).
       args = ctx.args
     } catch {
-      // The schema refused the arguments: the dispatcher answers invalid_arguments and nothing runs, so no record is needed.
-      return next()
+      return undefined
     }
     const scope = scopeOf(ctx, tool.name)
     // The call's one identity (tool + canonical parsed arguments), the one stuck-loop counts by too.
     const argsHash = ctx.fingerprint
     const key = keyOf(ctx, tool.name, scope, argsHash, args)
     ctx.idempotencyKey = key
-    const call: Guarded = { tool: tool.name, effect: tool.effect, key, storeKey: storeKeyOf(scope, key), argsHash }
+    return { tool: tool.name, effect: tool.effect, key, storeKey: storeKeyOf(scope, key), argsHash }
+  }
 
+  /** Waits for identical calls in flight in this process: replays the first one's success, shares its refusal, or leads once none is left. */
+  async function waitThenLead(ctx: ToolContext, next: Next, call: Guarded): Promise<void> {
     for (let running = calls.get(call.storeKey); running !== undefined; running = calls.get(call.storeKey)) {
-      ctx.emit('idempotency.waiting', { key, where: 'in_process' })
+      ctx.emit('idempotency.waiting', { key: call.key, where: 'in_process' })
       const outcome = await waitFor(running, ctx.signal)
-      if (outcome?.argsHash !== argsHash) continue
+      if (outcome?.argsHash !== call.argsHash) continue
       if (!outcome.ok) throw refuse(ctx, call, outcome.refusal)
       replay(ctx, call, outcome.json === undefined ? undefined : JSON.parse(outcome.json), 'in_process')
       return
     }
-    // This call leads: it is the one owner of its key in this process until it settles.
+    await lead(ctx, next, call)
+  }
+
+  /**
+   * Leads the call, the one owner of its key in this process until it settles: claims the key, runs
+   * the inner layers, settles the record, and tells waiting duplicates what to see. With a
+   * synchronous store it awaits only `next()`.
+   */
+  async function lead(ctx: ToolContext, next: Next, call: Guarded): Promise<void> {
     const flight = inFlight()
     calls.set(call.storeKey, flight)
     try {
@@ -282,13 +292,14 @@ export function idempotency(options?: IdempotencyOptions): Middleware {
         const claiming = claimKey(ctx, call)
         claim = isPromise(claiming) ? await claiming : claiming
       } catch (err) {
-        if (ToolError.is(err)) flight.outcome = { argsHash, ok: false, refusal: err }
+        if (ToolError.is(err)) flight.outcome = { argsHash: call.argsHash, ok: false, refusal: err }
         throw err
       }
       if (typeof claim !== 'string') {
         const { value } = claim
         replay(ctx, call, value, 'store')
-        if (awaited(flight)) flight.outcome = { argsHash, ok: true, json: value === undefined ? undefined : JSON.stringify(value) }
+        if (awaited(flight))
+          flight.outcome = { argsHash: call.argsHash, ok: true, json: value === undefined ? undefined : JSON.stringify(value) }
         return
       }
       // The terminal counts every real invocation of the tool: if none happened, nothing reached the world.
@@ -304,7 +315,7 @@ export function idempotency(options?: IdempotencyOptions): Middleware {
       const json = value === undefined ? undefined : canonicalJson(value)
       const completing = complete(ctx, call, claim, json)
       if (completing !== undefined) await completing
-      if (awaited(flight)) flight.outcome = { argsHash, ok: true, json }
+      if (awaited(flight)) flight.outcome = { argsHash: call.argsHash, ok: true, json }
     } finally {
       calls.delete(call.storeKey)
       landed(flight)
@@ -316,6 +327,13 @@ export function idempotency(options?: IdempotencyOptions): Middleware {
   return trustedMiddleware(function idempotency(ctx: ToolContext, next: Next): Promise<void> {
     const tool = ctx.tool
     if (tool === undefined || !guardedEffects.has(tool.effect)) return callNext(next)
-    return guard(ctx, next, tool)
+    let call: Guarded | undefined
+    try {
+      call = identify(ctx, tool)
+    } catch (err) {
+      return Promise.reject(err)
+    }
+    if (call === undefined) return callNext(next)
+    return calls.get(call.storeKey) === undefined ? lead(ctx, next, call) : waitThenLead(ctx, next, call)
   })
 }

@@ -1,7 +1,7 @@
 import { parseOptions, systemClock, ToolError } from '@shallot/core'
 import { z } from 'zod'
 import type { RawRecord } from './contract-parts.js'
-import { flat } from './flat-string.js'
+import { flat, ownCopy } from './flat-string.js'
 import type { BeginResult, StoredResult, SyncIdempotencyStore } from './idempotency-store.js'
 import { parseStoredResult } from './stored-result.js'
 
@@ -224,7 +224,7 @@ export function memoryIdempotencyStore(options?: MemoryIdempotencyStoreOptions):
         const token = `m${++tokens}`
         records.set(key, {
           key: flat(key),
-          argsHash,
+          argsHash: ownCopy(argsHash),
           state: 'pending',
           token,
           leaseUntil: until(at, leaseMs),
