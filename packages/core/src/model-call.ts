@@ -51,9 +51,16 @@ const lineText = createSanitizer()
 class AttemptRequest {
   readonly #attempt: ModelAttempt
 
+  declare readonly messages: ModelRequest['messages']
+  declare readonly tools: ModelRequest['tools']
+  declare readonly system?: string
+
   constructor(request: Omit<ModelRequest, 'signal'>, attempt: ModelAttempt) {
     this.#attempt = attempt
-    Object.assign(this, request)
+    // The fields by name, not Object.assign's generic copy: the request is the loop's own object.
+    this.messages = request.messages
+    this.tools = request.tools
+    if (request.system !== undefined) this.system = request.system
     Object.defineProperty(this, 'signal', SIGNAL)
   }
 
@@ -336,43 +343,108 @@ function providerOf(link: ModelLink): string | undefined {
   return typeof provider === 'string' && provider !== '' ? provider : undefined
 }
 
+/** A model's answer, with the link that gave it. */
+interface Answered {
+  readonly response: ModelResponse
+  readonly link: ModelLink
+}
+
+type ModelOutcome = Answered | { [GAVE_UP]: GaveUp }
+
 /**
  * Up to `maxAttempts` attempts on one model. Resolves with its answer; throws a hard error (cancel,
  * the step budget, a LoopError of the adapter, a failure that is not transient) as is; gives up
  * (returns a {@link GaveUp}) when the retries are spent, the provider's pushback is past
  * `maxRetryAfterMs`, or its circuit opened.
+ *
+ * The first attempt is reactions on the adapter's promise, not an awaiting function: a model that
+ * answers (nearly every call) costs no suspended frame and one hop less. A failure continues in
+ * {@link afterFailure}, which owns the backoff and the later attempts.
  */
-async function onModel(
+function onModel(link: ModelLink, probe: boolean, request: Omit<ModelRequest, 'signal'>, env: ModelCallEnv): Promise<ModelOutcome>
+function onModel(link: ModelLink, probe: boolean, request: Omit<ModelRequest, 'signal'>, env: ModelCallEnv, only: true): Promise<Answered>
+function onModel(
   link: ModelLink,
   probe: boolean,
   request: Omit<ModelRequest, 'signal'>,
   env: ModelCallEnv,
-): Promise<ModelResponse | { [GAVE_UP]: GaveUp }> {
+  only = false,
+): Promise<ModelOutcome> {
+  let started: number
+  try {
+    started = beginAttempt(link, probe, env)
+  } catch (err) {
+    return Promise.reject(err)
+  }
+  let attempt: Promise<ModelResponse>
+  try {
+    attempt = env.within === noScope ? once(link, request, env, started) : attemptWithin(link, 1, started, request, env)
+  } catch (err) {
+    return failed(link, probe, request, env, started, err, only)
+  }
+  return attempt.then(
+    (response) => {
+      try {
+        return answered(link, probe, 1, started, env, response)
+      } catch (err) {
+        return failed(link, probe, request, env, started, err, only)
+      }
+    },
+    (err: unknown) => failed(link, probe, request, env, started, err, only),
+  )
+}
+
+/** The first attempt failed: the rest of the call, and for an agent of one model its giving up as the run's error. */
+function failed(
+  link: ModelLink,
+  probe: boolean,
+  request: Omit<ModelRequest, 'signal'>,
+  env: ModelCallEnv,
+  started: number,
+  err: unknown,
+  only: boolean,
+): Promise<ModelOutcome> {
+  const rest = afterFailure(link, probe, request, env, 1, started, err)
+  return only ? rest.then(onlyOutcome) : rest
+}
+
+/** The checks before an attempt: a cancelled run stops, and the attempt spends its step. Returns when it starts. */
+function beginAttempt(link: ModelLink, probe: boolean, env: ModelCallEnv): number {
+  if (env.signal.aborted) {
+    settle(link, 'neutral', probe, env)
+    throw abortReason(env.signal)
+  }
+  try {
+    env.budget.spend('model')
+  } catch (err) {
+    settle(link, 'neutral', probe, env)
+    throw err
+  }
+  return env.clock.now()
+}
+
+/** An attempt's answer, checked, settled on the breaker and told about; a throw here is the attempt's failure. */
+function answered(link: ModelLink, probe: boolean, attempt: number, started: number, env: ModelCallEnv, response: ModelResponse): Answered {
+  if (typeof response !== 'object' || response === null) throw new TypeError('the model adapter returned no response object')
+  settle(link, 'success', probe, env)
+  called(link, attempt, started, env, response, undefined)
+  return { response, link }
+}
+
+/** What follows a failed attempt: the hard errors, giving up, or the backoff and the next attempts. */
+async function afterFailure(
+  link: ModelLink,
+  probe: boolean,
+  request: Omit<ModelRequest, 'signal'>,
+  env: ModelCallEnv,
+  failedAttempt: number,
+  failedStarted: number,
+  firstFailure: unknown,
+): Promise<ModelOutcome> {
   let isProbe = probe
-  for (let attempt = 1; ; attempt++) {
-    if (env.signal.aborted) {
-      settle(link, 'neutral', isProbe, env)
-      throw abortReason(env.signal)
-    }
-    try {
-      env.budget.spend('model')
-    } catch (err) {
-      settle(link, 'neutral', isProbe, env)
-      throw err
-    }
-    let failure: unknown
-    const started = env.clock.now()
-    try {
-      const response = await (env.within === noScope
-        ? once(link, request, env, started)
-        : attemptWithin(link, attempt, started, request, env))
-      if (typeof response !== 'object' || response === null) throw new TypeError('the model adapter returned no response object')
-      settle(link, 'success', isProbe, env)
-      called(link, attempt, started, env, response, undefined)
-      return response
-    } catch (err) {
-      failure = err
-    }
+  let failure = firstFailure
+  let started = failedStarted
+  for (let attempt = failedAttempt; ; ) {
     if (!env.signal.aborted) called(link, attempt, started, env, undefined, failure)
     if (env.signal.aborted) {
       settle(link, 'neutral', isProbe, env)
@@ -394,8 +466,10 @@ async function onModel(
     const retryAfterMs = ToolError.is(failure) ? failure.retryAfterMs : undefined
     settle(link, 'failure', isProbe, env, retryAfterMs)
     isProbe = false
+    const last = failure
+    const tries = attempt
     const gaveUp = (why: string): { [GAVE_UP]: GaveUp } => ({
-      [GAVE_UP]: { model: link.name, error: `${cause}${why}`, attempts: attempt, circuit: link.breaker?.circuit ?? 'none', last: failure },
+      [GAVE_UP]: { model: link.name, error: `${cause}${why}`, attempts: tries, circuit: link.breaker?.circuit ?? 'none', last },
     })
     if (link.breaker !== undefined && link.breaker.circuit !== 'closed') return gaveUp(`; circuit ${link.breaker.circuit}`)
     if (attempt >= env.retry.maxAttempts) return gaveUp('')
@@ -424,6 +498,16 @@ async function onModel(
       throw abortReason(env.signal)
     }
     if (link.breaker !== undefined && link.breaker.circuit !== 'closed') return gaveUp(`; circuit ${link.breaker.circuit}`)
+    attempt++
+    started = beginAttempt(link, isProbe, env)
+    try {
+      const response = await (env.within === noScope
+        ? once(link, request, env, started)
+        : attemptWithin(link, attempt, started, request, env))
+      return answered(link, isProbe, attempt, started, env, response)
+    } catch (err) {
+      failure = err
+    }
   }
 }
 
@@ -439,12 +523,14 @@ export function callModel(
   env: ModelCallEnv,
 ): Promise<{ response: ModelResponse; link: ModelLink }> {
   if (chain.length !== 1) return callChain(chain, request, env)
-  // One model (most agents): no breaker, no fallback, and one async function fewer between the loop and the adapter.
+  // One model (most agents): no breaker, no fallback, and the adapter's answer reaches the loop in one hop.
   const only = chain[0] as ModelLink
-  return onModel(only, false, request, env).then((outcome) => {
-    if (GAVE_UP in outcome) throw onlyModelFailed(outcome[GAVE_UP])
-    return { response: outcome, link: only }
-  })
+  return onModel(only, false, request, env, true)
+}
+
+function onlyOutcome(outcome: ModelOutcome): Answered {
+  if (GAVE_UP in outcome) throw onlyModelFailed(outcome[GAVE_UP])
+  return outcome
 }
 
 function onlyModelFailed(only: GaveUp): LoopError {
@@ -500,7 +586,7 @@ async function callChain(
     }
     previous = link
     const outcome = await onModel(link, probe, request, env)
-    if (!(GAVE_UP in outcome)) return { response: outcome, link }
+    if (!(GAVE_UP in outcome)) return outcome
     tried.push(outcome[GAVE_UP])
   }
   const lines = tried.map((t) => `${t.model}: ${t.error}`)
