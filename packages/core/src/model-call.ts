@@ -49,13 +49,13 @@ const lineText = createSanitizer()
  * class of its own, and V8 then keeps each call's objects alive into the old generation.
  */
 class AttemptRequest {
-  readonly #attempt: ModelAttempt
+  readonly #attempt: { adapterSignal(): AbortSignal }
 
   declare readonly messages: ModelRequest['messages']
   declare readonly tools: ModelRequest['tools']
   declare readonly system?: string
 
-  constructor(request: Omit<ModelRequest, 'signal'>, attempt: ModelAttempt) {
+  constructor(request: Omit<ModelRequest, 'signal'>, attempt: { adapterSignal(): AbortSignal }) {
     this.#attempt = attempt
     // The fields by name, not Object.assign's generic copy: the request is the loop's own object.
     this.messages = request.messages
@@ -84,14 +84,14 @@ const SIGNAL: PropertyDescriptor = {
  * settles, so a request the adapter left running is cancelled too. On the real clock the deadline
  * is an entry in the process's queue for its duration, not a timer of its own.
  */
-class ModelAttempt implements Expiring {
+class ModelAttempt<T = ModelResponse> implements Expiring {
   deadline = 0
   prevDue: Expiring | undefined = undefined
   nextDue: Expiring | undefined = undefined
   queue: DeadlineQueue | undefined = undefined
-  readonly promise: Promise<ModelResponse>
-  readonly #resolve: (response: ModelResponse) => void
-  readonly #reject: (err: unknown) => void
+  readonly promise: Promise<T>
+  protected readonly resolve: (value: T | PromiseLike<T>) => void
+  protected readonly reject: (err: unknown) => void
   #waiting = true
   #own: LinkedSignal | undefined = undefined
   /** Why the adapter's signal aborts once the attempt settled: the deadline's error, or "settled". */
@@ -103,13 +103,13 @@ class ModelAttempt implements Expiring {
     readonly signal: AbortSignal,
     readonly timeoutMs: number,
   ) {
-    this.promise = new Promise<ModelResponse>(capture)
-    this.#resolve = capturedResolve
-    this.#reject = capturedReject
+    this.promise = new Promise<T>(capture)
+    this.resolve = capturedResolve as (value: T | PromiseLike<T>) => void
+    this.reject = capturedReject
   }
 
   /** `now` is when the attempt started on `clock`, the deadline's base. */
-  start(model: ModelAdapter, request: Omit<ModelRequest, 'signal'>, clock: Clock, now: number): Promise<ModelResponse> {
+  start(model: ModelAdapter, request: Omit<ModelRequest, 'signal'>, clock: Clock, now: number): Promise<T> {
     if (clock === systemClock) deadlineQueue(this.timeoutMs).add(this, now)
     else this.#cancelTimer = startTimer(clock, this.timeoutMs, () => this.expire())
     this.#offAbort = onAbort(this.signal, () => this.#settle(false, abortReason(this.signal)))
@@ -166,8 +166,13 @@ class ModelAttempt implements Expiring {
     this.#cancelTimer()
     this.#offAbort()
     this.#close(SETTLED)
-    if (ok) this.#resolve(value as ModelResponse)
-    else this.#reject(value)
+    this.deliver(ok, value)
+  }
+
+  /** Settles the promise with what the attempt came to. */
+  protected deliver(ok: boolean, value: unknown): void {
+    if (ok) this.resolve(value as T)
+    else this.reject(value)
   }
 
   /** Closes the adapter's signal once: with the run's reason if the run aborted first, as LinkedSignal does. */
@@ -178,9 +183,9 @@ class ModelAttempt implements Expiring {
   }
 }
 
-let capturedResolve: (response: ModelResponse) => void = noop
+let capturedResolve: (response: never) => void = noop
 let capturedReject: (err: unknown) => void = noop
-function capture(resolve: (response: ModelResponse) => void, reject: (err: unknown) => void): void {
+function capture(resolve: (response: never) => void, reject: (err: unknown) => void): void {
   capturedResolve = resolve
   capturedReject = reject
 }
@@ -352,6 +357,37 @@ interface Answered {
 type ModelOutcome = Answered | { [GAVE_UP]: GaveUp }
 
 /**
+ * A call's first attempt, whose promise is the call's outcome: the answer is checked and told about
+ * as it arrives, with no reaction and no promise between the adapter and the loop. A failure goes
+ * on in {@link afterFailure} one microtask later, as an awaited attempt's would.
+ */
+class FirstAttempt extends ModelAttempt<ModelOutcome> {
+  constructor(
+    readonly link: ModelLink,
+    readonly probe: boolean,
+    readonly request: Omit<ModelRequest, 'signal'>,
+    readonly env: ModelCallEnv,
+    readonly started: number,
+    readonly only: boolean,
+  ) {
+    super(env.signal, env.timeoutMs)
+  }
+
+  protected override deliver(ok: boolean, value: unknown): void {
+    if (ok) {
+      try {
+        this.resolve(answered(this.link, this.probe, 1, this.started, this.env, value as ModelResponse))
+        return
+      } catch (err) {
+        this.resolve(failed(this, err))
+        return
+      }
+    }
+    this.resolve(Promise.reject(value).then(undefined, (err: unknown) => failed(this, err)))
+  }
+}
+
+/**
  * Up to `maxAttempts` attempts on one model. Resolves with its answer; throws a hard error (cancel,
  * the step budget, a LoopError of the adapter, a failure that is not transient) as is; gives up
  * (returns a {@link GaveUp}) when the retries are spent, the provider's pushback is past
@@ -376,36 +412,41 @@ function onModel(
   } catch (err) {
     return Promise.reject(err)
   }
+  if (env.within === noScope)
+    return new FirstAttempt(link, probe, request, env, started, only).start(link.adapter, request, env.clock, started)
+  // Inside the listener's scope the answer is told about outside it, as the loop goes on.
+  const first: First = { link, probe, request, env, started, only }
   let attempt: Promise<ModelResponse>
   try {
-    attempt = env.within === noScope ? once(link, request, env, started) : attemptWithin(link, 1, started, request, env)
+    attempt = attemptWithin(link, 1, started, request, env)
   } catch (err) {
-    return failed(link, probe, request, env, started, err, only)
+    return failed(first, err)
   }
   return attempt.then(
     (response) => {
       try {
         return answered(link, probe, 1, started, env, response)
       } catch (err) {
-        return failed(link, probe, request, env, started, err, only)
+        return failed(first, err)
       }
     },
-    (err: unknown) => failed(link, probe, request, env, started, err, only),
+    (err: unknown) => failed(first, err),
   )
 }
 
+interface First {
+  readonly link: ModelLink
+  readonly probe: boolean
+  readonly request: Omit<ModelRequest, 'signal'>
+  readonly env: ModelCallEnv
+  readonly started: number
+  readonly only: boolean
+}
+
 /** The first attempt failed: the rest of the call, and for an agent of one model its giving up as the run's error. */
-function failed(
-  link: ModelLink,
-  probe: boolean,
-  request: Omit<ModelRequest, 'signal'>,
-  env: ModelCallEnv,
-  started: number,
-  err: unknown,
-  only: boolean,
-): Promise<ModelOutcome> {
-  const rest = afterFailure(link, probe, request, env, 1, started, err)
-  return only ? rest.then(onlyOutcome) : rest
+function failed(first: First, err: unknown): Promise<ModelOutcome> {
+  const rest = afterFailure(first.link, first.probe, first.request, first.env, 1, first.started, err)
+  return first.only ? rest.then(onlyOutcome) : rest
 }
 
 /** The checks before an attempt: a cancelled run stops, and the attempt spends its step. Returns when it starts. */
