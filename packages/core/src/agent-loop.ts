@@ -22,7 +22,7 @@ import { renderError } from './render.js'
 import { buildReport, type RunReport } from './report.js'
 import { createRun } from './run.js'
 import { createSanitizer } from './text/sanitize.js'
-import { dispatchTurn, isWaiting, settledBeside } from './turn-dispatch.js'
+import { aloneStop, dispatchTurn, isWaiting, settledBeside } from './turn-dispatch.js'
 import type { Json, ToolCall, ToolResult } from './types.js'
 import { addUsage, type RunUsage, usageExhausted, usageOfSnapshot } from './usage-budget.js'
 
@@ -155,6 +155,8 @@ export function agentLoop(
       ...(stopRun === undefined ? {} : { signal: stopRun.signal }),
     })
     const resumed = snapshot.turn > 0
+    // One for every call of the run: the stack only reads it.
+    const dispatchOptions = { run }
     // Nothing is built for a silent logger or an agent without onEvent: the task's sanitizing pass included.
     const logging = log !== silentLogger
     const listened = emit !== noAgentEvents
@@ -346,7 +348,18 @@ export function agentLoop(
         } else {
           inFlight = { turn, response: response.text === undefined ? { toolCalls: calls } : { text: response.text, toolCalls: calls } }
           // The stack escalates fatal/user soft errors itself (its `escalate` policy): they reject here.
-          results = await dispatchTurn(stack, calls, run, stopRun, limits.maxParallelToolCalls)
+          if (calls.length === 1) {
+            // Most turns: the call dispatched here, with no promise between the stack and this loop.
+            let result: ToolResult
+            try {
+              result = await stack.dispatch(calls[0] as ToolCall, dispatchOptions)
+            } catch (err) {
+              throw aloneStop(err, stopRun)
+            }
+            results = [result]
+          } else {
+            results = await dispatchTurn(stack, calls, run, stopRun, limits.maxParallelToolCalls)
+          }
         }
         const sent = response.text === undefined ? { toolCalls: calls } : { text: response.text, toolCalls: calls }
         // Awaited only where there is something to wait for: an agent without park or checkpoints never suspends here.

@@ -68,9 +68,19 @@ function waitingStop(stops: readonly LoopError[], settled: readonly ToolResult[]
 
 const NOTHING_KEPT: Readonly<Record<string, SettledCall>> = Object.freeze({})
 
-/** A turn of one call and nothing kept (most turns): the general path's answer without its filter, map and closures. */
+/**
+ * What a turn of one call (most turns; the loop dispatches it itself) rejects with when the stack
+ * rejected: the stop that waits for a person, or the run's reason once the run's signal is aborted.
+ */
+export function aloneStop(err: unknown, stopRun: AbortController | undefined): unknown {
+  if (isWaiting(err)) return waitingStop([err as LoopError], [])
+  if (stopRun === undefined) return abortReason({ reason: err })
+  if (!stopRun.signal.aborted) stopRun.abort(err)
+  return abortReason(stopRun.signal)
+}
+
+/** A turn of one call and nothing kept: the general path's answer without its filter, map and closures. */
 function dispatchAlone(stack: Stack, call: ToolCall, run: MutableRun, stopRun: AbortController | undefined): Promise<ToolResult[]> {
-  // Reactions, not an await: a run blocked in this call keeps no suspended frame here.
   let dispatched: Promise<ToolResult>
   try {
     dispatched = stack.dispatch(call, { run })
@@ -78,10 +88,7 @@ function dispatchAlone(stack: Stack, call: ToolCall, run: MutableRun, stopRun: A
     dispatched = Promise.reject(err)
   }
   return dispatched.then(alone, (err: unknown) => {
-    if (isWaiting(err)) throw waitingStop([err as LoopError], [])
-    if (stopRun === undefined) throw abortReason({ reason: err })
-    if (!stopRun.signal.aborted) stopRun.abort(err)
-    throw abortReason(stopRun.signal)
+    throw aloneStop(err, stopRun)
   })
 }
 
