@@ -152,7 +152,7 @@ export function agentLoop(
       stepsUsed: snapshot.stepsUsed,
       state: snapshot.state,
       turn: snapshot.turn,
-      ...(stopRun === undefined ? {} : { signal: stopRun.signal }),
+      signal: stopRun?.signal,
     })
     const resumed = snapshot.turn > 0
     // One for every call of the run: the stack only reads it.
@@ -335,6 +335,8 @@ export function agentLoop(
             })
           return { status: 'completed', runId, output, turns: turn, steps: run.budget.used, transcript, usage }
         }
+        // The turn as the model sent it, for the transcript and for a checkpoint of the turn in flight.
+        const sent = response.text === undefined ? { toolCalls: calls } : { text: response.text, toolCalls: calls }
         let results: ToolResult[]
         if (response.finishReason === 'length') {
           // Cut by the output-token limit: the arguments are incomplete, so nothing runs. The turn
@@ -346,7 +348,7 @@ export function agentLoop(
             'model output cut by the output-token limit; its tool calls were not run',
           )
         } else {
-          inFlight = { turn, response: response.text === undefined ? { toolCalls: calls } : { text: response.text, toolCalls: calls } }
+          inFlight = { turn, response: sent }
           // The stack escalates fatal/user soft errors itself (its `escalate` policy): they reject here.
           if (calls.length === 1) {
             // Most turns: the call dispatched here, with no promise between the stack and this loop.
@@ -361,7 +363,6 @@ export function agentLoop(
             results = await dispatchTurn(stack, calls, run, stopRun, limits.maxParallelToolCalls)
           }
         }
-        const sent = response.text === undefined ? { toolCalls: calls } : { text: response.text, toolCalls: calls }
         // Awaited only where there is something to wait for: an agent without park or checkpoints never suspends here.
         const parked = park === undefined ? undefined : await parkIfLong(turn, sent, results)
         if (parked !== undefined) return parked

@@ -35,7 +35,7 @@ export interface MutableRun extends RunContext {
 
 export interface CreateRunOptions {
   id?: string
-  signal?: AbortSignal
+  signal?: AbortSignal | undefined
   maxSteps?: number
   stepsUsed?: number
   state?: Record<string, Json>
