@@ -374,6 +374,48 @@ describe('hostile adapters and checkpoints', () => {
     expect(outcome).toMatchObject({ status: 'completed', usage: { inputTokens: 10, outputTokens: 2, costUsd: 0 } })
   })
 
+  it.each([
+    ['undefined', undefined],
+    ['null', null],
+    ['a number', 42],
+    ['a string', 'done'],
+  ])('stops as model_failed on an adapter that answers %s, naming it, and spends one step', async (_label, answer) => {
+    const events: AgentEvent[] = []
+    const agent = createAgent({
+      model: { generate: async () => answer as never },
+      tools: [write],
+      onEvent: (event) => events.push(event),
+    })
+    const outcome = await agent.run({ input: 'x' })
+    expect(outcome).toMatchObject({
+      status: 'stopped',
+      steps: 1,
+      error: { kind: 'model_failed', message: 'the model call failed after 1 attempt: the model adapter returned no response object' },
+    })
+    expect(events.filter((e) => e.type === 'model.call')).toMatchObject([{ attempt: 1, code: 'TypeError' }])
+  })
+
+  it('treats a generate() that throws before returning a promise like one that rejects: retried when transient', async () => {
+    const clock = virtualClock()
+    let calls = 0
+    const events: string[] = []
+    const agent = createAgent({
+      model: {
+        generate() {
+          calls++
+          if (calls === 1) throw overloaded()
+          return Promise.resolve({ text: `answered on attempt ${calls}` })
+        },
+      },
+      tools: [write],
+      clock,
+      random: () => 0,
+      onEvent: (event) => events.push(event.type === 'model.call' ? `model.call ${event.attempt} ${event.code ?? 'ok'}` : event.type),
+    })
+    expect(await agent.run({ input: 'x' })).toMatchObject({ status: 'completed', output: 'answered on attempt 2', steps: 2 })
+    expect(events).toEqual(['run.started', 'model.call 1 overloaded', 'model.retry', 'model.call 2 ok', 'run.finished'])
+  })
+
   it('refuses to resume a checkpoint whose usage record is corrupt, naming the run', async () => {
     const checkpoints = memoryCheckpoints()
     const agent = createAgent({ model: model(undefined, [{ text: 'x' }]), tools: [write], checkpoints })
