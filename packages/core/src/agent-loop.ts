@@ -117,6 +117,14 @@ function pendingTurnOf(inFlight: { turn: number; response: PendingTurn['response
   return { turn: inFlight.turn, response: inFlight.response, results, pending: stop.details.pending as Json[] }
 }
 
+/** An agent without checkpoints saves nothing. */
+const saveNothing = async (
+  _status: RunSnapshot['status'],
+  _output?: string,
+  _pendingTurn?: PendingTurn,
+  _parked?: ParkRecord,
+): Promise<void> => {}
+
 /**
  * The agent loop: from a snapshot (a new run's, or a checkpointed one's), asks the model, dispatches
  * its calls, appends the results and checkpoints each completed turn, until the model answers
@@ -182,70 +190,80 @@ export function agentLoop(
     let replay = snapshot.pendingTurn
     // The turn being dispatched, so a stop that waits for a person can checkpoint it as it is.
     let inFlight: { turn: number; response: PendingTurn['response'] } | undefined
-    const save = async (status: RunSnapshot['status'], output?: string, pendingTurn?: PendingTurn, parked?: ParkRecord) => {
-      if (checkpoints === undefined) return
-      const next: RunSnapshot = {
-        version: 1,
-        runId,
-        input,
-        status,
-        turn: run.turn,
-        stepsUsed: run.budget.used,
-        state: run.state,
-        transcript,
-        turns,
-        usage,
-        ...(output === undefined ? {} : { output }),
-        ...(pendingTurn === undefined ? {} : { pendingTurn }),
-        ...(parked === undefined ? {} : { parked }),
-      }
-      try {
-        await checkpoints.save(JSON.parse(JSON.stringify(next)) as RunSnapshot)
-      } catch (err) {
-        throw checkpointSaveFailed(
-          checkpoints,
-          runId,
-          status === 'parked' ? 'the parked checkpoint' : `the checkpoint of turn ${run.turn}`,
-          err,
-        )
-      }
-    }
+    // Neither function exists for an agent without checkpoints (or park): nothing to build per run for them.
+    const save: typeof saveNothing =
+      checkpoints === undefined
+        ? saveNothing
+        : async (status, output, pendingTurn, parked) => {
+            const next: RunSnapshot = {
+              version: 1,
+              runId,
+              input,
+              status,
+              turn: run.turn,
+              stepsUsed: run.budget.used,
+              state: run.state,
+              transcript,
+              turns,
+              usage,
+              ...(output === undefined ? {} : { output }),
+              ...(pendingTurn === undefined ? {} : { pendingTurn }),
+              ...(parked === undefined ? {} : { parked }),
+            }
+            try {
+              await checkpoints.save(JSON.parse(JSON.stringify(next)) as RunSnapshot)
+            } catch (err) {
+              throw checkpointSaveFailed(
+                checkpoints,
+                runId,
+                status === 'parked' ? 'the parked checkpoint' : `the checkpoint of turn ${run.turn}`,
+                err,
+              )
+            }
+          }
     // A settled turn with a call that must wait long (park.afterMs or more) is checkpointed as it is
     // and the run returns: the calls that settled are kept, the waiting ones run again on resume.
     // Only a whole settled turn parks, so no call (no write) is ever in flight when it does.
-    const parkIfLong = async (
-      turn: number,
-      response: PendingTurn['response'],
-      results: readonly ToolResult[],
-    ): Promise<ParkedOutcome | undefined> => {
-      if (park === undefined) return undefined
-      const reason = longestWait(results, stack.tools, park)
-      if (reason === undefined) return undefined
-      const parkedAt = park.wallNow()
-      const parked: ParkRecord = { wakeAt: Math.ceil(parkedAt + reason.waitMs), parkedAt, reason }
-      const kept = keptBesideWaits(results, stack.tools, park, settledCall)
-      // The calls that wait for the time to come, named like the calls a stopped turn waits on.
-      const until = `waits until ${new Date(parked.wakeAt).toISOString()} (${reason.code})`
-      const pending = results
-        .filter((result) => !Object.hasOwn(kept, result.callId))
-        .map((result) => ({ callId: result.callId, tool: result.name, reason: until }))
-      const waiting: PendingTurn = { turn, response, results: kept, pending }
-      inFlight = undefined
-      run.turn = turns.length === 0 ? snapshot.turn : (turns[turns.length - 1] as TurnRecord).turn
-      await save('parked', undefined, waiting, parked)
-      log.info({ outcome: 'parked', turn, wakeAt: parked.wakeAt, ...reason }, 'run parked')
-      emit({
-        type: 'run.finished',
-        at: clock.now(),
-        runId,
-        status: 'parked',
-        turns: turns.length,
-        steps: run.budget.used,
-        usage,
-        durationMs: clock.now() - startedAt,
-      })
-      return { status: 'parked', runId, wakeAt: parked.wakeAt, reason, turns: turns.length, steps: run.budget.used, transcript, usage }
-    }
+    const parkIfLong =
+      park === undefined
+        ? undefined
+        : async (turn: number, response: PendingTurn['response'], results: readonly ToolResult[]): Promise<ParkedOutcome | undefined> => {
+            const reason = longestWait(results, stack.tools, park)
+            if (reason === undefined) return undefined
+            const parkedAt = park.wallNow()
+            const parked: ParkRecord = { wakeAt: Math.ceil(parkedAt + reason.waitMs), parkedAt, reason }
+            const kept = keptBesideWaits(results, stack.tools, park, settledCall)
+            // The calls that wait for the time to come, named like the calls a stopped turn waits on.
+            const until = `waits until ${new Date(parked.wakeAt).toISOString()} (${reason.code})`
+            const pending = results
+              .filter((result) => !Object.hasOwn(kept, result.callId))
+              .map((result) => ({ callId: result.callId, tool: result.name, reason: until }))
+            const waiting: PendingTurn = { turn, response, results: kept, pending }
+            inFlight = undefined
+            run.turn = turns.length === 0 ? snapshot.turn : (turns[turns.length - 1] as TurnRecord).turn
+            await save('parked', undefined, waiting, parked)
+            log.info({ outcome: 'parked', turn, wakeAt: parked.wakeAt, ...reason }, 'run parked')
+            emit({
+              type: 'run.finished',
+              at: clock.now(),
+              runId,
+              status: 'parked',
+              turns: turns.length,
+              steps: run.budget.used,
+              usage,
+              durationMs: clock.now() - startedAt,
+            })
+            return {
+              status: 'parked',
+              runId,
+              wakeAt: parked.wakeAt,
+              reason,
+              turns: turns.length,
+              steps: run.budget.used,
+              transcript,
+              usage,
+            }
+          }
     // The transcript gets the assistant message and all its results at once, in call order, only
     // when the turn completes: the model never reads half a turn.
     // Not async: a run without checkpoints saves nothing, and an await per turn for nothing is time per turn.
@@ -291,7 +309,7 @@ export function agentLoop(
           run.turn = turn
           inFlight = { turn, response }
           const replayed = await dispatchTurn(stack, response.toolCalls, run, stopRun, limits.maxParallelToolCalls, kept)
-          const parkedAgain = park === undefined ? undefined : await parkIfLong(turn, response, replayed)
+          const parkedAgain = parkIfLong === undefined ? undefined : await parkIfLong(turn, response, replayed)
           if (parkedAgain !== undefined) return parkedAgain
           const saving = commitTurn(turn, response, replayed)
           if (saving !== undefined) await saving
@@ -364,7 +382,7 @@ export function agentLoop(
           }
         }
         // Awaited only where there is something to wait for: an agent without park or checkpoints never suspends here.
-        const parked = park === undefined ? undefined : await parkIfLong(turn, sent, results)
+        const parked = parkIfLong === undefined ? undefined : await parkIfLong(turn, sent, results)
         if (parked !== undefined) return parked
         const saving = commitTurn(turn, sent, results)
         if (saving !== undefined) await saving
