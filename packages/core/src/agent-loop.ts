@@ -285,14 +285,13 @@ export function agentLoop(
       )
       // Layers that watch the run (convergence) see the turn before it is checkpointed; a LoopError ends the run.
       stack.observeTurn?.({ turn, text: response.text, calls, results }, run)
-      const completed = () => {
-        if (logging) log.info({ turn, calls: results.length, failed, steps: run.budget.used }, 'turn completed')
-      }
       if (checkpoints === undefined) {
-        completed()
+        if (logging) log.info({ turn, calls: results.length, failed, steps: run.budget.used }, 'turn completed')
         return undefined
       }
-      return save('running').then(completed)
+      return save('running').then(() => {
+        if (logging) log.info({ turn, calls: results.length, failed, steps: run.budget.used }, 'turn completed')
+      })
     }
     try {
       for (;;) {
