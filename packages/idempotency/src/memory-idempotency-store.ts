@@ -151,6 +151,9 @@ export function memoryIdempotencyStore(options?: MemoryIdempotencyStoreOptions):
   let head: Entry | undefined
   let tail: Entry | undefined
   let tokens = 0
+  // The record `begin` admitted last, while it is pending and in the map: settling it (most often
+  // the very next call on the store) needs no lookup. Cleared whenever it is settled or dropped.
+  let admitted: Entry | undefined
 
   const expired = (entry: Entry, at: number) => isTime(entry.expiresAt) && entry.expiresAt <= at
 
@@ -173,6 +176,7 @@ export function memoryIdempotencyStore(options?: MemoryIdempotencyStoreOptions):
 
   function drop(key: string, entry: Entry): void {
     if (entry.state === 'done') unlink(entry)
+    else if (entry === admitted) admitted = undefined
     records.delete(key)
   }
 
@@ -202,7 +206,7 @@ export function memoryIdempotencyStore(options?: MemoryIdempotencyStoreOptions):
     }
     if (records.size < maxEntries) return evicted
     // Only records that may not be evicted are left: drop the expired ones, wherever they sit.
-    for (const [key, entry] of records) if (expired(entry, at)) records.delete(key)
+    for (const [key, entry] of records) if (expired(entry, at)) drop(key, entry)
     if (records.size >= maxEntries) throw storeFull(maxEntries)
     return evicted
   }
@@ -217,7 +221,7 @@ export function memoryIdempotencyStore(options?: MemoryIdempotencyStoreOptions):
     const flatKey = flat(key)
     const own = ownCopy(argsHash)
     if (evicted === undefined) {
-      records.set(flatKey, {
+      const entry: Entry = {
         key: flatKey,
         argsHash: own,
         state: 'pending',
@@ -227,7 +231,9 @@ export function memoryIdempotencyStore(options?: MemoryIdempotencyStoreOptions):
         result: undefined,
         older: undefined,
         newer: undefined,
-      })
+      }
+      records.set(flatKey, entry)
+      admitted = entry
       return
     }
     // Unlinked by its eviction (older and newer are undefined) and no longer in the map.
@@ -239,11 +245,23 @@ export function memoryIdempotencyStore(options?: MemoryIdempotencyStoreOptions):
     evicted.expiresAt = until(at, leaseMs + ttlMs)
     evicted.result = undefined
     records.set(flatKey, evicted)
+    admitted = evicted
   }
 
+  /** The pending record under `key` if `token` owns it (and it has not expired), which is being settled: no longer {@link admitted}. */
   function owned(key: string, token: string, at: number): Entry | undefined {
-    const entry = live(key, at)
-    return entry !== undefined && entry.token === token && entry.state === 'pending' ? entry : undefined
+    const last = admitted
+    let entry: Entry | undefined
+    if (last !== undefined && last.token === token && last.key === key) {
+      if (expired(last, at)) {
+        drop(key, last)
+        return undefined
+      }
+      entry = last
+    } else entry = live(key, at)
+    if (entry === undefined || entry.token !== token || entry.state !== 'pending') return undefined
+    if (entry === admitted) admitted = undefined
+    return entry
   }
 
   // `text` is a whole StoredResult's JSON.
@@ -305,6 +323,7 @@ export function memoryIdempotencyStore(options?: MemoryIdempotencyStoreOptions):
       records.clear()
       head = undefined
       tail = undefined
+      admitted = undefined
     },
   }
   textCompleters.set(store, (key, token, json, ttlMs) => completeText(key, token, json === undefined ? '{}' : `{"value":${json}}`, ttlMs))
