@@ -3,6 +3,26 @@ import { storedResultProblem } from './stored-result.js'
 
 const REASONS: ReadonlySet<unknown> = new Set(['recorded', 'lease_expired'])
 
+const corrupt = (problem: string): BeginResult => ({ status: 'unknown', reason: 'corrupt', problem })
+
+/**
+ * The token of a well-formed `new` answer, or `undefined` for any other answer (which
+ * {@link checkBegin} then checks): the answer nearly every write gets, read without building a
+ * checked copy of it. Each field is read once, so a getter cannot answer one thing to the check and
+ * another to the caller.
+ *
+ * @example
+ * newToken({ status: 'new', token: 'm1' }) // 'm1'
+ * newToken({ status: 'done', result: {} }) // undefined
+ */
+export function newToken(answer: unknown): string | undefined {
+  if (typeof answer !== 'object' || answer === null) return undefined
+  const a = answer as { status?: unknown; token?: unknown }
+  if (a.status !== 'new') return undefined
+  const token = a.token
+  return typeof token === 'string' && token !== '' ? token : undefined
+}
+
 /**
  * What a store's `begin` answered, checked: the answer when it is a well-formed {@link BeginResult},
  * else `unknown (corrupt)` with the problem. A store that skipped validating its records (or
@@ -13,7 +33,6 @@ const REASONS: ReadonlySet<unknown> = new Set(['recorded', 'lease_expired'])
  * checkBegin({ status: 'done', result: 'charged' }) // { status: 'unknown', reason: 'corrupt', problem: 'the stored result is not an object: a string' }
  */
 export function checkBegin(answer: unknown): BeginResult {
-  const corrupt = (problem: string): BeginResult => ({ status: 'unknown', reason: 'corrupt', problem })
   if (typeof answer !== 'object' || answer === null) return corrupt('begin() answered something that is not an object')
   const a = answer as { status?: unknown; token?: unknown; result?: unknown; reason?: unknown; problem?: unknown }
   switch (a.status) {

@@ -10,7 +10,7 @@ import {
   trustedMiddleware,
 } from '@shallot/core'
 import { callNext, canonicalJson, optionsParser } from '@shallot/core/internal'
-import { checkBegin } from './check-begin.js'
+import { checkBegin, newToken } from './check-begin.js'
 import { derivedKey, keyProblem, scopeProblem, storeKeyOf } from './idempotency-key.js'
 import { type IdempotencyOptions, idempotencyOptionsSchema } from './idempotency-options.js'
 import type { StoredResult } from './idempotency-store.js'
@@ -137,6 +137,8 @@ export function idempotency(options?: IdempotencyOptions): Middleware {
    * while another process holds the key. Refusals throw.
    */
   function claimed(ctx: ToolContext, call: Guarded, answer: unknown): Claimed | undefined {
+    const token = newToken(answer)
+    if (token !== undefined) return token
     // Checked here too, so a store that trusts what it reads still cannot make a write run twice.
     const begun = checkBegin(answer)
     switch (begun.status) {

@@ -116,6 +116,46 @@ describe('memoryIdempotencyStore: bounds', () => {
     expect(store.begin('long', 'h', LEASE, TTL)).toEqual({ status: 'unknown', reason: 'lease_expired' })
   })
 
+  it('settles a record only with its own token, however the calls on the store interleave', () => {
+    const clock = manualClock()
+    const store = memoryIdempotencyStore({ maxEntries: 2, now: clock.now })
+    const a = store.begin('a', 'h', LEASE, TTL)
+    const b = store.begin('b', 'h', LEASE, TTL)
+    if (a.status !== 'new' || b.status !== 'new') throw new Error('expected two new records')
+    expect(store.complete('a', b.token, { value: 'b' }, TTL)).toBe(false)
+    expect(store.complete('b', a.token, { value: 'a' }, TTL)).toBe(false)
+    expect(store.complete('a', a.token, { value: 'a' }, TTL)).toBe(true)
+    expect(store.release('b', b.token)).toBe(true)
+    expect(store.complete('b', b.token, { value: 'b' }, TTL)).toBe(false)
+    // 'd' takes the room of the evicted 'a': 'a' is gone, 'c' and 'd' keep their own arguments and results.
+    const c = store.begin('c', 'h', LEASE, TTL)
+    const d = store.begin('d', 'h2', LEASE, TTL)
+    if (c.status !== 'new' || d.status !== 'new') throw new Error('expected two new records')
+    expect(() => store.begin('a', 'h', LEASE, TTL)).toThrow(/holds 2 records, all calls in flight/)
+    expect(store.begin('d', 'h', LEASE, TTL)).toEqual({ status: 'mismatch' })
+    expect(store.complete('d', d.token, { value: 'd' }, TTL)).toBe(true)
+    expect(store.complete('c', c.token, { value: 'c' }, TTL)).toBe(true)
+    expect(store.begin('d', 'h2', LEASE, TTL)).toEqual({ status: 'done', result: { value: 'd' } })
+    expect(store.begin('c', 'h', LEASE, TTL)).toEqual({ status: 'done', result: { value: 'c' } })
+  })
+
+  it('never settles a record that is gone, by clear() or dropped as expired to make room, with its old token', async () => {
+    const clock = manualClock()
+    const store = memoryIdempotencyStore({ maxEntries: 1, now: clock.now })
+    const cleared = store.begin('a', 'h', LEASE, TTL)
+    if (cleared.status !== 'new') throw new Error('expected a new record')
+    store.clear()
+    expect(store.complete('a', cleared.token, { value: 1 }, TTL)).toBe(false)
+    const swept = store.begin('a', 'h', LEASE, TTL)
+    if (swept.status !== 'new') throw new Error('expected a new record')
+    await clock.advance(LEASE + TTL)
+    expect(store.begin('b', 'h', LEASE, TTL).status).toBe('new') // drops the expired 'a' for room
+    expect(store.complete('a', swept.token, { value: 1 }, TTL)).toBe(false)
+    expect(store.markUnknown('a', swept.token, TTL)).toBe(false)
+    expect(store.size).toBe(1)
+    expect(store.begin('b', 'h', LEASE, TTL)).toEqual({ status: 'in_flight' })
+  })
+
   it('through idempotency(): a full store refuses a new write softly (store_unavailable), and no write runs twice', async () => {
     const clock = manualClock()
     const store = memoryIdempotencyStore({ maxEntries: 2, now: clock.now })

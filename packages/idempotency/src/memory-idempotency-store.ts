@@ -33,15 +33,16 @@ export interface MemoryIdempotencyStore extends SyncIdempotencyStore {
 /**
  * One record. A done record is also a node of the recency list (least recently used at `head`, most
  * recently at `tail`): one object per record, whatever its state, so the records a busy store keeps
- * cost the garbage collector as little as they can.
+ * cost the garbage collector as little as they can. A full store reuses the record it evicts for
+ * the one it admits (see `admit`), so in the steady state a write allocates no record at all.
  */
 interface Entry {
-  readonly key: string
-  readonly argsHash: string
+  key: string
+  argsHash: string
   state: 'pending' | 'done' | 'unknown'
   /** The fencing token while pending; {@link SETTLED} once done or unknown, since only a pending record can be settled. */
   token: string
-  readonly leaseUntil: number
+  leaseUntil: number
   expiresAt: number
   /** JSON text, so a replay can never share objects with the caller that stored it. */
   result: string | undefined
@@ -150,6 +151,9 @@ export function memoryIdempotencyStore(options?: MemoryIdempotencyStoreOptions):
   let head: Entry | undefined
   let tail: Entry | undefined
   let tokens = 0
+  // The record `begin` admitted last, while it is pending and in the map: settling it (most often
+  // the very next call on the store) needs no lookup. Cleared whenever it is settled or dropped.
+  let admitted: Entry | undefined
 
   const expired = (entry: Entry, at: number) => isTime(entry.expiresAt) && entry.expiresAt <= at
 
@@ -172,6 +176,7 @@ export function memoryIdempotencyStore(options?: MemoryIdempotencyStoreOptions):
 
   function drop(key: string, entry: Entry): void {
     if (entry.state === 'done') unlink(entry)
+    else if (entry === admitted) admitted = undefined
     records.delete(key)
   }
 
@@ -189,17 +194,74 @@ export function memoryIdempotencyStore(options?: MemoryIdempotencyStoreOptions):
     return entry
   }
 
-  function makeRoom(at: number): void {
-    while (records.size >= maxEntries && head !== undefined) drop(head.key, head)
-    if (records.size < maxEntries) return
+  /**
+   * Makes room for one more record: the evicted record (the least recently used done one), which
+   * nothing refers to any more, or `undefined` when none had to go.
+   */
+  function makeRoom(at: number): Entry | undefined {
+    let evicted: Entry | undefined
+    while (records.size >= maxEntries && head !== undefined) {
+      evicted = head
+      drop(head.key, head)
+    }
+    if (records.size < maxEntries) return evicted
     // Only records that may not be evicted are left: drop the expired ones, wherever they sit.
-    for (const [key, entry] of records) if (expired(entry, at)) records.delete(key)
+    for (const [key, entry] of records) if (expired(entry, at)) drop(key, entry)
     if (records.size >= maxEntries) throw storeFull(maxEntries)
+    return evicted
   }
 
+  /**
+   * A pending record for `key`, in the object the store just evicted when there is one: a record
+   * lives for thousands of calls, so a new object per record would be copied by the garbage
+   * collector twice before it settles in the old generation, and the evicted one is already there.
+   */
+  function admit(key: string, argsHash: string, token: string, at: number, leaseMs: number, ttlMs: number): void {
+    const evicted = makeRoom(at)
+    const flatKey = flat(key)
+    const own = ownCopy(argsHash)
+    if (evicted === undefined) {
+      const entry: Entry = {
+        key: flatKey,
+        argsHash: own,
+        state: 'pending',
+        token,
+        leaseUntil: until(at, leaseMs),
+        expiresAt: until(at, leaseMs + ttlMs),
+        result: undefined,
+        older: undefined,
+        newer: undefined,
+      }
+      records.set(flatKey, entry)
+      admitted = entry
+      return
+    }
+    // Unlinked by its eviction (older and newer are undefined) and no longer in the map.
+    evicted.key = flatKey
+    evicted.argsHash = own
+    evicted.state = 'pending'
+    evicted.token = token
+    evicted.leaseUntil = until(at, leaseMs)
+    evicted.expiresAt = until(at, leaseMs + ttlMs)
+    evicted.result = undefined
+    records.set(flatKey, evicted)
+    admitted = evicted
+  }
+
+  /** The pending record under `key` if `token` owns it (and it has not expired), which is being settled: no longer {@link admitted}. */
   function owned(key: string, token: string, at: number): Entry | undefined {
-    const entry = live(key, at)
-    return entry !== undefined && entry.token === token && entry.state === 'pending' ? entry : undefined
+    const last = admitted
+    let entry: Entry | undefined
+    if (last !== undefined && last.token === token && last.key === key) {
+      if (expired(last, at)) {
+        drop(key, last)
+        return undefined
+      }
+      entry = last
+    } else entry = live(key, at)
+    if (entry === undefined || entry.token !== token || entry.state !== 'pending') return undefined
+    if (entry === admitted) admitted = undefined
+    return entry
   }
 
   // `text` is a whole StoredResult's JSON.
@@ -220,19 +282,9 @@ export function memoryIdempotencyStore(options?: MemoryIdempotencyStoreOptions):
       const at = now()
       const entry = live(key, at)
       if (entry === undefined) {
-        makeRoom(at)
-        const token = `m${++tokens}`
-        records.set(key, {
-          key: flat(key),
-          argsHash: ownCopy(argsHash),
-          state: 'pending',
-          token,
-          leaseUntil: until(at, leaseMs),
-          expiresAt: until(at, leaseMs + ttlMs),
-          result: undefined,
-          older: undefined,
-          newer: undefined,
-        })
+        const token = `m${tokens + 1}`
+        admit(key, argsHash, token, at, leaseMs, ttlMs)
+        tokens++
         return { status: 'new', token }
       }
       const problem = entryProblem(entry)
@@ -271,6 +323,7 @@ export function memoryIdempotencyStore(options?: MemoryIdempotencyStoreOptions):
       records.clear()
       head = undefined
       tail = undefined
+      admitted = undefined
     },
   }
   textCompleters.set(store, (key, token, json, ttlMs) => completeText(key, token, json === undefined ? '{}' : `{"value":${json}}`, ttlMs))

@@ -21,8 +21,41 @@ export interface InFlight {
   resolve: ((outcome: SharedOutcome | undefined) => void) | undefined
 }
 
-/** Calls in flight in this process, per store key, so duplicates wait instead of polling the store. */
-export type SharedCalls = Map<string, InFlight>
+/**
+ * Calls in flight in this process, per store key, so duplicates wait instead of polling the store.
+ * Read and written like a `Map`. Most calls are alone in flight, so the first is held in a slot of
+ * its own and only the others in a map: a map whose one entry comes and goes call after call keeps
+ * rebuilding its table (V8 rehashes once deleted entries fill it), which a lone call need not pay.
+ */
+export class SharedCalls {
+  #key: string | undefined = undefined
+  #flight: InFlight | undefined = undefined
+  readonly #others = new Map<string, InFlight>()
+
+  get(key: string): InFlight | undefined {
+    if (this.#key === key) return this.#flight
+    return this.#others.size === 0 ? undefined : this.#others.get(key)
+  }
+
+  set(key: string, flight: InFlight): void {
+    // A key is held in the slot or in the map, never both.
+    if (this.#key === key || (this.#key === undefined && !(this.#others.size !== 0 && this.#others.has(key)))) {
+      this.#key = key
+      this.#flight = flight
+      return
+    }
+    this.#others.set(key, flight)
+  }
+
+  delete(key: string): void {
+    if (this.#key === key) {
+      this.#key = undefined
+      this.#flight = undefined
+      return
+    }
+    if (this.#others.size !== 0) this.#others.delete(key)
+  }
+}
 
 /**
  * A fresh entry for a call the caller now leads.
@@ -77,10 +110,7 @@ const registry = new WeakMap<IdempotencyStore, SharedCalls>()
 export function sharedCalls(store: IdempotencyStore): SharedCalls {
   let calls = registry.get(store)
   if (calls === undefined) {
-    // One entry stays for good, under '' (no store key is empty: it is scope, space, key). V8 gives
-    // a Map a new table each time its last entry is deleted, and most calls are alone in flight:
-    // without it, every call would allocate a table and throw it away.
-    calls = new Map([['', inFlight()]])
+    calls = new SharedCalls()
     registry.set(store, calls)
   }
   return calls
