@@ -8,6 +8,8 @@ interface Sleeper {
 
 /** A {@link Clock} on virtual time that tests move by hand. */
 export interface ManualClock extends Clock {
+  /** Calls `fire` once `ms` of virtual time have passed, unless the returned function is called first. */
+  timer(ms: number, fire: () => void): () => void
   /** Moves time forward by `ms`, waking every sleeper due by then in deadline order (ties in call order). */
   advance(ms: number): Promise<void>
   /** Moves time to the next deadline, again and again, until nobody sleeps. Returns the virtual ms that passed. */
