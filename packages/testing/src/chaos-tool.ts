@@ -1,4 +1,4 @@
-import { type AnyTool, type Clock, defineTool, systemClock, type ToolDefinition } from '@shallot/core'
+import { type AnyTool, type Clock, defineTool, systemClock, type ToolDefinition, type ToolExecuteContext } from '@shallot/core'
 import { seededRandom } from './seeded-random.js'
 
 /** The faults chaos can inject, each thrown in the shape real clients throw it. */
@@ -50,6 +50,8 @@ export function faultError(kind: FaultKind, retryAfterSeconds = 1): unknown {
   }
 }
 
+const isThenable = (value: unknown): value is PromiseLike<unknown> => typeof (value as PromiseLike<unknown> | null)?.then === 'function'
+
 const DEFAULT_KINDS: readonly FaultKind[] = [
   'timeout',
   'rate_limit',
@@ -61,7 +63,9 @@ const DEFAULT_KINDS: readonly FaultKind[] = [
 
 /**
  * Wraps a real tool with deterministic fault and latency injection. A `timeout` fault hangs until
- * the call's signal aborts (so the timeout layer has something to time out).
+ * the call's signal aborts (so the timeout layer has something to time out). Faults and latency
+ * answer through a promise; a call without either answers as the wrapped tool does (its value,
+ * promise or throw), counted as a success once it has a value.
  *
  * @example
  * const flaky = chaosTool(search, { seed: 7, failRate: 0.3, errors: ['server_error', 'timeout'], clock })
@@ -84,28 +88,35 @@ export function chaosTool<T extends AnyTool>(
     if (l === undefined) return 0
     return typeof l === 'number' ? l : l[0] + random() * (l[1] - l[0])
   }
+  const succeeded = (value: unknown) => {
+    stats.successes++
+    return value
+  }
+  // Not async: a call that draws neither latency nor a fault answers as the tool it wraps does, synchronously
+  // for a synchronous tool, so the stack keeps its fast path and `shallot sim` pays no promise per step.
+  const answer = (planned: 'ok' | FaultKind | undefined, args: unknown, context: ToolExecuteContext): unknown => {
+    if (planned === 'ok' || planned === undefined) {
+      const value: unknown = tool.execute(args, context)
+      return isThenable(value) ? Promise.resolve(value).then(succeeded) : succeeded(value)
+    }
+    stats.failures++
+    stats.byKind[planned] = (stats.byKind[planned] ?? 0) + 1
+    // A timeout hangs like a stuck upstream until someone gives up on us.
+    if (planned === 'timeout')
+      return clock.sleep(Number.MAX_SAFE_INTEGER, context.signal).then(() => Promise.reject(faultError(planned, options.retryAfterSeconds)))
+    return Promise.reject(faultError(planned, options.retryAfterSeconds))
+  }
   const wrapped = defineTool({
     name: tool.name,
     description: tool.description,
     input: tool.input,
     effect: tool.effect,
-    async execute(args, context) {
+    execute(args, context) {
       const n = stats.calls++
       const planned = script[n] ?? (random() < failRate ? kinds[Math.floor(random() * kinds.length)] : 'ok')
       const wait = latency()
-      if (wait > 0) await clock.sleep(wait, context.signal)
-      if (planned === 'ok' || planned === undefined) {
-        const value = await tool.execute(args, context)
-        stats.successes++
-        return value
-      }
-      stats.failures++
-      stats.byKind[planned] = (stats.byKind[planned] ?? 0) + 1
-      if (planned === 'timeout') {
-        // Hang like a stuck upstream until someone gives up on us.
-        await clock.sleep(Number.MAX_SAFE_INTEGER, context.signal)
-      }
-      throw faultError(planned, options.retryAfterSeconds)
+      if (wait > 0) return clock.sleep(wait, context.signal).then(() => answer(planned, args, context))
+      return answer(planned, args, context)
     },
   })
   return { ...wrapped, stats }
