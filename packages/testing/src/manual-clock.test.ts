@@ -83,6 +83,29 @@ describe('manualClock: what wakes, and in which order', () => {
     expect(log).toEqual(['timer@5', 'sleep@5'])
   })
 
+  it('treats a NaN delay as no delay, so time stays a number', async () => {
+    const { clock, log, sleep, timer } = recorder(manualClock(7))
+    timer('b', 1)
+    void sleep('a', Number.NaN)
+    timer('c', Number.NaN)
+    expect(await clock.runAll()).toBe(1)
+    expect(log).toEqual(['a@7', 'c@7', 'b@8'])
+  })
+
+  it('runAll wakes more sleepers than a function takes arguments, in order', async () => {
+    const clock = manualClock()
+    const count = 150_000
+    const woke: number[] = []
+    // Registered in reverse deadline order, half of them tied with a neighbour.
+    for (let i = count - 1; i >= 0; i--) clock.timer(Math.floor(i / 2), () => woke.push(i))
+    expect(clock.pending).toBe(count)
+    expect(await clock.runAll({ maxSteps: count })).toBe(count / 2 - 1)
+    expect(woke).toHaveLength(count)
+    // Ties wake in registration order: of i and i - 1 (same deadline), i was registered first.
+    expect(woke.slice(0, 6)).toEqual([1, 0, 3, 2, 5, 4])
+    expect(woke.every((i, k) => i === (k % 2 === 0 ? k + 1 : k - 1))).toBe(true)
+  })
+
   it('runAll moves to each deadline in turn, follows what the woken schedule, and returns the virtual ms that passed', async () => {
     const { clock, log, sleep, timer } = recorder(manualClock(100))
     timer('b', 20)
