@@ -162,6 +162,27 @@ describe('chaosTool', () => {
     expect(flaky.stats).toEqual({ calls: 1, failures: 1, successes: 0, byKind: { timeout: 1 } })
   })
 
+  it('throws faults with a stack trace that shows where, and without one when asked (leaving the trace limit as it was)', async () => {
+    const thrown = async (stackTraces: boolean | undefined) => {
+      const flaky = chaosTool(echo, { script: ['server_error'], ...(stackTraces === undefined ? {} : { stackTraces }) })
+      return (await Promise.resolve()
+        .then(() => flaky.execute({ n: 1 }, context()))
+        .catch((err: unknown) => err)) as Error & { status: number }
+    }
+    const limit = Error.stackTraceLimit
+    const traced = await thrown(undefined)
+    expect(traced.stack).toMatch(/\n\s+at .*chaos-tool\.ts/)
+    const bare = await thrown(false)
+    expect(bare).toMatchObject({ name: 'HTTPError', message: 'Service Unavailable', status: 503 })
+    expect(bare).toBeInstanceOf(Error)
+    expect(bare.stack).not.toMatch(/\n\s+at /)
+    expect(Error.stackTraceLimit).toBe(limit)
+    expect((await thrown(true)).stack).toMatch(/\n\s+at /)
+    expect(() => chaosTool(echo, { stackTraces: 'no' as never })).toThrow(
+      new TypeError('chaosTool(): stackTraces must be true or false, got no'),
+    )
+  })
+
   it('refuses a fail rate outside [0, 1] and an empty list of faults', () => {
     for (const failRate of [-0.1, 1.5, Number.NaN]) {
       expect(() => chaosTool(echo, { failRate })).toThrow(new TypeError(`chaosTool(): failRate must be between 0 and 1, got ${failRate}`))
