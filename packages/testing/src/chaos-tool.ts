@@ -1,4 +1,4 @@
-import { type AnyTool, type Clock, defineTool, systemClock, type ToolDefinition } from '@shallot/core'
+import { type AnyTool, type Clock, defineTool, systemClock, type ToolDefinition, type ToolExecuteContext } from '@shallot/core'
 import { seededRandom } from './seeded-random.js'
 
 /** The faults chaos can inject, each thrown in the shape real clients throw it. */
@@ -18,6 +18,12 @@ export interface ChaosOptions {
   clock?: Clock
   /** `retry-after` seconds on injected 429s. */
   retryAfterSeconds?: number
+  /**
+   * `false` builds injected faults without a stack trace. For simulations that throw thousands of faults
+   * and show none: capturing a trace through optimized frames costs more than a dozen simulated calls.
+   * Default `true`, so a fault in a test failure says where it was thrown.
+   */
+  stackTraces?: boolean
 }
 
 export interface ChaosStats {
@@ -50,6 +56,19 @@ export function faultError(kind: FaultKind, retryAfterSeconds = 1): unknown {
   }
 }
 
+/** `faultError` without a stack trace: the trace limit is 0 only while this one error is built. */
+function tracelessFault(kind: FaultKind, retryAfterSeconds: number | undefined): unknown {
+  const limit = Error.stackTraceLimit
+  Error.stackTraceLimit = 0
+  try {
+    return faultError(kind, retryAfterSeconds)
+  } finally {
+    Error.stackTraceLimit = limit
+  }
+}
+
+const isThenable = (value: unknown): value is PromiseLike<unknown> => typeof (value as PromiseLike<unknown> | null)?.then === 'function'
+
 const DEFAULT_KINDS: readonly FaultKind[] = [
   'timeout',
   'rate_limit',
@@ -61,7 +80,9 @@ const DEFAULT_KINDS: readonly FaultKind[] = [
 
 /**
  * Wraps a real tool with deterministic fault and latency injection. A `timeout` fault hangs until
- * the call's signal aborts (so the timeout layer has something to time out).
+ * the call's signal aborts (so the timeout layer has something to time out). Faults and latency
+ * answer through a promise; a call without either answers as the wrapped tool does (its value,
+ * promise or throw), counted as a success once it has a value.
  *
  * @example
  * const flaky = chaosTool(search, { seed: 7, failRate: 0.3, errors: ['server_error', 'timeout'], clock })
@@ -75,6 +96,9 @@ export function chaosTool<T extends AnyTool>(
   if (!(failRate >= 0 && failRate <= 1)) throw new TypeError(`chaosTool(): failRate must be between 0 and 1, got ${failRate}`)
   const kinds = options.errors ?? DEFAULT_KINDS
   if (kinds.length === 0) throw new TypeError('chaosTool(): errors must name at least one fault kind')
+  if (options.stackTraces !== undefined && typeof options.stackTraces !== 'boolean')
+    throw new TypeError(`chaosTool(): stackTraces must be true or false, got ${String(options.stackTraces)}`)
+  const fault = options.stackTraces === false ? tracelessFault : faultError
   const random = seededRandom(options.seed ?? 1)
   const clock = options.clock ?? systemClock
   const script = options.script ?? []
@@ -84,28 +108,35 @@ export function chaosTool<T extends AnyTool>(
     if (l === undefined) return 0
     return typeof l === 'number' ? l : l[0] + random() * (l[1] - l[0])
   }
+  const succeeded = (value: unknown) => {
+    stats.successes++
+    return value
+  }
+  // Not async: a call that draws neither latency nor a fault answers as the tool it wraps does, synchronously
+  // for a synchronous tool, so the stack keeps its fast path and `shallot sim` pays no promise per step.
+  const answer = (planned: 'ok' | FaultKind | undefined, args: unknown, context: ToolExecuteContext): unknown => {
+    if (planned === 'ok' || planned === undefined) {
+      const value: unknown = tool.execute(args, context)
+      return isThenable(value) ? Promise.resolve(value).then(succeeded) : succeeded(value)
+    }
+    stats.failures++
+    stats.byKind[planned] = (stats.byKind[planned] ?? 0) + 1
+    // A timeout hangs like a stuck upstream until someone gives up on us.
+    if (planned === 'timeout')
+      return clock.sleep(Number.MAX_SAFE_INTEGER, context.signal).then(() => Promise.reject(fault(planned, options.retryAfterSeconds)))
+    return Promise.reject(fault(planned, options.retryAfterSeconds))
+  }
   const wrapped = defineTool({
     name: tool.name,
     description: tool.description,
     input: tool.input,
     effect: tool.effect,
-    async execute(args, context) {
+    execute(args, context) {
       const n = stats.calls++
       const planned = script[n] ?? (random() < failRate ? kinds[Math.floor(random() * kinds.length)] : 'ok')
       const wait = latency()
-      if (wait > 0) await clock.sleep(wait, context.signal)
-      if (planned === 'ok' || planned === undefined) {
-        const value = await tool.execute(args, context)
-        stats.successes++
-        return value
-      }
-      stats.failures++
-      stats.byKind[planned] = (stats.byKind[planned] ?? 0) + 1
-      if (planned === 'timeout') {
-        // Hang like a stuck upstream until someone gives up on us.
-        await clock.sleep(Number.MAX_SAFE_INTEGER, context.signal)
-      }
-      throw faultError(planned, options.retryAfterSeconds)
+      if (wait > 0) return clock.sleep(wait, context.signal).then(() => answer(planned, args, context))
+      return answer(planned, args, context)
     },
   })
   return { ...wrapped, stats }

@@ -1,13 +1,10 @@
 import type { Clock } from '@shallot/core'
-
-interface Sleeper {
-  at: number
-  seq: number
-  resolve: () => void
-}
+import { type Sleeper, SleeperHeap } from './sleeper-heap.js'
 
 /** A {@link Clock} on virtual time that tests move by hand. */
 export interface ManualClock extends Clock {
+  /** Calls `fire` once `ms` of virtual time have passed, unless the returned function is called first. */
+  timer(ms: number, fire: () => void): () => void
   /** Moves time forward by `ms`, waking every sleeper due by then in deadline order (ties in call order). */
   advance(ms: number): Promise<void>
   /** Moves time to the next deadline, again and again, until nobody sleeps. Returns the virtual ms that passed. */
@@ -33,16 +30,20 @@ const flush = async () => {
 export function manualClock(start = 0): ManualClock {
   let now = start
   let seq = 0
-  const sleepers: Sleeper[] = []
+  const sleepers = new SleeperHeap()
+  const dueIn = (ms: number) => {
+    const delay = Math.max(0, ms)
+    // NaN is no delay, as for setTimeout: a NaN deadline would make every later `now()` NaN.
+    return now + (Number.isNaN(delay) ? 0 : delay)
+  }
 
   const wakeDue = async (until: number) => {
     for (;;) {
-      sleepers.sort((a, b) => a.at - b.at || a.seq - b.seq)
-      const first = sleepers[0]
+      const first = sleepers.peek()
       if (first === undefined || first.at > until) break
-      sleepers.shift()
+      sleepers.remove(first)
       now = Math.max(now, first.at)
-      first.resolve()
+      first.wake()
       await flush()
     }
     now = Math.max(now, until)
@@ -53,30 +54,31 @@ export function manualClock(start = 0): ManualClock {
     sleep(ms: number, signal?: AbortSignal): Promise<void> {
       if (signal?.aborted) return Promise.reject(signal.reason)
       return new Promise<void>((resolve, reject) => {
+        if (signal === undefined) {
+          sleepers.push({ at: dueIn(ms), seq: seq++, wake: resolve, index: -1 })
+          return
+        }
         const sleeper: Sleeper = {
-          at: now + Math.max(0, ms),
+          at: dueIn(ms),
           seq: seq++,
-          resolve: () => {
-            signal?.removeEventListener('abort', onAbort)
+          wake: () => {
+            signal.removeEventListener('abort', onAbort)
             resolve()
           },
+          index: -1,
         }
         const onAbort = () => {
-          const index = sleepers.indexOf(sleeper)
-          if (index >= 0) sleepers.splice(index, 1)
-          reject(signal?.reason)
+          sleepers.remove(sleeper)
+          reject(signal.reason)
         }
         sleepers.push(sleeper)
-        signal?.addEventListener('abort', onAbort, { once: true })
+        signal.addEventListener('abort', onAbort, { once: true })
       })
     },
     timer(ms: number, fire: () => void): () => void {
-      const sleeper: Sleeper = { at: now + Math.max(0, ms), seq: seq++, resolve: fire }
+      const sleeper: Sleeper = { at: dueIn(ms), seq: seq++, wake: fire, index: -1 }
       sleepers.push(sleeper)
-      return () => {
-        const index = sleepers.indexOf(sleeper)
-        if (index >= 0) sleepers.splice(index, 1)
-      }
+      return () => sleepers.remove(sleeper)
     },
     async advance(ms: number) {
       await flush()
@@ -86,17 +88,18 @@ export function manualClock(start = 0): ManualClock {
     async runAll({ maxSteps = 100_000 } = {}) {
       const from = now
       await flush()
-      for (let steps = 0; sleepers.length > 0; steps++) {
+      for (let steps = 0; ; steps++) {
+        const next = sleepers.peek()
+        if (next === undefined) break
         if (steps >= maxSteps)
-          throw new Error(`manualClock.runAll(): still ${sleepers.length} sleepers after ${maxSteps} steps; something sleeps in a loop`)
-        const next = Math.min(...sleepers.map((s) => s.at))
-        await wakeDue(next)
+          throw new Error(`manualClock.runAll(): still ${sleepers.size} sleepers after ${maxSteps} steps; something sleeps in a loop`)
+        await wakeDue(next.at)
         await flush()
       }
       return now - from
     },
     get pending() {
-      return sleepers.length
+      return sleepers.size
     },
   }
 }
