@@ -1,4 +1,5 @@
-import { parseOptions, systemClock, ToolError } from '@shallot/core'
+import { systemClock, ToolError } from '@shallot/core'
+import { optionsParser } from '@shallot/core/internal'
 import { z } from 'zod'
 import type { RawRecord } from './contract-parts.js'
 import { flat, ownCopy } from './flat-string.js'
@@ -130,6 +131,9 @@ function storeFull(maxEntries: number): ToolError {
   )
 }
 
+// No options (what idempotency() gives its default store) are parsed once; any options at every call.
+const parseStoreOptions = optionsParser('memoryIdempotencyStore()', memoryIdempotencyStoreOptionsSchema)
+
 /**
  * An in-memory {@link IdempotencyStore}: bounded, TTL checked when a record is touched, no timer
  * per key. Only completed records are evicted to make room (least recently used first): a call in
@@ -142,7 +146,7 @@ function storeFull(maxEntries: number): ToolError {
  * const stack = createStack({ clock, tools, middleware: [idempotency({ store: memoryIdempotencyStore({ maxEntries: 1000, now: clock.now }) })] })
  */
 export function memoryIdempotencyStore(options?: MemoryIdempotencyStoreOptions): MemoryIdempotencyStore {
-  const { maxEntries, now = systemClock.now } = parseOptions('memoryIdempotencyStore()', memoryIdempotencyStoreOptionsSchema, options)
+  const { maxEntries, now = systemClock.now } = parseStoreOptions(options)
   // One Map holds every record. The done ones, which may be evicted, are also linked in recency
   // order, so a use and an eviction are each O(1) whatever the Map's holes; a record in flight or an
   // unknown outcome is never linked, so it is never evicted, only dropped once expired. A record is
