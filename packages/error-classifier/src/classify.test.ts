@@ -144,3 +144,47 @@ describe('classify', () => {
     expect(errorFacts({ status: 1 }).status).toBeUndefined()
   })
 })
+
+describe('the stack of a classified error', () => {
+  it('is the thrown error’s, under cause: the ToolError adds no frames of the classifier’s, and the limit is left as it was', () => {
+    const limit = Error.stackTraceLimit
+    function chargeTheCard(): never {
+      throw Object.assign(new Error('connect ECONNRESET 10.0.0.1:443'), { code: 'ECONNRESET' })
+    }
+    let thrown: unknown
+    try {
+      chargeTheCard()
+    } catch (err) {
+      thrown = err
+    }
+    const classified = classify(thrown)
+    expect(classified.code).toBe('network_error')
+    expect(classified.stack).not.toMatch(/\n\s+at /)
+    expect((classified.cause as Error).stack).toMatch(/at chargeTheCard/)
+    expect(Error.stackTraceLimit).toBe(limit)
+    // A ToolError made anywhere else keeps its own stack.
+    expect(new ToolError('timeout', 'slow').stack).toMatch(/\n\s+at /)
+  })
+})
+
+describe('classify() options that are not an object', () => {
+  it.each([
+    ['a string (the tool name where options go)', 'charge'],
+    ['a number', 7],
+    ['an array', ['rules']],
+  ])('refuses %s with one line saying an object is expected, not one per character', (_label, options) => {
+    const err = new Error('boom')
+    for (const call of [() => classify(err, options as never), () => tryClassify(err, options as never)]) {
+      let refusal: unknown
+      try {
+        call()
+      } catch (caught) {
+        refusal = caught
+      }
+      expect(refusal).toBeInstanceOf(Error)
+      expect(String((refusal as Error).message)).toMatch(/^classify\(\): /)
+      expect(String((refusal as Error).message)).not.toMatch(/unknown option "0"/)
+      expect(String((refusal as Error).message)).toMatch(/object/)
+    }
+  })
+})

@@ -18,6 +18,9 @@ function classifierFor(options: ClassifyCallOptions | undefined): Classifier {
     defaults ??= createClassifier(parseOptions('classify()', classifyOptionsSchema, {}))
     return defaults
   }
+  // Anything but an object is refused as it is: spread, classify(err, 'charge') would read as options "0" to "5".
+  if (typeof options !== 'object' || options === null || Array.isArray(options))
+    return createClassifier(parseOptions('classify()', callOptionsSchema, options))
   const { tool: _tool, ...rest } = options
   return createClassifier(parseOptions('classify()', callOptionsSchema, rest))
 }
