@@ -79,21 +79,6 @@ export function aloneStop(err: unknown, stopRun: AbortController | undefined): u
   return abortReason(stopRun.signal)
 }
 
-/** A turn of one call and nothing kept: the general path's answer without its filter, map and closures. */
-function dispatchAlone(stack: Stack, call: ToolCall, run: MutableRun, stopRun: AbortController | undefined): Promise<ToolResult[]> {
-  let dispatched: Promise<ToolResult>
-  try {
-    dispatched = stack.dispatch(call, { run })
-  } catch (err) {
-    dispatched = Promise.reject(err)
-  }
-  return dispatched.then(alone, (err: unknown) => {
-    throw aloneStop(err, stopRun)
-  })
-}
-
-const alone = (result: ToolResult): ToolResult[] => [result]
-
 /**
  * Dispatches one turn's calls on the run's own signal: no per-call signal to combine. One hard
  * error (the stack's rejection, escalations included) ends the run, so it aborts that signal, which
@@ -102,29 +87,16 @@ const alone = (result: ToolResult): ToolResult[] => [result]
  * stop that waits for a person (`user_input_required` naming `pending` calls) does not abort: the
  * siblings finish, and the turn rejects with one stop naming every waiting call, the settled
  * results beside it (`settledBeside`). Calls in `kept` settled in an earlier attempt at this turn
- * and are not dispatched again. A turn of one call, the common case, skips the pool and needs no
- * signal: it has no siblings to stop.
+ * and are not dispatched again. A new turn of one call, the common case, is dispatched by the loop
+ * itself and its rejection mapped by {@link aloneStop}: it has no siblings to stop.
  */
-export function dispatchTurn(
+export async function dispatchTurn(
   stack: Stack,
   calls: readonly ToolCall[],
   run: MutableRun,
   stopRun: AbortController | undefined,
   maxParallel: number,
   kept: Readonly<Record<string, SettledCall>> = NOTHING_KEPT,
-): Promise<ToolResult[]> {
-  // Not async, and returned: an async function returning a promise would resolve through a thenable job.
-  if (calls.length === 1 && kept === NOTHING_KEPT) return dispatchAlone(stack, calls[0] as ToolCall, run, stopRun)
-  return dispatchMany(stack, calls, run, stopRun, maxParallel, kept)
-}
-
-async function dispatchMany(
-  stack: Stack,
-  calls: readonly ToolCall[],
-  run: MutableRun,
-  stopRun: AbortController | undefined,
-  maxParallel: number,
-  kept: Readonly<Record<string, SettledCall>>,
 ): Promise<ToolResult[]> {
   const isKept = (call: ToolCall) => Object.hasOwn(kept, call.id)
   const fresh = calls.filter((call) => !isKept(call))
@@ -134,11 +106,7 @@ async function dispatchMany(
     try {
       settled.set(call, { status: 'fulfilled', value: await stack.dispatch(call, { run }) })
     } catch (err) {
-      if (!isWaiting(err)) {
-        if (stopRun === undefined) throw abortReason({ reason: err })
-        if (!stopRun.signal.aborted) stopRun.abort(err)
-        throw abortReason(stopRun.signal)
-      }
+      if (!isWaiting(err)) throw aloneStop(err, stopRun)
       settled.set(call, { status: 'rejected', reason: err })
     }
   } else if (fresh.length > 1) {
