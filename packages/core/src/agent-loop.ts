@@ -117,13 +117,11 @@ function pendingTurnOf(inFlight: { turn: number; response: PendingTurn['response
   return { turn: inFlight.turn, response: inFlight.response, results, pending: stop.details.pending as Json[] }
 }
 
+/** Checkpoints the run as it stands, with what the status adds to it. */
+type Save = (status: RunSnapshot['status'], output?: string, pendingTurn?: PendingTurn, parked?: ParkRecord) => Promise<void>
+
 /** An agent without checkpoints saves nothing. */
-const saveNothing = async (
-  _status: RunSnapshot['status'],
-  _output?: string,
-  _pendingTurn?: PendingTurn,
-  _parked?: ParkRecord,
-): Promise<void> => {}
+const saveNothing: Save = async () => {}
 
 /**
  * The agent loop: from a snapshot (a new run's, or a checkpointed one's), asks the model, dispatches
@@ -191,7 +189,7 @@ export function agentLoop(
     // The turn being dispatched, so a stop that waits for a person can checkpoint it as it is.
     let inFlight: { turn: number; response: PendingTurn['response'] } | undefined
     // Neither function exists for an agent without checkpoints (or park): nothing to build per run for them.
-    const save: typeof saveNothing =
+    const save: Save =
       checkpoints === undefined
         ? saveNothing
         : async (status, output, pendingTurn, parked) => {
@@ -264,6 +262,9 @@ export function agentLoop(
               usage,
             }
           }
+    const turnCompleted = (turn: number, calls: number, failed: number) => {
+      if (logging) log.info({ turn, calls, failed, steps: run.budget.used }, 'turn completed')
+    }
     // The transcript gets the assistant message and all its results at once, in call order, only
     // when the turn completes: the model never reads half a turn.
     // Not async: a run without checkpoints saves nothing, and an await per turn for nothing is time per turn.
@@ -285,13 +286,9 @@ export function agentLoop(
       )
       // Layers that watch the run (convergence) see the turn before it is checkpointed; a LoopError ends the run.
       stack.observeTurn?.({ turn, text: response.text, calls, results }, run)
-      if (checkpoints === undefined) {
-        if (logging) log.info({ turn, calls: results.length, failed, steps: run.budget.used }, 'turn completed')
-        return undefined
-      }
-      return save('running').then(() => {
-        if (logging) log.info({ turn, calls: results.length, failed, steps: run.budget.used }, 'turn completed')
-      })
+      if (checkpoints !== undefined) return save('running').then(() => turnCompleted(turn, results.length, failed))
+      turnCompleted(turn, results.length, failed)
+      return undefined
     }
     try {
       for (;;) {
