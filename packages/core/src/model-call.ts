@@ -374,16 +374,8 @@ class FirstAttempt extends ModelAttempt<ModelOutcome> {
   }
 
   protected override deliver(ok: boolean, value: unknown): void {
-    if (ok) {
-      try {
-        this.resolve(answered(this.link, this.probe, 1, this.started, this.env, value as ModelResponse))
-        return
-      } catch (err) {
-        this.resolve(failed(this, err))
-        return
-      }
-    }
-    this.resolve(Promise.reject(value).then(undefined, (err: unknown) => failed(this, err)))
+    if (ok) this.resolve(firstAnswered(this, value as ModelResponse))
+    else this.resolve(Promise.reject(value).then(undefined, (err: unknown) => failed(this, err)))
   }
 }
 
@@ -423,13 +415,7 @@ function onModel(
     return failed(first, err)
   }
   return attempt.then(
-    (response) => {
-      try {
-        return answered(link, probe, 1, started, env, response)
-      } catch (err) {
-        return failed(first, err)
-      }
-    },
+    (response) => firstAnswered(first, response),
     (err: unknown) => failed(first, err),
   )
 }
@@ -441,6 +427,15 @@ interface First {
   readonly env: ModelCallEnv
   readonly started: number
   readonly only: boolean
+}
+
+/** The first attempt's answer, checked and told about; an answer that is no response fails the attempt. */
+function firstAnswered(first: First, response: ModelResponse): Answered | Promise<ModelOutcome> {
+  try {
+    return answered(first.link, first.probe, 1, first.started, first.env, response)
+  } catch (err) {
+    return failed(first, err)
+  }
 }
 
 /** The first attempt failed: the rest of the call, and for an agent of one model its giving up as the run's error. */
