@@ -1,6 +1,6 @@
 // biome-ignore-all lint/suspicious/noThenProperty: rules are { match, then } (docs/errors.md); `then` is data, never callable, so no rule is a thenable
 import { ToolError, type ToolErrorOptions } from '@shallot/core'
-import { createSanitizer, wallNowOf, wallNowShape } from '@shallot/core/internal'
+import { createSanitizer, wallNowOf, wallNowShape, withoutStackTrace } from '@shallot/core/internal'
 import { z } from 'zod'
 import { describeError } from './describe-error.js'
 import { type ErrorFacts, errorFacts, headerOf } from './error-facts.js'
@@ -103,24 +103,11 @@ const builtinsCompiled = () => {
  * failed attempt.
  */
 function unstacked(code: ToolError['code'], message: string, init: ToolErrorOptions): ToolError {
-  const limit = Error.stackTraceLimit
-  Error.stackTraceLimit = 0
-  try {
-    return new ToolError(code, message, init)
-  } finally {
-    Error.stackTraceLimit = limit
-  }
+  return withoutStackTrace(newToolError, code, message, init)
 }
 
-/**
- * Compiles options (already validated, e.g. by `parseOptions`) into a {@link Classifier}: rules are
- * turned into predicates once (the built-in ones once per process), so classifying costs one pass
- * over the cause chain and the rules.
- *
- * @example
- * const { classify } = createClassifier(classifyOptionsSchema.parse({ rules: [{ match: { status: 404 }, then: { code: 'no_such_order', category: 'recoverable' } }] }))
- * classify({ status: 404 }).code // 'no_such_order'
- */
+const newToolError = (code: ToolError['code'], message: string, init: ToolErrorOptions) => new ToolError(code, message, init)
+
 export function createClassifier(options: ParsedOptions): Classifier {
   const own = options.rules.map((rule, i) => compile(rule, rule.id ?? `rules[${i}]`))
   const rules: readonly CompiledRule[] = !options.builtins ? own : own.length === 0 ? builtinsCompiled() : [...own, ...builtinsCompiled()]

@@ -1,4 +1,5 @@
 import { type AnyTool, type Clock, defineTool, systemClock, type ToolDefinition, type ToolExecuteContext } from '@shallot/core'
+import { withoutStackTrace } from '@shallot/core/internal'
 import { seededRandom } from './seeded-random.js'
 
 /** The faults chaos can inject, each thrown in the shape real clients throw it. */
@@ -56,17 +57,6 @@ export function faultError(kind: FaultKind, retryAfterSeconds = 1): unknown {
   }
 }
 
-/** `faultError` without a stack trace: the trace limit is 0 only while this one error is built. */
-function tracelessFault(kind: FaultKind, retryAfterSeconds: number | undefined): unknown {
-  const limit = Error.stackTraceLimit
-  Error.stackTraceLimit = 0
-  try {
-    return faultError(kind, retryAfterSeconds)
-  } finally {
-    Error.stackTraceLimit = limit
-  }
-}
-
 const isThenable = (value: unknown): value is PromiseLike<unknown> => typeof (value as PromiseLike<unknown> | null)?.then === 'function'
 
 const DEFAULT_KINDS: readonly FaultKind[] = [
@@ -98,7 +88,10 @@ export function chaosTool<T extends AnyTool>(
   if (kinds.length === 0) throw new TypeError('chaosTool(): errors must name at least one fault kind')
   if (options.stackTraces !== undefined && typeof options.stackTraces !== 'boolean')
     throw new TypeError(`chaosTool(): stackTraces must be true or false, got ${String(options.stackTraces)}`)
-  const fault = options.stackTraces === false ? tracelessFault : faultError
+  const fault =
+    options.stackTraces === false
+      ? (kind: FaultKind, retryAfterSeconds: number | undefined) => withoutStackTrace(faultError, kind, retryAfterSeconds)
+      : faultError
   const random = seededRandom(options.seed ?? 1)
   const clock = options.clock ?? systemClock
   const script = options.script ?? []
