@@ -307,4 +307,17 @@ describe('hashOf against the digest of the oracle text', () => {
     }
     expect(hashOf(reentrant)).toBe(oracleHash({ a: inner, b: hashOf({ inner }) }))
   })
+
+  it('digests an own "__proto__" key as a key, and two objects differing only there differently', () => {
+    const hostile = JSON.parse('{"__proto__":{"admin":true},"amount":5}') as unknown
+    expect(hashOf(hostile)).toBe(oracleHash(hostile))
+    expect(hashOf(hostile)).not.toBe(hashOf({ amount: 5 }))
+  })
+
+  it('refuses a value nested past the call stack with a RangeError, and the next digest is unharmed', () => {
+    let deep: unknown = 'bottom'
+    for (let i = 0; i < 200_000; i++) deep = [deep]
+    expect(() => hashOf(deep)).toThrow(RangeError)
+    expect(hashOf({ a: 1 })).toBe(sha('{"a":1}'))
+  })
 })
