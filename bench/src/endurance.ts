@@ -1,6 +1,7 @@
 import { createAgent, type ModelAdapter } from '@shallot/core'
 import { defaultMiddleware } from 'shallot'
 import { distinctCall, readTool, stackOf, writeTool } from './fixtures.js'
+import { koaSevenAsync } from './peers.js'
 
 const gc = (globalThis as { gc?: () => void }).gc
 
@@ -26,28 +27,47 @@ export async function heapRetained(kind: 'read' | 'write', calls = 1_000_000): P
 /**
  * 7: calls per second through the full stack, second by second, for `seconds`. Counted in CPU
  * seconds of this process, not wall seconds: on a machine shared with other work a wall second
- * measures the neighbours.
+ * measures the neighbours. Each second is split into slices of 256 calls, alternately through the
+ * stack and through koa-compose 7 (the reference), so `relative` (the stack's rate ÷ the
+ * reference's in the same second) shows a slowdown of the stack's own, and not the machine's: a
+ * host that slows down slows both. A leak that slows the whole process shows in scenario 6's heap.
  */
-export async function sustained(kind: 'read' | 'write', seconds = 10): Promise<{ perSecond: number[]; firstToLast: number }> {
+export async function sustained(
+  kind: 'read' | 'write',
+  seconds = 10,
+): Promise<{ perSecond: number[]; firstToLast: number; relative: number[]; relativeFirstToLast: number }> {
   const tool = toolFor(kind)
   const stack = stackOf(defaultMiddleware(), [tool])
+  const reference = koaSevenAsync()
   const perSecond: number[] = []
+  const relative: number[] = []
   const cpuMs = () => {
     const used = process.cpuUsage()
     return (used.user + used.system) / 1000
   }
   for (let s = 0; s < seconds; s++) {
-    const end = cpuMs() + 1000
+    let stackMs = 0
+    let referenceMs = 0
     let count = 0
-    while (cpuMs() < end) {
+    let referenceCount = 0
+    while (stackMs + referenceMs < 1000) {
+      let started = cpuMs()
       for (let k = 0; k < 256; k++) await stack.dispatch(distinctCall(tool.name))
+      let ended = cpuMs()
+      stackMs += ended - started
       count += 256
+      started = ended
+      for (let k = 0; k < 256; k++) await reference()
+      ended = cpuMs()
+      referenceMs += ended - started
+      referenceCount += 256
     }
-    perSecond.push(count)
+    const rate = count / (stackMs / 1000)
+    perSecond.push(Math.round(rate))
+    relative.push(rate / (referenceCount / (referenceMs / 1000)))
   }
-  const first = perSecond[0] ?? 1
-  const last = perSecond[perSecond.length - 1] ?? 0
-  return { perSecond, firstToLast: last / first }
+  const ratio = (values: number[]) => (values[values.length - 1] ?? 0) / (values[0] ?? 1)
+  return { perSecond, firstToLast: ratio(perSecond), relative, relativeFirstToLast: ratio(relative) }
 }
 
 /**
