@@ -96,6 +96,34 @@ describe('createAgent({ system })', () => {
   })
 })
 
+describe("the request's signal", () => {
+  it('is an own, enumerable accessor: Object.keys lists it, a spread copy keeps a live signal, and each call has its own', async () => {
+    const seen: Array<{ keys: string[]; descriptor: PropertyDescriptor | undefined; copied: AbortSignal; request: ModelRequest }> = []
+    const adapter: ModelAdapter = {
+      async generate(request) {
+        const copy = { ...request }
+        seen.push({ keys: Object.keys(request), descriptor: Object.getOwnPropertyDescriptor(request, 'signal'), copied: copy.signal, request })
+        return seen.length === 1 ? call('c1') : { text: 'done' }
+      },
+    }
+    const outcome = await createAgent({ model: adapter, tools: [write] }).run({ input: 'write a' })
+    expect(outcome.status).toBe('completed')
+    expect(seen).toHaveLength(2)
+    for (const { keys, descriptor, copied } of seen) {
+      expect(keys).toContain('signal')
+      expect(descriptor?.enumerable).toBe(true)
+      expect(descriptor?.configurable).toBe(true)
+      expect(typeof descriptor?.get).toBe('function')
+      expect(copied).toBeInstanceOf(AbortSignal)
+      // The attempt settled when the adapter answered: the signal it was handed is aborted now.
+      expect(copied.aborted).toBe(true)
+    }
+    expect(seen[0]?.copied).not.toBe(seen[1]?.copied)
+    // Read again after the attempt settled: the same, already aborted signal.
+    expect(seen[0]?.request.signal).toBe(seen[0]?.copied)
+  })
+})
+
 describe('a reply cut by the output-token limit', () => {
   it('never runs its tool calls; the model reads output_truncated and the turn spends a step', async () => {
     writes = 0
