@@ -23,6 +23,9 @@ export const READ = 'shallot: 7 layers, read'
 export const READ_SIGNAL = 'shallot: 7 layers, read, dispatch(call, { signal })'
 export const WRITE = 'shallot: 7 layers, write (distinct args)'
 export const AGENT = 'createAgent run: one tool call, then the answer'
+export const AGENT_LONG = 'createAgent run: eleven tool turns, then the answer'
+/** Tool turns in {@link AGENT_LONG}'s runs: the cost of a turn is the difference to {@link AGENT}'s, over ten. */
+export const LONG_TURNS = 11
 
 /** Runs `calls` first so a broken row fails loudly instead of timing the wrong thing. */
 async function checked(name: string, fn: () => Promise<unknown>, check: () => void): Promise<Case> {
@@ -88,30 +91,33 @@ export async function fullStackCases(): Promise<Case[]> {
   ]
 }
 
-/** A model that asks for one tool call with fresh arguments, then answers: one agent run is two turns. */
-function oneCallModel(): ModelAdapter {
+/**
+ * A model that asks for `turns` tool calls, one per turn, each with fresh arguments, then answers:
+ * one agent run is `turns + 1` turns.
+ */
+function toolTurnsModel(turns: number): ModelAdapter {
   let serial = 0
   return {
     generate: async ({ messages }) => {
-      const last = messages[messages.length - 1]
-      if (last?.role === 'tool') return { text: 'done' }
+      // The user's message, then an assistant message and its tool result per turn so far.
+      if (messages.length >= 1 + 2 * turns) return { text: 'done' }
       return { toolCalls: [{ id: `t${serial}`, name: 'lookup', args: { id: serial++ } }] }
     },
   }
 }
 
 /** The agent loop: a run whose one tool call goes through the full default stack. */
-export async function agentCase(): Promise<Case> {
-  const agent = createAgent({ model: oneCallModel(), tools: [readTool], middleware: defaultMiddleware() })
+export async function agentCase(toolTurns = 1): Promise<Case> {
+  const agent = createAgent({ model: toolTurnsModel(toolTurns), tools: [readTool], middleware: defaultMiddleware() })
   let incomplete = 0
   return checked(
-    AGENT,
+    toolTurns === 1 ? AGENT : toolTurns === LONG_TURNS ? AGENT_LONG : `createAgent run: ${toolTurns} tool turns, then the answer`,
     () =>
       agent.run({ input: 'look it up' }).then((outcome) => {
-        if (outcome.status !== 'completed' || outcome.turns !== 2) incomplete++
+        if (outcome.status !== 'completed' || outcome.turns !== toolTurns + 1 || outcome.steps !== 2 * toolTurns + 1) incomplete++
       }),
     () => {
-      if (incomplete > 0) throw new Error(`${incomplete} agent runs did not complete in two turns`)
+      if (incomplete > 0) throw new Error(`${incomplete} agent runs did not complete in ${toolTurns + 1} turns`)
     },
   )
 }
