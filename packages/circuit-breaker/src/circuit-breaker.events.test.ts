@@ -105,6 +105,19 @@ describe('describeTool', () => {
     expect(stack.describeTool(tool, run)).toBeUndefined()
   })
 
+  it('describes the tool as of a given moment on the stack clock, when one is passed', async () => {
+    const clock = manualClock()
+    const { tool } = sickTool()
+    const stack = createStack({ middleware: [circuitBreaker({ policy: consecutive({ threshold: 1 }) })], tools: [tool], clock })
+    const run = createRun()
+    await stack.dispatch(call('1'))
+    const openedAt = clock.now()
+    expect(stack.describeTool(tool, run, openedAt + 20_000)).toBe('UNAVAILABLE: circuit open, retry in 10s')
+    expect(stack.describeTool(tool, run, openedAt + 30_000)).toBeUndefined()
+    // Without one, the stack's own clock: nothing moved.
+    expect(stack.describeTool(tool, run)).toBe('UNAVAILABLE: circuit open, retry in 30s')
+  })
+
   it("reads a run-scoped breaker's state from the run it is asked about", async () => {
     const { tool } = sickTool()
     const stack = createStack({ middleware: [circuitBreaker({ policy: consecutive({ threshold: 1 }), lifetime: 'run' })], tools: [tool] })

@@ -316,9 +316,11 @@ export function agentLoop(
         const turn = run.turn + 1
         run.turn = turn
         modelEnv.turn = turn
-        const request =
-          system === undefined ? { messages: transcript, tools: modelTools(run) } : { messages: transcript, tools: modelTools(run), system }
-        const { response, link } = await callModel(chain, request, modelEnv)
+        // One clock reading for the tool list's notes and the first attempt's start.
+        const askedAt = clock.now()
+        const tools = modelTools(run, askedAt)
+        const request = system === undefined ? { messages: transcript, tools } : { messages: transcript, tools, system }
+        const { response, link } = await callModel(chain, request, modelEnv, askedAt)
         const calls = response.toolCalls ?? []
         usage = addUsage(usage, response.usage, link.price)
         if (budgeted) {

@@ -102,7 +102,12 @@ describe("the request's signal", () => {
     const adapter: ModelAdapter = {
       async generate(request) {
         const copy = { ...request }
-        seen.push({ keys: Object.keys(request), descriptor: Object.getOwnPropertyDescriptor(request, 'signal'), copied: copy.signal, request })
+        seen.push({
+          keys: Object.keys(request),
+          descriptor: Object.getOwnPropertyDescriptor(request, 'signal'),
+          copied: copy.signal,
+          request,
+        })
         return seen.length === 1 ? call('c1') : { text: 'done' }
       },
     }

@@ -1,4 +1,3 @@
-import { nanoid } from 'nanoid'
 import { agentEvents, agentScope, noScope } from './agent-events.js'
 import { agentLoop, type ParkedOutcome, type ParkingOutcome, type RunOutcome } from './agent-loop.js'
 import { type AgentModel, type AgentOptions, agentSettings } from './agent-options.js'
@@ -11,6 +10,7 @@ import {
   ResumeError,
   type RunSnapshot,
 } from './checkpoints.js'
+import { newRunId } from './ids.js'
 import { DEFAULT_MAX_PARK_MS, ParkedError, parkRecordOf } from './park.js'
 import type { Stack } from './stack.js'
 import type { Logger } from './types.js'
@@ -141,7 +141,7 @@ export function createAgent(options: AgentOptions<AgentModel>): Agent<ParkingOut
     if (typeof input !== 'string') throw new TypeError('agent.run(): input must be a string (the task)')
     return {
       version: 1,
-      runId: runId ?? nanoid(12),
+      runId: runId ?? newRunId(),
       input,
       status: 'running',
       turn: 0,

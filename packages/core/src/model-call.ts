@@ -60,9 +60,10 @@ class AttemptRequest {
     // The fields by name, not Object.assign's generic copy: the request is the loop's own object.
     this.messages = request.messages
     this.tools = request.tools
-    if (request.system !== undefined) this.system = request.system
-    // Annex B's __defineGetter__ makes the same own, enumerable, configurable accessor as
-    // Object.defineProperty without reading a descriptor object: 30 % less per request here.
+    if (request.system !== undefined)
+      this.system = request.system
+      // Annex B's __defineGetter__ makes the same own, enumerable, configurable accessor as
+      // Object.defineProperty without reading a descriptor object: 30 % less per request here.
     ;(this as unknown as LegacyAccessors).__defineGetter__('signal', signalGetter)
   }
 
@@ -391,18 +392,33 @@ class FirstAttempt extends ModelAttempt<ModelOutcome> {
  * answers (nearly every call) costs no suspended frame and one hop less. A failure continues in
  * {@link afterFailure}, which owns the backoff and the later attempts.
  */
-function onModel(link: ModelLink, probe: boolean, request: Omit<ModelRequest, 'signal'>, env: ModelCallEnv): Promise<ModelOutcome>
-function onModel(link: ModelLink, probe: boolean, request: Omit<ModelRequest, 'signal'>, env: ModelCallEnv, only: true): Promise<Answered>
 function onModel(
   link: ModelLink,
   probe: boolean,
   request: Omit<ModelRequest, 'signal'>,
   env: ModelCallEnv,
-  only = false,
+  only: false,
+  askedAt: number | undefined,
+): Promise<ModelOutcome>
+function onModel(
+  link: ModelLink,
+  probe: boolean,
+  request: Omit<ModelRequest, 'signal'>,
+  env: ModelCallEnv,
+  only: true,
+  askedAt: number | undefined,
+): Promise<Answered>
+function onModel(
+  link: ModelLink,
+  probe: boolean,
+  request: Omit<ModelRequest, 'signal'>,
+  env: ModelCallEnv,
+  only: boolean,
+  askedAt: number | undefined,
 ): Promise<ModelOutcome> {
   let started: number
   try {
-    started = beginAttempt(link, probe, env)
+    started = beginAttempt(link, probe, env, askedAt)
   } catch (err) {
     return Promise.reject(err)
   }
@@ -446,8 +462,11 @@ function failed(first: First, err: unknown): Promise<ModelOutcome> {
   return first.only ? rest.then(onlyOutcome) : rest
 }
 
-/** The checks before an attempt: a cancelled run stops, and the attempt spends its step. Returns when it starts. */
-function beginAttempt(link: ModelLink, probe: boolean, env: ModelCallEnv): number {
+/**
+ * The checks before an attempt: a cancelled run stops, and the attempt spends its step. Returns when
+ * it starts: `at` when the caller read the clock for it a moment ago (the loop, as it built the request).
+ */
+function beginAttempt(link: ModelLink, probe: boolean, env: ModelCallEnv, at?: number): number {
   if (env.signal.aborted) {
     settle(link, 'neutral', probe, env)
     throw abortReason(env.signal)
@@ -458,7 +477,7 @@ function beginAttempt(link: ModelLink, probe: boolean, env: ModelCallEnv): numbe
     settle(link, 'neutral', probe, env)
     throw err
   }
-  return env.clock.now()
+  return at ?? env.clock.now()
 }
 
 /** An attempt's answer, checked, settled on the breaker and told about; a throw here is the attempt's failure. */
@@ -553,17 +572,19 @@ async function afterFailure(
  * Asks the chain's models in order, each with a deadline per attempt and capped full-jitter backoff
  * above the provider's `Retry-After`; a model whose circuit is open is skipped. Every attempt spends
  * a step. Ends as `model_failed` (one model) or `fallback_exhausted` (a chain) when none answers,
- * `cancelled` on abort; a `LoopError` the adapter throws ends the run as it is.
+ * `cancelled` on abort; a `LoopError` the adapter throws ends the run as it is. `askedAt`, when
+ * given, is `env.clock.now()` read by the caller just before: the first attempt starts then.
  */
 export function callModel(
   chain: readonly ModelLink[],
   request: Omit<ModelRequest, 'signal'>,
   env: ModelCallEnv,
+  askedAt?: number,
 ): Promise<{ response: ModelResponse; link: ModelLink }> {
-  if (chain.length !== 1) return callChain(chain, request, env)
+  if (chain.length !== 1) return callChain(chain, request, env, askedAt)
   // One model (most agents): no breaker, no fallback, and the adapter's answer reaches the loop in one hop.
   const only = chain[0] as ModelLink
-  return onModel(only, false, request, env, true)
+  return onModel(only, false, request, env, true, askedAt)
 }
 
 function onlyOutcome(outcome: ModelOutcome): Answered {
@@ -583,13 +604,16 @@ async function callChain(
   chain: readonly ModelLink[],
   request: Omit<ModelRequest, 'signal'>,
   env: ModelCallEnv,
+  askedAt: number | undefined,
 ): Promise<{ response: ModelResponse; link: ModelLink }> {
   const tried: GaveUp[] = []
   let previous: ModelLink | undefined
+  // The loop's clock reading is the first model's; a later model is asked later, and reads the clock.
+  let at = askedAt
   for (const link of chain) {
     let probe = false
     if (link.breaker !== undefined) {
-      const admission = admitModel(link.breaker, env.clock.now())
+      const admission = admitModel(link.breaker, at ?? env.clock.now())
       link.breaker = admission.state
       if (admission.change !== undefined) {
         env.log.info({ model: link.name, ...admission.change }, 'model circuit changed')
@@ -623,7 +647,8 @@ async function callChain(
       })
     }
     previous = link
-    const outcome = await onModel(link, probe, request, env)
+    const outcome = await onModel(link, probe, request, env, false, at)
+    at = undefined
     if (!(GAVE_UP in outcome)) return outcome
     tried.push(outcome[GAVE_UP])
   }

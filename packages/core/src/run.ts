@@ -1,6 +1,6 @@
-import { nanoid } from 'nanoid'
 import { neverAborted } from './channel.js'
 import { LoopError } from './errors.js'
+import { newRunId } from './ids.js'
 import type { Budget, Json, RunContext } from './types.js'
 
 /** A step budget that counts what it spends and refuses past `maxSteps`. */
@@ -52,7 +52,7 @@ export interface CreateRunOptions {
  */
 export function createRun(options: CreateRunOptions = {}): MutableRun {
   return {
-    id: options.id ?? nanoid(12),
+    id: options.id ?? newRunId(),
     turn: options.turn ?? 0,
     state: options.state ?? {},
     budget: new StepBudget(options.maxSteps, options.stepsUsed),

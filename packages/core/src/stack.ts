@@ -1,4 +1,3 @@
-import { nanoid } from 'nanoid'
 import { z } from 'zod'
 import { needsEagerParse } from './call-args.js'
 import { CallContext, type EventSink } from './call-context.js'
@@ -9,6 +8,7 @@ import { defineTool } from './define-tool.js'
 import { createTerminal } from './dispatcher.js'
 import { LoopError, MAX_HINT_LENGTH, MAX_MESSAGE_LENGTH, type ToolError, type ToolErrorJSON } from './errors.js'
 import { guardArgs } from './guard-args.js'
+import { newCallId } from './ids.js'
 import { LinkedSignal } from './linked-signal.js'
 import { guardLogger, isSilent, silentLogger } from './logger.js'
 import { OptionsError } from './options.js'
@@ -124,8 +124,11 @@ export interface Stack {
    * success or failure; rejects only with a {@link LoopError}.
    */
   dispatch(call: ToolCall, options?: DispatchOptions): Promise<ToolResult>
-  /** Notes the layers attach to a tool for the model's next request (e.g. "unavailable"). */
-  describeTool(tool: AnyTool, run: RunContext): string | undefined
+  /**
+   * Notes the layers attach to a tool for the model's next request (e.g. "unavailable"), as of
+   * `now` on the stack's clock (read when not given).
+   */
+  describeTool(tool: AnyTool, run: RunContext, now?: number): string | undefined
   /** Shows a completed turn to the layers that watch turns; rejects the turn only with a `LoopError`. */
   observeTurn?(turn: CompletedTurn, run: RunContext): void
   /** Swaps the layers. Calls in flight finish with the layers they started with. */
@@ -334,7 +337,7 @@ export function createStack(options: StackOptions): Stack {
     if (signal.aborted) throw abortReason(signal)
     const { onion, tools: served } = layers
     const started = clock.now()
-    const id = typeof rawCall.id === 'string' && rawCall.id !== '' ? rawCall.id : nanoid(10)
+    const id = typeof rawCall.id === 'string' && rawCall.id !== '' ? rawCall.id : newCallId()
     // A refused value never reaches a layer: the call goes through the onion with no arguments, and
     // the terminal answers with the refusal. So the tool never runs, yet stuck-loop still sees a
     // model that keeps sending the same unusable arguments.
@@ -494,7 +497,7 @@ export function createStack(options: StackOptions): Stack {
     random,
     logger,
     dispatch,
-    describeTool: (tool, run) => layers.onion.describeTool?.(tool, run, clock.now()),
+    describeTool: (tool, run, now) => layers.onion.describeTool?.(tool, run, now ?? clock.now()),
     observeTurn(turn, run) {
       const observe = layers.onion.observeTurn
       if (observe === undefined) return
