@@ -30,13 +30,15 @@ const load = loadavg()
 const peers = peerCases()
 const full = await fullStackCases()
 const agent = await agentCase()
+// One long-lived signal for every run, as a server's shutdown signal would be.
+const agentSignal = await agentCase(1, new AbortController().signal)
 const layers = eachLayerCases()
 const resilience = [...resilienceCases(), ...resilienceOptionCases()]
-const all: Case[] = [...peers, ...full, agent, ...layers, ...resilience]
+const all: Case[] = [...peers, ...full, agent, agentSignal, ...layers, ...resilience]
 const measured = await interleave(all, rounds)
 const pick = (cases: readonly Case[]) => cases.map((c) => measured.find((r) => r.name === c.name) as Row)
 const peerRows = pick(peers)
-const fullRows = [...pick(full), ...pick([agent])]
+const fullRows = [...pick(full), ...pick([agent, agentSignal])]
 const layerRows = pick(layers)
 const resilienceRows = pick(resilience)
 const headline = peerRows.slice(0, 2)

@@ -24,6 +24,7 @@ export const READ_SIGNAL = 'shallot: 7 layers, read, dispatch(call, { signal })'
 export const WRITE = 'shallot: 7 layers, write (distinct args)'
 export const AGENT = 'createAgent run: one tool call, then the answer'
 export const AGENT_LONG = 'createAgent run: eleven tool turns, then the answer'
+export const AGENT_SIGNAL = "createAgent run with the caller's signal: one tool call, then the answer"
 /** Tool turns in {@link AGENT_LONG}'s runs: the cost of a turn is the difference to {@link AGENT}'s, over ten. */
 export const LONG_TURNS = 11
 
@@ -107,13 +108,22 @@ function toolTurnsModel(turns: number): ModelAdapter {
 }
 
 /** The agent loop: a run whose one tool call goes through the full default stack. */
-export async function agentCase(toolTurns = 1): Promise<Case> {
+export async function agentCase(toolTurns = 1, signal?: AbortSignal): Promise<Case> {
   const agent = createAgent({ model: toolTurnsModel(toolTurns), tools: [readTool], middleware: defaultMiddleware() })
   let incomplete = 0
+  const name =
+    signal !== undefined
+      ? AGENT_SIGNAL
+      : toolTurns === 1
+        ? AGENT
+        : toolTurns === LONG_TURNS
+          ? AGENT_LONG
+          : `createAgent run: ${toolTurns} tool turns, then the answer`
+  const options = signal === undefined ? { input: 'look it up' } : { input: 'look it up', signal }
   return checked(
-    toolTurns === 1 ? AGENT : toolTurns === LONG_TURNS ? AGENT_LONG : `createAgent run: ${toolTurns} tool turns, then the answer`,
+    name,
     () =>
-      agent.run({ input: 'look it up' }).then((outcome) => {
+      agent.run(options).then((outcome) => {
         if (outcome.status !== 'completed' || outcome.turns !== toolTurns + 1 || outcome.steps !== 2 * toolTurns + 1) incomplete++
       }),
     () => {

@@ -1,5 +1,5 @@
 import { abortReason, LoopError, type Middleware, type Next, type ToolContext, ToolError, trustedMiddleware } from '@shallot/core'
-import { callNext, optionsParser } from '@shallot/core/internal'
+import { type AbortSource, callNext, optionsParser } from '@shallot/core/internal'
 import { z } from 'zod'
 import { type Admission, breakerMachine, type Outcome, type Settlement, type Ticket, type Transition } from './breaker-machine.js'
 import type { BreakerStore } from './breaker-store.js'
@@ -172,7 +172,7 @@ export function circuitBreaker(options?: CircuitBreakerOptions): Middleware {
     }
   }
 
-  function judge(ctx: ToolContext, key: string, error: unknown, signal: AbortSignal): Outcome {
+  function judge(ctx: ToolContext, key: string, error: unknown, signal: AbortSource): Outcome {
     if (LoopError.is(error)) return 'neutral'
     let verdictOn = error
     if (signal.aborted) {
@@ -192,7 +192,7 @@ export function circuitBreaker(options?: CircuitBreakerOptions): Middleware {
   function settle(
     ctx: ToolContext,
     key: string,
-    signal: AbortSignal,
+    signal: AbortSource,
     ticket: Ticket,
     outcome: Outcome,
     error: unknown,
@@ -216,7 +216,7 @@ export function circuitBreaker(options?: CircuitBreakerOptions): Middleware {
    * The call once admitted (or refused): reactions on next()'s promise rather than an await, so a call
    * blocked in its tool keeps no suspended frame here.
    */
-  function proceed(ctx: ToolContext, next: Next, tool: string, key: string, signal: AbortSignal, admission: Admission): Promise<void> {
+  function proceed(ctx: ToolContext, next: Next, tool: string, key: string, signal: AbortSource, admission: Admission): Promise<void> {
     try {
       if (admission.changes.length > 0) report(ctx, key, admission.changes)
       if (admission.expired > 0) ctx.emit('circuit-breaker.probe_expired', { key, count: admission.expired })
@@ -242,7 +242,7 @@ export function circuitBreaker(options?: CircuitBreakerOptions): Middleware {
   }
 
   /** A circuit that is not closed in local or run state, or a shared store: admission may wait on the store. */
-  async function admitThenProceed(ctx: ToolContext, next: Next, tool: string, key: string, signal: AbortSignal): Promise<void> {
+  async function admitThenProceed(ctx: ToolContext, next: Next, tool: string, key: string, signal: AbortSource): Promise<void> {
     const now = ctx.clock.now()
     const pending = home.apply(ctx, key, signal, (current) => machine.admit(current, now))
     return proceed(ctx, next, tool, key, signal, isPromise(pending) ? await pending : pending)
@@ -257,7 +257,8 @@ export function circuitBreaker(options?: CircuitBreakerOptions): Middleware {
       if (keysByTool.size >= o.maxKeys) keysByTool.delete(keysByTool.keys().next().value as string)
       keysByTool.set(tool.name, key)
     }
-    const signal = ctx.signal
+    // The signal as it stands, not made real: a store's wait makes it real only if it must wait.
+    const signal = ctx.currentSignal()
     if (signal.aborted) return Promise.reject(abortReason(signal))
     // The happy path (a closed circuit, in local or run state) reads neither the clock nor writes anything.
     const admission = home.admitClosed(ctx.run, key)

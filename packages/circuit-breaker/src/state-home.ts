@@ -1,4 +1,5 @@
 import type { RunContext, ToolContext } from '@shallot/core'
+import type { AbortSource } from '@shallot/core/internal'
 import { Aborted, abortable } from './abortable.js'
 import type { Admission, BreakerMachine, BreakerState, Outcome, Ticket } from './breaker-machine.js'
 import type { BreakerStore } from './breaker-store.js'
@@ -22,7 +23,7 @@ export interface StateHome {
   apply<R>(
     ctx: ToolContext,
     key: string,
-    signal: AbortSignal,
+    signal: AbortSource,
     step: Step<R>,
   ): (R & { state: BreakerState }) | Promise<R & { state: BreakerState }>
   /** The key's state for the model's tool list, without counting as a use. */
@@ -80,14 +81,14 @@ function sharedHome(local: MemoryBreakerStore, store: BreakerStore): StateHome {
   async function settleAsync<R>(
     ctx: ToolContext,
     key: string,
-    signal: AbortSignal,
+    signal: AbortSource,
     step: Step<R>,
     pending: Promise<BreakerState>,
     result: () => (R & { state: BreakerState }) | undefined,
   ): Promise<R & { state: BreakerState }> {
     let state: BreakerState
     try {
-      state = await abortable(pending, signal)
+      state = await abortable(pending, signal instanceof AbortSignal ? signal : signal.signal)
     } catch (err) {
       // The caller gave up while the store was thinking: end the call as the caller said.
       if (err instanceof Aborted) throw err.reason
@@ -121,7 +122,7 @@ function sharedHome(local: MemoryBreakerStore, store: BreakerStore): StateHome {
     admitClosed: () => undefined,
     // Only a plain call that says nothing about the tool leaves a shared state as it was.
     quiet: (_run, _key, ticket, outcome) => ticket.probe === 0 && outcome === 'neutral',
-    apply<R>(ctx: ToolContext, key: string, signal: AbortSignal, step: Step<R>) {
+    apply<R>(ctx: ToolContext, key: string, signal: AbortSource, step: Step<R>) {
       let result: (R & { state: BreakerState }) | undefined
       let pending: BreakerState | Promise<BreakerState>
       try {

@@ -1,7 +1,6 @@
-import { setMaxListeners } from 'node:events'
 import { type AgentEventSink, type AgentScopeRunner, noAgentEvents } from './agent-events.js'
 import type { AgentSettings } from './agent-options.js'
-import { abortReason, onAbort } from './channel.js'
+import { abortReason } from './channel.js'
 import {
   type CallRecord,
   checkpointSaveFailed,
@@ -20,7 +19,8 @@ import { modelToolsOf } from './model-tools.js'
 import { keptBesideWaits, longestWait } from './park.js'
 import { renderError } from './render.js'
 import { buildReport, type RunReport } from './report.js'
-import { createRun } from './run.js'
+import { createRun, createRunOn, runSource } from './run.js'
+import { RunStop } from './run-stop.js'
 import { createSanitizer } from './text/sanitize.js'
 import { aloneStop, dispatchTurn, isWaiting, settledBeside } from './turn-dispatch.js'
 import type { Json, ToolCall, ToolResult } from './types.js'
@@ -64,7 +64,6 @@ export interface ParkedOutcome {
 /** What an agent created with `park` answers: a {@link RunOutcome}, or a {@link ParkedOutcome}. */
 export type ParkingOutcome = RunOutcome | ParkedOutcome
 
-const noop = () => {}
 // The task in the `run started` line and the stop's message in `run stopped`: invisible characters and
 // built-in secret patterns removed, cut at 500.
 const startLine = createSanitizer()
@@ -145,21 +144,15 @@ export function agentLoop(
     const transcript: Message[] = [...snapshot.transcript]
     const turns: TurnRecord[] = [...snapshot.turns]
     // The run's one signal: the caller's cancellation, or the first hard error of a turn. Every call
-    // of the run listens to it through core's shared subscription, never with a signal of its own.
-    // A run nobody can cancel has none: it runs on the library's never-aborting signal, and a turn
-    // of several calls links its own (turn-dispatch.ts), so a hard error still stops the siblings.
-    const stopRun = signal === undefined ? undefined : new AbortController()
-    // Layers that wait abortably (a retry's backoff) listen on it directly; a wide turn must not warn at 11.
-    if (stopRun !== undefined) setMaxListeners(0, stopRun.signal)
-    const unfollow = signal === undefined || stopRun === undefined ? noop : onAbort(signal, () => stopRun.abort(signal.reason))
-    const run = createRun({
-      id: runId,
-      maxSteps: limits.maxSteps,
-      stepsUsed: snapshot.stepsUsed,
-      state: snapshot.state,
-      turn: snapshot.turn,
-      signal: stopRun?.signal,
-    })
+    // of the run follows it, never with a signal of its own, and it stays a list of callbacks unless
+    // something reads `run.signal` (run-stop.ts). A run nobody can cancel has none: it runs on the
+    // library's never-aborting signal, and a turn of several calls gets its own (turn-dispatch.ts),
+    // so a hard error still stops the siblings.
+    const stopRun = signal === undefined ? undefined : new RunStop(signal)
+    const runOptions = { id: runId, maxSteps: limits.maxSteps, stepsUsed: snapshot.stepsUsed, state: snapshot.state, turn: snapshot.turn }
+    const run = stopRun === undefined ? createRun(runOptions) : createRunOn(runOptions, stopRun)
+    // What the loop and the model call check and follow: the stop itself, so it is not made real for them.
+    const runSignal = runSource(run)
     const resumed = snapshot.turn > 0
     // One for every call of the run: the stack only reads it.
     const dispatchOptions = { run }
@@ -171,7 +164,7 @@ export function agentLoop(
     if (logging) log.info({ task: startLine.text(input, 500), limits, resumed }, 'run started')
     if (listened) emit({ type: 'run.started', at: startedAt, runId, turn: snapshot.turn, resumed, limits })
     const modelEnv = {
-      signal: run.signal,
+      signal: runSignal,
       clock,
       random,
       budget: run.budget,
@@ -292,7 +285,7 @@ export function agentLoop(
     }
     try {
       for (;;) {
-        if (run.signal.aborted) throw abortReason(run.signal)
+        if (runSignal.aborted) throw abortReason(runSignal)
         if (run.turn >= limits.maxTurns) {
           throw new LoopError('budget_exhausted', `turn limit reached: ${limits.maxTurns} turns`, {
             details: { maxTurns: limits.maxTurns },
@@ -429,7 +422,7 @@ export function agentLoop(
         transcript,
       }
     } finally {
-      unfollow()
+      stopRun?.close()
     }
   }
 }

@@ -4,6 +4,7 @@ import { type AbortSource, abortReason, canAbort, onAbort } from './channel.js'
 import { MiddlewareUsageError } from './compose.js'
 import { droppedRetryAfter, ToolError } from './errors.js'
 import { LinkedSignal } from './linked-signal.js'
+import { RunStop } from './run-stop.js'
 import { describeShape } from './shape.js'
 import { closest } from './suggest.js'
 import { formatPath } from './text/format-path.js'
@@ -104,12 +105,12 @@ function untilAborted(work: PromiseLike<unknown>, source: AbortSource): Promise<
 }
 
 /**
- * Whether the terminal itself must stop waiting when `source` aborts. A run's or a dispatch's
- * signal has nobody else to do it; a signal a layer deferred (the timeout's) is watched by that
+ * Whether the terminal itself must stop waiting when `source` aborts. A run's (its stop too) or a
+ * dispatch's signal has nobody else to do it; a signal a layer deferred (the timeout's) is watched by that
  * layer, which stops waiting and reports the late settle itself.
  */
 function mustWatch(source: AbortSource): boolean {
-  return source instanceof AbortSignal ? canAbort(source) : source instanceof LinkedSignal
+  return source instanceof AbortSignal ? canAbort(source) : source instanceof LinkedSignal || source instanceof RunStop
 }
 
 function noteDroppedRetryAfter(ctx: CallContext, err: unknown): void {

@@ -1,5 +1,5 @@
 import { type AgentEvent, type AgentEventSink, type AgentScopeRunner, noAgentEvents, noScope } from './agent-events.js'
-import { abortReason, neverAborted, onAbort } from './channel.js'
+import { type AbortSource, abortReason, neverAborted, onAbort } from './channel.js'
 import { systemClock } from './clock.js'
 import { type DeadlineQueue, deadlineQueue, type Expiring, startTimer } from './deadlines.js'
 import { LoopError, ToolError } from './errors.js'
@@ -103,7 +103,7 @@ class ModelAttempt<T = ModelResponse> implements Expiring {
   #cancelTimer: () => void = noop
 
   constructor(
-    readonly signal: AbortSignal,
+    readonly signal: AbortSource,
     readonly timeoutMs: number,
   ) {
     this.promise = new Promise<T>(capture)
@@ -244,7 +244,8 @@ const WHAT: Record<string, string> = {
 }
 
 export interface ModelCallEnv {
-  readonly signal: AbortSignal
+  /** The run's signal, or its stop (never made real here unless a backoff must wait on it). */
+  readonly signal: AbortSource
   readonly clock: Clock
   readonly random: () => number
   readonly budget: Budget
@@ -550,7 +551,8 @@ async function afterFailure(
       error: cause,
     })
     try {
-      await env.clock.sleep(delay, env.signal)
+      const source = env.signal
+      await env.clock.sleep(delay, source instanceof AbortSignal ? source : source.signal)
     } catch {
       throw abortReason(env.signal)
     }

@@ -14,7 +14,7 @@ import { guardLogger, isSilent, silentLogger } from './logger.js'
 import { OptionsError } from './options.js'
 import { optionsParser } from './options-parser.js'
 import { type ErrorRenderer, renderError, renderValue } from './render.js'
-import { createRun } from './run.js'
+import { createRun, runSource } from './run.js'
 import { createSanitizer, type Sanitizer } from './text/sanitize.js'
 import { splitOverrides } from './tool-overrides.js'
 import type { AnyTool, Clock, CompletedTurn, Logger, Middleware, Next, RunContext, ToolCall, ToolResult, TraceEvent } from './types.js'
@@ -207,7 +207,7 @@ function toLayers(middleware: StackOptions['middleware'], tools: ReadonlyMap<str
  * combined unless a layer or the tool reads the signal), never with a per-call `AbortSignal.any`,
  * which a long-lived run signal would keep alive call after call.
  */
-function callSignal(run: AbortSignal, own: AbortSignal | undefined): AbortSignal | LinkedSignal {
+function callSignal(run: AbortSource, own: AbortSignal | undefined): AbortSource {
   if (own === undefined || own === neverAborted || own === run) return run
   if (run === neverAborted) return own
   return new LinkedSignal(run, own)
@@ -333,7 +333,8 @@ export function createStack(options: StackOptions): Stack {
       throw new TypeError('stack.dispatch() takes a tool call { id, name, args }')
     }
     const run = dispatchOptions.run ?? defaultRun
-    const signal: AbortSource = callSignal(run.signal, dispatchOptions.signal)
+    // The run's stop when it has one (an agent run its caller can cancel), so the run's signal is not made real here.
+    const signal: AbortSource = callSignal(runSource(run), dispatchOptions.signal)
     if (signal.aborted) throw abortReason(signal)
     const { onion, tools: served } = layers
     const started = clock.now()

@@ -1,17 +1,10 @@
-import { setMaxListeners } from 'node:events'
 import { abortReason } from './channel.js'
 import type { SettledCall } from './checkpoints.js'
 import { LoopError } from './errors.js'
 import type { MutableRun } from './run.js'
+import { RunStop } from './run-stop.js'
 import type { Stack } from './stack.js'
 import type { ToolCall, ToolResult } from './types.js'
-
-function turnController(): AbortController {
-  const controller = new AbortController()
-  // Layers that wait abortably (a retry's backoff) listen on it directly; a wide turn must not warn at 11.
-  setMaxListeners(0, controller.signal)
-  return controller
-}
 
 /** Runs `work` over `items` with at most `limit` at once; results in input order. */
 async function pool<T, R>(items: readonly T[], limit: number, work: (item: T) => Promise<R>): Promise<PromiseSettledResult<R>[]> {
@@ -72,11 +65,11 @@ const NOTHING_KEPT: Readonly<Record<string, SettledCall>> = Object.freeze({})
  * What a turn of one call (most turns; the loop dispatches it itself) rejects with when the stack
  * rejected: the stop that waits for a person, or the run's reason once the run's signal is aborted.
  */
-export function aloneStop(err: unknown, stopRun: AbortController | undefined): unknown {
+export function aloneStop(err: unknown, stopRun: RunStop | undefined): unknown {
   if (isWaiting(err)) return waitingStop([err as LoopError], [])
   if (stopRun === undefined) return abortReason({ reason: err })
-  if (!stopRun.signal.aborted) stopRun.abort(err)
-  return abortReason(stopRun.signal)
+  stopRun.abort(err)
+  return abortReason(stopRun)
 }
 
 /**
@@ -94,7 +87,7 @@ export async function dispatchTurn(
   stack: Stack,
   calls: readonly ToolCall[],
   run: MutableRun,
-  stopRun: AbortController | undefined,
+  stopRun: RunStop | undefined,
   maxParallel: number,
   kept: Readonly<Record<string, SettledCall>> = NOTHING_KEPT,
 ): Promise<ToolResult[]> {
@@ -110,19 +103,20 @@ export async function dispatchTurn(
       settled.set(call, { status: 'rejected', reason: err })
     }
   } else if (fresh.length > 1) {
-    const stop = stopRun ?? turnController()
+    // A run nobody can cancel: the turn's own stop, handed to the stack as a real signal (it follows the run's too).
+    const stop = stopRun ?? new RunStop(undefined)
     const options = stopRun === undefined ? { run, signal: stop.signal } : { run }
     const dispatchOne = async (call: ToolCall) => {
       try {
         return await stack.dispatch(call, options)
       } catch (err) {
-        if (!isWaiting(err) && !stop.signal.aborted) stop.abort(err)
+        if (!isWaiting(err)) stop.abort(err)
         throw err
       }
     }
     const outcomes = await pool(fresh, maxParallel, dispatchOne)
     const failure = outcomes.find((s): s is PromiseRejectedResult => s.status === 'rejected' && !isWaiting(s.reason))
-    if (failure !== undefined) throw stop.signal.aborted ? abortReason(stop.signal) : failure.reason
+    if (failure !== undefined) throw stop.aborted ? abortReason(stop) : failure.reason
     for (const [index, call] of fresh.entries()) settled.set(call, outcomes[index] as PromiseSettledResult<ToolResult>)
   }
   const results: ToolResult[] = []

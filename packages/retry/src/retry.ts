@@ -230,10 +230,13 @@ export function retry(options?: RetryOptions | Backoff): Middleware {
   // The first call is a reaction, not an awaiting frame: a call blocked in the tool holds one closure here, and
   // only a failure enters the retry loop.
   const middleware: Middleware = function retry(ctx: ToolContext, next: Next): Promise<void> {
-    // Inner layers may swap ctx.signal for their own deadline; waits and repeats use the signal this call came with.
-    const signal = ctx.signal
+    // Inner layers may swap ctx.signal for their own deadline; waits and repeats use the signal this call came
+    // with, made real only if a retry must wait on it.
+    const source = ctx.currentSignal()
     const started = timed ? ctx.clock.now() : 0
-    return callNext(next).then(refund > 0 ? () => giveBack(ctx) : undefined, (err: unknown) => retryAfter(ctx, next, signal, started, err))
+    return callNext(next).then(refund > 0 ? () => giveBack(ctx) : undefined, (err: unknown) =>
+      retryAfter(ctx, next, source instanceof AbortSignal ? source : source.signal, started, err),
+    )
   }
   // Keeps the onion's contract by construction (docs/decisions/270-compose-fast-path.md): compose calls it without the misuse bookkeeping.
   trustedMiddleware(middleware)
