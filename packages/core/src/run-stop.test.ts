@@ -1,7 +1,16 @@
 import { getEventListeners } from 'node:events'
 import { describe, expect, it } from 'vitest'
 import { z } from 'zod'
-import { createAgent, defineTool, LoopError, type Middleware, type ModelAdapter, type RunContext } from './index.js'
+import {
+  createAgent,
+  createStack,
+  defineTool,
+  LoopError,
+  type Middleware,
+  type ModelAdapter,
+  type RunContext,
+  type Stack,
+} from './index.js'
 
 /** A model that asks for `calls` (one turn), then answers. */
 function turnThenAnswer(calls: Array<{ id: string; name: string; args: unknown }>): ModelAdapter {
@@ -149,5 +158,38 @@ describe('the signal of a run its caller can cancel', () => {
       expect(outcome.status).toBe('completed')
     }
     expect(getEventListeners(caller.signal, 'abort')).toHaveLength(0)
+  })
+
+  it('in a run nobody can cancel, a hard error of one of several calls stops its siblings, through core’s stack and through a wrapper that rebuilds the options', async () => {
+    for (const wrap of [false, true]) {
+      const { tool, seen, started } = waitingTool()
+      const crash = defineTool({
+        name: 'crash',
+        description: 'Ends the run',
+        input: z.object({}),
+        effect: 'read',
+        execute: async () => {
+          await started
+          throw new LoopError('tool_crashed', 'the disk caught fire')
+        },
+      })
+      const inner = createStack({ tools: [tool, crash] })
+      // A stack of another make: it hands core's stack only the run and a real signal.
+      const stack: Stack = wrap
+        ? { ...inner, dispatch: (call, options) => inner.dispatch(call, { run: options?.run, signal: options?.signal }) }
+        : inner
+      const agent = createAgent({
+        model: turnThenAnswer([
+          { id: 'c1', name: 'wait', args: {} },
+          { id: 'c2', name: 'crash', args: {} },
+        ]),
+        stack,
+      })
+      const outcome = await agent.run({ input: 'go' })
+      expect(outcome.status).toBe('stopped')
+      expect(outcome.status === 'stopped' && outcome.error.message).toContain('the disk caught fire')
+      expect(seen.signal?.aborted).toBe(true)
+      expect(LoopError.is(seen.reason) && (seen.reason as LoopError).message).toContain('the disk caught fire')
+    }
   })
 })

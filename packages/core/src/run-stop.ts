@@ -4,6 +4,18 @@ import type { DeferredSignal } from './types.js'
 
 const noop = () => {}
 
+// The stop behind each real signal a RunStop made: a call handed that signal follows the stop instead.
+const stopOfSignal = new WeakMap<AbortSignal, RunStop>()
+
+/**
+ * What to follow for `signal`: the {@link RunStop} it came from when it is one's (a turn's stop
+ * handed to the stack as a dispatch signal), so each call adds a callback to a list instead of an
+ * 'abort' listener to the signal; else the signal itself.
+ */
+export function followed(signal: AbortSignal): AbortSignal | RunStop {
+  return stopOfSignal.get(signal) ?? signal
+}
+
 /**
  * The signal of an agent run its caller can cancel: it aborts when the caller's signal does, or
  * when a turn's hard error stops the run (`abort`). Every call of the run follows it, and it is a
@@ -35,6 +47,7 @@ export class RunStop implements DeferredSignal {
       setMaxListeners(0, controller.signal)
       if (this.aborted) controller.abort(this.reason)
       this.#controller = controller
+      stopOfSignal.set(controller.signal, this)
     }
     return controller.signal
   }
@@ -75,4 +88,31 @@ export class RunStop implements DeferredSignal {
     this.#unfollow()
     this.#unfollow = noop
   }
+}
+
+/** Where dispatch options carry a {@link RunStop}, for a stack that follows it without making it real. */
+export const DISPATCH_STOP: unique symbol = Symbol('shallot.dispatchStop')
+
+interface StopOptions {
+  readonly [DISPATCH_STOP]: RunStop
+}
+
+function stopSignal(this: StopOptions): AbortSignal {
+  return this[DISPATCH_STOP].signal
+}
+
+/**
+ * Dispatch options for the calls of one turn on `stop`: core's stack follows the stop itself; a
+ * stack of another make reads `signal`, an own accessor (a spread copy keeps it), and gets the
+ * stop's real signal.
+ */
+export function stopOptions<R>(run: R, stop: RunStop): { run: R; signal: AbortSignal } {
+  const options = { run, [DISPATCH_STOP]: stop }
+  ;(options as unknown as { __defineGetter__(key: string, getter: () => unknown): void }).__defineGetter__('signal', stopSignal)
+  return options as unknown as { run: R; signal: AbortSignal }
+}
+
+/** The stop dispatch options carry, if {@link stopOptions} made them. */
+export function stopOf(options: object): RunStop | undefined {
+  return (options as Partial<StopOptions>)[DISPATCH_STOP]
 }

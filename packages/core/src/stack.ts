@@ -15,6 +15,7 @@ import { OptionsError } from './options.js'
 import { optionsParser } from './options-parser.js'
 import { type ErrorRenderer, renderError, renderValue } from './render.js'
 import { createRun, runSource } from './run.js'
+import { followed, stopOf } from './run-stop.js'
 import { createSanitizer, type Sanitizer } from './text/sanitize.js'
 import { splitOverrides } from './tool-overrides.js'
 import type { AnyTool, Clock, CompletedTurn, Logger, Middleware, Next, RunContext, ToolCall, ToolResult, TraceEvent } from './types.js'
@@ -207,10 +208,13 @@ function toLayers(middleware: StackOptions['middleware'], tools: ReadonlyMap<str
  * combined unless a layer or the tool reads the signal), never with a per-call `AbortSignal.any`,
  * which a long-lived run signal would keep alive call after call.
  */
-function callSignal(run: AbortSource, own: AbortSignal | undefined): AbortSource {
-  if (own === undefined || own === neverAborted || own === run) return run
-  if (run === neverAborted) return own
-  return new LinkedSignal(run, own)
+function callSignal(run: AbortSource, own: AbortSource | undefined): AbortSource {
+  if (own === undefined || own === neverAborted) return run
+  // A stop's own signal (a turn's, or the run's read back) is followed as the stop.
+  const ownSource = own instanceof AbortSignal ? followed(own) : own
+  if (ownSource === run) return run
+  if (run === neverAborted) return ownSource
+  return new LinkedSignal(run, ownSource)
 }
 
 /**
@@ -334,7 +338,8 @@ export function createStack(options: StackOptions): Stack {
     }
     const run = dispatchOptions.run ?? defaultRun
     // The run's stop when it has one (an agent run its caller can cancel), so the run's signal is not made real here.
-    const signal: AbortSource = callSignal(runSource(run), dispatchOptions.signal)
+    // A turn's stop (turn-dispatch.ts) is followed as it is: its `signal` is not read, so not made real.
+    const signal: AbortSource = callSignal(runSource(run), stopOf(dispatchOptions) ?? dispatchOptions.signal)
     if (signal.aborted) throw abortReason(signal)
     const { onion, tools: served } = layers
     const started = clock.now()

@@ -2,7 +2,7 @@ import { abortReason } from './channel.js'
 import type { SettledCall } from './checkpoints.js'
 import { LoopError } from './errors.js'
 import type { MutableRun } from './run.js'
-import { RunStop } from './run-stop.js'
+import { RunStop, stopOptions } from './run-stop.js'
 import type { Stack } from './stack.js'
 import type { ToolCall, ToolResult } from './types.js'
 
@@ -103,9 +103,9 @@ export async function dispatchTurn(
       settled.set(call, { status: 'rejected', reason: err })
     }
   } else if (fresh.length > 1) {
-    // A run nobody can cancel: the turn's own stop, handed to the stack as a real signal (it follows the run's too).
+    // A run nobody can cancel: the turn's own stop, which the stack follows without making it a real signal.
     const stop = stopRun ?? new RunStop(undefined)
-    const options = stopRun === undefined ? { run, signal: stop.signal } : { run }
+    const options = stopRun === undefined ? stopOptions(run, stop) : { run }
     const dispatchOne = async (call: ToolCall) => {
       try {
         return await stack.dispatch(call, options)
