@@ -46,6 +46,20 @@ function waitingTool() {
   return { tool, seen, started }
 }
 
+/** A tool that ends the run with a hard error once `started` has settled (its sibling is waiting by then). */
+function crashAfter(started: Promise<void>) {
+  return defineTool({
+    name: 'crash',
+    description: 'Ends the run',
+    input: z.object({}),
+    effect: 'read',
+    execute: async () => {
+      await started
+      throw new LoopError('tool_crashed', 'the disk caught fire')
+    },
+  })
+}
+
 /** A middleware that keeps the run it saw, and optionally reads its signal. */
 function watchRun(read: boolean): Middleware & { runs: RunContext[]; signals: AbortSignal[] } {
   const runs: RunContext[] = []
@@ -101,16 +115,7 @@ describe('the signal of a run its caller can cancel', () => {
     const caller = new AbortController()
     const watcher = watchRun(false)
     const { tool, seen, started } = waitingTool()
-    const crash = defineTool({
-      name: 'crash',
-      description: 'Ends the run',
-      input: z.object({}),
-      effect: 'read',
-      execute: async () => {
-        await started
-        throw new LoopError('tool_crashed', 'the disk caught fire')
-      },
-    })
+    const crash = crashAfter(started)
     const agent = createAgent({
       model: turnThenAnswer([
         { id: 'c1', name: 'wait', args: {} },
@@ -163,16 +168,7 @@ describe('the signal of a run its caller can cancel', () => {
   it('in a run nobody can cancel, a hard error of one of several calls stops its siblings, through core’s stack and through a wrapper that rebuilds the options', async () => {
     for (const wrap of [false, true]) {
       const { tool, seen, started } = waitingTool()
-      const crash = defineTool({
-        name: 'crash',
-        description: 'Ends the run',
-        input: z.object({}),
-        effect: 'read',
-        execute: async () => {
-          await started
-          throw new LoopError('tool_crashed', 'the disk caught fire')
-        },
-      })
+      const crash = crashAfter(started)
       const inner = createStack({ tools: [tool, crash] })
       // A stack of another make: it hands core's stack only the run and a real signal.
       const stack: Stack = wrap
