@@ -1,10 +1,14 @@
+import { randomInt } from 'node:crypto'
 import { systemClock, ToolError } from '@shallot/core'
 import { optionsParser } from '@shallot/core/internal'
 import { z } from 'zod'
 import type { RawRecord } from './contract-parts.js'
-import { flat, ownCopy } from './flat-string.js'
+import { flat } from './flat-string.js'
 import type { BeginResult, StoredResult, SyncIdempotencyStore } from './idempotency-store.js'
+import { type KeyHash, KeyIndex, seededKeyHash } from './key-index.js'
+import { NONE, RecencyList } from './recency-list.js'
 import { parseStoredResult } from './stored-result.js'
+import { TextColumn } from './text-column.js'
 
 /**
  * Options of {@link memoryIdempotencyStore}.
@@ -32,13 +36,12 @@ export interface MemoryIdempotencyStore extends SyncIdempotencyStore {
 }
 
 /**
- * One record. A done record is also a node of the recency list (least recently used at `head`, most
- * recently at `tail`): one object per record, whatever its state, so the records a busy store keeps
- * cost the garbage collector as little as they can. A full store reuses the record it evicts for
- * the one it admits (see `admit`), so in the steady state a write allocates no record at all.
+ * A record read as one object: how `begin` answers for it and how {@link entryProblem} checks it.
+ * Records planted by the contract's raw hook are kept as such objects, field by field as given;
+ * a record this store wrote is read into one only when `begin` finds it (a replay or a refusal),
+ * never on the write path.
  */
 interface Entry {
-  key: string
   argsHash: string
   state: 'pending' | 'done' | 'unknown'
   /** The fencing token while pending; {@link SETTLED} once done or unknown, since only a pending record can be settled. */
@@ -47,27 +50,40 @@ interface Entry {
   expiresAt: number
   /** JSON text, so a replay can never share objects with the caller that stored it. */
   result: string | undefined
-  /** Links of the recency list; set only while the record is done. */
-  older: Entry | undefined
-  newer: Entry | undefined
 }
 
 const STATES: ReadonlySet<unknown> = new Set(['pending', 'done', 'unknown'])
 
-/** The token of a settled record: never handed out (tokens count from `m1`), so a record kept for hours keeps no token string of its own. */
+/** The token of a settled record: never handed out (tokens count from `m1`). */
 const SETTLED = 'm0'
+
+// A record's state, at its number in `state`. A planted record's fields are in its object instead.
+const FREE = 0
+const PENDING = 1
+const DONE = 2
+const UNKNOWN = 3
+const PLANTED = 4
+
+/** Records a store has room for before it first grows (or `maxEntries`, if fewer). */
+const INITIAL_RECORDS = 256
 
 const isTime = (n: unknown): n is number => typeof n === 'number' && Number.isFinite(n)
 
 /**
  * The moment `ms` after `at`, in whole milliseconds rounded up: a lease or a record lasts at most
- * 1 ms longer than asked, and on the default clock its times are small integers, which V8 keeps in
- * the record itself instead of in a number object of their own that the collector must copy.
+ * 1 ms longer than asked.
  */
 const until = (at: number, ms: number): number => Math.ceil(at + ms)
 
-// Records are only ever written by this file, except through the contract's raw hook below; they
-// are checked on every read all the same, so the store's answers never rest on an unchecked record.
+/** `array`'s values in a longer array of the same kind. */
+function longer<T extends Uint8Array | Float64Array>(array: T, length: number): T {
+  const next = new (array.constructor as new (length: number) => T)(length)
+  next.set(array)
+  return next
+}
+
+// Every record is checked when begin reads it, so the store's answers never rest on an unchecked
+// record, planted or not.
 function entryProblem(entry: Entry): string | undefined {
   if (typeof entry !== 'object' || entry === null) return 'record is not an object'
   if (typeof entry.argsHash !== 'string' || entry.argsHash === '') return 'argsHash is not a non-empty string'
@@ -77,6 +93,21 @@ function entryProblem(entry: Entry): string | undefined {
   if (!isTime(entry.expiresAt)) return 'expiresAt is not a finite number'
   if (entry.state !== 'done' && entry.result !== undefined) return `a ${entry.state} record holds a result`
   return undefined
+}
+
+/** What `begin` answers for a live record. */
+function answerFor(entry: Entry, argsHash: string, at: number): BeginResult {
+  const problem = entryProblem(entry)
+  if (problem !== undefined) return { status: 'unknown', reason: 'corrupt', problem }
+  if (entry.argsHash !== argsHash) return { status: 'mismatch' }
+  if (entry.state === 'done') {
+    const parsed = parseStoredResult(entry.result)
+    return 'result' in parsed
+      ? { status: 'done', result: parsed.result }
+      : { status: 'unknown', reason: 'corrupt', problem: parsed.problem }
+  }
+  if (entry.state === 'unknown') return { status: 'unknown', reason: 'recorded' }
+  return entry.leaseUntil > at ? { status: 'in_flight' } : { status: 'unknown', reason: 'lease_expired' }
 }
 
 const rawWriters = new WeakMap<object, (key: string, record: RawRecord) => void>()
@@ -147,208 +178,287 @@ const parseStoreOptions = optionsParser('memoryIdempotencyStore()', memoryIdempo
  */
 export function memoryIdempotencyStore(options?: MemoryIdempotencyStoreOptions): MemoryIdempotencyStore {
   const { maxEntries, now = systemClock.now } = parseStoreOptions(options)
-  // One Map holds every record. The done ones, which may be evicted, are also linked in recency
-  // order, so a use and an eviction are each O(1) whatever the Map's holes; a record in flight or an
-  // unknown outcome is never linked, so it is never evicted, only dropped once expired. A record is
-  // linked exactly while its state is `done`: only `complete` (and the contract's raw hook) makes one.
-  const records = new Map<string, Entry>()
-  let head: Entry | undefined
-  let tail: Entry | undefined
+  // Seeded per store, so no one can choose keys that collide in every process.
+  return memoryIdempotencyStoreHashing(maxEntries, now, seededKeyHash(randomInt(0x1_0000_0000)))
+}
+
+/**
+ * {@link memoryIdempotencyStore} with its key hash given: what the tests use to make keys collide.
+ *
+ * @example
+ * const store = memoryIdempotencyStoreHashing(3, clock.now, () => 7) // every key in one probe run
+ */
+export function memoryIdempotencyStoreHashing(maxEntries: number, now: () => number, hashKey: KeyHash): MemoryIdempotencyStore {
+  // Records are numbered; a record's fields sit at its number in typed arrays and text columns, so a
+  // store of thousands of records is a few dozen objects, none of them holding a young string, and
+  // a write touches no object the collector must trace. Numbers grow in steps, up to maxEntries.
+  let capacity = 0
+  /** Numbers handed out so far; those freed since are in `free`. */
+  let used = 0
+  let free: number[] = []
+  let count = 0
+  let state = new Uint8Array(0)
+  /** The number of a pending record's token (`m` + it). */
+  let token = new Float64Array(0)
+  let leaseUntil = new Float64Array(0)
+  /** NaN for a planted expiry that is not a finite number: such a record never expires. */
+  let expiresAt = new Float64Array(0)
+  let index = new KeyIndex(0)
+  let keys = new TextColumn(0)
+  let argsHashes = new TextColumn(0)
+  let results = new TextColumn(0)
+  /** The done records, which alone may be evicted; a call in flight or an unknown outcome is never in it. */
+  let recency = new RecencyList(0)
+  /** Records the contract's raw hook planted, as it gave them. */
+  const planted = new Map<number, Entry>()
   let tokens = 0
-  // The record `begin` admitted last, while it is pending and in the map: settling it (most often
-  // the very next call on the store) needs no lookup. Cleared whenever it is settled or dropped.
-  let admitted: Entry | undefined
+  // The record `begin` admitted last, while it is pending, with the key and token `begin` was given
+  // and handed out: settling it (most often the very next call on the store) needs no lookup.
+  // Forgotten whenever it is settled or dropped.
+  let admitted = NONE
+  let admittedKey: string | undefined
+  let admittedToken: string | undefined
 
-  const expired = (entry: Entry, at: number) => isTime(entry.expiresAt) && entry.expiresAt <= at
-
-  function unlink(entry: Entry): void {
-    if (entry.older === undefined) head = entry.newer
-    else entry.older.newer = entry.newer
-    if (entry.newer === undefined) tail = entry.older
-    else entry.newer.older = entry.older
-    entry.older = undefined
-    entry.newer = undefined
+  function reset(records: number): void {
+    capacity = records
+    used = 0
+    free = []
+    count = 0
+    state = new Uint8Array(records)
+    token = new Float64Array(records)
+    leaseUntil = new Float64Array(records)
+    expiresAt = new Float64Array(records)
+    index = new KeyIndex(records)
+    keys = new TextColumn(records)
+    argsHashes = new TextColumn(records)
+    results = new TextColumn(records)
+    recency = new RecencyList(records)
+    planted.clear()
+    forgetAdmitted()
   }
 
-  function append(entry: Entry): void {
-    entry.older = tail
-    entry.newer = undefined
-    if (tail === undefined) head = entry
-    else tail.newer = entry
-    tail = entry
+  /** Twice the room, up to maxEntries; past it (only the raw hook plants beyond it) twice again. */
+  function grow(): void {
+    const records = capacity < maxEntries ? Math.min(capacity * 2, maxEntries) : capacity * 2
+    capacity = records
+    state = longer(state, records)
+    token = longer(token, records)
+    leaseUntil = longer(leaseUntil, records)
+    expiresAt = longer(expiresAt, records)
+    index.grow(records)
+    keys.grow(records)
+    argsHashes.grow(records)
+    results.grow(records)
+    recency.grow(records)
   }
 
-  function drop(key: string, entry: Entry): void {
-    if (entry.state === 'done') unlink(entry)
-    else if (entry === admitted) admitted = undefined
-    records.delete(key)
+  function forgetAdmitted(): void {
+    admitted = NONE
+    admittedKey = undefined
+    admittedToken = undefined
   }
 
-  function live(key: string, at: number): Entry | undefined {
-    const entry = records.get(key)
-    if (entry === undefined) return undefined
-    if (expired(entry, at)) {
-      drop(key, entry)
-      return undefined
+  const expired = (record: number, at: number) => {
+    const end = expiresAt[record] as number
+    return Number.isFinite(end) && end <= at
+  }
+
+  function allocate(): number {
+    let record = free.pop()
+    if (record === undefined) {
+      if (used === capacity) grow()
+      record = used++
     }
-    if (entry.state === 'done' && entry !== tail) {
-      unlink(entry)
-      append(entry)
-    }
-    return entry
+    count++
+    return record
   }
 
-  /**
-   * Makes room for one more record: the evicted record (the least recently used done one), which
-   * nothing refers to any more, or `undefined` when none had to go.
-   */
-  function makeRoom(at: number): Entry | undefined {
-    let evicted: Entry | undefined
-    while (records.size >= maxEntries && head !== undefined) {
-      evicted = head
-      drop(head.key, head)
+  function drop(record: number): void {
+    if (recency.has(record)) recency.remove(record)
+    if (record === admitted) forgetAdmitted()
+    index.remove(record)
+    keys.clear(record)
+    argsHashes.clear(record)
+    results.clear(record)
+    if (state[record] === PLANTED) planted.delete(record)
+    state[record] = FREE
+    free.push(record)
+    count--
+  }
+
+  /** The record of `key` if it has not expired (an expired one is dropped), marked as just used. */
+  function live(key: string, hash: number, at: number): number {
+    const record = index.find(hash, key, keys)
+    if (record === NONE) return NONE
+    if (expired(record, at)) {
+      drop(record)
+      return NONE
     }
-    if (records.size < maxEntries) return evicted
+    if (recency.has(record)) recency.touch(record)
+    return record
+  }
+
+  /** Makes room for one more record, evicting the least recently used done records first. */
+  function makeRoom(at: number): void {
+    while (count >= maxEntries && recency.head !== NONE) drop(recency.head)
+    if (count < maxEntries) return
     // Only records that may not be evicted are left: drop the expired ones, wherever they sit.
-    for (const [key, entry] of records) if (expired(entry, at)) drop(key, entry)
-    if (records.size >= maxEntries) throw storeFull(maxEntries)
-    return evicted
+    for (let record = 0; record < used; record++) if (state[record] !== FREE && expired(record, at)) drop(record)
+    if (count >= maxEntries) throw storeFull(maxEntries)
   }
 
-  /**
-   * A pending record for `key`, in the object the store just evicted when there is one: a record
-   * lives for thousands of calls, so a new object per record would be copied by the garbage
-   * collector twice before it settles in the old generation, and the evicted one is already there.
-   */
-  function admit(key: string, argsHash: string, token: string, at: number, leaseMs: number, ttlMs: number): void {
-    const evicted = makeRoom(at)
-    const flatKey = flat(key)
-    const own = ownCopy(argsHash)
-    if (evicted === undefined) {
-      const entry: Entry = {
-        key: flatKey,
-        argsHash: own,
-        state: 'pending',
-        token,
-        leaseUntil: until(at, leaseMs),
-        expiresAt: until(at, leaseMs + ttlMs),
-        result: undefined,
-        older: undefined,
-        newer: undefined,
-      }
-      records.set(flatKey, entry)
-      admitted = entry
-      return
+  function admit(
+    key: string,
+    hash: number,
+    argsHash: string,
+    at: number,
+    leaseMs: number,
+    ttlMs: number,
+    tokenNumber: number,
+    handedOut: string,
+  ): void {
+    makeRoom(at)
+    const record = allocate()
+    keys.set(record, key)
+    argsHashes.set(record, argsHash)
+    state[record] = PENDING
+    token[record] = tokenNumber
+    leaseUntil[record] = until(at, leaseMs)
+    expiresAt[record] = until(at, leaseMs + ttlMs)
+    index.insert(record, hash)
+    admitted = record
+    admittedKey = key
+    admittedToken = handedOut
+  }
+
+  /** The record as `begin` reads it: its planted object, or its fields read into one. */
+  function entryOf(record: number): Entry {
+    const kind = state[record]
+    if (kind === PLANTED) return planted.get(record) as Entry
+    return {
+      argsHash: argsHashes.get(record) as string,
+      state: kind === PENDING ? 'pending' : kind === DONE ? 'done' : 'unknown',
+      token: kind === PENDING ? `m${token[record]}` : SETTLED,
+      leaseUntil: leaseUntil[record] as number,
+      expiresAt: expiresAt[record] as number,
+      result: results.get(record) as string | undefined,
     }
-    // Unlinked by its eviction (older and newer are undefined) and no longer in the map.
-    evicted.key = flatKey
-    evicted.argsHash = own
-    evicted.state = 'pending'
-    evicted.token = token
-    evicted.leaseUntil = until(at, leaseMs)
-    evicted.expiresAt = until(at, leaseMs + ttlMs)
-    evicted.result = undefined
-    records.set(flatKey, evicted)
-    admitted = evicted
   }
 
-  /** The pending record under `key` if `token` owns it (and it has not expired), which is being settled: no longer {@link admitted}. */
-  function owned(key: string, token: string, at: number): Entry | undefined {
-    const last = admitted
-    let entry: Entry | undefined
-    if (last !== undefined && last.token === token && last.key === key) {
-      if (expired(last, at)) {
-        drop(key, last)
-        return undefined
+  function pendingWith(record: number, handedOut: string): boolean {
+    const kind = state[record]
+    if (kind === PENDING) return handedOut === `m${token[record]}`
+    const entry = kind === PLANTED ? planted.get(record) : undefined
+    return entry !== undefined && entry.token === handedOut && entry.state === 'pending'
+  }
+
+  /** The pending record under `key` if `handedOut` owns it (and it has not expired), which is being settled: no longer {@link admitted}. */
+  function owned(key: string, handedOut: string, at: number): number {
+    let record: number
+    if (admitted !== NONE && admittedToken === handedOut && admittedKey === key) {
+      record = admitted
+      if (expired(record, at)) {
+        drop(record)
+        return NONE
       }
-      entry = last
-    } else entry = live(key, at)
-    if (entry === undefined || entry.token !== token || entry.state !== 'pending') return undefined
-    if (entry === admitted) admitted = undefined
-    return entry
+    } else {
+      record = live(key, hashKey(key), at)
+      if (record === NONE || !pendingWith(record, handedOut)) return NONE
+    }
+    if (record === admitted) forgetAdmitted()
+    return record
   }
 
-  // `text` is a whole StoredResult's JSON.
-  function completeText(key: string, token: string, text: string, ttlMs: number): boolean {
+  /** Settles a pending record as done with the text `head + body + tail` (a whole StoredResult's JSON), or, if `head` is not a string, with `head`. */
+  function completeText(key: string, handedOut: string, ttlMs: number, head: unknown, body: string, tail: string): boolean {
     const at = now()
-    const entry = owned(key, token, at)
-    if (entry === undefined) return false
-    entry.state = 'done'
-    entry.token = SETTLED
-    entry.result = flat(text)
-    entry.expiresAt = until(at, ttlMs)
-    append(entry)
+    const record = owned(key, handedOut, at)
+    if (record === NONE) return false
+    expiresAt[record] = until(at, ttlMs)
+    const entry = state[record] === PLANTED ? planted.get(record) : undefined
+    if (entry !== undefined) {
+      entry.state = 'done'
+      entry.token = SETTLED
+      entry.result = typeof head === 'string' ? flat(head + body + tail) : (head as undefined)
+      entry.expiresAt = expiresAt[record] as number
+    } else {
+      state[record] = DONE
+      if (typeof head === 'string') results.setJoined(record, head, body, tail)
+      else results.set(record, head)
+    }
+    recency.append(record)
     return true
   }
 
+  reset(Math.min(maxEntries, INITIAL_RECORDS))
   const store: MemoryIdempotencyStore = {
     begin(key: string, argsHash: string, leaseMs: number, ttlMs: number): BeginResult {
       const at = now()
-      const entry = live(key, at)
-      if (entry === undefined) {
-        const token = `m${tokens + 1}`
-        admit(key, argsHash, token, at, leaseMs, ttlMs)
+      const hash = hashKey(key)
+      const record = live(key, hash, at)
+      if (record === NONE) {
+        const handedOut = `m${tokens + 1}`
+        admit(key, hash, argsHash, at, leaseMs, ttlMs, tokens + 1, handedOut)
         tokens++
-        return { status: 'new', token }
+        return { status: 'new', token: handedOut }
       }
-      const problem = entryProblem(entry)
-      if (problem !== undefined) return { status: 'unknown', reason: 'corrupt', problem }
-      if (entry.argsHash !== argsHash) return { status: 'mismatch' }
-      if (entry.state === 'done') {
-        const parsed = parseStoredResult(entry.result)
-        return 'result' in parsed
-          ? { status: 'done', result: parsed.result }
-          : { status: 'unknown', reason: 'corrupt', problem: parsed.problem }
-      }
-      if (entry.state === 'unknown') return { status: 'unknown', reason: 'recorded' }
-      return entry.leaseUntil > at ? { status: 'in_flight' } : { status: 'unknown', reason: 'lease_expired' }
+      return answerFor(entryOf(record), argsHash, at)
     },
-    complete(key: string, token: string, result: StoredResult, ttlMs: number): boolean {
-      return completeText(key, token, JSON.stringify(result), ttlMs)
+    complete(key: string, handedOut: string, result: StoredResult, ttlMs: number): boolean {
+      return completeText(key, handedOut, ttlMs, JSON.stringify(result), '', '')
     },
-    release(key: string, token: string): boolean {
-      if (owned(key, token, now()) === undefined) return false
-      records.delete(key)
+    release(key: string, handedOut: string): boolean {
+      const record = owned(key, handedOut, now())
+      if (record === NONE) return false
+      drop(record)
       return true
     },
-    markUnknown(key: string, token: string, ttlMs: number): boolean {
+    markUnknown(key: string, handedOut: string, ttlMs: number): boolean {
       const at = now()
-      const entry = owned(key, token, at)
-      if (entry === undefined) return false
-      entry.state = 'unknown'
-      entry.token = SETTLED
-      entry.expiresAt = until(at, ttlMs)
+      const record = owned(key, handedOut, at)
+      if (record === NONE) return false
+      expiresAt[record] = until(at, ttlMs)
+      const entry = state[record] === PLANTED ? planted.get(record) : undefined
+      if (entry !== undefined) {
+        entry.state = 'unknown'
+        entry.token = SETTLED
+        entry.expiresAt = expiresAt[record] as number
+      } else state[record] = UNKNOWN
       return true
     },
     get size() {
-      return records.size
+      return count
     },
     clear() {
-      records.clear()
-      head = undefined
-      tail = undefined
-      admitted = undefined
+      reset(Math.min(maxEntries, INITIAL_RECORDS))
     },
   }
-  textCompleters.set(store, (key, token, json, ttlMs) => completeText(key, token, json === undefined ? '{}' : `{"value":${json}}`, ttlMs))
-  rawWriters.set(store, (key, record) => {
-    const known = records.get(key)
-    if (known !== undefined) drop(key, known)
-    // Planted as it is, field by field (an absent field reads as undefined). Only a record that reads
-    // as done is linked, so only it may be evicted; anything else might be an unknown outcome.
-    const entry = {
-      key,
-      argsHash: record.argsHash,
-      state: record.state,
-      token: record.token,
-      leaseUntil: record.leaseUntil,
-      expiresAt: record.expiresAt,
-      result: record.result,
-      older: undefined,
-      newer: undefined,
-    } as unknown as Entry
-    records.set(key, entry)
-    if (entry.state === 'done') append(entry)
+  textCompleters.set(store, (key, handedOut, json, ttlMs) =>
+    json === undefined
+      ? completeText(key, handedOut, ttlMs, '{}', '', '')
+      : completeText(key, handedOut, ttlMs, '{"value":', typeof json === 'string' ? json : `${json}`, '}'),
+  )
+  rawWriters.set(store, (key, raw) => {
+    const hash = hashKey(key)
+    const known = index.find(hash, key, keys)
+    if (known !== NONE) drop(known)
+    // Planted as it is, field by field (an absent field reads as undefined), without making room, as
+    // a bug or another writer would. Only a record that reads as done is linked, so only it may be
+    // evicted; anything else might be an unknown outcome.
+    const record = allocate()
+    keys.set(record, key)
+    state[record] = PLANTED
+    planted.set(record, {
+      argsHash: raw.argsHash,
+      state: raw.state,
+      token: raw.token,
+      leaseUntil: raw.leaseUntil,
+      expiresAt: raw.expiresAt,
+      result: raw.result,
+    } as Entry)
+    expiresAt[record] = isTime(raw.expiresAt) ? raw.expiresAt : Number.NaN
+    index.insert(record, hash)
+    if (raw.state === 'done') recency.append(record)
   })
   return store
 }
