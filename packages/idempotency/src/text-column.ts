@@ -32,7 +32,8 @@ function latin1Into(bytes: Uint8Array, at: number, text: string): number {
  * is kept as it is, so every value round-trips exactly. New texts go at the end of the buffer; a
  * text cleared or replaced leaves a hole, and when the end is reached the live texts are copied,
  * in record order, to a buffer twice their size (or at least {@link INITIAL_BYTES}): each byte
- * written is copied at most once more on average.
+ * written is copied at most once more on average. Two buffers of that size take turns, so a column
+ * in its steady state allocates nothing.
  *
  * @example
  * const keys = new TextColumn(256)
@@ -40,7 +41,13 @@ function latin1Into(bytes: Uint8Array, at: number, text: string): number {
  * keys.equals(7, 'default 9b1f…') // true
  */
 export class TextColumn {
-  private bytes = Buffer.alloc(INITIAL_BYTES)
+  private bytes: Buffer = Buffer.alloc(INITIAL_BYTES)
+  /**
+   * The buffer compaction last copied out of, reused by the next one of the same size: a busy column
+   * compacts every few thousand writes, and a new megabyte each time would be external memory the
+   * collector answers with full collections.
+   */
+  private spare: Buffer | undefined
   /** Per record, where its text starts in `bytes`, or -1 when it is in `kept` (or the record has none). */
   private start: Int32Array
   private length: Int32Array
@@ -126,7 +133,7 @@ export class TextColumn {
     let size = INITIAL_BYTES
     while (size < 2 * (live + need)) size *= 2
     const from = this.bytes
-    const to = Buffer.alloc(size)
+    const to = this.spare?.length === size ? this.spare : Buffer.alloc(size)
     let end = 0
     for (let record = 0; record < this.start.length; record++) {
       const at = this.start[record] as number
@@ -137,6 +144,7 @@ export class TextColumn {
       end += length
     }
     this.bytes = to
+    this.spare = from.length === size ? from : undefined
     this.end = end
     this.holes = 0
   }
