@@ -1,41 +1,38 @@
-import type { TextColumn } from './text-column.js'
+import { Buffer } from 'node:buffer'
+import { NONE } from './recency-list.js'
 
-/** A 32-bit hash of a store key. */
-export type KeyHash = (key: unknown) => number
+/** Bytes each record has for its key; a longer key (or one with a character past U+00FF) is kept as it is. */
+export const KEY_BYTES = 64
 
-/**
- * A key hash seeded per store, so nobody can pick keys that collide in every process: FNV-1a over
- * the UTF-16 code units, then murmur3's finaliser, so the low bits (which pick the slot) depend on
- * every character. Anything but a string hashes to 0: it still works as a key, found by comparing.
- *
- * @example
- * const hash = seededKeyHash(0x2545f491)
- * hash('default 9b1f…') === hash('default 9b1f…') // true
- */
-export function seededKeyHash(seed: number): KeyHash {
-  return (key) => {
-    if (typeof key !== 'string') return 0
-    let h = 0x811c9dc5 ^ seed
-    for (let i = 0; i < key.length; i++) h = Math.imul(h ^ key.charCodeAt(i), 0x01000193)
-    h = Math.imul(h ^ (h >>> 16), 0x85ebca6b)
-    h = Math.imul(h ^ (h >>> 13), 0xc2b2ae35)
-    return h ^ (h >>> 16)
-  }
-}
+/** Nothing was staged yet, or the staged bytes are gone (the index grew). */
+const NOTHING = Symbol('nothing staged')
+
+// Object.is, but +0 and -0 are one key, as in a Map.
+const sameValueZero = (a: unknown, b: unknown) => a === b || Object.is(a, b)
 
 /** Slots for `records` records: a power of two, at most half of them in use. */
 const slotsFor = (records: number) => 2 ** Math.ceil(Math.log2(Math.max(4, 2 * records)))
 
 /**
- * Record numbers by key, in an open-addressing table of typed arrays (linear probing): a miss reads
- * one or two neighbouring slots of one array and touches no record; a hit compares the one key
- * whose hash matches. Removal shifts the entries behind the hole back instead of leaving a
- * tombstone, so a table with constant churn never fills with dead slots and never needs a rebuild.
+ * Record numbers by key. The keys are kept as Latin-1 bytes, a slot of {@link KEY_BYTES} per
+ * record, so a store of thousands holds no key string the collector must copy; the index is an
+ * open-addressing table of typed arrays (linear probing), so a miss reads one or two neighbouring
+ * slots of one array and touches no key. Removal shifts the entries behind the hole back instead
+ * of leaving a tombstone, so constant churn never fills the table with dead slots.
+ *
+ * `find` hashes the key as it copies it into a staging slot, in one pass over its characters: a
+ * hit then compares bytes with bytes, and `insert` after a miss copies the staged bytes.
+ *
+ * The hash is FNV-1a over the UTF-16 code units, seeded per index so nobody can choose keys that
+ * collide in every process, then murmur3's finaliser so the low bits (which pick the slot) depend
+ * on every character. Anything but a string hashes to 0: it still works as a key, found by comparing
+ * (SameValueZero, as in a Map).
  *
  * @example
- * const index = new KeyIndex(256)
- * index.insert(7, hash(key)) // after keys.set(7, key)
- * index.find(hash(key), key, keys) // 7
+ * const index = new KeyIndex(256, seed)
+ * index.find('default 9b1f…') // -1
+ * index.insert(7, 'default 9b1f…')
+ * index.find('default 9b1f…') // 7
  */
 export class KeyIndex {
   /**
@@ -47,27 +44,64 @@ export class KeyIndex {
   private mask: number
   /** Each record's hash, so its slot is found again (to remove it, or to grow) without hashing its key. */
   private hashes: Int32Array
+  /** Each record's key bytes at `record * KEY_BYTES`, then the staging slot. */
+  private bytes: Buffer
+  /** Per record, the length of its key in its slot, or -1 when the key is in `kept`. */
+  private lengths: Int32Array
+  /** Keys that do not fit a slot, as they are. */
+  private kept: unknown[]
+  private records: number
+  /** The key `find` staged last, its hash, and its length in the staging slot (-1: it does not fit one). */
+  private staged: unknown = NOTHING
+  private stagedHash = 0
+  private stagedLength = -1
 
-  constructor(records: number) {
+  constructor(
+    records: number,
+    private readonly seed: number,
+    /**
+     * The bits of each hash that are kept; the others are set. -1 keeps hashes whole; tests pass 0
+     * (every key has hash -1: one run of slots, from the last slot round to the first) or a few bits.
+     */
+    private readonly hashMask = -1,
+  ) {
     const slots = slotsFor(records)
     this.slots = new Int32Array(2 * slots)
     this.mask = slots - 1
+    this.records = records
     this.hashes = new Int32Array(records)
+    this.bytes = Buffer.alloc((records + 1) * KEY_BYTES)
+    this.lengths = new Int32Array(records).fill(-1)
+    this.kept = new Array<unknown>(records).fill(undefined)
   }
 
-  /** The record whose key is `key` (its hash `hash`, its text in `keys`), or -1. */
-  find(hash: number, key: unknown, keys: TextColumn): number {
+  /** The hash `find` probes with for `key`. */
+  hashOf(key: unknown): number {
+    this.stage(key)
+    return this.stagedHash
+  }
+
+  /** The record whose key is `key`, or -1. */
+  find(key: unknown): number {
+    this.stage(key)
+    const hash = this.stagedHash
     const slots = this.slots
     const mask = this.mask
     for (let slot = hash & mask; ; slot = (slot + 1) & mask) {
       const entry = slots[2 * slot + 1] as number
-      if (entry === 0) return -1
-      if (slots[2 * slot] === hash && keys.equals(entry - 1, key)) return entry - 1
+      if (entry === 0) return NONE
+      if (slots[2 * slot] === hash && this.holdsStaged(entry - 1)) return entry - 1
     }
   }
 
-  /** Adds `record`, whose key hashes to `hash` and is in no other record. */
-  insert(record: number, hash: number): void {
+  /** Adds `record` under `key`, which no other record has. */
+  insert(record: number, key: unknown): void {
+    if (key !== this.staged) this.stage(key)
+    const length = this.stagedLength
+    if (length < 0) this.kept[record] = key
+    else this.bytes.copyWithin(record * KEY_BYTES, this.records * KEY_BYTES, this.records * KEY_BYTES + length)
+    this.lengths[record] = length
+    const hash = this.stagedHash
     this.hashes[record] = hash
     const slots = this.slots
     const mask = this.mask
@@ -95,6 +129,8 @@ export class KeyIndex {
     }
     slots[2 * hole] = 0
     slots[2 * hole + 1] = 0
+    this.lengths[record] = -1
+    this.kept[record] = undefined
   }
 
   /** Room for records `0 … records - 1` (more than now), every entry kept. */
@@ -102,13 +138,62 @@ export class KeyIndex {
     const hashes = new Int32Array(records)
     hashes.set(this.hashes)
     this.hashes = hashes
+    const bytes = Buffer.alloc((records + 1) * KEY_BYTES)
+    bytes.set(this.bytes.subarray(0, this.records * KEY_BYTES))
+    this.bytes = bytes
+    this.staged = NOTHING
+    const lengths = new Int32Array(records).fill(-1)
+    lengths.set(this.lengths)
+    this.lengths = lengths
+    while (this.kept.length < records) this.kept.push(undefined)
+    this.records = records
     const old = this.slots
     const slots = slotsFor(records)
     this.slots = new Int32Array(2 * slots)
     this.mask = slots - 1
     for (let i = 0; i < old.length; i += 2) {
       const entry = old[i + 1] as number
-      if (entry !== 0) this.insert(entry - 1, old[i] as number)
+      if (entry === 0) continue
+      let slot = (old[i] as number) & this.mask
+      while (this.slots[2 * slot + 1] !== 0) slot = (slot + 1) & this.mask
+      this.slots[2 * slot] = old[i] as number
+      this.slots[2 * slot + 1] = entry
     }
+  }
+
+  /** Hashes `key` and copies it into the staging slot, if it fits one. */
+  private stage(key: unknown): void {
+    this.staged = key
+    if (typeof key !== 'string') {
+      this.stagedHash = ~this.hashMask
+      this.stagedLength = -1
+      return
+    }
+    const bytes = this.bytes
+    const at = this.records * KEY_BYTES
+    let fits = key.length <= KEY_BYTES
+    let h = 0x811c9dc5 ^ this.seed
+    for (let i = 0; i < key.length; i++) {
+      const code = key.charCodeAt(i)
+      h = Math.imul(h ^ code, 0x01000193)
+      if (code > 0xff) fits = false
+      else if (fits) bytes[at + i] = code
+    }
+    h = Math.imul(h ^ (h >>> 16), 0x85ebca6b)
+    h = Math.imul(h ^ (h >>> 13), 0xc2b2ae35)
+    this.stagedHash = (h ^ (h >>> 16)) | ~this.hashMask
+    this.stagedLength = fits ? key.length : -1
+  }
+
+  /** True when `record`'s key is the staged one. */
+  private holdsStaged(record: number): boolean {
+    const length = this.lengths[record] as number
+    if (length !== this.stagedLength) return false
+    if (length < 0) return sameValueZero(this.kept[record], this.staged)
+    const bytes = this.bytes
+    const at = record * KEY_BYTES
+    const staged = this.records * KEY_BYTES
+    for (let i = 0; i < length; i++) if (bytes[at + i] !== bytes[staged + i]) return false
+    return true
   }
 }

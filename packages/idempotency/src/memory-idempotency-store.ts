@@ -5,7 +5,7 @@ import { z } from 'zod'
 import type { RawRecord } from './contract-parts.js'
 import { flat } from './flat-string.js'
 import type { BeginResult, StoredResult, SyncIdempotencyStore } from './idempotency-store.js'
-import { type KeyHash, KeyIndex, seededKeyHash } from './key-index.js'
+import { KeyIndex } from './key-index.js'
 import { NONE, RecencyList } from './recency-list.js'
 import { parseStoredResult } from './stored-result.js'
 import { TextColumn } from './text-column.js'
@@ -66,6 +66,12 @@ const PLANTED = 4
 
 /** Records a store has room for before it first grows (or `maxEntries`, if fewer). */
 const INITIAL_RECORDS = 256
+
+// Bytes each record has for its texts besides its key (KEY_BYTES); a longer text is kept as a string.
+// With the key's, they fit what idempotency() stores: a scope and a derived key (`default ` + 32 hex),
+// an arguments hash (32 hex), a small result.
+const ARGS_HASH_BYTES = 32
+const RESULT_BYTES = 64
 
 const isTime = (n: unknown): n is number => typeof n === 'number' && Number.isFinite(n)
 
@@ -178,17 +184,19 @@ const parseStoreOptions = optionsParser('memoryIdempotencyStore()', memoryIdempo
  */
 export function memoryIdempotencyStore(options?: MemoryIdempotencyStoreOptions): MemoryIdempotencyStore {
   const { maxEntries, now = systemClock.now } = parseStoreOptions(options)
-  // Seeded per store, so no one can choose keys that collide in every process.
-  return memoryIdempotencyStoreHashing(maxEntries, now, seededKeyHash(randomInt(0x1_0000_0000)))
+  return memoryIdempotencyStoreMasked(maxEntries, now, -1)
 }
 
 /**
- * {@link memoryIdempotencyStore} with its key hash given: what the tests use to make keys collide.
+ * {@link memoryIdempotencyStore} with only the `hashMask` bits of each key's hash kept (the others
+ * set): -1 for whole hashes; in tests 0 (every key collides) or a few bits (hashes cluster).
  *
  * @example
- * const store = memoryIdempotencyStoreHashing(3, clock.now, () => 7) // every key in one probe run
+ * const store = memoryIdempotencyStoreMasked(3, clock.now, 0) // every key in one probe run
  */
-export function memoryIdempotencyStoreHashing(maxEntries: number, now: () => number, hashKey: KeyHash): MemoryIdempotencyStore {
+export function memoryIdempotencyStoreMasked(maxEntries: number, now: () => number, hashMask: number): MemoryIdempotencyStore {
+  // Seeded per store, so no one can choose keys that collide in every process.
+  const seed = randomInt(0x1_0000_0000)
   // Records are numbered; a record's fields sit at its number in typed arrays and text columns, so a
   // store of thousands of records is a few dozen objects, none of them holding a young string, and
   // a write touches no object the collector must trace. Numbers grow in steps, up to maxEntries.
@@ -203,10 +211,9 @@ export function memoryIdempotencyStoreHashing(maxEntries: number, now: () => num
   let leaseUntil = new Float64Array(0)
   /** NaN for a planted expiry that is not a finite number: such a record never expires. */
   let expiresAt = new Float64Array(0)
-  let index = new KeyIndex(0)
-  let keys = new TextColumn(0)
-  let argsHashes = new TextColumn(0)
-  let results = new TextColumn(0)
+  let index = new KeyIndex(0, seed, hashMask)
+  let argsHashes = new TextColumn(0, ARGS_HASH_BYTES)
+  let results = new TextColumn(0, RESULT_BYTES)
   /** The done records, which alone may be evicted; a call in flight or an unknown outcome is never in it. */
   let recency = new RecencyList(0)
   /** Records the contract's raw hook planted, as it gave them. */
@@ -228,10 +235,9 @@ export function memoryIdempotencyStoreHashing(maxEntries: number, now: () => num
     token = new Float64Array(records)
     leaseUntil = new Float64Array(records)
     expiresAt = new Float64Array(records)
-    index = new KeyIndex(records)
-    keys = new TextColumn(records)
-    argsHashes = new TextColumn(records)
-    results = new TextColumn(records)
+    index = new KeyIndex(records, seed, hashMask)
+    argsHashes = new TextColumn(records, ARGS_HASH_BYTES)
+    results = new TextColumn(records, RESULT_BYTES)
     recency = new RecencyList(records)
     planted.clear()
     forgetAdmitted()
@@ -246,7 +252,6 @@ export function memoryIdempotencyStoreHashing(maxEntries: number, now: () => num
     leaseUntil = longer(leaseUntil, records)
     expiresAt = longer(expiresAt, records)
     index.grow(records)
-    keys.grow(records)
     argsHashes.grow(records)
     results.grow(records)
     recency.grow(records)
@@ -277,7 +282,6 @@ export function memoryIdempotencyStoreHashing(maxEntries: number, now: () => num
     if (recency.has(record)) recency.remove(record)
     if (record === admitted) forgetAdmitted()
     index.remove(record)
-    keys.clear(record)
     argsHashes.clear(record)
     results.clear(record)
     if (state[record] === PLANTED) planted.delete(record)
@@ -287,8 +291,8 @@ export function memoryIdempotencyStoreHashing(maxEntries: number, now: () => num
   }
 
   /** The record of `key` if it has not expired (an expired one is dropped), marked as just used. */
-  function live(key: string, hash: number, at: number): number {
-    const record = index.find(hash, key, keys)
+  function live(key: string, at: number): number {
+    const record = index.find(key)
     if (record === NONE) return NONE
     if (expired(record, at)) {
       drop(record)
@@ -307,25 +311,15 @@ export function memoryIdempotencyStoreHashing(maxEntries: number, now: () => num
     if (count >= maxEntries) throw storeFull(maxEntries)
   }
 
-  function admit(
-    key: string,
-    hash: number,
-    argsHash: string,
-    at: number,
-    leaseMs: number,
-    ttlMs: number,
-    tokenNumber: number,
-    handedOut: string,
-  ): void {
+  function admit(key: string, argsHash: string, at: number, leaseMs: number, ttlMs: number, tokenNumber: number, handedOut: string): void {
     makeRoom(at)
     const record = allocate()
-    keys.set(record, key)
     argsHashes.set(record, argsHash)
     state[record] = PENDING
     token[record] = tokenNumber
     leaseUntil[record] = until(at, leaseMs)
     expiresAt[record] = until(at, leaseMs + ttlMs)
-    index.insert(record, hash)
+    index.insert(record, key)
     admitted = record
     admittedKey = key
     admittedToken = handedOut
@@ -362,7 +356,7 @@ export function memoryIdempotencyStoreHashing(maxEntries: number, now: () => num
         return NONE
       }
     } else {
-      record = live(key, hashKey(key), at)
+      record = live(key, at)
       if (record === NONE || !pendingWith(record, handedOut)) return NONE
     }
     if (record === admitted) forgetAdmitted()
@@ -394,11 +388,10 @@ export function memoryIdempotencyStoreHashing(maxEntries: number, now: () => num
   const store: MemoryIdempotencyStore = {
     begin(key: string, argsHash: string, leaseMs: number, ttlMs: number): BeginResult {
       const at = now()
-      const hash = hashKey(key)
-      const record = live(key, hash, at)
+      const record = live(key, at)
       if (record === NONE) {
         const handedOut = `m${tokens + 1}`
-        admit(key, hash, argsHash, at, leaseMs, ttlMs, tokens + 1, handedOut)
+        admit(key, argsHash, at, leaseMs, ttlMs, tokens + 1, handedOut)
         tokens++
         return { status: 'new', token: handedOut }
       }
@@ -439,14 +432,12 @@ export function memoryIdempotencyStoreHashing(maxEntries: number, now: () => num
       : completeText(key, handedOut, ttlMs, '{"value":', typeof json === 'string' ? json : `${json}`, '}'),
   )
   rawWriters.set(store, (key, raw) => {
-    const hash = hashKey(key)
-    const known = index.find(hash, key, keys)
+    const known = index.find(key)
     if (known !== NONE) drop(known)
     // Planted as it is, field by field (an absent field reads as undefined), without making room, as
     // a bug or another writer would. Only a record that reads as done is linked, so only it may be
     // evicted; anything else might be an unknown outcome.
     const record = allocate()
-    keys.set(record, key)
     state[record] = PLANTED
     planted.set(record, {
       argsHash: raw.argsHash,
@@ -457,7 +448,7 @@ export function memoryIdempotencyStoreHashing(maxEntries: number, now: () => num
       result: raw.result,
     } as Entry)
     expiresAt[record] = isTime(raw.expiresAt) ? raw.expiresAt : Number.NaN
-    index.insert(record, hash)
+    index.insert(record, key)
     if (raw.state === 'done') recency.append(record)
   })
   return store
