@@ -19,11 +19,17 @@ function manualTime() {
  * The memory store's semantics in the plainest form: a Map of records and an array of the done
  * keys, least recently used first. The store must answer exactly as this does, whatever its layout.
  */
+interface ReferenceRecord {
+  argsHash: string
+  state: 'pending' | 'done' | 'unknown' | 42
+  token: string
+  leaseUntil: number
+  expiresAt: number
+  result?: string
+}
+
 class ReferenceStore {
-  private records = new Map<
-    string,
-    { argsHash: string; state: 'pending' | 'done' | 'unknown'; token: string; leaseUntil: number; expiresAt: number; result?: string }
-  >()
+  private records = new Map<string, ReferenceRecord>()
   private recency: string[] = []
   private tokens = 0
 
@@ -69,6 +75,7 @@ class ReferenceStore {
       })
       return { status: 'new', token }
     }
+    if (record.state === 42) return { status: 'unknown', reason: 'corrupt', problem: 'state is not pending, done or unknown' }
     if (record.argsHash !== argsHash) return { status: 'mismatch' }
     if (record.state === 'done') return { status: 'done', result: JSON.parse(record.result as string) }
     if (record.state === 'unknown') return { status: 'unknown', reason: 'recorded' }
@@ -99,6 +106,13 @@ class ReferenceStore {
     if (record === undefined) return false
     Object.assign(record, { state: 'unknown', token: 'm0', expiresAt: Math.ceil(this.now() + ttlMs) })
     return true
+  }
+
+  /** What the contract's raw hook does: replaces the key's record, without making room. */
+  plant(key: string, record: ReferenceRecord) {
+    this.drop(key)
+    this.records.set(key, { ...record })
+    if (record.state === 'done') this.recency.push(key)
   }
 
   clear() {
@@ -146,6 +160,7 @@ type Op =
   | { op: 'complete'; key: number; token: number; value: number; ttl: number; asText: boolean }
   | { op: 'release'; key: number; token: number }
   | { op: 'markUnknown'; key: number; token: number; ttl: number }
+  | { op: 'plant'; key: number; hash: number; state: ReferenceRecord['state']; token: number; value: number; ttl: number }
   | { op: 'advance'; ms: number }
   | { op: 'clear' }
 
@@ -169,6 +184,18 @@ const op: fc.Arbitrary<Op> = fc.oneof(
   },
   { weight: 1, arbitrary: fc.record({ op: fc.constant('release' as const), key: index(KEYS.length), token: fc.nat() }) },
   { weight: 1, arbitrary: fc.record({ op: fc.constant('markUnknown' as const), key: index(KEYS.length), token: fc.nat(), ttl: ms }) },
+  {
+    weight: 1,
+    arbitrary: fc.record({
+      op: fc.constant('plant' as const),
+      key: index(KEYS.length),
+      hash: index(HASHES.length),
+      state: fc.constantFrom('pending' as const, 'done' as const, 'unknown' as const, 42 as const),
+      token: fc.nat(),
+      value: index(VALUES.length),
+      ttl: ms,
+    }),
+  },
   { weight: 2, arbitrary: fc.record({ op: fc.constant('advance' as const), ms: fc.constantFrom(1, 4, 9, 30) }) },
   { weight: 1, arbitrary: fc.constant({ op: 'clear' as const }) },
 )
@@ -188,6 +215,7 @@ function agree(make: (maxEntries: number, now: () => number) => MemoryIdempotenc
   const store = make(maxEntries, clock.now)
   const reference = new ReferenceStore(maxEntries, clock.now)
   const completeText = memoryCompleteWithText(store)
+  const writeRaw = memoryIdempotencyStoreRawWriter(store)
   // Tokens handed out so far, current and stale, plus tokens no store hands out; and each key's last one.
   const tokens = ['m0', 'm01', 'x', '']
   const last = new Map<string, string>()
@@ -213,7 +241,24 @@ function agree(make: (maxEntries: number, now: () => number) => MemoryIdempotenc
       expect(got, where).toBe(reference.complete(key, token, text, o.ttl))
     } else if (o.op === 'release') expect(store.release(key, token), where).toBe(reference.release(key, token))
     else if (o.op === 'markUnknown') expect(store.markUnknown(key, token, o.ttl), where).toBe(reference.markUnknown(key, token, o.ttl))
-    else if (o.op === 'advance') clock.advance(o.ms)
+    else if (o.op === 'plant') {
+      // A well-formed record (a pending one with a token of this store's form, maybe one handed out
+      // for another key), or one whose state is corrupt.
+      const at = clock.now()
+      const pending = o.state === 'pending'
+      const formed = tokens.filter((t) => /^m[0-9]+$/.test(t))
+      const record: ReferenceRecord = {
+        argsHash: HASHES[o.hash] as string,
+        state: o.state,
+        token: pending ? (formed[o.token % formed.length] as string) : 'm0',
+        leaseUntil: pending ? at + 5 : at,
+        expiresAt: at + (pending ? 5 : 0) + o.ttl,
+        ...(o.state === 'done' ? { result: JSON.stringify(VALUES[o.value]) } : {}),
+      }
+      writeRaw(key, record)
+      reference.plant(key, record)
+      if (pending) last.set(key, record.token)
+    } else if (o.op === 'advance') clock.advance(o.ms)
     else {
       store.clear()
       reference.clear()
@@ -235,12 +280,14 @@ const colliding = (maxEntries: number, now: () => number) => memoryIdempotencySt
 const clustered = (maxEntries: number, now: () => number) => memoryIdempotencyStoreMasked(maxEntries, now, 3)
 
 describe('memoryIdempotencyStore answers exactly as a Map of records with a recency list would', () => {
+  // The programs: begin, complete (with the result or its JSON text), release, markUnknown, records
+  // planted through the raw hook, clear() and time, on stores of 1 to 6 records that must evict.
   for (const [name, make] of [
     ['with its own key hash', seeded],
     ['when every key has the same 32-bit hash', colliding],
     ['when hashes cluster', clustered],
   ] as const) {
-    it(`${name}: random begins, completes, releases, unknowns, clears and time`, () => {
+    it(`${name}: random programs`, () => {
       fc.assert(
         fc.property(fc.integer({ min: 1, max: 6 }), fc.array(op, { maxLength: 120 }), (maxEntries, ops) => agree(make, maxEntries, ops)),
         { numRuns: 150 },
