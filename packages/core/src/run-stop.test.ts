@@ -107,7 +107,7 @@ describe('the signal of a run its caller can cancel', () => {
     caller.abort(new Error('stop'))
     expect((await outcome).status).toBe('stopped')
     expect(signal?.aborted).toBe(true)
-    expect((signal?.reason as Error).message).toBe('stop')
+    expect((signal?.reason as Error | undefined)?.message).toBe('stop')
     expect(getEventListeners(caller.signal, 'abort')).toHaveLength(0)
   })
 
