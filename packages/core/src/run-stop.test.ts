@@ -4,6 +4,7 @@ import { z } from 'zod'
 import {
   createAgent,
   createStack,
+  type DispatchOptions,
   defineTool,
   LoopError,
   type Middleware,
@@ -171,9 +172,13 @@ describe('the signal of a run its caller can cancel', () => {
       const crash = crashAfter(started)
       const inner = createStack({ tools: [tool, crash] })
       // A stack of another make: it hands core's stack only the run and a real signal.
-      const stack: Stack = wrap
-        ? { ...inner, dispatch: (call, options) => inner.dispatch(call, { run: options?.run, signal: options?.signal }) }
-        : inner
+      const rebuilt = (options: DispatchOptions = {}): DispatchOptions => {
+        const only: { run?: RunContext; signal?: AbortSignal } = {}
+        if (options.run !== undefined) only.run = options.run
+        if (options.signal !== undefined) only.signal = options.signal
+        return only
+      }
+      const stack: Stack = wrap ? { ...inner, dispatch: (call, options) => inner.dispatch(call, rebuilt(options)) } : inner
       const agent = createAgent({
         model: turnThenAnswer([
           { id: 'c1', name: 'wait', args: {} },
