@@ -2,7 +2,7 @@ import { createHash } from 'node:crypto'
 import fc from 'fast-check'
 import { describe, expect, it } from 'vitest'
 import type { Json } from './index.js'
-import { canonicalJson, hashOf } from './internal.js'
+import { canonicalJson, hashOf, hashOfNamed, tupleHasher } from './internal.js'
 
 /** The same JSON value with the keys of every object in another order, chosen by `order`. */
 function reorder(value: Json, order: (keys: string[]) => string[]): Json {
@@ -319,5 +319,72 @@ describe('hashOf against the digest of the oracle text', () => {
     for (let i = 0; i < 200_000; i++) deep = [deep]
     expect(() => hashOf(deep)).toThrow(RangeError)
     expect(hashOf({ a: 1 })).toBe(sha('{"a":1}'))
+  })
+})
+
+describe('hashOfNamed and tupleHasher: hashOf with the head of the array kept', () => {
+  const text = fc.string({ unit: 'binary', maxLength: 40 })
+  const oracleHash = (value: unknown) => sha(oracleCanonicalJson(value))
+
+  it('hashOfNamed(name, value) is hashOf([name, value]) for any name and value, name after name', () => {
+    fc.assert(
+      fc.property(
+        fc.array(fc.tuple(fc.oneof(text, fc.constantFrom('read_file', '__proto__', '')), anyValue), { maxLength: 8 }),
+        (calls) => {
+          for (const [name, value] of calls) expect(hashOfNamed(name, value)).toBe(oracleHash([name, value]))
+        },
+      ),
+      { numRuns: 500 },
+    )
+  }, 60_000)
+
+  it('tupleHasher gives hashOf([a, b, c, last]) for any strings, whichever of them repeat', () => {
+    fc.assert(
+      fc.property(
+        fc.array(
+          fc.tuple(
+            fc.constantFrom('default', 'té"nant'),
+            fc.oneof(text, fc.constant('run-1')),
+            fc.oneof(text, fc.constantFrom('charge', 'refund')),
+            text,
+          ),
+          { maxLength: 12 },
+        ),
+        (keys) => {
+          const hash = tupleHasher()
+          for (const [a, b, c, last] of keys) expect(hash(a, b, c, last)).toBe(oracleHash([a, b, c, last]))
+        },
+      ),
+      { numRuns: 500 },
+    )
+  }, 60_000)
+
+  it("keeps giving hashOf's digest past its caches: huge heads, many tools, a non-string from untyped code", () => {
+    const hash = tupleHasher()
+    const huge = 'r'.repeat(100_000)
+    expect(hash('default', huge, 'charge', 'a'.repeat(32))).toBe(hashOf(['default', huge, 'charge', 'a'.repeat(32)]))
+    for (let i = 0; i < 200; i++) expect(hash('default', 'run-1', `tool_${i}`, 'x')).toBe(hashOf(['default', 'run-1', `tool_${i}`, 'x']))
+    expect(hash('default', 'run-1', 'charge', 5 as unknown as string)).toBe(hashOf(['default', 'run-1', 'charge', 5]))
+    expect(hashOfNamed(huge, { a: 1 })).toBe(hashOf([huge, { a: 1 }]))
+    for (let i = 0; i < 200; i++) expect(hashOfNamed(`made_up_${i}`, i)).toBe(hashOf([`made_up_${i}`, i]))
+    expect(hashOfNamed(7 as unknown as string, 'x')).toBe(hashOf([7, 'x']))
+    // The shared buffer is left right for the next digest.
+    expect(hashOf({ a: 1 })).toBe(sha('{"a":1}'))
+  })
+
+  it('hashOfNamed leaves no state behind when a getter throws, and lets a getter hash while being hashed', () => {
+    const throwing = {
+      get a() {
+        throw new Error('boom')
+      },
+    }
+    expect(() => hashOfNamed('t', throwing)).toThrow('boom')
+    expect(hashOfNamed('t', { a: 1 })).toBe(sha('["t",{"a":1}]'))
+    const reentrant = {
+      get b() {
+        return hashOfNamed('inner', [1])
+      },
+    }
+    expect(hashOfNamed('t', reentrant)).toBe(oracleHash(['t', { b: hashOf(['inner', [1]]) }]))
   })
 })

@@ -275,3 +275,113 @@ export function hashOf(value: unknown): string {
     }
   }
 }
+
+/** The longest head whose bytes are kept; a longer one (a huge run id or tool name) is hashed as any value. */
+const KEPT_HEAD_BYTES = 1024
+/** Heads kept per cache: more than this (many tools, or names a model made up) start the cache again. */
+const KEPT_HEADS = 64
+
+/** The canonical bytes of an array's first items (`["a","b",`, comma included) as {@link put} writes them. */
+function headBytes(items: readonly string[]): Uint8Array {
+  size = 0
+  putByte(0x5b)
+  for (let i = 0; i < items.length; i++) {
+    putQuoted(items[i] as string)
+    putByte(0x2c)
+  }
+  const head = bytes.slice(0, size)
+  if (bytes.length > KEPT_BYTES) {
+    bytes = new Uint8Array(1024)
+    views = []
+  }
+  return head
+}
+
+/** Starts the buffer with `head`'s bytes. */
+function putHead(head: Uint8Array): void {
+  size = 0
+  reserve(head.length)
+  bytes.set(head)
+  size = head.length
+}
+
+/** Kept heads by key, forgotten all at once when full. */
+function headCache(): { get(key: string, a: string, b?: string, c?: string): Uint8Array | undefined } {
+  const heads = new Map<string, Uint8Array>()
+  return {
+    get(key, a, b, c) {
+      let head = heads.get(key)
+      if (head === undefined) {
+        head = headBytes(b === undefined ? [a] : c === undefined ? [a, b] : [a, b, c])
+        if (head.length > KEPT_HEAD_BYTES) return undefined
+        if (heads.size >= KEPT_HEADS) heads.clear()
+        heads.set(key, head)
+      }
+      return head
+    },
+  }
+}
+
+const namedHeads = headCache()
+
+/**
+ * `hashOf([name, value])`, digest for digest, with the bytes of `["name",` written once per name:
+ * a call's fingerprint, whose tool name repeats call after call.
+ *
+ * @example
+ * hashOfNamed('read_file', { path: 'a' }) === hashOf(['read_file', { path: 'a' }]) // true
+ */
+export function hashOfNamed(name: string, value: unknown): string {
+  const head = hashing || typeof name !== 'string' ? undefined : namedHeads.get(name, name)
+  if (head === undefined) return hashOf([name, value])
+  hashing = true
+  try {
+    putHead(head)
+    put(value, bytesPath)
+    putByte(0x5d)
+    return digest(written())
+  } finally {
+    hashing = false
+    if (bytesPath.length !== 0) bytesPath.length = 0
+    if (bytes.length > KEPT_BYTES) {
+      bytes = new Uint8Array(1024)
+      views = []
+    }
+  }
+}
+
+/**
+ * `hashOf([a, b, c, last])` for four strings whose first three repeat call after call (an
+ * idempotency key's scope, run id and tool name): the bytes of `["a","b","c",` are written once per
+ * `c` while `a` and `b` stay the same, and each call writes only `last`. The digest is byte for
+ * byte {@link hashOf}'s, so no key it derives ever changes.
+ *
+ * @example
+ * const hash = tupleHasher()
+ * hash('default', run.id, 'charge_card', argsHash) === hashOf(['default', run.id, 'charge_card', argsHash]) // true
+ */
+export function tupleHasher(): (a: string, b: string, c: string, last: string) => string {
+  let keptA: string | undefined
+  let keptB: string | undefined
+  let heads = headCache()
+  return (a, b, c, last) => {
+    if (hashing || typeof a !== 'string' || typeof b !== 'string' || typeof c !== 'string' || typeof last !== 'string')
+      return hashOf([a, b, c, last])
+    if (a !== keptA || b !== keptB) {
+      heads = headCache()
+      keptA = a
+      keptB = b
+    }
+    const head = heads.get(c, a, b, c)
+    if (head === undefined) return hashOf([a, b, c, last])
+    putHead(head)
+    putQuoted(last)
+    putByte(0x5d)
+    const digested = digest(written())
+    if (bytes.length > KEPT_BYTES) {
+      bytes = new Uint8Array(1024)
+      views = []
+    }
+    return digested
+  }
+}

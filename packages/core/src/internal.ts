@@ -10,7 +10,8 @@
 
 export { APPROVAL_CHECK, APPROVALS_STATE_KEY, type ApprovalCheck, approvalCheckOf, putApproval } from './approvals.js'
 export { type BoundedCall, boundedCall, type StoreUnavailable } from './bounded-call.js'
-export { canonicalJson, hashOf } from './canonical.js'
+export { emitFresh } from './call-context.js'
+export { canonicalJson, hashOf, hashOfNamed, tupleHasher } from './canonical.js'
 export { type AbortSource, type EscalationPolicy, onAbort } from './channel.js'
 export { callNext, isTrustedMiddleware, TRUSTED_MIDDLEWARE } from './compose.js'
 export { type DeadlineQueue, deadlineQueue, type Expiring, startTimer } from './deadlines.js'

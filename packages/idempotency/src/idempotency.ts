@@ -9,7 +9,7 @@ import {
   ToolError,
   trustedMiddleware,
 } from '@shallot/core'
-import { callNext, canonicalJson, optionsParser } from '@shallot/core/internal'
+import { callNext, canonicalJson, emitFresh, optionsParser } from '@shallot/core/internal'
 import { checkBegin, newToken } from './check-begin.js'
 import { derivedKey, keyProblem, scopeProblem, storeKeyOf } from './idempotency-key.js'
 import { type IdempotencyOptions, idempotencyOptionsSchema } from './idempotency-options.js'
@@ -242,7 +242,7 @@ export function idempotency(options?: IdempotencyOptions): Middleware {
   }
 
   function stored(ctx: ToolContext, call: Guarded, owned: boolean): void {
-    ctx.emit(owned ? 'idempotency.stored' : 'idempotency.token_lost', { key: call.key, op: 'complete' })
+    emitFresh(ctx, owned ? 'idempotency.stored' : 'idempotency.token_lost', { key: call.key, op: 'complete' })
   }
 
   /**
