@@ -14,7 +14,7 @@ import { checkBegin, newToken } from './check-begin.js'
 import { derivedKey, keyProblem, scopeProblem, storeKeyOf } from './idempotency-key.js'
 import { type IdempotencyOptions, idempotencyOptionsSchema } from './idempotency-options.js'
 import type { StoredResult } from './idempotency-store.js'
-import { memoryCompleteWithText, memoryIdempotencyStore } from './memory-idempotency-store.js'
+import { memoryBeginForToken, memoryCompleteWithText, memoryIdempotencyStore } from './memory-idempotency-store.js'
 import { idempotencyMismatch, invalidKey, invalidScope, outcomeUnknown, stillInFlight, storeUnavailable } from './refusals.js'
 import { settleAction } from './settle-action.js'
 import { awaited, inFlight, landed, sharedCalls, waitFor } from './shared-calls.js'
@@ -68,6 +68,8 @@ export function idempotency(options?: IdempotencyOptions): Middleware {
   const calls = sharedCalls(store)
   // The memory store takes the result as the text serialised below; any other store gets it as JSON values.
   const completeText = memoryCompleteWithText(store)
+  // And answers a new claim with its token alone; `begin` of any other store is checked as it answers.
+  const beginForToken = memoryBeginForToken(store)
   const guardedEffects = new Set<ToolEffect>(opts.effects)
   const { ttlMs, leaseMs, waitMs, pollMs } = opts
 
@@ -168,10 +170,15 @@ export function idempotency(options?: IdempotencyOptions): Middleware {
   function claimKey(ctx: ToolContext, call: Guarded): Claimed | Promise<Claimed> {
     let answer: unknown
     try {
-      answer = store.begin(call.storeKey, call.argsHash, leaseMs, ttlMs)
+      answer =
+        beginForToken === undefined
+          ? store.begin(call.storeKey, call.argsHash, leaseMs, ttlMs)
+          : beginForToken(call.storeKey, call.argsHash, leaseMs, ttlMs)
     } catch (err) {
       throw beginFailed(ctx, call, err)
     }
+    // Only the memory store's token claim answers a string; from any other store a string is a corrupt answer.
+    if (beginForToken !== undefined && typeof answer === 'string') return answer
     if (isPromise(answer)) return poll(ctx, call, ctx.clock.now(), answer)
     return claimed(ctx, call, answer) ?? poll(ctx, call, ctx.clock.now(), undefined)
   }

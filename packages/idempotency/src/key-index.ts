@@ -23,7 +23,7 @@ const slotsFor = (records: number) => 2 ** Math.ceil(Math.log2(Math.max(4, 2 * r
  * `find` hashes the key as it copies it into a staging slot, in one pass over its characters: a
  * hit then compares bytes with bytes, and `insert` after a miss copies the staged bytes.
  *
- * The hash is FNV-1a over the UTF-16 code units, seeded per index so nobody can choose keys that
+ * The hash is FNV-1a over the UTF-16 code units (two lanes: the even ones and the odd ones, mixed at the end), seeded per index so nobody can choose keys that
  * collide in every process, then murmur3's finaliser so the low bits (which pick the slot) depend
  * on every character. Anything but a string hashes to 0: it still works as a key, found by comparing
  * (SameValueZero, as in a Map).
@@ -172,13 +172,29 @@ export class KeyIndex {
     const bytes = this.bytes
     const at = this.records * KEY_BYTES
     let fits = key.length <= KEY_BYTES
+    // Two lanes, the even and the odd code units, so each multiply waits on the one two characters back.
     let h = 0x811c9dc5 ^ this.seed
-    for (let i = 0; i < key.length; i++) {
-      const code = key.charCodeAt(i)
-      h = Math.imul(h ^ code, 0x01000193)
-      if (code > 0xff) fits = false
-      else if (fits) bytes[at + i] = code
+    let g = 0x2545f491 ^ this.seed
+    const length = key.length
+    let i = 0
+    for (; i + 1 < length; i += 2) {
+      const even = key.charCodeAt(i)
+      const odd = key.charCodeAt(i + 1)
+      h = Math.imul(h ^ even, 0x01000193)
+      g = Math.imul(g ^ odd, 0x01000193)
+      if ((even | odd) > 0xff) fits = false
+      else if (fits) {
+        bytes[at + i] = even
+        bytes[at + i + 1] = odd
+      }
     }
+    if (i < length) {
+      const last = key.charCodeAt(i)
+      h = Math.imul(h ^ last, 0x01000193)
+      if (last > 0xff) fits = false
+      else if (fits) bytes[at + i] = last
+    }
+    h = Math.imul(h ^ Math.imul(g ^ (g >>> 15), 0x2c1b3c6d) ^ length, 0x01000193)
     h = Math.imul(h ^ (h >>> 16), 0x85ebca6b)
     h = Math.imul(h ^ (h >>> 13), 0xc2b2ae35)
     this.stagedHash = (h ^ (h >>> 16)) | ~this.hashMask

@@ -123,6 +123,24 @@ export type CompleteWithText = (key: string, token: string, json: string | undef
 
 const textCompleters = new WeakMap<object, CompleteWithText>()
 
+/** `begin` answering a claimed key with its token alone (a string) instead of `{ status: 'new', token }`. */
+export type BeginForToken = (key: string, argsHash: string, leaseMs: number, ttlMs: number) => string | BeginResult
+
+const tokenClaimers = new WeakMap<object, BeginForToken>()
+
+/**
+ * For a store made by {@link memoryIdempotencyStore}: its `begin` answering a new claim with the
+ * token string itself, so the answer nearly every write gets is no object to build and check;
+ * `undefined` for any other store.
+ *
+ * @example
+ * const answer = memoryBeginForToken(store)?.(storeKey, argsHash, leaseMs, ttlMs)
+ * if (typeof answer === 'string') token = answer
+ */
+export function memoryBeginForToken(store: object): BeginForToken | undefined {
+  return tokenClaimers.get(store)
+}
+
 /**
  * For a store made by {@link memoryIdempotencyStore}: its `complete` taking the result's JSON text,
  * so a result `idempotency()` has serialised once is not parsed and serialised again; `undefined`
@@ -384,18 +402,22 @@ export function memoryIdempotencyStoreMasked(maxEntries: number, now: () => numb
     return true
   }
 
+  /** The token of a new claim of `key`, or what `begin` answers for the live record under it. */
+  function claim(key: string, argsHash: string, leaseMs: number, ttlMs: number): string | BeginResult {
+    const at = now()
+    const record = live(key, at)
+    if (record !== NONE) return answerFor(entryOf(record), argsHash, at)
+    const handedOut = `m${tokens + 1}`
+    admit(key, argsHash, at, leaseMs, ttlMs, tokens + 1, handedOut)
+    tokens++
+    return handedOut
+  }
+
   reset(Math.min(maxEntries, INITIAL_RECORDS))
   const store: MemoryIdempotencyStore = {
     begin(key: string, argsHash: string, leaseMs: number, ttlMs: number): BeginResult {
-      const at = now()
-      const record = live(key, at)
-      if (record === NONE) {
-        const handedOut = `m${tokens + 1}`
-        admit(key, argsHash, at, leaseMs, ttlMs, tokens + 1, handedOut)
-        tokens++
-        return { status: 'new', token: handedOut }
-      }
-      return answerFor(entryOf(record), argsHash, at)
+      const answer = claim(key, argsHash, leaseMs, ttlMs)
+      return typeof answer === 'string' ? { status: 'new', token: answer } : answer
     },
     complete(key: string, handedOut: string, result: StoredResult, ttlMs: number): boolean {
       return completeText(key, handedOut, ttlMs, JSON.stringify(result), '', '')
@@ -426,6 +448,7 @@ export function memoryIdempotencyStoreMasked(maxEntries: number, now: () => numb
       reset(Math.min(maxEntries, INITIAL_RECORDS))
     },
   }
+  tokenClaimers.set(store, claim)
   textCompleters.set(store, (key, handedOut, json, ttlMs) =>
     json === undefined
       ? completeText(key, handedOut, ttlMs, '{}', '', '')
