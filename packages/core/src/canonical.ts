@@ -250,6 +250,21 @@ function digest(data: string | Uint8Array): string {
   return (oneShot === undefined ? createHash('sha256').update(data).digest('hex') : oneShot('sha256', data, 'hex')).slice(0, 32)
 }
 
+/** Past {@link KEPT_BYTES}, the buffer one huge value grew is let go. */
+function dropLargeBuffer(): void {
+  if (bytes.length > KEPT_BYTES) {
+    bytes = new Uint8Array(1024)
+    views = []
+  }
+}
+
+/** A digest is over: the path emptied (a getter may have thrown mid-way) and a huge buffer let go. */
+function doneHashing(): void {
+  hashing = false
+  if (bytesPath.length !== 0) bytesPath.length = 0
+  dropLargeBuffer()
+}
+
 /**
  * A stable, short hex digest (SHA-256, 32 hex characters) of the canonical JSON of `value`
  * (a string is hashed as its JSON form, so `hashOf('{"a":1}')` and `hashOf({ a: 1 })` differ).
@@ -267,12 +282,7 @@ export function hashOf(value: unknown): string {
     put(value, bytesPath)
     return digest(written())
   } finally {
-    hashing = false
-    if (bytesPath.length !== 0) bytesPath.length = 0
-    if (bytes.length > KEPT_BYTES) {
-      bytes = new Uint8Array(1024)
-      views = []
-    }
+    doneHashing()
   }
 }
 
@@ -290,10 +300,7 @@ function headBytes(items: readonly string[]): Uint8Array {
     putByte(0x2c)
   }
   const head = bytes.slice(0, size)
-  if (bytes.length > KEPT_BYTES) {
-    bytes = new Uint8Array(1024)
-    views = []
-  }
+  dropLargeBuffer()
   return head
 }
 
@@ -341,12 +348,7 @@ export function hashOfNamed(name: string, value: unknown): string {
     putByte(0x5d)
     return digest(written())
   } finally {
-    hashing = false
-    if (bytesPath.length !== 0) bytesPath.length = 0
-    if (bytes.length > KEPT_BYTES) {
-      bytes = new Uint8Array(1024)
-      views = []
-    }
+    doneHashing()
   }
 }
 
@@ -378,10 +380,7 @@ export function tupleHasher(): (a: string, b: string, c: string, last: string) =
     putQuoted(last)
     putByte(0x5d)
     const digested = digest(written())
-    if (bytes.length > KEPT_BYTES) {
-      bytes = new Uint8Array(1024)
-      views = []
-    }
+    dropLargeBuffer()
     return digested
   }
 }
