@@ -313,9 +313,10 @@ function putHead(head: Uint8Array): void {
 }
 
 /** Kept heads by key, forgotten all at once when full. */
-function headCache(): { get(key: string, a: string, b?: string, c?: string): Uint8Array | undefined } {
+function headCache(): { get(key: string, a: string, b?: string, c?: string): Uint8Array | undefined; clear(): void } {
   const heads = new Map<string, Uint8Array>()
   return {
+    clear: () => heads.clear(),
     get(key, a, b, c) {
       let head = heads.get(key)
       if (head === undefined) {
@@ -354,8 +355,8 @@ export function hashOfNamed(name: string, value: unknown): string {
 
 /**
  * `hashOf([a, b, c, last])` for four strings whose first three repeat call after call (an
- * idempotency key's scope, run id and tool name): the bytes of `["a","b","c",` are written once per
- * `c` while `a` and `b` stay the same, and each call writes only `last`. The digest is byte for
+ * idempotency key's scope, run id and tool name): once `a` and `b` repeat, the bytes of `["a","b","c",`
+ * are written once per `c` while they stay the same, and each call writes only `last`. The digest is byte for
  * byte {@link hashOf}'s, so no key it derives ever changes.
  *
  * @example
@@ -365,14 +366,16 @@ export function hashOfNamed(name: string, value: unknown): string {
 export function tupleHasher(): (a: string, b: string, c: string, last: string) => string {
   let keptA: string | undefined
   let keptB: string | undefined
-  let heads = headCache()
+  const heads = headCache()
   return (a, b, c, last) => {
     if (hashing || typeof a !== 'string' || typeof b !== 'string' || typeof c !== 'string' || typeof last !== 'string')
       return hashOf([a, b, c, last])
+    // Heads are kept only once a scope and run repeat: calls of many runs interleaved cost what hashOf does.
     if (a !== keptA || b !== keptB) {
-      heads = headCache()
+      heads.clear()
       keptA = a
       keptB = b
+      return hashOf([a, b, c, last])
     }
     const head = heads.get(c, a, b, c)
     if (head === undefined) return hashOf([a, b, c, last])

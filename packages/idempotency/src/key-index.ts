@@ -23,9 +23,9 @@ const slotsFor = (records: number) => 2 ** Math.ceil(Math.log2(Math.max(4, 2 * r
  * `find` hashes the key as it copies it into a staging slot, in one pass over its characters: a
  * hit then compares bytes with bytes, and `insert` after a miss copies the staged bytes.
  *
- * The hash is FNV-1a over the UTF-16 code units (two lanes: the even ones and the odd ones, mixed at the end), seeded per index so nobody can choose keys that
- * collide in every process, then murmur3's finaliser so the low bits (which pick the slot) depend
- * on every character. Anything but a string hashes to 0: it still works as a key, found by comparing
+ * The hash is FNV-1a over the UTF-16 code units, in two lanes (the even ones and the odd ones, mixed
+ * at the end), seeded per index so nobody can choose keys that collide in every process, then
+ * murmur3's finaliser so the low bits (which pick the slot) depend on every character. Anything but a string hashes to 0: it still works as a key, found by comparing
  * (SameValueZero, as in a Map).
  *
  * @example
