@@ -175,11 +175,14 @@ export class CallContext implements ToolContext {
     this.emitOwned(type, Object.assign({}, fields))
   }
 
-  /** {@link emit} with `fields` made for this one event: they become the event, not copied. */
-  emitOwned(type: string, fields: Record<string, unknown>): void {
+  /**
+   * {@link emit} with `fields` made for this one event: they become the event, not copied. `at`, when
+   * given, is a reading of this context's clock the caller has just taken.
+   */
+  emitOwned(type: string, fields: Record<string, unknown>, at?: number): void {
     const event = fields as { type: string; at: number; [field: string]: unknown }
     event.type = type
-    event.at = this.clock.now()
+    event.at = at ?? this.clock.now()
     if (!this.settled) this.trace.push(event)
     this.#sink(this, event)
   }
@@ -188,14 +191,15 @@ export class CallContext implements ToolContext {
 /**
  * `ctx.emit(type, fields)` for a `fields` literal the caller made for this event alone and never
  * touches again: the stack's context keeps it as the event instead of copying it. For a layer's
- * event on every call (a stored write, say); anything else goes through `ctx.emit`.
+ * event on every call (a stored write, say); anything else goes through `ctx.emit`. `at`, when
+ * given, is a reading of `ctx.clock` the caller has just taken, so the event needs no reading of its own.
  *
  * @example
  * emitFresh(ctx, 'idempotency.stored', { key, op: 'complete' })
  */
-export function emitFresh(ctx: ToolContext, type: string, fields: Record<string, unknown>): void {
+export function emitFresh(ctx: ToolContext, type: string, fields: Record<string, unknown>, at?: number): void {
   // A layer that replaced `ctx.emit` (to tag or filter events) still sees this one.
-  if (ctx instanceof CallContext && ctx.emit === stackEmit) ctx.emitOwned(type, fields)
+  if (ctx instanceof CallContext && ctx.emit === stackEmit) ctx.emitOwned(type, fields, at)
   else ctx.emit(type, fields)
 }
 

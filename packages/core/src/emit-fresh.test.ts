@@ -44,6 +44,23 @@ describe('emitFresh', () => {
     expect(heard[0]).toMatchObject({ key: 'k1', op: 'complete', type: 'demo.stored', runId: expect.any(String) })
   })
 
+  it('stamps the event with a reading the caller just took, reading the clock no more', async () => {
+    let readings = 0
+    const counting: Clock = { now: () => ++readings * 100, sleep: async () => {} }
+    const stamping: Middleware = async (ctx, next) => {
+      await next()
+      const at = ctx.clock.now()
+      emitFresh(ctx, 'demo.stored', { key: 'k1', op: 'complete' }, at)
+    }
+    const stack = createStack({ clock: counting, tools: [echo], middleware: [stamping] })
+    const before = readings
+    const result = await stack.dispatch({ id: 'c1', name: 'echo', args: { text: 'hi' } })
+    const stored = result.trace.find((e) => e.type === 'demo.stored')
+    // The call's start, the layer's reading, the call's end: the event's time is the layer's, and nothing else read the clock.
+    expect(readings - before).toBe(3)
+    expect(stored?.at).toBe((before + 2) * 100)
+  })
+
   it('goes through a ctx.emit that an outer layer replaced, so that layer still sees the event', async () => {
     const tagged: unknown[] = []
     const tagging: Middleware = async (ctx, next) => {

@@ -14,10 +14,10 @@ import { checkBegin, newToken } from './check-begin.js'
 import { derivedKey, keyProblem, scopeProblem, storeKeyOf } from './idempotency-key.js'
 import { type IdempotencyOptions, idempotencyOptionsSchema } from './idempotency-options.js'
 import type { StoredResult } from './idempotency-store.js'
-import { memoryBeginForToken, memoryCompleteWithText, memoryIdempotencyStore } from './memory-idempotency-store.js'
+import { memoryBeginForToken, memoryCompleteWithText, memoryIdempotencyStore, memoryStoreClock } from './memory-idempotency-store.js'
 import { idempotencyMismatch, invalidKey, invalidScope, outcomeUnknown, stillInFlight, storeUnavailable } from './refusals.js'
 import { settleAction } from './settle-action.js'
-import { awaited, inFlight, landed, sharedCalls, waitFor } from './shared-calls.js'
+import { awaited, type InFlight, inFlight, landed, sharedCalls, waitFor } from './shared-calls.js'
 
 declare module '@shallot/core' {
   interface ToolContext {
@@ -70,6 +70,8 @@ export function idempotency(options?: IdempotencyOptions): Middleware {
   const completeText = memoryCompleteWithText(store)
   // And answers a new claim with its token alone; `begin` of any other store is checked as it answers.
   const beginForToken = memoryBeginForToken(store)
+  // And reads this clock: when it is the stack's too, the stored event's time is the reading the record's expiry is counted from.
+  const storeClock = memoryStoreClock(store)
   const guardedEffects = new Set<ToolEffect>(opts.effects)
   const { ttlMs, leaseMs, waitMs, pollMs } = opts
 
@@ -232,10 +234,13 @@ export function idempotency(options?: IdempotencyOptions): Middleware {
   /** Stores a completed call's result; never throws, so the call's success is what the caller sees. A promise only for a store that answers later. */
   function complete(ctx: ToolContext, call: Guarded, token: string, json: string | undefined): Promise<void> | undefined {
     try {
-      const completing =
-        completeText === undefined
-          ? store.complete(call.storeKey, token, json === undefined ? {} : { value: JSON.parse(json) as Json }, ttlMs)
-          : completeText(call.storeKey, token, json, ttlMs)
+      if (completeText !== undefined) {
+        const clock = ctx.clock
+        const at = clock.now === storeClock ? clock.now() : undefined
+        stored(ctx, call, completeText(call.storeKey, token, json, ttlMs, at), at)
+        return undefined
+      }
+      const completing = store.complete(call.storeKey, token, json === undefined ? {} : { value: JSON.parse(json) as Json }, ttlMs)
       if (isPromise(completing))
         return Promise.resolve(completing).then(
           (owned) => stored(ctx, call, owned),
@@ -248,8 +253,8 @@ export function idempotency(options?: IdempotencyOptions): Middleware {
     return undefined
   }
 
-  function stored(ctx: ToolContext, call: Guarded, owned: boolean): void {
-    emitFresh(ctx, owned ? 'idempotency.stored' : 'idempotency.token_lost', { key: call.key, op: 'complete' })
+  function stored(ctx: ToolContext, call: Guarded, owned: boolean, at?: number): void {
+    emitFresh(ctx, owned ? 'idempotency.stored' : 'idempotency.token_lost', { key: call.key, op: 'complete' }, at)
   }
 
   /**
@@ -290,45 +295,99 @@ export function idempotency(options?: IdempotencyOptions): Middleware {
   /**
    * Leads the call, the one owner of its key in this process until it settles: claims the key, runs
    * the inner layers, settles the record, and tells waiting duplicates what to see. With a
-   * synchronous store it awaits only `next()`.
+   * synchronous store it has no frame of its own to suspend: the claim runs now, the settling in
+   * reactions on `next()`'s promise.
    */
-  async function lead(ctx: ToolContext, next: Next, call: Guarded): Promise<void> {
+  function lead(ctx: ToolContext, next: Next, call: Guarded): Promise<void> {
     const flight = inFlight()
     calls.set(call.storeKey, flight)
+    let claiming: Claimed | Promise<Claimed>
     try {
-      let claim: Claimed
+      claiming = claimKey(ctx, call)
+    } catch (err) {
+      return Promise.reject(notClaimed(call, flight, err))
+    }
+    if (!isPromise(claiming)) return proceed(ctx, next, call, flight, claiming)
+    return claiming.then(
+      (claim) => proceed(ctx, next, call, flight, claim),
+      (err: unknown) => {
+        throw notClaimed(call, flight, err)
+      },
+    )
+  }
+
+  /** Ends the flight of a call whose claim threw: a refusal is what waiting duplicates share. */
+  function notClaimed(call: Guarded, flight: InFlight, err: unknown): unknown {
+    if (ToolError.is(err)) flight.outcome = { argsHash: call.argsHash, ok: false, refusal: err }
+    land(call, flight)
+    return err
+  }
+
+  /** The call no longer leads its key: duplicates waiting in this process see its outcome. */
+  function land(call: Guarded, flight: InFlight): void {
+    calls.delete(call.storeKey)
+    landed(flight)
+  }
+
+  /** Replays a stored result, or runs the inner layers under the claimed token and settles the record. */
+  function proceed(ctx: ToolContext, next: Next, call: Guarded, flight: InFlight, claim: Claimed): Promise<void> {
+    if (typeof claim !== 'string') {
       try {
-        const claiming = claimKey(ctx, call)
-        claim = isPromise(claiming) ? await claiming : claiming
-      } catch (err) {
-        if (ToolError.is(err)) flight.outcome = { argsHash: call.argsHash, ok: false, refusal: err }
-        throw err
-      }
-      if (typeof claim !== 'string') {
         const { value } = claim
         replay(ctx, call, value, 'store')
         if (awaited(flight))
           flight.outcome = { argsHash: call.argsHash, ok: true, json: value === undefined ? undefined : JSON.stringify(value) }
-        return
-      }
-      // The terminal counts every real invocation of the tool: if none happened, nothing reached the world.
-      const executionsBefore = ctx.executions
-      try {
-        await next()
       } catch (err) {
-        await settleFailure(ctx, call, claim, err, ctx.executions !== executionsBefore)
-        throw err
+        land(call, flight)
+        return Promise.reject(err)
       }
+      land(call, flight)
+      return Promise.resolve()
+    }
+    // The terminal counts every real invocation of the tool: if none happened, nothing reached the world.
+    const executionsBefore = ctx.executions
+    return callNext(next).then(
+      () => succeeded(ctx, call, flight, claim),
+      (err: unknown) => {
+        // The call's own error is what propagates, whatever settling it did.
+        const rethrow = () => {
+          land(call, flight)
+          throw err
+        }
+        return settleFailure(ctx, call, claim, err, ctx.executions !== executionsBefore).then(rethrow, rethrow)
+      },
+    )
+  }
+
+  /** Stores a success (a promise only for a store that answers later) and lands the flight. */
+  function succeeded(ctx: ToolContext, call: Guarded, flight: InFlight, token: string): Promise<void> | undefined {
+    let json: string | undefined
+    let completing: Promise<void> | undefined
+    try {
       const value = ctx.result?.value
       // Serialised once: the store's record and what waiting duplicates replay come from this one text.
-      const json = value === undefined ? undefined : canonicalJson(value)
-      const completing = complete(ctx, call, claim, json)
-      if (completing !== undefined) await completing
-      if (awaited(flight)) flight.outcome = { argsHash: call.argsHash, ok: true, json }
-    } finally {
-      calls.delete(call.storeKey)
-      landed(flight)
+      json = value === undefined ? undefined : canonicalJson(value)
+      completing = complete(ctx, call, token, json)
+    } catch (err) {
+      land(call, flight)
+      throw err
     }
+    if (completing === undefined) {
+      if (awaited(flight)) flight.outcome = { argsHash: call.argsHash, ok: true, json }
+      land(call, flight)
+      return undefined
+    }
+    return completing.then(
+      () => {
+        if (awaited(flight)) flight.outcome = { argsHash: call.argsHash, ok: true, json }
+        land(call, flight)
+      },
+      (err: unknown) => {
+        // Only a logger that threw while reporting the store's failure gets here.
+        land(call, flight)
+        throw err
+      },
+    )
   }
 
   // Trusted (docs/decisions/270-compose-fast-path.md): a call runs next() at most once, after its claim, and settles after it;

@@ -54,7 +54,9 @@ export function idempotencyMismatch(tool: string, key: string): ToolError {
  * @example
  * throw stillInFlight('charge_card', key, 10_000)
  */
-export function stillInFlight(tool: string, key: string, waitedMs: number): ToolError {
+export function stillInFlight(tool: string, key: string, waited: number): ToolError {
+  // Whole milliseconds: the system clock's reading has a fraction the model has no use for.
+  const waitedMs = Math.round(waited)
   return new ToolError(
     'conflict',
     `An identical call of ${tool} is still in progress elsewhere (waited ${waitedMs} ms), so this call was not run.`,
