@@ -64,8 +64,12 @@ const DONE = 2
 const UNKNOWN = 3
 const PLANTED = 4
 
-/** Records a store has room for before it first grows (or `maxEntries`, if fewer). */
-const INITIAL_RECORDS = 256
+/**
+ * Records a store makes room for when it first admits one (or `maxEntries`, if fewer). A store
+ * allocates nothing before then: a stack built per run (a simulation's, a test's) whose calls are
+ * reads never pays for one.
+ */
+const INITIAL_RECORDS = 64
 
 // Bytes each record has for its texts besides its key (KEY_BYTES); a longer text is kept as a string.
 // With the key's, they fit what idempotency() stores: a scope and a derived key (`default ` + 32 hex),
@@ -116,17 +120,25 @@ function answerFor(entry: Entry, argsHash: string, at: number): BeginResult {
   return entry.leaseUntil > at ? { status: 'in_flight' } : { status: 'unknown', reason: 'lease_expired' }
 }
 
-const rawWriters = new WeakMap<object, (key: string, record: RawRecord) => void>()
+/** What `idempotency()` and the store contract reach a memory store by, beside its public methods. */
+interface Internals {
+  readonly claim: BeginForToken
+  readonly completeText: CompleteWithText
+  readonly now: () => number
+  readonly writeRaw: (key: string, record: RawRecord) => void
+}
 
-/** `complete` with the result's JSON text (`undefined` for no value) instead of the result. */
-export type CompleteWithText = (key: string, token: string, json: string | undefined, ttlMs: number) => boolean
+// One entry per store: a store built per run (a simulation's, a test's) costs the collector one ephemeron, not four.
+const internals = new WeakMap<object, Internals>()
 
-const textCompleters = new WeakMap<object, CompleteWithText>()
+/**
+ * `complete` with the result's JSON text (`undefined` for no value) instead of the result; `at`,
+ * when given, is a reading of the store's own clock (see {@link memoryStoreClock}) just taken.
+ */
+export type CompleteWithText = (key: string, token: string, json: string | undefined, ttlMs: number, at?: number) => boolean
 
 /** `begin` answering a claimed key with its token alone (a string) instead of `{ status: 'new', token }`. */
 export type BeginForToken = (key: string, argsHash: string, leaseMs: number, ttlMs: number) => string | BeginResult
-
-const tokenClaimers = new WeakMap<object, BeginForToken>()
 
 /**
  * For a store made by {@link memoryIdempotencyStore}: its `begin` answering a new claim with the
@@ -138,7 +150,19 @@ const tokenClaimers = new WeakMap<object, BeginForToken>()
  * if (typeof answer === 'string') token = answer
  */
 export function memoryBeginForToken(store: object): BeginForToken | undefined {
-  return tokenClaimers.get(store)
+  return internals.get(store)?.claim
+}
+
+/**
+ * For a store made by {@link memoryIdempotencyStore}: the clock it reads (its `now` option, or the
+ * system's), so a caller reading the same clock can hand it a reading it has anyway; `undefined`
+ * for any other store.
+ *
+ * @example
+ * const at = memoryStoreClock(store) === ctx.clock.now ? ctx.clock.now() : undefined
+ */
+export function memoryStoreClock(store: object): (() => number) | undefined {
+  return internals.get(store)?.now
 }
 
 /**
@@ -151,7 +175,7 @@ export function memoryBeginForToken(store: object): BeginForToken | undefined {
  * complete?.(storeKey, token, '{"chargeId":"ch_1"}', ttlMs)
  */
 export function memoryCompleteWithText(store: object): CompleteWithText | undefined {
-  return textCompleters.get(store)
+  return internals.get(store)?.completeText
 }
 
 /**
@@ -162,7 +186,7 @@ export function memoryCompleteWithText(store: object): CompleteWithText | undefi
  * for (const c of idempotencyStoreContract((now) => { const store = memoryIdempotencyStore({ now }); return { store, writeRaw: memoryIdempotencyStoreRawWriter(store) } })) it(c.name, () => c.run())
  */
 export function memoryIdempotencyStoreRawWriter(store: MemoryIdempotencyStore): (key: string, record: RawRecord) => void {
-  const write = rawWriters.get(store)
+  const write = internals.get(store)?.writeRaw
   if (write === undefined) throw new TypeError('memoryIdempotencyStoreRawWriter() takes a store made by memoryIdempotencyStore()')
   return write
 }
@@ -185,6 +209,14 @@ function storeFull(maxEntries: number): ToolError {
     },
   )
 }
+
+// Shared by every store that has admitted nothing yet: found empty, never written (a store's first admit makes its own).
+const NO_STATES = new Uint8Array(0)
+const NO_TIMES = new Float64Array(0)
+const NO_KEYS = new KeyIndex(0, 0)
+const NO_ARGS_HASHES = new TextColumn(0, ARGS_HASH_BYTES)
+const NO_RESULTS = new TextColumn(0, RESULT_BYTES)
+const NO_RECENCY = new RecencyList(0)
 
 // No options (what idempotency() gives its default store) are parsed once; any options at every call.
 const parseStoreOptions = optionsParser('memoryIdempotencyStore()', memoryIdempotencyStoreOptionsSchema)
@@ -223,17 +255,18 @@ export function memoryIdempotencyStoreMasked(maxEntries: number, now: () => numb
   let used = 0
   let free: number[] = []
   let count = 0
-  let state = new Uint8Array(0)
+  // The empty columns every store shares until it first admits a record (nothing writes to them).
+  let state = NO_STATES
   /** The number of a pending record's token (`m` + it). */
-  let token = new Float64Array(0)
-  let leaseUntil = new Float64Array(0)
+  let token = NO_TIMES
+  let leaseUntil = NO_TIMES
   /** NaN for a planted expiry that is not a finite number: such a record never expires. */
-  let expiresAt = new Float64Array(0)
-  let index = new KeyIndex(0, seed, hashMask)
-  let argsHashes = new TextColumn(0, ARGS_HASH_BYTES)
-  let results = new TextColumn(0, RESULT_BYTES)
+  let expiresAt = NO_TIMES
+  let index = NO_KEYS
+  let argsHashes = NO_ARGS_HASHES
+  let results = NO_RESULTS
   /** The done records, which alone may be evicted; a call in flight or an unknown outcome is never in it. */
-  let recency = new RecencyList(0)
+  let recency = NO_RECENCY
   /** Records the contract's raw hook planted, as it gave them. */
   const planted = new Map<number, Entry>()
   let tokens = 0
@@ -244,25 +277,32 @@ export function memoryIdempotencyStoreMasked(maxEntries: number, now: () => numb
   let admittedKey: string | undefined
   let admittedToken: string | undefined
 
+  /** No records, and room for `records` (none: the shared empty columns). */
   function reset(records: number): void {
     capacity = records
     used = 0
     free = []
     count = 0
-    state = new Uint8Array(records)
-    token = new Float64Array(records)
-    leaseUntil = new Float64Array(records)
-    expiresAt = new Float64Array(records)
-    index = new KeyIndex(records, seed, hashMask)
-    argsHashes = new TextColumn(records, ARGS_HASH_BYTES)
-    results = new TextColumn(records, RESULT_BYTES)
-    recency = new RecencyList(records)
+    const empty = records === 0
+    state = empty ? NO_STATES : new Uint8Array(records)
+    token = empty ? NO_TIMES : new Float64Array(records)
+    leaseUntil = empty ? NO_TIMES : new Float64Array(records)
+    expiresAt = empty ? NO_TIMES : new Float64Array(records)
+    index = empty ? NO_KEYS : new KeyIndex(records, seed, hashMask)
+    argsHashes = empty ? NO_ARGS_HASHES : new TextColumn(records, ARGS_HASH_BYTES)
+    results = empty ? NO_RESULTS : new TextColumn(records, RESULT_BYTES)
+    recency = empty ? NO_RECENCY : new RecencyList(records)
     planted.clear()
     forgetAdmitted()
   }
 
-  /** Twice the room, up to maxEntries; past it (only the raw hook plants beyond it) twice again. */
+  /** Room for the first records, then twice the room, up to maxEntries; past it (only the raw hook plants beyond it) twice again. */
   function grow(): void {
+    if (capacity === 0) {
+      // Only an empty store has no room: its own columns replace the shared empty ones.
+      reset(Math.min(maxEntries, INITIAL_RECORDS))
+      return
+    }
     const records = capacity < maxEntries ? Math.min(capacity * 2, maxEntries) : capacity * 2
     capacity = records
     state = longer(state, records)
@@ -382,8 +422,7 @@ export function memoryIdempotencyStoreMasked(maxEntries: number, now: () => numb
   }
 
   /** Settles a pending record as done with the text `head + body + tail` (a whole StoredResult's JSON), or, if `head` is not a string, with `head`. */
-  function completeText(key: string, handedOut: string, ttlMs: number, head: unknown, body: string, tail: string): boolean {
-    const at = now()
+  function completeText(key: string, handedOut: string, ttlMs: number, head: unknown, body: string, tail: string, at = now()): boolean {
     const record = owned(key, handedOut, at)
     if (record === NONE) return false
     expiresAt[record] = until(at, ttlMs)
@@ -413,7 +452,6 @@ export function memoryIdempotencyStoreMasked(maxEntries: number, now: () => numb
     return handedOut
   }
 
-  reset(Math.min(maxEntries, INITIAL_RECORDS))
   const store: MemoryIdempotencyStore = {
     begin(key: string, argsHash: string, leaseMs: number, ttlMs: number): BeginResult {
       const answer = claim(key, argsHash, leaseMs, ttlMs)
@@ -445,34 +483,36 @@ export function memoryIdempotencyStoreMasked(maxEntries: number, now: () => numb
       return count
     },
     clear() {
-      reset(Math.min(maxEntries, INITIAL_RECORDS))
+      reset(0)
     },
   }
-  tokenClaimers.set(store, claim)
-  textCompleters.set(store, (key, handedOut, json, ttlMs) =>
-    json === undefined
-      ? completeText(key, handedOut, ttlMs, '{}', '', '')
-      : completeText(key, handedOut, ttlMs, '{"value":', typeof json === 'string' ? json : `${json}`, '}'),
-  )
-  rawWriters.set(store, (key, raw) => {
-    const known = index.find(key)
-    if (known !== NONE) drop(known)
-    // Planted as it is, field by field (an absent field reads as undefined), without making room, as
-    // a bug or another writer would. Only a record that reads as done is linked, so only it may be
-    // evicted; anything else might be an unknown outcome.
-    const record = allocate()
-    state[record] = PLANTED
-    planted.set(record, {
-      argsHash: raw.argsHash,
-      state: raw.state,
-      token: raw.token,
-      leaseUntil: raw.leaseUntil,
-      expiresAt: raw.expiresAt,
-      result: raw.result,
-    } as Entry)
-    expiresAt[record] = isTime(raw.expiresAt) ? raw.expiresAt : Number.NaN
-    index.insert(record, key)
-    if (raw.state === 'done') recency.append(record)
+  internals.set(store, {
+    claim,
+    completeText: (key, handedOut, json, ttlMs, at) =>
+      json === undefined
+        ? completeText(key, handedOut, ttlMs, '{}', '', '', isTime(at) ? at : now())
+        : completeText(key, handedOut, ttlMs, '{"value":', typeof json === 'string' ? json : `${json}`, '}', isTime(at) ? at : now()),
+    now,
+    writeRaw: (key, raw) => {
+      const known = index.find(key)
+      if (known !== NONE) drop(known)
+      // Planted as it is, field by field (an absent field reads as undefined), without making room, as
+      // a bug or another writer would. Only a record that reads as done is linked, so only it may be
+      // evicted; anything else might be an unknown outcome.
+      const record = allocate()
+      state[record] = PLANTED
+      planted.set(record, {
+        argsHash: raw.argsHash,
+        state: raw.state,
+        token: raw.token,
+        leaseUntil: raw.leaseUntil,
+        expiresAt: raw.expiresAt,
+        result: raw.result,
+      } as Entry)
+      expiresAt[record] = isTime(raw.expiresAt) ? raw.expiresAt : Number.NaN
+      index.insert(record, key)
+      if (raw.state === 'done') recency.append(record)
+    },
   })
   return store
 }
