@@ -34,20 +34,25 @@ function failingCompleteStore(inner: IdempotencyStore): IdempotencyStore {
 const args = { amount: 5 }
 const call = (id: string) => ({ id, name: 'charge_card', args })
 
-/** A write tool that counts its runs; each run waits until the test lets it answer. */
-function gatedCharge() {
-  let runs = 0
-  const gates: Array<() => void> = []
-  const tool = defineTool({
+/** The write tool every test calls, with the body the test gives it. */
+function chargeCard(execute: (args: { amount: number }) => unknown) {
+  return defineTool({
     name: 'charge_card',
     description: 'Charge a card',
     input: z.object({ amount: z.number() }),
     effect: 'write',
-    execute: async () => {
-      runs++
-      await new Promise<void>((resolve) => gates.push(resolve))
-      return { chargeId: `ch_${runs}` }
-    },
+    execute,
+  })
+}
+
+/** A write tool that counts its runs; each run waits until the test lets it answer. */
+function gatedCharge() {
+  let runs = 0
+  const gates: Array<() => void> = []
+  const tool = chargeCard(async () => {
+    runs++
+    await new Promise<void>((resolve) => gates.push(resolve))
+    return { chargeId: `ch_${runs}` }
   })
   const open = async () => {
     while (gates.length === 0) await new Promise((resolve) => setImmediate(resolve))
@@ -80,14 +85,8 @@ describe('idempotency: the lead of a key always lets it go', () => {
   })
 
   it('answers with the tool’s own error when the logger throws while the outcome is recorded as unknown', async () => {
-    const tool = defineTool({
-      name: 'charge_card',
-      description: 'Charge a card',
-      input: z.object({ amount: z.number() }),
-      effect: 'write',
-      execute: () => {
-        throw new ToolError('timeout', 'charge_card did not answer within 5 s')
-      },
+    const tool = chargeCard(() => {
+      throw new ToolError('timeout', 'charge_card did not answer within 5 s')
     })
     const stack = createStack({ tools: [tool], logger: throwingLogger('warn'), middleware: [idempotency()] })
     const first = await stack.dispatch(call('c1'))
@@ -116,13 +115,7 @@ describe('idempotency: the lead of a key always lets it go', () => {
 })
 
 describe('idempotency: the time of the stored event', () => {
-  const charge = defineTool({
-    name: 'charge_card',
-    description: 'Charge a card',
-    input: z.object({ amount: z.number() }),
-    effect: 'write',
-    execute: ({ amount }) => ({ charged: amount }),
-  })
+  const charge = chargeCard(({ amount }) => ({ charged: amount }))
 
   it('is the stack clock’s reading, the one the record’s expiry is counted from, when the store reads that clock too', async () => {
     const clock = manualClock(5_000)

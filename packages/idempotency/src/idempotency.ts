@@ -338,10 +338,10 @@ export function idempotency(options?: IdempotencyOptions): Middleware {
         if (awaited(flight))
           flight.outcome = { argsHash: call.argsHash, ok: true, json: value === undefined ? undefined : JSON.stringify(value) }
       } catch (err) {
-        land(call, flight)
         return Promise.reject(err)
+      } finally {
+        land(call, flight)
       }
-      land(call, flight)
       return Promise.resolve()
     }
     // The terminal counts every real invocation of the tool: if none happened, nothing reached the world.
@@ -372,22 +372,22 @@ export function idempotency(options?: IdempotencyOptions): Middleware {
       land(call, flight)
       throw err
     }
-    if (completing === undefined) {
-      if (awaited(flight)) flight.outcome = { argsHash: call.argsHash, ok: true, json }
-      land(call, flight)
-      return undefined
-    }
+    if (completing === undefined) return landSucceeded(call, flight, json)
     return completing.then(
-      () => {
-        if (awaited(flight)) flight.outcome = { argsHash: call.argsHash, ok: true, json }
-        land(call, flight)
-      },
+      () => landSucceeded(call, flight, json),
       (err: unknown) => {
-        // Only a logger that threw while reporting the store's failure gets here.
+        // complete() reports a store's failure and resolves; should that ever throw, the flight still lands.
         land(call, flight)
         throw err
       },
     )
+  }
+
+  /** Lands a call that succeeded: waiting duplicates replay its result from the one serialised text. */
+  function landSucceeded(call: Guarded, flight: InFlight, json: string | undefined): undefined {
+    if (awaited(flight)) flight.outcome = { argsHash: call.argsHash, ok: true, json }
+    land(call, flight)
+    return undefined
   }
 
   // Trusted (docs/decisions/270-compose-fast-path.md): a call runs next() at most once, after its claim, and settles after it;

@@ -488,10 +488,12 @@ export function memoryIdempotencyStoreMasked(maxEntries: number, now: () => numb
   }
   internals.set(store, {
     claim,
-    completeText: (key, handedOut, json, ttlMs, at) =>
-      json === undefined
-        ? completeText(key, handedOut, ttlMs, '{}', '', '', isTime(at) ? at : now())
-        : completeText(key, handedOut, ttlMs, '{"value":', typeof json === 'string' ? json : `${json}`, '}', isTime(at) ? at : now()),
+    completeText: (key, handedOut, json, ttlMs, given) => {
+      const at = isTime(given) ? given : now()
+      return json === undefined
+        ? completeText(key, handedOut, ttlMs, '{}', '', '', at)
+        : completeText(key, handedOut, ttlMs, '{"value":', typeof json === 'string' ? json : `${json}`, '}', at)
+    },
     now,
     writeRaw: (key, raw) => {
       const known = index.find(key)
