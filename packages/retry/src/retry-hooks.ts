@@ -51,17 +51,20 @@ export async function callHook(
   let pending: unknown
   try {
     pending = hook()
+    // Reading `then` runs the answer's code too (a getter, a Proxy trap, a revoked Proxy): it may throw as well.
+    if (typeof (pending as PromiseLike<unknown> | undefined)?.then !== 'function') return { ok: true, value: pending }
   } catch (err) {
     ctx.log.error({ err, hook: name }, `retry ${name} threw; not retrying`)
     return { ok: false, why: 'threw' }
   }
-  if (typeof (pending as PromiseLike<unknown> | undefined)?.then !== 'function') return { ok: true, value: pending }
   let finish: (result: HookResult | undefined) => void = () => {}
   const ended = new Promise<HookResult | undefined>((resolve) => {
     finish = resolve
   })
   let done = false
-  const answered = Promise.resolve(pending as PromiseLike<unknown>).then(
+  // Not Promise.resolve: it reads a promise's `constructor` and throws if that throws; a resolver turns every
+  // throw while adopting the answer into a rejection.
+  const answered = new Promise<unknown>((resolve) => resolve(pending)).then(
     (value) => finish({ ok: true, value }),
     (err: unknown) => {
       if (!done) ctx.log.error({ err, hook: name }, `retry ${name} rejected; not retrying`)
@@ -106,6 +109,8 @@ export type HookDecision = { readonly retry: true; readonly delayMs: number } | 
  * (a hook cannot make retrying more aggressive than the policy), `'stop'` stops; anything else
  * (NaN, a negative or non-finite delay, a string) is a mistake read as stop, the safe side.
  * A delay past `maxMs` (the backoff's cap, or what `maxElapsedMs` leaves) is not waited out.
+ * Reading the answer runs its code (a `delayMs` getter, Proxy traps), so this may throw: callers
+ * treat a throw as stop, as they treat a hook that throws.
  *
  * @example
  * readAnswer({ delayMs: 2000 }, 500, 8000) // { retry: true, delayMs: 2000 }

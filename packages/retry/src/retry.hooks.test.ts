@@ -62,6 +62,44 @@ afterEach(() => {
   expect(unhandled).toEqual([])
 })
 
+/** Answers a hook may give that throw when anything reads them. */
+const revoked = () => {
+  const { proxy, revoke } = Proxy.revocable({}, {})
+  revoke()
+  return proxy
+}
+const throwingDelay = () => ({
+  get delayMs(): number {
+    throw new Error('delay getter bug')
+  },
+})
+const trapping = () =>
+  new Proxy(
+    {},
+    {
+      get: () => {
+        throw new Error('get trap bug')
+      },
+      getOwnPropertyDescriptor: () => {
+        throw new Error('descriptor trap bug')
+      },
+    },
+  )
+const throwingThen = () => ({
+  // biome-ignore lint/suspicious/noThenProperty: the case is exactly an answer whose `then` throws when read
+  get then(): never {
+    throw new Error('then getter bug')
+  },
+})
+const throwingConstructor = () => {
+  const promise = Promise.resolve(undefined)
+  Object.defineProperty(promise, 'constructor', {
+    get() {
+      throw new Error('constructor getter bug')
+    },
+  })
+  return promise
+}
 describe('retry onRetry', () => {
   it('is awaited before each repeat with the failed attempt and the planned delay, in order', async () => {
     const seen: string[] = []
@@ -182,6 +220,34 @@ describe('retry onRetry', () => {
     expect(errors).toEqual([expect.objectContaining({ why })])
   })
 
+  it.each([
+    ['a delayMs getter that throws', throwingDelay, 'answer threw when read'],
+    ['a revoked Proxy', revoked, 'hook threw'],
+    ['a Proxy whose traps throw', trapping, 'hook threw'],
+    ['a thenable whose then getter throws', throwingThen, 'hook threw'],
+    ['a promise whose constructor getter throws', throwingConstructor, 'hook threw'],
+    ['a promise of a delayMs getter that throws', async () => throwingDelay(), 'answer threw when read'],
+    ['a promise of a revoked Proxy', async () => revoked(), 'hook threw'],
+  ])('that answers %s stops with the last soft error, logged, never a crash', async (_, onRetry, why) => {
+    const { dispatch, ran, events, errors } = setup({ onRetry: onRetry as never })
+    expect(await dispatch()).toMatchObject({ ok: false, attempts: 1, error: { code: 'upstream_error', message: 'upstream answered 503' } })
+    expect(ran).toHaveLength(1)
+    expect(events.map((e) => [e.reason, e.why])).toEqual([['hook_stop', why]])
+    expect(errors).toEqual([expect.objectContaining({ hook: 'onRetry', err: expect.any(Error) })])
+  })
+
+  it('that answers a revoked Proxy to every one of parallel calls stops each one softly', async () => {
+    const { stack, clock, ran } = setup({ onRetry: () => revoked() })
+    const results = await Promise.all(['a', 'b', 'c'].map((id) => stack.dispatch({ ...call, id })))
+    expect(results.map((r) => [r.ok, r.error?.code])).toEqual([
+      [false, 'upstream_error'],
+      [false, 'upstream_error'],
+      [false, 'upstream_error'],
+    ])
+    expect(ran).toHaveLength(3)
+    expect(clock.pending).toBe(0)
+  })
+
   it('may not ask for a wait past what maxElapsedMs leaves, nor past the backoff’s cap (as retryAfterMs may not)', async () => {
     const elapsed = setup({ backoff: 'full-jitter', maxElapsedMs: 1000, onRetry: () => ({ delayMs: 1500 }) })
     expect((await elapsed.dispatch()).ok).toBe(false)
@@ -222,6 +288,16 @@ describe('retry onGiveUp', () => {
     const hanging = setup({ maxAttempts: 1, hookTimeoutMs: 50, onGiveUp: () => new Promise<void>(() => {}) })
     expect(await hanging.dispatch()).toMatchObject({ ok: false, attempts: 1, error: { code: 'upstream_error' } })
     expect(hanging.clock.now()).toBe(50)
+  })
+
+  it.each([
+    ['a revoked Proxy', revoked],
+    ['a thenable whose then getter throws', throwingThen],
+    ['a promise whose constructor getter throws', throwingConstructor],
+  ])('that answers %s leaves the outcome as it was', async (_, onGiveUp) => {
+    const { dispatch, errors } = setup({ maxAttempts: 1, onGiveUp: onGiveUp as never })
+    expect(await dispatch()).toMatchObject({ ok: false, attempts: 1, error: { code: 'upstream_error' } })
+    expect(errors).toEqual([expect.objectContaining({ hook: 'onGiveUp', err: expect.any(Error) })])
   })
 
   it('hears a hard stop before the run ends: the recovery ceiling', async () => {

@@ -134,7 +134,13 @@ export function retry(options?: RetryOptions | Backoff): Middleware {
     const info: RetryAttemptInfo = { error, attempt: ctx.attempt, delayMs: plannedMs, tool: ctx.call.name, callId: ctx.call.id, signal }
     const called = await callHook(ctx, 'onRetry', () => onRetry(info), signal, hookTimeoutMs)
     if (!called.ok) return { retry: false, why: called.why === 'threw' ? 'hook threw' : `hook did not settle in ${hookTimeoutMs} ms` }
-    const decision = readAnswer(called.value, plannedMs, Math.min(capMs, leftMs))
+    let decision: HookDecision
+    try {
+      decision = readAnswer(called.value, plannedMs, Math.min(capMs, leftMs))
+    } catch (err) {
+      ctx.log.error({ err, hook: 'onRetry' }, 'retry onRetry answered something that threw when read; not retrying')
+      return { retry: false, why: 'answer threw when read' }
+    }
     if (!decision.retry && decision.why !== 'answered stop')
       ctx.log.warn({ why: decision.why }, 'retry onRetry answered something unusable; not retrying')
     return decision
