@@ -25,6 +25,7 @@ export class CallContext implements ToolContext {
   #call: ToolCall
   readonly tool: AnyTool | undefined
   readonly run: RunContext
+  readonly stackKey: object
   attempt = 1
   executions = 0
   /** The attempt in which the tool last ran (0: never), so the terminal can refuse a second run in one attempt. */
@@ -64,10 +65,12 @@ export class CallContext implements ToolContext {
     random: () => number,
     sink: EventSink,
     toolNames: () => readonly string[],
+    stackKey: object,
   ) {
     this.#call = call
     this.tool = tool
     this.run = run
+    this.stackKey = stackKey
     this.callSignal = signal
     this.#current = signal
     this.log = log

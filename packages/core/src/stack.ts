@@ -253,6 +253,8 @@ export function createStack(options: StackOptions): Stack {
   const terminal = createTerminal()
   const listeners = new Set<(event: StackEvent) => void>()
   const defaultRun = createRun({ id: 'default' })
+  // What layers key per-stack state by (ctx.stackKey): one object per stack, standing for nothing else.
+  const stackKey: object = Object.freeze({})
   let layers = toLayers(options.middleware, tools)
   // A listener that throws must never change a call's outcome: it is caught, logged the first time, and still called.
   const failedListeners = new WeakSet<(event: StackEvent) => void>()
@@ -357,7 +359,7 @@ export function createStack(options: StackOptions): Stack {
     const call: ToolCall = { id, name: rawCall.name, args }
     // No child (pino copies its bindings into a new object per child) for a call nothing will be written about.
     const log = logging && !isSilent(logger) ? logger.child({ runId: run.id, turn: run.turn, callId: id, tool: call.name }) : silentLogger
-    const ctx = new CallContext(call, served.get(call.name), run, signal, log, clock, random, sink, toolNames)
+    const ctx = new CallContext(call, served.get(call.name), run, signal, log, clock, random, sink, toolNames, stackKey)
     // Decided once per call, so a listener added mid-call never hears a `call.finished` without its `call.started`.
     const watched = listeners.size > 0
     if (watched) {

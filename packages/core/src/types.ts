@@ -142,6 +142,12 @@ export interface ToolContext {
   readonly tool: AnyTool | undefined
   readonly run: RunContext
   /**
+   * The stack this call runs in: one opaque object per `createStack()`, the same for all its calls
+   * and runs. A layer that keeps state between calls (a cache, samples, counters) keys it by this
+   * (in a WeakMap), so one layer given to two stacks never lets one read the other's state.
+   */
+  readonly stackKey: object
+  /**
    * The arguments as the tool's schema parses them (defaults filled in): parsed once per call, on
    * first read, and shared by every layer and the tool, which never parse again. Reading it throws
    * the soft `invalid_arguments` (or `unknown_tool`) error the tool would answer with.
