@@ -10,10 +10,9 @@ import {
   ToolError,
   type ToolResult,
 } from '@shallot/core'
-import { hashOf } from '@shallot/core/internal'
 import { z } from 'zod'
+import { type CacheScopeFunction, CallCache } from './call-cache.js'
 import { describeAge } from './describe-age.js'
-import { ResultCache } from './result-cache.js'
 
 const TOOL_NAME = /^[A-Za-z][A-Za-z0-9_.-]{0,63}$/
 const toolName = z.string().regex(TOOL_NAME, 'must be a tool name (a letter, then up to 63 letters, digits, "_", "-" or ".")')
@@ -70,7 +69,7 @@ const optionsShape = {
     .array(z.string().regex(/^[a-z][a-z0-9_]{0,63}$/, 'must be a snake_case error code'))
     .min(1)
     .default([...DEFAULT_FALLBACK_CODES]),
-  /** Most results the cache keeps (the least recently used is forgotten). Default 1000. */
+  /** Most results the cache keeps per stack (the least recently used is forgotten). Default 1000. */
   maxCacheEntries: cacheEntries.optional(),
   /** @deprecated Use `maxCacheEntries`; `cacheEntries` goes in the next minor version. */
   cacheEntries: cacheEntries.optional(),
@@ -126,6 +125,11 @@ function checkSources(
 export const fallbackOptionsSchema = z
   .strictObject({
     ...optionsShape,
+    /**
+     * The scope of a call's cached results, e.g. its tenant: a call is answered only from results of
+     * its own scope (and stack). Code, so not in a config file. Default: every run of the stack shares.
+     */
+    cacheScope: fn<CacheScopeFunction>('(ctx) => string, e.g. (ctx) => tenantOf(ctx.run)').optional(),
     /** Runs a `from: 'tool'` fallback through the stack. Needed only when some source is a tool. */
     dispatch: fn<FallbackDispatch>('(call, { run, signal }) => Promise<ToolResult>, e.g. (call, o) => stack.dispatch(call, o)').optional(),
   })
@@ -185,7 +189,7 @@ export function fallback(options?: FallbackOptions): Middleware {
   const o = parseOptions('fallback()', fallbackOptionsSchema, options)
   const byTool = new Map(Object.entries(o.tools))
   const codes = new Set(o.on)
-  const cache = new ResultCache(o.maxCacheEntries ?? o.cacheEntries ?? DEFAULT_CACHE_ENTRIES, o.cacheMaxAgeMs)
+  const cache = new CallCache(o.maxCacheEntries ?? o.cacheEntries ?? DEFAULT_CACHE_ENTRIES, o.cacheMaxAgeMs, o.cacheScope)
   // Which source lists read the cache, worked out once: only their tools pay for hashing and cloning.
   const caching = new WeakSet<readonly Source[]>()
   for (const sources of [...byTool.values(), ...(o.default === undefined ? [] : [o.default])])
@@ -194,7 +198,12 @@ export function fallback(options?: FallbackOptions): Middleware {
   const nested = new Set<string>()
   let sequence = 0
 
-  async function answer(ctx: ToolContext, source: Source, error: ToolError, cacheKey: string): Promise<FallbackAnswer | undefined> {
+  async function answer(
+    ctx: ToolContext,
+    source: Source,
+    error: ToolError,
+    cacheKey: string | undefined,
+  ): Promise<FallbackAnswer | undefined> {
     const name = ctx.call.name
     const because = `because '${name}' failed (${error.code})`
     if (source.from === 'value') {
@@ -202,11 +211,10 @@ export function fallback(options?: FallbackOptions): Middleware {
       return { fallback: `a fixed answer, ${because}`, value: structuredClone(source.value) }
     }
     if (source.from === 'cache') {
-      const now = ctx.clock.now()
-      const entry = cache.lookup(cacheKey, now)
+      const entry = cacheKey === undefined ? undefined : cache.lookup(ctx, cacheKey)
       const copy = entry === undefined ? undefined : clone(entry.value)
       if (entry === undefined || copy === undefined || !copy.ok) return undefined
-      const ageMs = now - entry.storedAt
+      const ageMs = ctx.clock.now() - entry.storedAt
       ctx.emit('fallback.used', { from: 'cache', because: error.code, ageMs })
       return { fallback: `from cache, ${describeAge(ageMs)} old, ${because}`, value: copy.value }
     }
@@ -239,7 +247,8 @@ export function fallback(options?: FallbackOptions): Middleware {
     if (tool === undefined || tool.effect === 'write' || nested.has(ctx.call.id)) return next()
     const sources = byTool.get(tool.name) ?? o.default
     if (sources === undefined) return next()
-    const cacheKey = caching.has(sources) ? hashOf([tool.name, ctx.call.args]) : ''
+    // The scope is asked before the call runs, so what inner layers do to the context cannot change it.
+    const cacheKey = caching.has(sources) ? cache.keyOf(ctx) : undefined
     try {
       await next()
     } catch (err) {
@@ -256,9 +265,9 @@ export function fallback(options?: FallbackOptions): Middleware {
       throw err
     }
     const output = ctx.result
-    if (cacheKey === '' || output === undefined) return
+    if (cacheKey === undefined || output === undefined) return
     const copy = clone(output.value)
-    if (copy.ok) cache.store(cacheKey, copy.value, ctx.clock.now())
+    if (copy.ok) cache.store(ctx, cacheKey, copy.value)
     else ctx.log.debug({ tool: tool.name }, 'fallback: result cannot be cloned, not cached')
   }
 }
