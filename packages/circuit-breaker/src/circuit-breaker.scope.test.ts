@@ -151,14 +151,17 @@ describe('keys', () => {
     const f = fetchTool(new Set(['down.test']))
     const breaker = circuitBreaker({ key: hostKey, policy: consecutive({ threshold: 1 }) })
     const stack = createStack({ middleware: [breaker], tools: [f.tool] })
-    await stack.dispatch(get('down.test'))
-    const refused = await stack.dispatch(get('down.test'))
+    const run = createRun()
+    await stack.dispatch(get('down.test'), { run })
+    const refused = await stack.dispatch(get('down.test'), { run })
     expect(refused.error?.message).toMatch(
       /^tool 'fetch_url' \(down\.test\) temporarily unavailable: circuit breaker open after 1 failure\./,
     )
-    expect(stack.describeTool(f.tool, createRun())).toBe('UNAVAILABLE (down.test): circuit open, retry in 30s')
-    expect(await code(stack.dispatch(get('up.test')))).toBe('ok')
+    // The run is told about the key its own calls use; a run that made no call is told nothing.
+    expect(stack.describeTool(f.tool, run)).toBe('UNAVAILABLE (down.test): circuit open, retry in 30s')
     expect(stack.describeTool(f.tool, createRun())).toBeUndefined()
+    expect(await code(stack.dispatch(get('up.test'), { run }))).toBe('ok')
+    expect(stack.describeTool(f.tool, run)).toBeUndefined()
   })
 
   it('lets a call whose key is undefined bypass the breaker', async () => {

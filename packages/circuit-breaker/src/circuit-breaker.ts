@@ -7,6 +7,7 @@ import { circuitOpenError } from './circuit-open-error.js'
 import { consecutive } from './consecutive.js'
 import type { FailurePolicy } from './failure-policy.js'
 import { indictsTool } from './indicts-tool.js'
+import { runKeys } from './run-keys.js'
 import { stateHome } from './state-home.js'
 
 /** What `onStateChange` receives, and what the `circuit-breaker.state` event carries (plus `at` and `runId`). */
@@ -151,7 +152,7 @@ export function circuitBreaker(options?: CircuitBreakerOptions): Middleware {
   const home = stateHome(machine, o.maxKeys, lifetimeOf(o), o.store)
   const { key: keyOf, onStateChange } = o
   const isFailure = o.isFailure ?? indictsTool
-  const keysByTool = new Map<string, string>()
+  const keysOfRun = runKeys(o.maxKeys)
 
   // A listener that throws is logged once, not on every state change after.
   let listenerFailed = false
@@ -253,10 +254,7 @@ export function circuitBreaker(options?: CircuitBreakerOptions): Middleware {
     if (tool === undefined) return next()
     const key = keyOf === undefined ? tool.name : keyOf(ctx)
     if (key === undefined) return next()
-    if (keyOf !== undefined && keysByTool.get(tool.name) !== key) {
-      if (keysByTool.size >= o.maxKeys) keysByTool.delete(keysByTool.keys().next().value as string)
-      keysByTool.set(tool.name, key)
-    }
+    if (keyOf !== undefined) keysOfRun.note(ctx.run, tool.name, key)
     // The signal as it stands, not made real: a store's wait makes it real only if it must wait.
     const signal = ctx.currentSignal()
     if (signal.aborted) return Promise.reject(abortReason(signal))
@@ -270,7 +268,7 @@ export function circuitBreaker(options?: CircuitBreakerOptions): Middleware {
   // Keeps the onion's contract by construction (docs/decisions/270-compose-fast-path.md): compose calls it without the misuse bookkeeping.
   trustedMiddleware(middleware)
   middleware.describeTool = function describeTool(tool, run, now) {
-    const key = keyOf === undefined ? tool.name : keysByTool.get(tool.name)
+    const key = keyOf === undefined ? tool.name : keysOfRun.get(run, tool.name)
     if (key === undefined) return undefined
     const state = home.peek(run, key)
     if (state === undefined || state.circuit !== 'open') return undefined
