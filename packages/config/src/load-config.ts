@@ -158,7 +158,9 @@ export async function configFromSource(source: ConfigSource, options: LoadConfig
             ? `unknown middleware "${name}"`
             : reason === 'not_found'
               ? `unknown middleware "${name}": not a built-in, and ${(err as Error).message}`
-              : (err as Error).message
+              : reason === 'not_a_package'
+                ? `unknown middleware "${name}": ${(err as Error).message}`
+                : (err as Error).message
         issues.push(
           makeIssue(['stack', index], lineOf, {
             message,

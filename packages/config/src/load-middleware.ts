@@ -1,6 +1,7 @@
 import { pathToFileURL } from 'node:url'
 import type { MiddlewareDefinition } from '@shallot/core'
 import { isMiddlewareDefinition } from '@shallot/core/internal'
+import { packageNameProblem } from './package-name.js'
 import { resolvePackage } from './resolve-package.js'
 
 /**
@@ -11,8 +12,11 @@ import { resolvePackage } from './resolve-package.js'
  */
 export class MiddlewareLoadError extends Error {
   override readonly name = 'MiddlewareLoadError'
-  /** `not_found`: nothing to import; `failed`: importing threw; `no_definition`: it exports no definition. */
-  readonly reason: 'not_found' | 'failed' | 'no_definition'
+  /**
+   * `not_a_package`: a Node built-in, a path or a URL, never imported; `not_found`: nothing to import;
+   * `failed`: importing threw; `no_definition`: it exports no definition.
+   */
+  readonly reason: 'not_a_package' | 'not_found' | 'failed' | 'no_definition'
 
   constructor(reason: MiddlewareLoadError['reason'], message: string, options?: { cause?: unknown }) {
     super(message, options)
@@ -39,13 +43,16 @@ function definitionIn(module: Record<string, unknown>): MiddlewareDefinition | u
 
 /**
  * Imports the package `name` as seen from `fromDir` and returns its middleware definition: the
- * default export, or the export named `definition`, made with `defineMiddleware`. Throws a
+ * default export, or the export named `definition`, made with `defineMiddleware`. `name` is only
+ * ever a package name (never a Node built-in, a path or a URL). Throws a
  * {@link MiddlewareLoadError} naming the package otherwise.
  *
  * @example
  * const definition = await loadMiddleware('@acme/shallot-rate-limit', dirname(configFile))
  */
 export async function loadMiddleware(name: string, fromDir: string, conditions: readonly string[] = []): Promise<MiddlewareDefinition> {
+  const problem = packageNameProblem(name)
+  if (problem !== undefined) throw new MiddlewareLoadError('not_a_package', problem)
   let file: string
   try {
     file = resolvePackage(name, fromDir, conditions)

@@ -1,6 +1,6 @@
 import { existsSync, readFileSync } from 'node:fs'
 import { createRequire } from 'node:module'
-import { dirname, join, resolve } from 'node:path'
+import { dirname, isAbsolute, join, resolve } from 'node:path'
 
 /** Export conditions tried when `require.resolve` cannot answer: an ESM-only package's `import` entry first. */
 const ESM_CONDITIONS = ['import', 'node', 'default']
@@ -49,6 +49,15 @@ function readName(file: string): unknown {
   }
 }
 
+/** Node's own answer, or undefined: an ESM-only exports map, or a package that is not installed. */
+function requireResolve(name: string, fromDir: string): string | undefined {
+  try {
+    return createRequire(join(resolve(fromDir), 'noop.js')).resolve(name)
+  } catch {
+    return undefined
+  }
+}
+
 /**
  * The file a package name resolves to from `fromDir`, the way Node would import it. `require.resolve`
  * answers first; it cannot see an ESM-only package (an `exports` map with only an `import` condition),
@@ -61,11 +70,10 @@ function readName(file: string): unknown {
  */
 export function resolvePackage(name: string, fromDir: string, conditions: readonly string[] = []): string {
   if (conditions.length === 0) {
-    try {
-      return createRequire(join(resolve(fromDir), 'noop.js')).resolve(name)
-    } catch {
-      // Fall through: ESM-only exports, or a package that is not installed.
-    }
+    const file = requireResolve(name, fromDir)
+    // A built-in comes back as its bare name, which an import would read as a file in the working directory.
+    if (file !== undefined && !isAbsolute(file)) throw new Error(`${JSON.stringify(name)} is not a package on disk`)
+    if (file !== undefined) return file
   }
   const dir = findPackageDir(name, fromDir)
   if (dir === undefined) throw new Error(`cannot find package "${name}" from ${resolve(fromDir)}`)

@@ -1,11 +1,11 @@
-import { mkdirSync, mkdtempSync, rmSync, symlinkSync, writeFileSync } from 'node:fs'
+import { existsSync, mkdirSync, mkdtempSync, rmSync, symlinkSync, writeFileSync } from 'node:fs'
 import { createRequire } from 'node:module'
 import { tmpdir } from 'node:os'
 import { dirname, join } from 'node:path'
 import { defineTool } from '@shallot/core'
-import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest'
 import { z } from 'zod'
-import { ConfigError, createStackFromConfig, loadConfig } from './index.js'
+import { ConfigError, createStackFromConfig, loadConfig, loadMiddleware, MiddlewareLoadError } from './index.js'
 import { resolvePackage } from './resolve-package.js'
 
 // A throwaway project: a config file beside node_modules holding packages installed by name.
@@ -152,5 +152,45 @@ describe('resolvePackage', () => {
     )
     expect(resolvePackage('@acme/self', self, ['source'])).toBe(join(self, 'src', 'index.ts'))
     expect(() => resolvePackage('@acme/self', self)).toThrow(/does not exist \(is it built\?\)/)
+  })
+})
+
+describe('a stack entry is a package name, never a file', () => {
+  // A definition that leaves a mark when imported: a file of a built-in's name must never be run.
+  const PLANTED = `
+import { writeFileSync } from 'node:fs'
+writeFileSync(new URL('./ran.txt', import.meta.url), 'ran')
+export default Object.freeze({ kind: 'shallot.middleware', name: 'planted', description: '', options: undefined, create: () => async (c, n) => n(), build: () => async (c, n) => n() })
+`
+  it.each(['child_process', 'fs', 'vm', 'os', 'worker_threads'])(
+    '%s: refused as a Node built-in, and a file of that name in the working directory is not run',
+    async (name) => {
+      const cwd = join(workspace, `cwd-${name}`)
+      mkdirSync(cwd, { recursive: true })
+      writeFileSync(join(cwd, name), PLANTED)
+      writeFileSync(join(cwd, 'package.json'), JSON.stringify({ type: 'module' }))
+      vi.spyOn(process, 'cwd').mockReturnValue(cwd)
+      const err = await failure(loadConfig(write(`stack:\n  - retry\n  - "${name}"\n`)))
+      expect(existsSync(join(cwd, 'ran.txt'))).toBe(false)
+      expect(err).toMatchObject({ line: 3, path: 'stack[1]', hint: undefined })
+      expect(err.message).toContain(`unknown middleware "${name}": "${name}" is a Node built-in module, not a middleware package`)
+    },
+  )
+
+  it.each([
+    ['node:child_process', 'is a Node built-in module'],
+    ['child_process', 'is a Node built-in module'],
+    ['./local.js', 'is not a package name'],
+    ['/abs/path.js', 'is not a package name'],
+    ['file:///abs/path.js', 'is not a package name'],
+    ['@acme/shallot-shout/index.js', 'is not a package name'],
+  ])('loadMiddleware(%j) is refused before anything is resolved or imported', async (name, problem) => {
+    const err = await loadMiddleware(name, workspace).catch((e: unknown) => e)
+    expect(err).toBeInstanceOf(MiddlewareLoadError)
+    expect(err).toMatchObject({ reason: 'not_a_package', message: expect.stringContaining(problem) })
+  })
+
+  it('resolvePackage never answers with a bare name: a built-in is not a package on disk', () => {
+    expect(() => resolvePackage('fs', workspace)).toThrow('"fs" is not a package on disk')
   })
 })
