@@ -1,6 +1,7 @@
 // agentQueue and agentWorker in one process against a private redis-server. Real time is BullMQ's
 // (delays are Redis timestamps): parks are 400 ms, and the tests wait on job events, never a sleep.
 import { type CheckpointStore, createAgent, defineTool, memoryCheckpoints, OptionsError, ToolError } from '@shallot/core'
+import { idempotency, memoryIdempotencyStore } from '@shallot/idempotency'
 import { scriptedModel } from '@shallot/testing'
 import { QueueEvents } from 'bullmq'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
@@ -165,6 +166,46 @@ describe('agentWorker', () => {
     expect(result).toMatchObject({ status: 'completed' })
     // The attempt that met the store down, and the one that completed.
     expect((await runs.queue.getJob('flaky-1'))?.attemptsMade).toBe(2)
+  })
+
+  it('retries a job whose parked checkpoint could not be saved; the run completes and its write ran once', async () => {
+    const inner = memoryCheckpoints()
+    let parkFailures = 1
+    const flaky: CheckpointStore = {
+      name: 'flaky',
+      save: (s) => {
+        if (s.status === 'parked' && parkFailures-- > 0)
+          throw new ToolError('store_unavailable', 'the store restarted', { category: 'transient' })
+        return inner.save(s)
+      },
+      load: (id) => inner.load(id),
+    }
+    const w = world()
+    // Asked again after a lost turn, the model asks for the same calls: it answers from the transcript.
+    const model = {
+      generate: async ({ messages }: { messages: readonly { role: string }[] }) =>
+        messages.some((m) => m.role === 'tool') ? { text: 'done' } : (w.script[0] as { toolCalls: [] }),
+    }
+    const agent = createAgent({
+      model,
+      tools: w.tools,
+      middleware: [idempotency({ store: memoryIdempotencyStore() })],
+      checkpoints: flaky,
+      park: { afterMs: 100 },
+    })
+    const name = `q${++queues}`
+    const worker = agentWorker({ name, connection, agent, checkpoints: flaky })
+    const runs = agentQueue({ name, connection })
+    const events = new QueueEvents(name, { connection })
+    open.push(worker, runs, events)
+    await events.waitUntilReady()
+    await runs.queue.add('run', { runId: 'park-blip', input: 'x' }, { jobId: 'park-blip', attempts: 3, backoff: 1 })
+    const result = await (await runs.queue.getJob('park-blip'))?.waitUntilFinished(events)
+    expect(result).toMatchObject({ status: 'completed', output: 'done' })
+    // The attempt that met the store down while parking, and the one that resumed from the turn before and completed.
+    expect((await runs.queue.getJob('park-blip'))?.attemptsMade).toBe(2)
+    expect(w.effects.charges).toBe(1)
+    expect(await inner.load('park-blip')).toMatchObject({ status: 'completed' })
   })
 
   it('hands concurrency and rate limits to BullMQ', () => {

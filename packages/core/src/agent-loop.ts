@@ -4,6 +4,7 @@ import { abortReason } from './channel.js'
 import {
   type CallRecord,
   checkpointSaveFailed,
+  isCheckpointSaveFailure,
   type ParkReason,
   type ParkRecord,
   type PendingTurn,
@@ -379,6 +380,12 @@ export function agentLoop(
         if (saving !== undefined) await saving
       }
     } catch (err) {
+      // Not the run's outcome: the store failed, not the run. Nothing is saved over the last good
+      // checkpoint (a `stopped` one would end the run for good), and the caller resumes from it.
+      if (isCheckpointSaveFailure(err)) {
+        log.error({ err, turns: turns.length }, 'run interrupted: its checkpoint could not be saved; resume it once the store is back')
+        throw err
+      }
       const error = LoopError.is(err)
         ? err
         : new LoopError('tool_crashed', `the agent loop failed: ${err instanceof Error ? err.message : String(err)}`, { cause: err })

@@ -173,18 +173,12 @@ describe('a checkpoint that cannot be saved', () => {
     ).rejects.toThrow('the checkpoints store failed to save the first checkpoint of run "r2": disk full')
   })
 
-  it('stops the run as fatal, naming the store, when a turn cannot be checkpointed', async () => {
+  it('makes run() reject as fatal, naming the store, when a turn cannot be checkpointed: the store failed, not the run', async () => {
     const { tools, effects } = world()
-    const outcome = await createAgent({ model: model([both, { text: 'done' }]), tools, checkpoints: failing(1) }).run({
-      input: 'book',
-      runId: 'r3',
-    })
-    expect(outcome).toMatchObject({
-      status: 'stopped',
-      error: {
-        kind: 'fatal',
-        message: 'checkpoints store "orders-db" failed to save the checkpoint of turn 1 of run "r3": connection refused',
-      },
+    const run = createAgent({ model: model([both, { text: 'done' }]), tools, checkpoints: failing(1) }).run({ input: 'book', runId: 'r3' })
+    await expect(run).rejects.toMatchObject({
+      kind: 'fatal',
+      message: 'checkpoints store "orders-db" failed to save the checkpoint of turn 1 of run "r3": connection refused',
     })
     expect(effects.charges).toBe(1)
   })

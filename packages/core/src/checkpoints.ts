@@ -227,16 +227,26 @@ export function memoryCheckpoints(): CheckpointStore & { readonly size: number }
   }
 }
 
+// The errors made by checkpointSaveFailed: the loop tells them from a stop by identity, not by their fields.
+const saveFailures = new WeakSet<LoopError>()
+
 /**
- * The hard stop for a checkpoint that could not be saved, naming the store and the run: a run
- * whose progress is not durable must not look as if it were (a parked run would never wake).
+ * What `run()` and `resume()` reject with when a checkpoint could not be saved, naming the store
+ * and the run: a run whose progress is not durable must not look as if it were (a parked run would
+ * never wake), and it must not be stopped either, since the store may be back in a second. The last
+ * checkpoint saved stays as it was, so `resume(runId)` (a queue's retry) continues from it.
  */
 export function checkpointSaveFailed(store: CheckpointStore, runId: string, what: string, cause: unknown): LoopError {
   const name =
     typeof store.name === 'string' && store.name.length > 0 ? `checkpoints store "${store.name.slice(0, 100)}"` : 'the checkpoints store'
   const message = cause instanceof Error ? cause.message : String(cause)
-  return new LoopError('fatal', `${name} failed to save ${what} of run "${runId}": ${message.slice(0, 500)}`, {
+  const error = new LoopError('fatal', `${name} failed to save ${what} of run "${runId}": ${message.slice(0, 500)}`, {
     cause,
     details: { runId, store: store.name ?? null, checkpoint: what },
   })
+  saveFailures.add(error)
+  return error
 }
+
+/** True for the error of a checkpoint that could not be saved ({@link checkpointSaveFailed}). */
+export const isCheckpointSaveFailure = (err: unknown): err is LoopError => LoopError.is(err) && saveFailures.has(err)
