@@ -18,6 +18,7 @@ import { memoryBeginForToken, memoryCompleteWithText, memoryIdempotencyStore, me
 import { idempotencyMismatch, invalidKey, invalidScope, outcomeUnknown, stillInFlight, storeUnavailable } from './refusals.js'
 import { settleAction } from './settle-action.js'
 import { awaited, type InFlight, inFlight, landed, sharedCalls, waitFor } from './shared-calls.js'
+import { stackScopes } from './stack-scopes.js'
 
 declare module '@shallot/core' {
   interface ToolContext {
@@ -73,6 +74,8 @@ export function idempotency(options?: IdempotencyOptions): Middleware {
   // And reads this clock: when it is the stack's too, the stored event's time is the reading the record's expiry is counted from.
   const storeClock = memoryStoreClock(store)
   const guardedEffects = new Set<ToolEffect>(opts.effects)
+  // The layer's own store is kept apart by stack; a store the host passes is shared as given.
+  const scopeInStore = opts.store === undefined ? stackScopes() : (_ctx: ToolContext, scope: string) => scope
   const { ttlMs, leaseMs, waitMs, pollMs } = opts
 
   function refuse(ctx: ToolContext, call: Pick<Guarded, 'key'> | undefined, error: ToolError): ToolError {
@@ -276,7 +279,7 @@ export function idempotency(options?: IdempotencyOptions): Middleware {
     const argsHash = ctx.fingerprint
     const key = keyOf(ctx, tool.name, scope, argsHash, args)
     ctx.idempotencyKey = key
-    return { tool: tool.name, effect: tool.effect, key, storeKey: storeKeyOf(scope, key), argsHash }
+    return { tool: tool.name, effect: tool.effect, key, storeKey: storeKeyOf(scopeInStore(ctx, scope), key), argsHash }
   }
 
   /** Waits for identical calls in flight in this process: replays the first one's success, shares its refusal, or leads once none is left. */
