@@ -2,6 +2,7 @@ import assert from 'node:assert/strict'
 import { type Contract, LEASE, type RawRecord, TTL, type WriteRaw } from './contract-parts.js'
 import { corruptRecordCases } from './corrupt-record-cases.js'
 import type { Awaitable, IdempotencyStore } from './idempotency-store.js'
+import { protoKeyCases } from './proto-key-cases.js'
 
 export type { RawRecord } from './contract-parts.js'
 
@@ -177,6 +178,7 @@ export function idempotencyStoreContract(create: StoreFactory): StoreContractCas
     assert.equal(answers.filter((a) => a.status === 'in_flight').length, 49)
   })
 
+  protoKeyCases(contract, claim)
   corruptRecordCases(contract, claim)
   return cases
 }

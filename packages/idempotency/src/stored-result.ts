@@ -6,8 +6,9 @@ export const MAX_RESULT_DEPTH = 1000
 /**
  * What is wrong with a value a store read back as a {@link StoredResult}, or `undefined` when it is
  * one: a plain object whose only key is an optional `value` holding JSON (strings, finite numbers,
- * booleans, null, arrays, plain objects), at most {@link MAX_RESULT_DEPTH} deep, with no `__proto__`
- * key anywhere. Walks iteratively, so a hostile value costs time, never the stack.
+ * booleans, null, arrays, plain objects), at most {@link MAX_RESULT_DEPTH} deep. An own `__proto__`
+ * key inside the value is data, as JSON.parse reads it and as the tool returned it: it is replayed,
+ * never assigned, so no prototype changes. Walks iteratively, so a hostile value costs time, never the stack.
  *
  * @example
  * storedResultProblem({ value: 'ch_1' }) // undefined
@@ -32,10 +33,7 @@ export function storedResultProblem(result: unknown): string | undefined {
       continue
     }
     if (!isPlainObject(value)) return `value holds ${kindOf(value)}, which is not JSON`
-    for (const key of Object.keys(value)) {
-      if (key === '__proto__') return 'value holds a "__proto__" key'
-      pending.push([(value as Record<string, unknown>)[key], depth + 1])
-    }
+    for (const key of Object.keys(value)) pending.push([(value as Record<string, unknown>)[key], depth + 1])
   }
   return undefined
 }

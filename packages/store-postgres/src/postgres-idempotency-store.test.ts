@@ -85,7 +85,7 @@ async function chargeStack(logger: Logger = spyLogger()) {
   return { stores, table, runs, call, setValue }
 }
 
-// The shared contract plants its 19 hostile records above; these are the rows only this store's format allows.
+// The shared contract plants its hostile records above; these are the rows only this store's format allows.
 describe('postgres idempotency store: corrupt rows are refused as outcome_unknown, never replayed, never run again', () => {
   it('refuses a done record whose result has a field next to value, and logs the key', async () => {
     const logger = spyLogger()
