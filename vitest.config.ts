@@ -33,13 +33,17 @@ export default defineConfig({
     restoreMocks: true,
     // CI asks for a JSON report beside the usual output, to count what ran.
     ...(jsonReport ? { reporters: ['default', 'json'], outputFile: { json: jsonReport } } : {}),
-    projects: projectDirs.map((dir) => ({
-      extends: true,
-      test: {
-        name: dir.split('/')[1] as string,
-        include: [`${dir}/src/**/*.test.ts`, `${dir}/test/**/*.test.ts`],
-        exclude: ['**/node_modules/**', ...exclude],
-      },
-    })),
+    projects: [
+      ...projectDirs.map((dir) => ({
+        extends: true,
+        test: {
+          name: dir.split('/')[1] as string,
+          include: [`${dir}/src/**/*.test.ts`, `${dir}/test/**/*.test.ts`],
+          exclude: ['**/node_modules/**', ...exclude],
+        },
+      })),
+      // The agent bench's one-seed quick run: every contender runs every task (bench/agents).
+      { extends: true, test: { name: 'bench-agents', include: ['bench/agents/**/*.test.ts'], exclude: ['**/node_modules/**'] } },
+    ],
   },
 })

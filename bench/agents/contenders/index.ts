@@ -1,0 +1,19 @@
+import { aiSdk, aiSdkShallot } from './ai-sdk.js'
+import type { Contender } from './contender.js'
+import { langchain, langchainShallot } from './langchain.js'
+import { openaiAgents, openaiAgentsShallot } from './openai-agents.js'
+import { shallotAgent, shallotFull } from './shallot-agent.js'
+
+export type { Contender } from './contender.js'
+
+/** Every contender, frameworks first, each followed by itself with shallot in front. */
+export const CONTENDERS: readonly Contender[] = [
+  aiSdk,
+  aiSdkShallot,
+  langchain,
+  langchainShallot,
+  openaiAgents,
+  openaiAgentsShallot,
+  shallotAgent,
+  shallotFull,
+]

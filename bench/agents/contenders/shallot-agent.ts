@@ -1,0 +1,69 @@
+/**
+ * shallot's own `createAgent`, on the AI SDK's OpenAI provider through `aiSdkModel`, with
+ * `defaultMiddleware()` (packages/shallot/README.md "Usage"; packages/ai-sdk/README.md "aiSdkModel").
+ *
+ * "used fully" adds what the docs recommend for writes and for a tool with a mirror: each write
+ * forwards `idempotencyKey` upstream and is declared `idempotent` (packages/idempotency/README.md,
+ * DESIGN.md "ToolDefinition"), and `fallback()` answers the primary forecast from its mirror
+ * (packages/fallback/README.md), placed outside idempotency as that page says.
+ */
+import { createOpenAI } from '@ai-sdk/openai'
+import { aiSdkModel } from '@shallot/ai-sdk'
+import { createAgent, createStack, defaultMiddleware, defineTool, fallback, type Middleware, type Stack } from 'shallot'
+import { MIRRORS } from '../tasks.js'
+import type { Contender, EpisodeSetup, RunEnd } from './contender.js'
+
+function shallotToolsOf(setup: EpisodeSetup, full: boolean) {
+  return setup.tools.map((tool) =>
+    defineTool({
+      name: tool.name,
+      description: tool.description,
+      input: tool.input,
+      effect: full && tool.effect === 'write' ? 'idempotent' : tool.effect,
+      execute: (args, { signal, idempotencyKey }) =>
+        tool.execute(args as Record<string, unknown>, { signal, idempotencyKey: full ? idempotencyKey : undefined }),
+    }),
+  )
+}
+
+async function runAgent(setup: EpisodeSetup, full: boolean): Promise<RunEnd> {
+  const openai = createOpenAI({ baseURL: `${setup.url}/v1`, apiKey: 'sk-bench' })
+  const tools = shallotToolsOf(setup, full)
+  let stack: Stack | undefined
+  if (full) {
+    const layers = [...defaultMiddleware()] as Middleware[]
+    const names = new Set(tools.map((tool) => tool.name))
+    const sources = Object.fromEntries(
+      Object.entries(MIRRORS)
+        .filter(([primary, mirror]) => names.has(primary) && names.has(mirror))
+        .map(([primary, mirror]) => [primary, [{ from: 'tool' as const, tool: mirror }]]),
+    )
+    let built: Stack | undefined
+    const answerFromMirror = fallback({ tools: sources, dispatch: (call, options) => (built as Stack).dispatch(call, options) })
+    layers.splice(2, 0, answerFromMirror)
+    built = createStack({ tools, middleware: layers })
+    stack = built
+  }
+  const agent = createAgent({
+    model: aiSdkModel(openai.chat(setup.model)),
+    ...(stack === undefined ? { tools, middleware: defaultMiddleware() } : { stack }),
+  })
+  const outcome = await agent.run({ input: setup.task.prompt, signal: setup.signal })
+  if (outcome.status === 'completed') return { kind: 'answered', text: String(outcome.output) }
+  if (outcome.status === 'stopped') return { kind: 'stopped', reason: outcome.report.text.split('\n')[0] ?? 'stopped' }
+  return { kind: 'stopped', reason: 'parked' }
+}
+
+export const shallotAgent: Contender = {
+  id: 'shallot',
+  label: 'shallot createAgent',
+  follows: 'packages/shallot/README.md#usage, packages/ai-sdk/README.md#aisdkmodel-shallots-own-agent-on-any-ai-sdk-model',
+  run: (setup) => runAgent(setup, false),
+}
+
+export const shallotFull: Contender = {
+  id: 'shallot-full',
+  label: 'shallot, used fully',
+  follows: 'packages/idempotency/README.md (forward idempotencyKey, effect idempotent), packages/fallback/README.md',
+  run: (setup) => runAgent(setup, true),
+}

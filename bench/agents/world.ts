@@ -1,0 +1,158 @@
+/**
+ * The simulated upstreams the tools call, with the fault schedule applied and a ledger of every side
+ * effect that really happened. One world per episode. Errors are thrown the way a typical HTTP
+ * client throws them (a status and headers, or undici's "fetch failed" with an errno cause), so
+ * each framework reads them as it would read a real one.
+ */
+import type { FaultSchedule, ToolFault } from './faults.js'
+
+export type Effect = 'read' | 'write'
+
+export interface ToolOptions {
+  readonly signal?: AbortSignal | undefined
+  /** Forwarded as an `Idempotency-Key` header; the upstreams honour it as Stripe does. */
+  readonly idempotencyKey?: string | undefined
+}
+
+/** A side effect the world saw: which write, and with what arguments. */
+export interface LedgerEntry {
+  readonly tool: string
+  readonly args: string
+  readonly at: number
+}
+
+export interface TraceLine {
+  readonly at: number
+  readonly text: string
+}
+
+const LATENCY_MS = 150
+const CLIENT_TIMEOUT_MS = 30_000
+
+class UpstreamHttpError extends Error {
+  constructor(
+    readonly status: number,
+    statusText: string,
+    readonly headers: Record<string, string>,
+    url: string,
+  ) {
+    super(`${url} answered ${status} ${statusText}`)
+    this.name = 'UpstreamHttpError'
+  }
+}
+
+function fetchFailed(code: string, url: string): Error {
+  const cause = Object.assign(new Error(`${code === 'ECONNRESET' ? 'read' : 'connect'} ${code} ${url}`), { code })
+  return new TypeError('fetch failed', { cause })
+}
+
+function timedOut(): Error {
+  const error = new Error('The operation was aborted due to timeout')
+  error.name = 'TimeoutError'
+  return Object.assign(error, { code: 23 })
+}
+
+function wait(ms: number, signal: AbortSignal | undefined): Promise<void> {
+  return new Promise((resolve, reject) => {
+    if (signal?.aborted) return reject(signal.reason)
+    const onAbort = () => {
+      clearTimeout(timer)
+      reject(signal?.reason)
+    }
+    const timer = setTimeout(() => {
+      signal?.removeEventListener('abort', onAbort)
+      resolve()
+    }, ms)
+    signal?.addEventListener('abort', onAbort, { once: true })
+  })
+}
+
+/** Never settles, unless the caller aborts. */
+function never(signal: AbortSignal | undefined): Promise<never> {
+  return new Promise((_, reject) => {
+    if (signal?.aborted) return reject(signal.reason)
+    signal?.addEventListener('abort', () => reject(signal.reason), { once: true })
+  })
+}
+
+export class World {
+  readonly ledger: LedgerEntry[] = []
+  readonly trace: TraceLine[] = []
+  executions = 0
+  modelRequests = 0
+  readonly #requests = new Map<string, number>()
+  readonly #keys = new Map<string, unknown>()
+
+  constructor(
+    readonly schedule: FaultSchedule,
+    readonly now: () => number,
+  ) {}
+
+  note(text: string): void {
+    this.trace.push({ at: this.now(), text })
+  }
+
+  /** The model fault of the k-th model request (1-based), counting it. */
+  nextModelFault(): { k: number; fault: string | undefined } {
+    this.modelRequests++
+    return { k: this.modelRequests, fault: this.schedule.model[this.modelRequests - 1] }
+  }
+
+  /** One request to a tool's upstream: the schedule decides its fate; `apply` is the effect and its answer. */
+  async request(tool: string, effect: Effect, args: unknown, options: ToolOptions, apply: () => unknown): Promise<unknown> {
+    this.executions++
+    const k = (this.#requests.get(tool) ?? 0) + 1
+    this.#requests.set(tool, k)
+    const url = `https://${tool.replace(/_/g, '-')}.example/api`
+    const fault: ToolFault | 'dead' | undefined = this.schedule.dead.includes(tool) ? 'dead' : this.schedule.tools[tool]?.[k - 1]
+    const argText = JSON.stringify(args)
+    this.note(
+      `tool ${tool}#${k} ${argText}${options.idempotencyKey ? ` key=${options.idempotencyKey.slice(0, 12)}…` : ''}${fault ? ` ← fault ${fault}` : ''}`,
+    )
+    await wait(LATENCY_MS, options.signal)
+    switch (fault) {
+      case 'transient_503':
+        throw new UpstreamHttpError(503, 'Service Unavailable', { 'retry-after': '2' }, url)
+      case 'rate_limited_429':
+        throw new UpstreamHttpError(429, 'Too Many Requests', { 'retry-after': '5' }, url)
+      case 'dead':
+        throw new UpstreamHttpError(503, 'Service Unavailable', {}, url)
+      case 'reset':
+        throw fetchFailed('ECONNRESET', url)
+      case 'write_refused':
+        throw fetchFailed('ECONNREFUSED', url)
+      case 'hang':
+        return never(options.signal)
+      default:
+    }
+    const answer = effect === 'write' ? this.#write(tool, argText, options, apply) : apply()
+    if (fault === 'write_reset_after_effect') throw fetchFailed('ECONNRESET', url)
+    if (fault === 'write_timeout_after_effect') {
+      await wait(CLIENT_TIMEOUT_MS, options.signal)
+      throw timedOut()
+    }
+    return answer
+  }
+
+  #write(tool: string, argText: string, options: ToolOptions, apply: () => unknown): unknown {
+    const key = options.idempotencyKey
+    if (key !== undefined && this.#keys.has(key)) {
+      this.note(`  upstream ${tool}: key seen, stored answer replayed, no new effect`)
+      return this.#keys.get(key)
+    }
+    this.ledger.push({ tool, args: argText, at: this.now() })
+    this.note(`  EFFECT ${tool} ${argText} (effect #${this.ledger.filter((e) => e.tool === tool && e.args === argText).length})`)
+    const answer = apply()
+    if (key !== undefined) this.#keys.set(key, answer)
+    return answer
+  }
+
+  /** Writes that landed more than once with the same arguments. */
+  duplicates(): number {
+    const seen = new Map<string, number>()
+    for (const entry of this.ledger) seen.set(`${entry.tool} ${entry.args}`, (seen.get(`${entry.tool} ${entry.args}`) ?? 0) + 1)
+    let extra = 0
+    for (const count of seen.values()) extra += count - 1
+    return extra
+  }
+}
