@@ -61,6 +61,7 @@ export {
   type StackOptions,
 } from './stack.js'
 export { sanitize } from './text/sanitize.js'
+export { TOOL_TEXT_LIMITS, toolDescription, toolInputSchema } from './text/tool-text.js'
 export { overrideTools } from './tool-overrides.js'
 export type {
   AnyTool,
