@@ -174,8 +174,9 @@ const clone = (value: unknown): { ok: true; value: unknown } | { ok: false } => 
  * with a note saying so: `{ "fallback": "from cache, 4 min old, because 'status_page' failed (circuit_open)", "value": ... }`.
  * A `write` never falls back and is never cached: an answer that did not come from doing the
  * write would tell the model something happened that did not. A fallback call never falls back
- * itself, so two tools that name each other cannot recurse. Put it outside the circuit breaker
- * and retry, so it sees what they finally say.
+ * itself, so two tools that name each other cannot recurse. The cache is kept per stack and, with
+ * `cacheScope`, per tenant: no call is answered from another stack's or scope's result. Put it
+ * outside the circuit breaker and retry, so it sees what they finally say.
  *
  * @example
  * let stack: Stack

@@ -1,3 +1,4 @@
+export type { CacheScopeFunction } from './call-cache.js'
 export { fallbackDefinition, fallbackDefinition as definition } from './definition.js'
 export { describeAge } from './describe-age.js'
 export {
