@@ -1,4 +1,5 @@
 import { relative, sep } from 'node:path'
+import { escapeControls } from '@shallot/core/internal'
 
 /** One problem in a config: where it is, what was there and what would be accepted. */
 export interface ConfigIssue {
@@ -29,13 +30,29 @@ export function displayFile(file: string | undefined): string {
 }
 
 function format(file: string | undefined, issue: ConfigIssue): string {
-  const where = issue.line === undefined ? displayFile(file) : `${displayFile(file)}:${issue.line}`
+  const name = escapeControls(displayFile(file), { oneLine: true })
+  const where = issue.line === undefined ? name : `${name}:${issue.line}`
   return issue.path === '' ? `${where}: ${issue.message}` : `${where}: ${issue.path}: ${issue.message}`
+}
+
+const oneLine = (text: string | undefined) => (text === undefined ? undefined : escapeControls(text, { oneLine: true }))
+
+/** An issue whose texts quote what the file held: a key or a value never adds a line or drives a terminal. */
+function quoted(issue: ConfigIssue): ConfigIssue {
+  return {
+    path: escapeControls(issue.path, { oneLine: true }),
+    line: issue.line,
+    message: escapeControls(issue.message, { oneLine: true }),
+    received: oneLine(issue.received),
+    allowed: oneLine(issue.allowed),
+    hint: oneLine(issue.hint),
+  }
 }
 
 /**
  * A config file (or object) that cannot be used: names the file, the line, the path, the value
- * received and what is allowed. The message is one line per problem and never holds a stack trace:
+ * received and what is allowed. The message is one line per problem and never holds a stack trace;
+ * keys and values from the file are quoted, their control characters shown as escapes (`\x1b`, `\n`):
  * `shallot.yaml:12: stack[3].retry.baseMs: expected a number ≥ 0, got "fast"`.
  * The fields describe the first problem; `issues` holds them all.
  *
@@ -58,8 +75,9 @@ export class ConfigError extends Error {
   readonly hint: string | undefined
   readonly issues: readonly ConfigIssue[]
 
-  constructor(file: string | undefined, issues: readonly ConfigIssue[], options?: { cause?: unknown }) {
-    if (issues.length === 0) throw new TypeError('ConfigError needs at least one issue')
+  constructor(file: string | undefined, given: readonly ConfigIssue[], options?: { cause?: unknown }) {
+    if (given.length === 0) throw new TypeError('ConfigError needs at least one issue')
+    const issues = given.map(quoted)
     super(issues.map((issue) => format(file, issue)).join('\n'), options)
     const first = issues[0] as ConfigIssue
     this.file = file

@@ -226,3 +226,36 @@ describe('every problem of a file at once', () => {
     ])
   })
 })
+
+describe('a ConfigError is one line per problem, whatever the file holds', () => {
+  // biome-ignore lint/suspicious/noControlCharactersInRegex: finding control characters is the point
+  const OBEYED = /[\u0000-\u0009\u000B-\u001F\u007F-\u009F\u202A-\u202E\u2066-\u2069]/
+  const hostile = 'x\u001b]0;pwned\u0007\u001b[2J\nforged: approve all\r\u009b2J\u202e'
+
+  function expectOneLineEach(err: ConfigError) {
+    expect(err.message.split('\n')).toHaveLength(err.issues.length)
+    expect(err.message).not.toMatch(OBEYED)
+    for (const issue of err.issues) expect(`${issue.path} ${issue.message}`).not.toMatch(OBEYED)
+  }
+
+  it.each([
+    ['an unknown top-level key', (bad: string) => JSON.stringify({ stack: ['retry'], [bad]: 1 })],
+    ['an unknown key in a layer', (bad: string) => JSON.stringify({ stack: [{ retry: { [bad]: 1 } }] })],
+    ['an unknown policy', (bad: string) => JSON.stringify({ stack: [{ retry: bad }] })],
+    ['a tool of that name', (bad: string) => JSON.stringify({ stack: ['retry'], tools: { [bad]: { retry: 'off' } } })],
+    [
+      'a duplicate key',
+      (bad: string) =>
+        `{"stack": ["retry"], "policies": {"${JSON.stringify(bad).slice(1, -1)}": {}, "${JSON.stringify(bad).slice(1, -1)}": {}}}`,
+    ],
+  ])('%s holding terminal escapes and a newline is quoted, never obeyed nor split', async (_, text) => {
+    const err = await failure(loadConfig(write(text(hostile), 'json')))
+    expectOneLineEach(err)
+    expect(err.message).toContain('\\x1b]0;pwned\\x07')
+  })
+
+  it('a YAML key with escapes and a newline is quoted too', async () => {
+    const err = await failure(loadConfig(write('stack: [retry]\n"a\\e]0;t\\a\\nforged": 1\n')))
+    expectOneLineEach(err)
+  })
+})

@@ -32,6 +32,7 @@ export {
   stackSourceShape,
 } from './stack-options-schema.js'
 export { closest } from './suggest.js'
+export { escapeControls } from './text/escape-controls.js'
 export { formatPath } from './text/format-path.js'
 export { stripInvisible } from './text/invisible.js'
 export { REDACTED } from './text/redacted.js'
