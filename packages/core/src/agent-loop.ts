@@ -133,7 +133,7 @@ export function agentLoop(
   emit: AgentEventSink,
   within: AgentScopeRunner,
 ): (snapshot: RunSnapshot, signal: AbortSignal | undefined) => Promise<ParkingOutcome> {
-  const { chain, system, modelBreaker, stack, limits, modelRetry, clock, random, logger, checkpoints, park } = settings
+  const { chain, system, modelBreaker, stack, limits, modelRetry, clock, random, logger, checkpoints, seal, park } = settings
   const modelTools = modelToolsOf(stack)
   const budgeted = limits.maxTokens !== undefined || limits.maxCostUsd !== undefined
 
@@ -203,7 +203,7 @@ export function agentLoop(
               ...(parked === undefined ? {} : { parked }),
             }
             try {
-              await checkpoints.save(JSON.parse(JSON.stringify(next)) as RunSnapshot)
+              await checkpoints.save(seal === undefined ? (JSON.parse(JSON.stringify(next)) as RunSnapshot) : seal.seal(next))
             } catch (err) {
               throw checkpointSaveFailed(
                 checkpoints,

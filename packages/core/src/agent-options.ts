@@ -1,5 +1,6 @@
 import { z } from 'zod'
 import type { AgentEventListener } from './agent-events.js'
+import { type CheckpointSeal, checkpointKeyBytes, checkpointSeal, MIN_CHECKPOINT_KEY_BYTES } from './checkpoint-seal.js'
 import type { CheckpointStore } from './checkpoints.js'
 import { guardLogger } from './logger.js'
 import type { ModelAdapter } from './model.js'
@@ -65,6 +66,13 @@ export interface AgentOptions<Model extends AgentModel = ModelAdapter> {
   clock?: Clock
   random?: () => number
   checkpoints?: CheckpointStore
+  /**
+   * A secret of at least 32 bytes: every checkpoint is saved with an HMAC over its contents, and
+   * `resume` refuses one without this key's digest (`ResumeError('corrupt_checkpoint')`, nothing
+   * run), so whoever can write to the store cannot plant a call, an approval or a state the run
+   * never had. Without it the store is trusted as the agent's own memory. Needs `checkpoints`.
+   */
+  checkpointKey?: string | Uint8Array
   /**
    * Parks a run instead of holding the worker while a tool call must wait at least `afterMs` (a
    * long `Retry-After` the retry layer would not wait out, an open circuit's cooldown): the turn is
@@ -161,9 +169,34 @@ export interface AgentSettings {
   readonly random: () => number
   readonly logger: Logger
   readonly checkpoints: CheckpointStore | undefined
+  /** Seals every checkpoint saved and checks every one resumed; undefined without `checkpointKey`. */
+  readonly seal: CheckpointSeal | undefined
   /** Undefined: no run parks. */
   readonly park: ParkSettings | undefined
   readonly onEvent: AgentEventListener | undefined
+}
+
+/** The seal of `checkpointKey`, checked: never echoed in an error, since it is a secret. */
+function checkpointSealOf(key: unknown, checkpoints: CheckpointStore | undefined): CheckpointSeal | undefined {
+  if (key === undefined) return undefined
+  const bytes = checkpointKeyBytes(key)
+  if (bytes === undefined) {
+    throw new OptionsError('createAgent()', [
+      {
+        path: 'checkpointKey',
+        message: `must be a secret of at least ${MIN_CHECKPOINT_KEY_BYTES} bytes (a string or a Uint8Array), e.g. 32 random bytes from your secret store`,
+      },
+    ])
+  }
+  if (checkpoints === undefined) {
+    throw new OptionsError('createAgent()', [
+      {
+        path: 'checkpointKey',
+        message: 'needs a checkpoints store whose checkpoints it seals; pass createAgent({ checkpoints, checkpointKey })',
+      },
+    ])
+  }
+  return checkpointSeal(bytes)
 }
 
 /** Checks `createAgent`'s options and builds the stack when the caller gave tools instead of one. */
@@ -182,6 +215,7 @@ export function agentSettings(options: AgentOptions<AgentModel>): AgentSettings 
       { path: 'checkpoints', message: 'must be a checkpoint store { save(snapshot), load(runId) }, e.g. memoryCheckpoints()' },
     ])
   }
+  const seal = checkpointSealOf(options.checkpointKey, checkpoints)
   if (park !== undefined && checkpoints === undefined) {
     // A parked run lives only in its checkpoint: without a store it could never wake.
     throw new OptionsError('createAgent()', [
@@ -224,6 +258,7 @@ export function agentSettings(options: AgentOptions<AgentModel>): AgentSettings 
     random: options.random ?? stack.random,
     logger: guardLogger(options.logger ?? stack.logger),
     checkpoints,
+    seal,
     park: park === undefined ? undefined : { afterMs: park.afterMs, maxWaitMs: park.maxWaitMs, wallNow: park.wallNow ?? Date.now },
     onEvent: options.onEvent,
   }

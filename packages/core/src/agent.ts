@@ -116,7 +116,7 @@ export function createAgent(options: AgentOptions<AgentModel> & { park: NonNulla
 export function createAgent(options: AgentOptions<AgentModel>): Agent
 export function createAgent(options: AgentOptions<AgentModel>): Agent<ParkingOutcome> {
   const settings = agentSettings(options)
-  const { stack, checkpoints, park, clock } = settings
+  const { stack, checkpoints, seal, park, clock } = settings
   const within = agentScope(settings.logger, settings.onEvent)
   const loop = agentLoop(settings, agentEvents(settings.logger, settings.onEvent), within)
   // The whole run inside the listener's context, so what the model and the tools start sees it.
@@ -162,7 +162,7 @@ export function createAgent(options: AgentOptions<AgentModel>): Agent<ParkingOut
     const release = anonymous ? undefined : await hold(store, snapshot.runId, 'agent.run()', settings.logger)
     const start = async () => {
       try {
-        await store.save(snapshot)
+        await store.save(seal === undefined ? snapshot : seal.seal(snapshot))
       } catch (err) {
         throw checkpointSaveFailed(store, snapshot.runId, 'the first checkpoint', err)
       }
@@ -217,6 +217,7 @@ export function createAgent(options: AgentOptions<AgentModel>): Agent<ParkingOut
     // Loaded only once the run is held: what another resume saved before it let go is what this one continues.
     const snapshot = await checkpoints.load(runId)
     if (snapshot === undefined) throw new TypeError(`agent.resume(): no checkpoint for run "${runId}"`)
+    seal?.verify(snapshot, runId)
     if (snapshot.status === 'completed') {
       return {
         status: 'completed',
@@ -250,7 +251,7 @@ export function createAgent(options: AgentOptions<AgentModel>): Agent<ParkingOut
     const answered = withApprovals(snapshot, approvals)
     // Saved before the replay: a process that dies during it resumes with the answers given.
     try {
-      await checkpoints.save(answered)
+      await checkpoints.save(seal === undefined ? answered : seal.seal(answered))
     } catch (err) {
       throw checkpointSaveFailed(checkpoints, runId, 'the approvals', err)
     }

@@ -77,6 +77,12 @@ export interface RunSnapshot {
   readonly pendingTurn?: PendingTurn
   /** Set while the run is parked (`status: 'parked'`). */
   readonly parked?: ParkRecord
+  /**
+   * `hmac-sha256:<hex>` over the rest of the snapshot, written when the agent has a `checkpointKey`
+   * and checked by its `resume`: a checkpoint the store (or anyone with write access to it) changed
+   * is refused. Absent without a key.
+   */
+  readonly integrity?: string
 }
 
 /** Where snapshots go: one per run id, replaced after every completed turn. */
@@ -158,9 +164,11 @@ function pendingTurnProblem(pendingTurn: unknown, tools: ReadonlySet<string>): s
   }
   if (!Array.isArray(pending) || pending.length === 0) return 'pendingTurn.pending is not a list of waiting calls'
   if (pending.length > calls.length) return `pendingTurn.pending names ${pending.length} calls; the turn has ${calls.length}`
+  const waiting = new Set<string>()
   for (const [i, entry] of pending.entries()) {
     const callId = isRecord(entry) ? entry.callId : undefined
     if (typeof callId !== 'string') return `pendingTurn.pending[${i}] has no callId`
+    waiting.add(callId)
     const name = names.get(callId)
     if (name === undefined) return `pendingTurn.pending[${i}] waits for call "${callId.slice(0, 60)}", which the turn does not hold`
     if (!tools.has(name))
@@ -181,6 +189,20 @@ function pendingTurnProblem(pendingTurn: unknown, tools: ReadonlySet<string>): s
       (result.error !== undefined && !(isRecord(result.error) && typeof result.error.code === 'string'))
     )
       return `pendingTurn.results["${callId.slice(0, 60)}"] is not a settled call of that id`
+  }
+  return unrecordedCall(names.keys(), results, waiting)
+}
+
+/**
+ * A call of the turn the run did not record as exactly one of kept (settled, never made again) or
+ * waiting (made on resume): a call planted in the list would otherwise be dispatched on replay.
+ */
+function unrecordedCall(callIds: Iterable<string>, results: Record<string, unknown>, waiting: ReadonlySet<string>): string | undefined {
+  for (const callId of callIds) {
+    const kept = Object.hasOwn(results, callId)
+    if (kept && waiting.has(callId)) return `the call "${callId.slice(0, 60)}" is both kept (in results) and waiting (in pending)`
+    if (!kept && !waiting.has(callId))
+      return `the call "${callId.slice(0, 60)}" of pendingTurn.response.toolCalls is neither kept (in results) nor waiting (in pending); a run never checkpoints such a call`
   }
   return undefined
 }
