@@ -19,9 +19,9 @@ export type AgentEvent =
       readonly type: 'run.started'
       readonly at: number
       readonly runId: string
-      /** The last completed turn: 0 for a new run, more for a resumed one. */
+      /** The last completed turn: 0 for a new run, and for a run resumed before its first turn completed. */
       readonly turn: number
-      /** Whether the run continues from a checkpoint. */
+      /** Whether the run continues from a checkpoint (any resume, a first turn's park or stop included); false for a new run. */
       readonly resumed: boolean
       readonly limits: Readonly<AgentLimits>
     }

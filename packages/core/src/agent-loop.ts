@@ -127,17 +127,19 @@ const saveNothing: Save = async () => {}
  * The agent loop: from a snapshot (a new run's, or a checkpointed one's), asks the model, dispatches
  * its calls, appends the results and checkpoints each completed turn, until the model answers
  * without tool calls or a hard error stops the run. Never rejects for a hard error: it is the outcome.
+ * `resumed` says whether the snapshot was loaded from a checkpoint; its turn cannot tell, since a run
+ * parked or stopped on its first turn is checkpointed at turn 0.
  */
 export function agentLoop(
   settings: AgentSettings,
   emit: AgentEventSink,
   within: AgentScopeRunner,
-): (snapshot: RunSnapshot, signal: AbortSignal | undefined) => Promise<ParkingOutcome> {
+): (snapshot: RunSnapshot, signal: AbortSignal | undefined, resumed: boolean) => Promise<ParkingOutcome> {
   const { chain, system, modelBreaker, stack, limits, modelRetry, clock, random, logger, checkpoints, seal, park } = settings
   const modelTools = modelToolsOf(stack)
   const budgeted = limits.maxTokens !== undefined || limits.maxCostUsd !== undefined
 
-  return async function drive(snapshot, signal) {
+  return async function drive(snapshot, signal, resumed) {
     const { runId, input } = snapshot
     let usage: RunUsage = usageOfSnapshot(snapshot.usage, runId)
     let unreported = false
@@ -154,7 +156,6 @@ export function agentLoop(
     const run = stopRun === undefined ? createRun(runOptions) : createRunOn(runOptions, stopRun)
     // What the loop and the model call check and follow: the stop itself, so it is not made real for them.
     const runSignal = runSource(run)
-    const resumed = snapshot.turn > 0
     // One for every call of the run: the stack only reads it.
     const dispatchOptions = { run }
     // Nothing is built for a silent logger or an agent without onEvent: the task's sanitizing pass included.

@@ -123,8 +123,8 @@ export function createAgent(options: AgentOptions<AgentModel>): Agent<ParkingOut
   const drive =
     within === noScope
       ? loop
-      : (snapshot: RunSnapshot, signal: AbortSignal | undefined) =>
-          within({ type: 'run', at: settings.clock.now(), runId: snapshot.runId }, () => loop(snapshot, signal))
+      : (snapshot: RunSnapshot, signal: AbortSignal | undefined, resumed: boolean) =>
+          within({ type: 'run', at: settings.clock.now(), runId: snapshot.runId }, () => loop(snapshot, signal, resumed))
 
   const parkedOutcome = (snapshot: RunSnapshot, record: ParkRecord): ParkedOutcome => ({
     status: 'parked',
@@ -169,11 +169,11 @@ export function createAgent(options: AgentOptions<AgentModel>): Agent<ParkingOut
     }
     if (release === undefined) {
       await start()
-      return drive(snapshot, signal)
+      return drive(snapshot, signal, false)
     }
     try {
       await start()
-      return await drive(snapshot, signal)
+      return await drive(snapshot, signal, false)
     } finally {
       await release()
     }
@@ -192,7 +192,7 @@ export function createAgent(options: AgentOptions<AgentModel>): Agent<ParkingOut
       }
       const { signal, runId } = options
       // A run with a given id is held like a resume, so a resume of it cannot start while it goes.
-      if (checkpoints === undefined) return drive(snapshot, signal)
+      if (checkpoints === undefined) return drive(snapshot, signal, false)
       return startHeld(checkpoints, snapshot, runId === undefined, signal)
     },
     async resume(runId, options = {}) {
@@ -247,7 +247,7 @@ export function createAgent(options: AgentOptions<AgentModel>): Agent<ParkingOut
       }
     }
     checkPendingTurn(snapshot, new Set(stack.tools.keys()))
-    if (approvals === undefined) return drive(snapshot, signal)
+    if (approvals === undefined) return drive(snapshot, signal, true)
     const answered = withApprovals(snapshot, approvals)
     // Saved before the replay: a process that dies during it resumes with the answers given.
     try {
@@ -255,6 +255,6 @@ export function createAgent(options: AgentOptions<AgentModel>): Agent<ParkingOut
     } catch (err) {
       throw checkpointSaveFailed(checkpoints, runId, 'the approvals', err)
     }
-    return drive(answered, signal)
+    return drive(answered, signal, true)
   }
 }
