@@ -1,4 +1,4 @@
-import { type AnyTool, abortReason, defineTool, type ToolEffect, ToolError } from '@shallot/core'
+import { type AnyTool, abortReason, defineTool, type ToolEffect, ToolError, toolDescription } from '@shallot/core'
 import { callTool, isSdkV2 } from './call-tool.js'
 import { effectOf } from './effect-of.js'
 import { inputSchemaFromJson } from './input-schema-from-json.js'
@@ -81,7 +81,8 @@ export function mcpTool(client: McpClient, description: McpToolDescription, opti
   const whole = options.output === 'result'
   return defineTool({
     name: options.name ?? shallotToolName(description.name),
-    description: description.description ?? description.title ?? description.annotations?.title ?? '',
+    // The server's words: cleaned and capped here too, so no reader of the tool (a log, a CLI) sees them raw.
+    description: toolDescription(description.description ?? description.title ?? description.annotations?.title ?? ''),
     input: inputSchemaFromJson(description.inputSchema),
     effect: options.effect ?? effectOf(description.annotations),
     async execute(args, { signal }) {

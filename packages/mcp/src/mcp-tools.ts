@@ -4,6 +4,10 @@ import { McpConnection, type TransportFactory } from './mcp-connection.js'
 import { type McpProgress, mcpTool, shallotToolName } from './mcp-tool.js'
 import type { McpClient, McpToolDescription } from './types.js'
 
+/** The most pages of `tools/list` read: a server whose `nextCursor` never ends fails start-up. */
+const MAX_PAGES = 100
+const DEFAULT_MAX_TOOLS = 1000
+
 /** Options of {@link mcpTools}. */
 export const mcpToolsOptionsSchema = z
   .strictObject({
@@ -14,6 +18,11 @@ export const mcpToolsOptionsSchema = z
       .string()
       .regex(/^[A-Za-z0-9_.-]*$/, 'may hold only letters, digits, "_", "-" and "."')
       .default(''),
+    /**
+     * The most tools the server may list. A server that lists more, pages past 100 pages or sends a
+     * cursor twice fails start-up with an error naming it. Default 1000.
+     */
+    maxTools: z.number().int().positive().default(DEFAULT_MAX_TOOLS),
     /** Only these tools (by their MCP names). Default: all. */
     include: z.array(z.string()).optional(),
     /** Effect per MCP tool name, overriding the annotations (which are the server's claims). */
@@ -43,15 +52,29 @@ export const mcpToolsOptionsSchema = z
 
 export type McpToolsOptions = z.input<typeof mcpToolsOptionsSchema>
 
-async function listAll(client: McpClient): Promise<McpToolDescription[]> {
+/**
+ * Every page of the server's `tools/list`, bounded: at most `maxTools` tools and {@link MAX_PAGES}
+ * pages, and a cursor the server already sent ends the listing with an error rather than a loop.
+ */
+async function listAll(client: McpClient, server: string, maxTools: number): Promise<McpToolDescription[]> {
   const tools: McpToolDescription[] = []
+  const seen = new Set<string>()
   let cursor: string | undefined
-  do {
+  for (let pages = 1; ; pages++) {
     const page = await client.listTools(cursor === undefined ? undefined : { cursor })
-    tools.push(...page.tools)
+    if (!Array.isArray(page?.tools)) throw new TypeError(`mcpTools(): server "${server}" answered tools/list without a tools array`)
+    if (tools.length + page.tools.length > maxTools) {
+      throw new RangeError(`mcpTools(): server "${server}" lists more than ${maxTools} tools; pass maxTools to allow more`)
+    }
+    for (const tool of page.tools) tools.push(tool)
     cursor = page.nextCursor
-  } while (cursor !== undefined)
-  return tools
+    if (cursor === undefined) return tools
+    if (seen.has(cursor))
+      throw new RangeError(`mcpTools(): server "${server}" sent the same tools/list cursor twice; its listing never ends`)
+    if (pages >= MAX_PAGES)
+      throw new RangeError(`mcpTools(): server "${server}" paged tools/list past ${MAX_PAGES} pages; its listing never ends`)
+    seen.add(cursor)
+  }
 }
 
 /**
@@ -71,7 +94,7 @@ export async function mcpTools(client: McpClient, options?: McpToolsOptions): Pr
   }
   const o = parseOptions('mcpTools()', mcpToolsOptionsSchema, options)
   const server = o.server ?? client.getServerVersion()?.name ?? 'mcp'
-  const listed = await listAll(client)
+  const listed = await listAll(client, server, o.maxTools)
   const known = new Set(listed.map((tool) => tool.name))
   for (const name of [...(o.include ?? []), ...Object.keys(o.effects)]) {
     if (!known.has(name)) throw new TypeError(`mcpTools(): server "${server}" has no tool named "${name}"; it has ${[...known].join(', ')}`)
