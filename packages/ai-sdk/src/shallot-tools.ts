@@ -8,6 +8,8 @@ import {
   TOOL_EFFECTS,
   type ToolEffect,
   type ToolResult,
+  toolDescription,
+  toolInputSchema,
 } from '@shallot/core'
 import {
   approvalCheckOf,
@@ -118,6 +120,24 @@ export interface ShallotToolSet<T extends ToolSet> {
   approvalResponse(request: ToolApprovalRequestPart, answer: 'approve' | 'deny' | { deny: string }): Promise<ToolApprovalResponsePart>
 }
 
+const isPromiseLike = (value: unknown): value is PromiseLike<unknown> => typeof (value as { then?: unknown } | null)?.then === 'function'
+
+/**
+ * The description and input schema the SDK sends the model, cleaned of invisible characters and
+ * capped by core's tool-text rules. The stack validates the input (once, with the original schema);
+ * the SDK only parses the JSON. A description computed per call (ai 7) is cleaned when computed.
+ */
+function modelText(sdkTool: Tool): Pick<Tool, 'description' | 'inputSchema'> {
+  const { description } = sdkTool as { description?: unknown }
+  const cleanDescription =
+    typeof description === 'function' ? (...args: unknown[]) => toolDescription(description(...args)) : toolDescription(description)
+  const inputSchema = jsonSchema(() => {
+    const json = asSchema(sdkTool.inputSchema as FlexibleSchema<unknown>).jsonSchema
+    return (isPromiseLike(json) ? Promise.resolve(json).then(toolInputSchema) : toolInputSchema(json)) as never
+  })
+  return { ...(description === undefined ? {} : { description: cleanDescription as string }), inputSchema }
+}
+
 function defaultModelOutput(output: unknown) {
   return typeof output === 'string' ? { type: 'text' as const, value: output } : { type: 'json' as const, value: output ?? null }
 }
@@ -170,8 +190,8 @@ export function shallotTools<T extends ToolSet>(tools: T, options?: ShallotTools
     return {
       ...sdkTool,
       ...(check === undefined ? {} : { needsApproval: needsApprovalOf(name, sdkTool.needsApproval, check, stack, run) }),
-      // The stack validates the input (once, with the original schema); the SDK only parses the JSON.
-      inputSchema: jsonSchema(() => asSchema(sdkTool.inputSchema as FlexibleSchema<unknown>).jsonSchema),
+      // What the model reads of the tool, cleaned and capped (an MCP server's tools come through here raw).
+      ...modelText(sdkTool),
       async execute(input: unknown, sdkOptions: SdkExecutionOptions) {
         if (error !== undefined) throw error
         const signal = sdkOptions.abortSignal === undefined ? abortSignal : AbortSignal.any([sdkOptions.abortSignal, abortSignal])
