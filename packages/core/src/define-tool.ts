@@ -1,5 +1,5 @@
 import type { z } from 'zod'
-import { TOOL_EFFECTS, type ToolDefinition, type ToolEffect, type ToolExecuteContext } from './types.js'
+import { type ReconcileAnswer, TOOL_EFFECTS, type ToolDefinition, type ToolEffect, type ToolExecuteContext } from './types.js'
 
 export interface ToolSpec<Input extends z.ZodType, Output> {
   name: string
@@ -8,6 +8,10 @@ export interface ToolSpec<Input extends z.ZodType, Output> {
   /** Defaults to `write`: the safe assumption for a tool nobody classified. */
   effect?: ToolEffect
   execute(args: z.output<Input>, context: ToolExecuteContext): Output | Promise<Output>
+  /** Optional: whether an attempt whose outcome was unknown took effect (see `ToolDefinition.reconcile`). */
+  reconcile?:
+    | ((args: z.output<Input>, context: ToolExecuteContext) => ReconcileAnswer<Output> | Promise<ReconcileAnswer<Output>>)
+    | undefined
 }
 
 const NAME = /^[A-Za-z][A-Za-z0-9_.-]{0,63}$/
@@ -42,5 +46,11 @@ export function defineTool<Input extends z.ZodType, Output>(spec: ToolSpec<Input
   if (!EFFECTS.includes(effect))
     throw new TypeError(`${where}: effect must be "read", "idempotent" or "write"; got ${JSON.stringify(effect)}`)
   if (typeof spec.execute !== 'function') throw new TypeError(`${where}: execute must be a function (args, context) => result`)
-  return Object.freeze({ name: spec.name, description: spec.description, input: spec.input, effect, execute: spec.execute })
+  const { name, description, input, execute, reconcile } = spec
+  if (reconcile === undefined) return Object.freeze({ name, description, input, effect, execute })
+  if (typeof reconcile !== 'function')
+    throw new TypeError(
+      `${where}: reconcile must be a function (args, context) => { status: 'applied', result } | { status: 'not_applied' } | { status: 'unknown' }`,
+    )
+  return Object.freeze({ name, description, input, effect, execute, reconcile })
 }

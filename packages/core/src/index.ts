@@ -73,6 +73,7 @@ export type {
   Logger,
   Middleware,
   Next,
+  ReconcileAnswer,
   RunContext,
   ToolCall,
   ToolContext,

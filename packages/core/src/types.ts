@@ -59,6 +59,17 @@ export interface ToolExecuteContext {
   readonly log: Logger
 }
 
+/**
+ * What a tool's `reconcile` learned about an earlier attempt whose outcome was unknown:
+ * - `applied`: it took effect; `result` is what `execute` would have returned (JSON).
+ * - `not_applied`: it did not take effect; the call may run again.
+ * - `unknown`: it cannot tell (yet); `hint` (optional) tells the model what it could do instead.
+ */
+export type ReconcileAnswer<Output = unknown> =
+  | { readonly status: 'applied'; readonly result: Output }
+  | { readonly status: 'not_applied' }
+  | { readonly status: 'unknown'; readonly hint?: string }
+
 /** A tool the model may call. Build one with `defineTool` so `execute`'s arguments are typed by `input`. */
 export interface ToolDefinition<Input extends z.ZodType = z.ZodType, Output = unknown> {
   readonly name: string
@@ -66,6 +77,14 @@ export interface ToolDefinition<Input extends z.ZodType = z.ZodType, Output = un
   readonly input: Input
   readonly effect: ToolEffect
   execute(args: z.output<Input>, context: ToolExecuteContext): Output | Promise<Output>
+  /**
+   * Optional, for a `write` tool: learns whether an attempt with these arguments and this
+   * `idempotencyKey` took effect (a lookup at the same service). A layer that met an unknown
+   * outcome may ask it; `attempt` counts its questions. Core never calls it.
+   */
+  readonly reconcile?:
+    | ((args: z.output<Input>, context: ToolExecuteContext) => ReconcileAnswer<Output> | Promise<ReconcileAnswer<Output>>)
+    | undefined
 }
 
 /** Any tool, whatever its input and output types. */

@@ -4,7 +4,8 @@ import { idempotency } from './idempotency.js'
 import { idempotencyOptionsSchema } from './idempotency-options.js'
 import type { IdempotencyStore } from './idempotency-store.js'
 
-const { keyFrom, effects, ttlMs, leaseMs, waitMs, pollMs } = idempotencyOptionsSchema.shape
+const { keyFrom, effects, ttlMs, leaseMs, waitMs, pollMs, reconcileAttempts, reconcileDelayMs, reconcileTimeoutMs } =
+  idempotencyOptionsSchema.shape
 
 /**
  * Idempotency as a config file writes it: `scope` is a string (a function cannot be written in a
@@ -20,6 +21,9 @@ export const idempotencyFileOptionsSchema = z.strictObject({
   leaseMs,
   waitMs,
   pollMs,
+  reconcileAttempts,
+  reconcileDelayMs,
+  reconcileTimeoutMs,
   scope: z
     .string()
     .regex(/^[\x21-\x7e]{1,128}$/, 'must be 1-128 printable ASCII characters without spaces')

@@ -43,6 +43,12 @@ export const idempotencyOptionsSchema = z
     waitMs: z.number().int().nonnegative().default(10_000),
     /** How often that wait asks the store again. Default 250 ms. */
     pollMs: z.number().int().positive().default(250),
+    /** For a tool with `reconcile`: how many times to ask it after an unknown outcome before giving up. Default 3. */
+    reconcileAttempts: z.number().int().min(1).max(10).default(3),
+    /** The wait before the second question, doubled before each further one. Default 1 s. */
+    reconcileDelayMs: z.number().int().nonnegative().default(1000),
+    /** How long one question may take before it counts as unknown. Default 10 s. */
+    reconcileTimeoutMs: z.number().int().positive().default(10_000),
   })
   .strict()
   .refine((o) => o.key === undefined || o.keyFrom === undefined, { message: 'give key or keyFrom, not both', path: ['keyFrom'] })

@@ -57,6 +57,16 @@ export interface IdempotencyStore {
   release(key: string, token: string): Awaitable<boolean>
   /** Records that the outcome is unknown for `ttlMs`: identical calls are refused. False when `token` is stale. */
   markUnknown(key: string, token: string, ttlMs: number): Awaitable<boolean>
+  /**
+   * Optional: takes over a record whose outcome is unknown, so its owner can find out what happened
+   * (reconcile) and settle it. Atomically, only for a live, well-formed record of `argsHash` that
+   * `begin` would answer `unknown (recorded)` or `unknown (lease_expired)` (never `corrupt`): the
+   * record becomes pending again under a new token with a lease of `leaseMs`, kept `leaseMs + ttlMs`
+   * at most, and the token is returned; any earlier token is fenced out. Any other record, or none:
+   * `undefined`, and nothing changes. A store without it keeps refusing identical calls after an
+   * unknown outcome.
+   */
+  reclaim?(key: string, argsHash: string, leaseMs: number, ttlMs: number): Awaitable<string | undefined>
 }
 
 /**
@@ -71,6 +81,7 @@ export interface SyncIdempotencyStore extends IdempotencyStore {
   complete(key: string, token: string, result: StoredResult, ttlMs: number): boolean
   release(key: string, token: string): boolean
   markUnknown(key: string, token: string, ttlMs: number): boolean
+  reclaim?(key: string, argsHash: string, leaseMs: number, ttlMs: number): string | undefined
 }
 
 /**

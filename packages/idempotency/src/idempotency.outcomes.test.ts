@@ -33,8 +33,9 @@ describe('idempotency: failures', () => {
     expect(first.trace.map((e) => e.type)).toEqual(['idempotency.outcome_unknown'])
     const again = await stack.dispatch(charge)
     expect(again.error).toMatchObject({ code: 'outcome_unknown', category: 'recoverable', retryable: false, safeToRepeat: false })
-    expect(again.error?.hint).toContain('check whether the first attempt took effect')
+    expect(again.error?.hint).toContain('find out whether it took effect with a tool that looks it up')
     expect(again.content).toContain('may or may not have taken effect')
+    expect(again.content).not.toMatch(/try again|before repeating/i)
     expect(runs()).toBe(1)
   })
 

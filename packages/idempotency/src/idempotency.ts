@@ -2,6 +2,7 @@ import {
   type AnyTool,
   abortReason,
   type Json,
+  LoopError,
   type Middleware,
   type Next,
   type ToolContext,
@@ -10,13 +11,23 @@ import {
   trustedMiddleware,
 } from '@shallot/core'
 import { callNext, canonicalJson, emitFresh, optionsParser } from '@shallot/core/internal'
+import { askReconciler, type Reconciled, type ReconcileLimits } from './ask-reconciler.js'
 import { checkBegin, newToken } from './check-begin.js'
 import { derivedKey, keyProblem, scopeProblem, storeKeyOf } from './idempotency-key.js'
 import { type IdempotencyOptions, idempotencyOptionsSchema } from './idempotency-options.js'
 import type { StoredResult } from './idempotency-store.js'
 import { memoryBeginForToken, memoryCompleteWithText, memoryIdempotencyStore, memoryStoreClock } from './memory-idempotency-store.js'
-import { idempotencyMismatch, invalidKey, invalidScope, outcomeUnknown, stillInFlight, storeUnavailable } from './refusals.js'
-import { settleAction } from './settle-action.js'
+import {
+  idempotencyMismatch,
+  invalidKey,
+  invalidScope,
+  notTakenEffect,
+  outcomeUnknown,
+  stillInFlight,
+  stillUnknown,
+  storeUnavailable,
+} from './refusals.js'
+import { type SettleAction, settleAction } from './settle-action.js'
 import { awaited, type InFlight, inFlight, landed, sharedCalls, waitFor } from './shared-calls.js'
 import { stackScopes } from './stack-scopes.js'
 
@@ -32,11 +43,16 @@ declare module '@shallot/core' {
 
 const isPromise = (value: unknown): value is PromiseLike<unknown> => typeof (value as PromiseLike<unknown> | null)?.then === 'function'
 
+/** What claiming a key gave when the earlier call's outcome is unknown and the tool can reconcile it: take the record over and ask. */
+class Reclaim {
+  constructor(readonly reason: 'recorded' | 'lease_expired') {}
+}
+
 /**
  * What claiming a key gave: the token that settles the record (a string: the call owns the key
- * now), or the stored success to replay.
+ * now), the stored success to replay, or an unknown outcome to reconcile.
  */
-type Claimed = string | StoredResult
+type Claimed = string | StoredResult | Reclaim
 
 const parseIdempotencyOptions = optionsParser('idempotency()', idempotencyOptionsSchema)
 
@@ -47,6 +63,8 @@ interface Guarded {
   readonly key: string
   readonly storeKey: string
   readonly argsHash: string
+  /** The tool has a `reconcile` to ask after an unknown outcome. */
+  readonly reconcilable: boolean
 }
 
 /**
@@ -77,6 +95,15 @@ export function idempotency(options?: IdempotencyOptions): Middleware {
   // The layer's own store is kept apart by stack; a store the host passes is shared as given.
   const scopeInStore = opts.store === undefined ? stackScopes() : (_ctx: ToolContext, scope: string) => scope
   const { ttlMs, leaseMs, waitMs, pollMs } = opts
+  // A reconciliation ends within half the lease, so the record is still the caller's when it settles.
+  const limits: ReconcileLimits = {
+    attempts: opts.reconcileAttempts,
+    delayMs: opts.reconcileDelayMs,
+    timeoutMs: opts.reconcileTimeoutMs,
+    withinMs: leaseMs / 2,
+  }
+  // A store without reclaim keeps refusing an identical call after an unknown outcome.
+  const canReclaim = typeof store.reclaim === 'function'
 
   function refuse(ctx: ToolContext, call: Pick<Guarded, 'key'> | undefined, error: ToolError): ToolError {
     ctx.emit('idempotency.refused', { key: call?.key, code: error.code })
@@ -157,6 +184,7 @@ export function idempotency(options?: IdempotencyOptions): Middleware {
         throw refuse(ctx, call, idempotencyMismatch(call.tool, call.key))
       case 'unknown':
         if (begun.reason === 'corrupt') throw corrupt(ctx, call, begun.problem)
+        if (call.reconcilable && canReclaim) return new Reclaim(begun.reason)
         throw refuse(ctx, call, outcomeUnknown(call.tool, begun.reason, call.key))
       case 'in_flight':
         return undefined
@@ -218,8 +246,12 @@ export function idempotency(options?: IdempotencyOptions): Middleware {
   }
 
   /** Settles the record of a call that failed; never throws, so the call's own error is what propagates. */
-  async function settleFailure(ctx: ToolContext, call: Guarded, token: string, error: unknown, reachedTool: boolean): Promise<void> {
-    const action = settleAction(call.effect, error, reachedTool)
+  function settleFailure(ctx: ToolContext, call: Guarded, token: string, error: unknown, reachedTool: boolean): Promise<void> {
+    return settleAs(ctx, call, token, settleAction(call.effect, error, reachedTool))
+  }
+
+  /** Releases the record or records its outcome as unknown; never throws. */
+  async function settleAs(ctx: ToolContext, call: Guarded, token: string, action: SettleAction): Promise<void> {
     try {
       const settling = action === 'release' ? store.release(call.storeKey, token) : store.markUnknown(call.storeKey, token, ttlMs)
       const owned = isPromise(settling) ? await settling : settling
@@ -279,7 +311,8 @@ export function idempotency(options?: IdempotencyOptions): Middleware {
     const argsHash = ctx.fingerprint
     const key = keyOf(ctx, tool.name, scope, argsHash, args)
     ctx.idempotencyKey = key
-    return { tool: tool.name, effect: tool.effect, key, storeKey: storeKeyOf(scopeInStore(ctx, scope), key), argsHash }
+    const reconcilable = tool.reconcile !== undefined
+    return { tool: tool.name, effect: tool.effect, key, storeKey: storeKeyOf(scopeInStore(ctx, scope), key), argsHash, reconcilable }
   }
 
   /** Waits for identical calls in flight in this process: replays the first one's success, shares its refusal, or leads once none is left. */
@@ -334,6 +367,7 @@ export function idempotency(options?: IdempotencyOptions): Middleware {
 
   /** Replays a stored result, or runs the inner layers under the claimed token and settles the record. */
   function proceed(ctx: ToolContext, next: Next, call: Guarded, flight: InFlight, claim: Claimed): Promise<void> {
+    if (claim instanceof Reclaim) return takeOver(ctx, next, call, flight, claim.reason)
     if (typeof claim !== 'string') {
       try {
         const { value } = claim
@@ -352,12 +386,15 @@ export function idempotency(options?: IdempotencyOptions): Middleware {
     return callNext(next).then(
       () => succeeded(ctx, call, flight, claim),
       (err: unknown) => {
+        const reachedTool = ctx.executions !== executionsBefore
+        if (call.reconcilable && !LoopError.is(err) && !ctx.signal.aborted && settleAction(call.effect, err, reachedTool) === 'unknown')
+          return reconcileFailure(ctx, call, flight, claim, err)
         // The call's own error is what propagates, whatever settling it did.
         const rethrow = () => {
           land(call, flight)
           throw err
         }
-        return settleFailure(ctx, call, claim, err, ctx.executions !== executionsBefore).then(rethrow, rethrow)
+        return settleFailure(ctx, call, claim, err, reachedTool).then(rethrow, rethrow)
       },
     )
   }
@@ -391,6 +428,72 @@ export function idempotency(options?: IdempotencyOptions): Middleware {
     if (awaited(flight)) flight.outcome = { argsHash: call.argsHash, ok: true, json }
     land(call, flight)
     return undefined
+  }
+
+  /**
+   * A write failed and left its outcome unknown, and its tool can reconcile: asks while the call
+   * still owns the record. Applied: the call succeeds with that result, stored. Not applied: the
+   * record is released and the error says repeating is safe. Unknown: recorded as such, the error
+   * saying what was tried.
+   */
+  async function reconcileFailure(ctx: ToolContext, call: Guarded, flight: InFlight, token: string, err: unknown): Promise<void> {
+    let reconciled: Reconciled
+    try {
+      reconciled = await askReconciler(ctx, ctx.tool as AnyTool, call.key, limits)
+    } catch (stop) {
+      await settleAs(ctx, call, token, 'unknown')
+      land(call, flight)
+      throw stop
+    }
+    if (reconciled.outcome === 'applied') {
+      ctx.result = { value: JSON.parse(reconciled.json) }
+      return succeeded(ctx, call, flight, token)
+    }
+    await settleAs(ctx, call, token, reconciled.outcome === 'not_applied' ? 'release' : 'unknown')
+    land(call, flight)
+    throw reconciled.outcome === 'not_applied' ? notTakenEffect(err) : stillUnknown(err, reconciled)
+  }
+
+  /**
+   * An identical earlier call's outcome is unknown and the tool can reconcile: takes the record over
+   * (the store's `reclaim`), then asks. Applied: replays that result, now stored. Not applied: runs the
+   * call under the record. Unknown: records it as such again and refuses, saying what was tried.
+   */
+  async function takeOver(ctx: ToolContext, next: Next, call: Guarded, flight: InFlight, reason: Reclaim['reason']): Promise<void> {
+    let token: unknown
+    try {
+      token = await store.reclaim?.(call.storeKey, call.argsHash, leaseMs, ttlMs)
+    } catch (err) {
+      storeFailed(ctx, call, 'reclaim', err)
+      throw notClaimed(call, flight, refuse(ctx, call, outcomeUnknown(call.tool, reason, call.key)))
+    }
+    if (typeof token !== 'string' || token === '') {
+      // Another caller took the record over or settled it first: ask the store once more (and wait, if it is in flight).
+      let claim: Claimed
+      try {
+        claim = await claimKey(ctx, call)
+      } catch (err) {
+        throw notClaimed(call, flight, err)
+      }
+      if (claim instanceof Reclaim) throw notClaimed(call, flight, refuse(ctx, call, outcomeUnknown(call.tool, claim.reason, call.key)))
+      return proceed(ctx, next, call, flight, claim)
+    }
+    ctx.emit('idempotency.reclaimed', { key: call.key, reason })
+    let reconciled: Reconciled
+    try {
+      reconciled = await askReconciler(ctx, ctx.tool as AnyTool, call.key, limits)
+    } catch (stop) {
+      await settleAs(ctx, call, token, 'unknown')
+      land(call, flight)
+      throw stop
+    }
+    if (reconciled.outcome === 'applied') {
+      ctx.result = { value: JSON.parse(reconciled.json), replayed: true }
+      return succeeded(ctx, call, flight, token)
+    }
+    if (reconciled.outcome === 'not_applied') return proceed(ctx, next, call, flight, token)
+    await settleAs(ctx, call, token, 'unknown')
+    throw notClaimed(call, flight, refuse(ctx, call, outcomeUnknown(call.tool, reason, call.key, reconciled)))
   }
 
   // Trusted (docs/decisions/270-compose-fast-path.md): a call runs next() at most once, after its claim, and settles after it;

@@ -479,6 +479,25 @@ export function memoryIdempotencyStoreMasked(maxEntries: number, now: () => numb
       } else state[record] = UNKNOWN
       return true
     },
+    reclaim(key: string, argsHash: string, leaseMs: number, ttlMs: number): string | undefined {
+      const at = now()
+      const record = live(key, at)
+      if (record === NONE) return undefined
+      const answer = answerFor(entryOf(record), argsHash, at)
+      if (answer.status !== 'unknown' || answer.reason === 'corrupt') return undefined
+      // Pending again under a new token: any earlier token is fenced out.
+      const handedOut = `m${++tokens}`
+      leaseUntil[record] = until(at, leaseMs)
+      expiresAt[record] = until(at, leaseMs + ttlMs)
+      const entry = state[record] === PLANTED ? planted.get(record) : undefined
+      if (entry !== undefined)
+        Object.assign(entry, { state: 'pending', token: handedOut, leaseUntil: leaseUntil[record], expiresAt: expiresAt[record] })
+      else {
+        state[record] = PENDING
+        token[record] = tokens
+      }
+      return handedOut
+    },
     get size() {
       return count
     },

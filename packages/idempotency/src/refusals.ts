@@ -6,26 +6,80 @@ const WHY_UNKNOWN = {
   corrupt: 'its stored record cannot be read',
 } as const
 
+/** The next step that can work when nobody can tell whether a write took effect. */
+const LOOK_IT_UP =
+  'find out whether it took effect with a tool that looks it up (e.g. find the order) and continue from what you find; if you have no such tool, ask the user'
+
+/** What a reconciliation that could not tell tried: how many questions, and the reconciler's own hint, if any. */
+export interface Tried {
+  readonly attempts: number
+  readonly hint: string | undefined
+}
+
 /**
  * The soft answer to an identical call whose first attempt may or may not have reached the world.
- * Not retryable and not safe to repeat: the model must look before it acts again.
+ * Not retryable and not safe to repeat. It never invites a repeat: it names the next step that can
+ * work (look it up, or ask the user), and, when the tool's `reconcile` was asked, says so.
  *
  * @example
  * throw outcomeUnknown('charge_card', 'recorded', key)
+ * throw outcomeUnknown('charge_card', 'lease_expired', key, { attempts: 3, hint: undefined })
  */
-export function outcomeUnknown(tool: string, reason: 'recorded' | 'lease_expired' | 'corrupt', key: string): ToolError {
+export function outcomeUnknown(tool: string, reason: 'recorded' | 'lease_expired' | 'corrupt', key: string, tried?: Tried): ToolError {
   const why = WHY_UNKNOWN[reason]
-  return new ToolError(
-    'outcome_unknown',
-    `An identical earlier call of ${tool} may or may not have taken effect (${why}), so this call was not run. Repeating it will be refused the same way.`,
-    {
-      category: 'recoverable',
-      retryable: false,
-      safeToRepeat: false,
-      hint: 'check whether the first attempt took effect (e.g. look the order up) before repeating; if you cannot tell, ask the user',
-      details: { key, reason },
-    },
-  )
+  const message =
+    tried === undefined
+      ? `An identical earlier call of ${tool} may or may not have taken effect (${why}), so this call was not run; the same call will be refused the same way.`
+      : `An identical earlier call of ${tool} may or may not have taken effect (${why}), and checking ${times(tried.attempts)} could not tell whether it did, so this call was not run.`
+  return new ToolError('outcome_unknown', message, {
+    category: 'recoverable',
+    retryable: false,
+    safeToRepeat: false,
+    hint: tried?.hint ?? LOOK_IT_UP,
+    details: tried === undefined ? { key, reason } : { key, reason, reconciled: 'unknown', attempts: tried.attempts },
+  })
+}
+
+const times = (n: number) => (n === 1 ? 'once' : `${n} times`)
+
+/**
+ * A write's own error after its `reconcile` found it did not take effect: the same error, now safe
+ * to repeat (the record was released, so the identical call runs). A foreign throw is returned as is.
+ *
+ * @example
+ * throw notTakenEffect(err)
+ */
+export function notTakenEffect(error: unknown): unknown {
+  if (!ToolError.is(error)) return error
+  return new ToolError(error.code, error.message, {
+    category: error.category,
+    retryable: error.retryable,
+    safeToRepeat: true,
+    ...(error.retryAfterMs === undefined ? {} : { retryAfterMs: error.retryAfterMs }),
+    hint: 'checked: it did not take effect, so repeating the identical call is safe',
+    ...(error.details === undefined ? {} : { details: error.details }),
+    cause: error,
+  })
+}
+
+/**
+ * A write's own error after its `reconcile` could not tell whether it took effect: the same error,
+ * not to be repeated (identical calls are refused while the record says unknown), with the hint
+ * saying what was tried and the next step that can work. A foreign throw is returned as is.
+ *
+ * @example
+ * throw stillUnknown(err, { attempts: 3, hint: undefined })
+ */
+export function stillUnknown(error: unknown, tried: Tried): unknown {
+  if (!ToolError.is(error)) return error
+  return new ToolError(error.code, error.message, {
+    category: error.category,
+    retryable: false,
+    safeToRepeat: false,
+    hint: `checked ${times(tried.attempts)} whether it took effect and could not tell: ${tried.hint ?? LOOK_IT_UP}`,
+    details: { ...error.details, reconciled: 'unknown', attempts: tried.attempts },
+    cause: error,
+  })
 }
 
 /**

@@ -181,6 +181,12 @@ const scenarios: Record<string, () => Promise<string>> = {
   loop_detected: () => hard([stuckLoop()], [readFile], Array(5).fill({ args: { path: 'src/mian.rs' } })),
   'outcome_unknown, recorded': () =>
     soft([idempotency(), timeout({ ms: 20_000 })], [hangingCharge], Array(2).fill({ name: 'charge_card', args: { amount: 500 } })),
+  'outcome_unknown, reconciled': () =>
+    soft(
+      [idempotency(), timeout({ ms: 20_000 })],
+      [defineTool({ ...hangingCharge, reconcile: () => ({ status: 'unknown' }) })],
+      Array(2).fill({ name: 'charge_card', args: { amount: 500 } }),
+    ),
   idempotency_mismatch: () =>
     soft(
       [idempotency({ keyFrom: 'orderRef' })],
