@@ -485,7 +485,8 @@ export function memoryIdempotencyStoreMasked(maxEntries: number, now: () => numb
       if (record === NONE) return undefined
       const answer = answerFor(entryOf(record), argsHash, at)
       if (answer.status !== 'unknown' || answer.reason === 'corrupt') return undefined
-      // Pending again under a new token: any earlier token is fenced out.
+      // Pending again under a new token: any earlier token is fenced out, the one admitted last included.
+      if (record === admitted) forgetAdmitted()
       const handedOut = `m${++tokens}`
       leaseUntil[record] = until(at, leaseMs)
       expiresAt[record] = until(at, leaseMs + ttlMs)

@@ -3,6 +3,7 @@ import { type Contract, LEASE, type RawRecord, TTL, type WriteRaw } from './cont
 import { corruptRecordCases } from './corrupt-record-cases.js'
 import type { Awaitable, IdempotencyStore } from './idempotency-store.js'
 import { protoKeyCases } from './proto-key-cases.js'
+import { reclaimCases } from './reclaim-cases.js'
 
 export type { RawRecord } from './contract-parts.js'
 
@@ -27,10 +28,20 @@ export interface StoreUnderTest {
  */
 export type StoreFactory = (now: () => number) => IdempotencyStore | StoreUnderTest | Promise<IdempotencyStore | StoreUnderTest>
 
+/** Options of {@link idempotencyStoreContract}. */
+export interface StoreContractOptions {
+  /**
+   * `false` leaves out the cases of the optional `reclaim` (a store without it keeps refusing identical
+   * calls after an unknown outcome). Default `true`: the store must have it.
+   */
+  readonly reclaim?: boolean
+}
+
 /**
  * The protocol every idempotency store must keep, as test cases for any runner. The contract
  * moves time itself through the `now` it hands the factory, so no case ever sleeps. The factory
  * returns the store and a `writeRaw` hook that plants raw records for the corrupt-record cases.
+ * The cases of the optional `reclaim` run unless `options.reclaim` is `false`.
  *
  * @example
  * const cases = idempotencyStoreContract((now) => {
@@ -39,7 +50,7 @@ export type StoreFactory = (now: () => number) => IdempotencyStore | StoreUnderT
  * })
  * for (const c of cases) it(c.name, () => c.run())
  */
-export function idempotencyStoreContract(create: StoreFactory): StoreContractCase[] {
+export function idempotencyStoreContract(create: StoreFactory, options: StoreContractOptions = {}): StoreContractCase[] {
   const cases: StoreContractCase[] = []
   const contract: Contract = (name, body) => {
     cases.push({
@@ -180,5 +191,6 @@ export function idempotencyStoreContract(create: StoreFactory): StoreContractCas
 
   protoKeyCases(contract, claim)
   corruptRecordCases(contract, claim)
+  if (options.reclaim !== false) reclaimCases(contract, claim)
   return cases
 }
