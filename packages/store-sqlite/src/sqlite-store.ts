@@ -50,6 +50,8 @@ export type SqliteStoreOptions = z.input<typeof sqliteStoreOptionsSchema>
 export interface SqliteStore extends SyncIdempotencyStore {
   /** The connection in use. */
   readonly database: SqliteDatabase
+  /** Takes over an unknown outcome for reconciliation (see `IdempotencyStore.reclaim`). */
+  reclaim(key: string, argsHash: string, leaseMs: number, ttlMs: number): string | undefined
   /** Closes the connection if the store opened it (from `path`); a connection passed in stays open. */
   close(): void
 }
@@ -100,6 +102,7 @@ const SWEEP_BATCH = 16
  * Every row is validated when read: one that is not well-formed (a hand edit, another writer, a
  * bad migration) answers `unknown (corrupt)` and stays, so `idempotency()` refuses the call with
  * `outcome_unknown` until the row expires or someone deletes it; it is never replayed or re-run.
+ * `reclaim` takes over an unknown outcome in one `BEGIN IMMEDIATE` transaction, for reconciliation.
  *
  * @example
  * const store = sqliteStore({ path: 'agent-state.db' })
@@ -144,6 +147,22 @@ export function sqliteStore(options: SqliteStoreOptions): SqliteStore {
   const toDone = db.prepare(`UPDATE ${table} SET state = 'done', result = @result, expires_at = @expiresAt WHERE ${owner}`)
   const toUnknown = db.prepare(`UPDATE ${table} SET state = 'unknown', expires_at = @expiresAt WHERE ${owner}`)
   const remove = db.prepare(`DELETE FROM ${table} WHERE ${owner}`)
+  const retake = db.prepare(
+    `UPDATE ${table} SET state = 'pending', token = @token, lease_until = @leaseUntil, expires_at = @expiresAt WHERE key = @key`,
+  )
+
+  // Only a live, well-formed record of these arguments that begin would answer unknown (recorded or lease_expired).
+  const reclaimTx = db.transaction((key: string, argsHash: string, leaseMs: number, ttlMs: number): string | undefined => {
+    const at = now()
+    const row = select.get(key)
+    if (row === undefined || rowProblem(row) !== undefined) return undefined
+    const good = row as GoodRow
+    if (good.expires_at <= at || good.args_hash !== argsHash) return undefined
+    if (good.state !== 'unknown' && !(good.state === 'pending' && good.lease_until <= at)) return undefined
+    const token = randomUUID()
+    retake.run({ key, token, leaseUntil: at + leaseMs, expiresAt: at + leaseMs + ttlMs })
+    return token
+  })
 
   const beginTx = db.transaction((key: string, argsHash: string, leaseMs: number, ttlMs: number): BeginResult => {
     const at = now()
@@ -185,6 +204,9 @@ export function sqliteStore(options: SqliteStoreOptions): SqliteStore {
     markUnknown(key, token, ttlMs) {
       const at = now()
       return toUnknown.run({ key, token, now: at, expiresAt: at + ttlMs }).changes === 1
+    },
+    reclaim(key, argsHash, leaseMs, ttlMs) {
+      return reclaimTx.immediate(key, argsHash, leaseMs, ttlMs)
     },
     close() {
       if (owned && db.open) db.close()
