@@ -157,14 +157,25 @@ export function reclaimCases(contract: Contract, claim: (store: IdempotencyStore
     assert.equal(answers.filter((a) => typeof a === 'string').length, 1)
   })
 
-  contract('a reclaimed record has a fresh lease and TTL, and may be recorded unknown again', async (store, clock) => {
+  contract('a reclaimed record has a fresh lease, then reads unknown (lease_expired) for a full TTL', async (store, clock) => {
     await unknownRecord(store)
     clock.t += TTL - 1
+    assert.ok(typeof (await reclaimOf(store)('s k1', 'h1', LEASE, TTL)) === 'string')
+    clock.t += LEASE - 1
+    assert.deepEqual(await store.begin('s k1', 'h1', LEASE, TTL), { status: 'in_flight' })
+    clock.t += 1
+    assert.deepEqual(await store.begin('s k1', 'h1', LEASE, TTL), { status: 'unknown', reason: 'lease_expired' })
+    clock.t += TTL - 1
+    assert.deepEqual(await store.begin('s k1', 'h1', LEASE, TTL), { status: 'unknown', reason: 'lease_expired' })
+    clock.t += 1
+    assert.equal((await store.begin('s k1', 'h1', LEASE, TTL)).status, 'new')
+  })
+
+  contract('a reclaimed record may be recorded unknown again by its new owner, for a fresh TTL', async (store, clock) => {
+    await unknownRecord(store)
     const token = await reclaimOf(store)('s k1', 'h1', LEASE, TTL)
     assert.ok(typeof token === 'string')
-    clock.t += LEASE
-    assert.deepEqual(await store.begin('s k1', 'h1', LEASE, TTL), { status: 'unknown', reason: 'lease_expired' })
-    assert.equal(await store.markUnknown('s k1', token, TTL), true, 'its owner still settles it')
+    assert.equal(await store.markUnknown('s k1', token, TTL), true)
     clock.t += TTL - 1
     assert.deepEqual(await store.begin('s k1', 'h1', LEASE, TTL), { status: 'unknown', reason: 'recorded' })
   })
@@ -226,13 +237,16 @@ export function reclaimCases(contract: Contract, claim: (store: IdempotencyStore
   contract(
     'through idempotency(): after a crash before the reconciliation, the next process’s identical call reconciles',
     async (store, clock) => {
-      let charged = 0
+      let sent!: () => void
+      const chargeSent = new Promise<void>((resolve) => {
+        sent = resolve
+      })
       const crashing = defineTool({
         name: 'charge_card',
         description: 'Charge a card',
         input: z.object({ amount: z.number() }),
         execute: () => {
-          charged++
+          sent()
           return new Promise<never>(() => {}) // the charge is sent, then the process dies
         },
       })
@@ -242,8 +256,7 @@ export function reclaimCases(contract: Contract, claim: (store: IdempotencyStore
         middleware: [idempotency({ store, leaseMs: STACK_LEASE, ttlMs: TTL })],
       })
       void dead.dispatch(call('c1'), { run: createRun({ id: 'run-1' }) })
-      await new Promise((resolve) => setImmediate(resolve))
-      assert.equal(charged, 1)
+      await chargeSent
       clock.t += STACK_LEASE
       const { seen, stack, run } = charging(store, clock, () => ({ status: 'applied', result: { chargeId: 'ch_1' } }))
       const resumed = await stack(otherProcess(store)).dispatch(call('c2'), { run })

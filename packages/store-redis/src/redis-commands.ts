@@ -6,6 +6,7 @@ import {
   BREAKER_WRITE_LUA,
   BUDGET_REFILL_LUA,
   BUDGET_TAKE_LUA,
+  RECLAIM_LUA,
   SETTLE_LUA,
 } from './redis-scripts.js'
 
@@ -22,6 +23,7 @@ type Arg = string | number
 /** The stores' scripts as calls on one client. Replies are unchecked here; each store validates its own. */
 export interface RedisCommands {
   begin(record: string, fence: string, now: string, argsHash: string, leaseMs: number, ttlMs: number): Promise<unknown>
+  reclaim(record: string, fence: string, now: string, argsHash: string, leaseMs: number, ttlMs: number): Promise<unknown>
   settle(
     record: string,
     now: string,
@@ -40,6 +42,7 @@ export interface RedisCommands {
 
 const SCRIPTS = {
   shallotIdempotencyBegin: { numberOfKeys: 2, lua: BEGIN_LUA },
+  shallotIdempotencyReclaim: { numberOfKeys: 2, lua: RECLAIM_LUA },
   shallotIdempotencySettle: { numberOfKeys: 1, lua: SETTLE_LUA },
   shallotBreakerRead: { numberOfKeys: 1, lua: BREAKER_READ_LUA },
   shallotBreakerWrite: { numberOfKeys: 1, lua: BREAKER_WRITE_LUA },
@@ -61,6 +64,7 @@ export function redisCommands(client: RedisClient): RedisCommands {
   const defined = client as unknown as Record<keyof typeof SCRIPTS, (...args: Arg[]) => Promise<unknown>>
   return {
     begin: (...args) => defined.shallotIdempotencyBegin(...args),
+    reclaim: (...args) => defined.shallotIdempotencyReclaim(...args),
     settle: (...args) => defined.shallotIdempotencySettle(...args),
     breakerRead: (...args) => defined.shallotBreakerRead(...args),
     breakerWrite: (...args) => defined.shallotBreakerWrite(...args),

@@ -75,8 +75,20 @@ export function redisIdempotencyStore(context: RedisStoreContext): IdempotencySt
     }
   }
 
+  // A reclaim that answered after its deadline may have taken the record over for nobody: it stays
+  // pending until its lease runs out, then reads unknown (lease_expired) again, as it did before.
+  async function reclaim(key: string, argsHash: string, leaseMs: number, ttlMs: number): Promise<string | undefined> {
+    const { record, fence } = keys.idempotency(key)
+    return bounded('idempotency.reclaim', async () => {
+      const reply = await commands.reclaim(record, fence, nowArg(), argsHash, leaseMs, ttlMs)
+      if (typeof reply !== 'string') throw redisUnavailable('idempotency.reclaim', 'Redis answered something the store does not understand')
+      return reply === '' ? undefined : reply
+    })
+  }
+
   return {
     begin,
+    reclaim,
     complete: (key, token, result, ttlMs) => settle(key, token, 'complete', ttlMs, JSON.stringify(result)),
     release: (key, token) => settle(key, token, 'release', 0, ''),
     markUnknown: (key, token, ttlMs) => settle(key, token, 'unknown', ttlMs, ''),

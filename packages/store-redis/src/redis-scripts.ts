@@ -17,6 +17,21 @@ local function finite(x)
 end
 `
 
+// What is wrong with an idempotency record's fields r (HMGET a s t l e r), l and e read as finite numbers; nil when nothing.
+const RECORD_PROBLEM = `
+local function record_problem(r, l, e)
+  local a, s, t = r[1], r[2], r[3]
+  if not a or a == '' then return 'field a (arguments hash) is missing or empty' end
+  if not (s == 'p' or s == 'd' or s == 'u' or s == 'x') then return 'field s (state) is not p, d, u or x' end
+  if not t or not string.match(t, '^[1-9][0-9]*$') then return 'field t (token) is not a token this store hands out' end
+  if not l then return 'field l (lease end) is not a finite number' end
+  if not e then return 'field e (expiry) is not a finite number' end
+  if s == 'd' and not r[6] then return 'a done record has no field r (result)' end
+  if s ~= 'd' and r[6] then return 'a record that is not done holds field r (result)' end
+  return nil
+end
+`
+
 /**
  * Idempotency `begin`. KEYS: record, fence counter. ARGV: now, argsHash, leaseMs, ttlMs.
  * Record fields: a argsHash, s state (p pending, d done, u unknown, x lease expired), t token,
@@ -25,7 +40,7 @@ end
  * A record that is not well-formed answers {'corrupt', problem} and is left as it is: replacing it
  * could run again a write it stands for. Only its own valid expiry removes it.
  */
-export const BEGIN_LUA = `${NOW}${FINITE}
+export const BEGIN_LUA = `${NOW}${FINITE}${RECORD_PROBLEM}
 local now = now_ms(ARGV[1])
 local hash, lease, ttl = ARGV[2], math.floor(tonumber(ARGV[3])), math.floor(tonumber(ARGV[4]))
 local kind = redis.call('TYPE', KEYS[1]).ok
@@ -36,15 +51,7 @@ if r[1] or r[2] or r[3] or r[4] or r[5] or r[6] then
   if e and e <= now then
     redis.call('DEL', KEYS[1])
   else
-    local problem = nil
-    if not a or a == '' then problem = 'field a (arguments hash) is missing or empty'
-    elseif not (s == 'p' or s == 'd' or s == 'u' or s == 'x') then problem = 'field s (state) is not p, d, u or x'
-    elseif not t or not string.match(t, '^[1-9][0-9]*$') then problem = 'field t (token) is not a token this store hands out'
-    elseif not l then problem = 'field l (lease end) is not a finite number'
-    elseif not e then problem = 'field e (expiry) is not a finite number'
-    elseif s == 'd' and not r[6] then problem = 'a done record has no field r (result)'
-    elseif s ~= 'd' and r[6] then problem = 'a record that is not done holds field r (result)'
-    end
+    local problem = record_problem(r, l, e)
     if problem then return {'corrupt', problem} end
     if a ~= hash then return {'mismatch'} end
     if s == 'd' then return {'done', r[6]} end
@@ -58,6 +65,26 @@ local token = tostring(redis.call('INCR', KEYS[2]))
 redis.call('HSET', KEYS[1], 'a', hash, 's', 'p', 't', token, 'l', tostring(now + lease), 'e', tostring(now + lease + ttl))
 redis.call('PEXPIRE', KEYS[1], lease + ttl)
 return {'new', token}
+`
+
+/**
+ * Idempotency `reclaim`. KEYS: record, fence counter. ARGV: now, argsHash, leaseMs, ttlMs. Takes over
+ * a live, well-formed record of this arguments hash whose outcome is unknown (u, x, or p past its
+ * lease): pending again under a new token from the fence counter, which fences out the old one.
+ * Returns the token, or '' when the record is anything else (corrupt included) and nothing changed.
+ */
+export const RECLAIM_LUA = `${NOW}${FINITE}${RECORD_PROBLEM}
+local now = now_ms(ARGV[1])
+local hash, lease, ttl = ARGV[2], math.floor(tonumber(ARGV[3])), math.floor(tonumber(ARGV[4]))
+if redis.call('TYPE', KEYS[1]).ok ~= 'hash' then return '' end
+local r = redis.call('HMGET', KEYS[1], 'a', 's', 't', 'l', 'e', 'r')
+local s, l, e = r[2], finite(r[4]), finite(r[5])
+if record_problem(r, l, e) or e <= now or r[1] ~= hash then return '' end
+if not (s == 'u' or s == 'x' or (s == 'p' and l <= now)) then return '' end
+local token = tostring(redis.call('INCR', KEYS[2]))
+redis.call('HSET', KEYS[1], 's', 'p', 't', token, 'l', tostring(now + lease), 'e', tostring(now + lease + ttl))
+redis.call('PEXPIRE', KEYS[1], lease + ttl)
+return token
 `
 
 /**
