@@ -34,6 +34,8 @@ export function postgresIdempotencyStore(context: PostgresStoreContext): Idempot
   const replaceSql = `UPDATE ${t} SET args_hash = $3, state = 'pending', token = ${fresh}, lease_until = n.t + $4,
     expires_at = n.t + $4 + $5, result = NULL FROM (SELECT ${NOW} AS t) n WHERE key = $2 RETURNING token::text AS token`
   const lapseSql = `UPDATE ${t} SET state = 'lapsed' WHERE key = $1`
+  const retakeSql = `UPDATE ${t} SET state = 'pending', token = ${fresh}, lease_until = n.t + $3, expires_at = n.t + $3 + $4
+    FROM (SELECT ${NOW} AS t) n WHERE key = $2 RETURNING token::text AS token`
   const sweepSql = `DELETE FROM ${t} WHERE key IN (SELECT key FROM ${t} WHERE expires_at <= ${NOW} LIMIT ${SWEEP_BATCH} FOR UPDATE SKIP LOCKED)`
   const owner = `key = $2 AND token = $3::bigint AND state = 'pending' AND expires_at > ${NOW}`
   const completeSql = `UPDATE ${t} SET state = 'done', result = $4, expires_at = ${NOW} + $5 WHERE ${owner}`
@@ -126,8 +128,31 @@ export function postgresIdempotencyStore(context: PostgresStoreContext): Idempot
     )
   }
 
+  /**
+   * Takes over the locked row of `key` if it is a live, well-formed unknown outcome of `argsHash`
+   * (unknown, lapsed, or pending past its lease): pending again under a new token from the sequence.
+   * A reclaim that answered after its deadline leaves the row pending until its lease runs out.
+   */
+  async function reclaim(key: string, argsHash: string, leaseMs: number, ttlMs: number): Promise<string | undefined> {
+    return bounded('idempotency.reclaim', (signal) =>
+      transaction(pool, signal, async (query) => {
+        const raw = (await query(lockSql, [nowParam(), key])).rows[0]
+        if (raw === undefined) return undefined
+        const now = checked(nowSchema, raw.now)
+        if ('problem' in now) throw new TypeError(`the server answered no time: ${now.problem}`)
+        const row = checked(idempotencyRowSchema, raw)
+        if ('problem' in row) return undefined
+        const { state, args_hash, result, lease_until, expires_at } = row.value
+        if (expires_at <= now.value || args_hash !== argsHash || result !== null) return undefined
+        if (state !== 'unknown' && state !== 'lapsed' && !(state === 'pending' && lease_until <= now.value)) return undefined
+        return tokenOf((await query(retakeSql, [nowParam(), key, leaseMs, ttlMs])).rows)
+      }),
+    )
+  }
+
   return {
     begin,
+    reclaim,
     complete: (key, token, result, ttlMs) => settle('complete', completeSql, key, token, [JSON.stringify(result), ttlMs]),
     release: (key, token) => settle('release', releaseSql, key, token, []),
     markUnknown: (key, token, ttlMs) => settle('markUnknown', unknownSql, key, token, [ttlMs]),
