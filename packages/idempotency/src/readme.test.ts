@@ -1,0 +1,71 @@
+import { readFileSync } from 'node:fs'
+import { createRun, createStack, ToolError } from '@shallot/core'
+import { manualClock } from '@shallot/testing'
+import { describe, expect, it } from 'vitest'
+import { idempotency, memoryIdempotencyStore } from './index.js'
+import { type Charge, type PaymentsApi, type Payout, paymentTools } from './readme-example.js'
+
+const read = (file: string) => readFileSync(new URL(file, import.meta.url), 'utf8')
+
+/** A payments API whose answers get lost after the work is done, as the test says. */
+function flakyApi() {
+  const charges = new Map<string, Charge>()
+  const payouts: Payout[] = []
+  const keys: string[] = []
+  const lose = { charge: 1, payout: 1 }
+  const api: PaymentsApi = {
+    async createCharge({ amount }, { idempotencyKey }) {
+      keys.push(idempotencyKey)
+      const charge = charges.get(idempotencyKey) ?? { id: `ch_${charges.size + 1}`, amount }
+      charges.set(idempotencyKey, charge)
+      if (lose.charge-- > 0) throw new ToolError('upstream_error', 'connection reset', { category: 'transient' })
+      return charge
+    },
+    async createPayout({ reference }) {
+      payouts.push({ id: `po_${payouts.length + 1}`, reference })
+      if (lose.payout-- > 0) throw new ToolError('timeout', 'send_payout timed out')
+      return payouts.at(-1) as Payout
+    },
+    async findPayout(reference) {
+      return payouts.find((p) => p.reference === reference)
+    },
+  }
+  return { api, charges, payouts, keys }
+}
+
+describe('README: upstream keys and reconciliation', () => {
+  it('shows the type-checked example verbatim', () => {
+    expect(read('../README.md')).toContain(read('./readme-example.ts'))
+  })
+
+  it('charge_card forwards one key on every try, so the API answers the repeat with the first charge', async () => {
+    const { api, charges, keys } = flakyApi()
+    const { chargeCard } = paymentTools(api)
+    const stack = createStack({ tools: [chargeCard], middleware: [idempotency()] })
+    const run = createRun({ id: 'run-1' })
+    const call = { id: 'c1', name: 'charge_card', args: { card: 'tok_visa', amount: 500 } }
+    expect((await stack.dispatch(call, { run })).error?.code).toBe('upstream_error')
+    const again = await stack.dispatch({ ...call, id: 'c2' }, { run })
+    expect(again).toMatchObject({ ok: true, replayed: false, value: { id: 'ch_1', amount: 500 } })
+    expect(charges.size).toBe(1)
+    expect(keys).toHaveLength(2)
+    expect(new Set(keys).size).toBe(1)
+  })
+
+  it('send_payout times out after the payout went out; its reconcile finds it and the call succeeds, paid once', async () => {
+    const { api, payouts } = flakyApi()
+    const { sendPayout, findPayout } = paymentTools(api)
+    const clock = manualClock()
+    const stack = createStack({
+      clock,
+      tools: [sendPayout, findPayout],
+      middleware: [idempotency({ store: memoryIdempotencyStore({ now: clock.now }) })],
+    })
+    const call = { id: 'c1', name: 'send_payout', args: { account: 'acct_1', amount: 900 } }
+    const result = await stack.dispatch(call)
+    expect(result).toMatchObject({ ok: true, value: { id: 'po_1' } })
+    expect(result.trace.find((e) => e.type === 'idempotency.reconciled')).toMatchObject({ outcome: 'applied' })
+    expect(await stack.dispatch({ ...call, id: 'c2' })).toMatchObject({ ok: true, replayed: true, value: { id: 'po_1' } })
+    expect(payouts).toHaveLength(1)
+  })
+})
