@@ -1,7 +1,7 @@
 import { readFileSync } from 'node:fs'
 import { isatty } from 'node:tty'
 import { parseArgs } from 'node:util'
-import { closest } from '@shallot/core/internal'
+import { closest, escapeControls } from '@shallot/core/internal'
 import { runCheck } from './check.js'
 import { runDemo } from './demo/run-demo.js'
 import { runReport, writeRunFiles } from './report/command.js'
@@ -9,6 +9,7 @@ import { RUN_FLAGS } from './run/flags.js'
 import { DEFAULT_STACK, type NamedStack, NO_RETRY, parseSimFlags, runHerd, runSim } from './sim/command.js'
 import { configStack } from './sim/config-stack.js'
 import { progressLines } from './sim/progress.js'
+import { terminalIO } from './terminal-text.js'
 import { USAGE, UsageError } from './usage.js'
 
 export interface CliIO {
@@ -57,13 +58,14 @@ const SIM_FLAGS = {
 
 /**
  * Runs the `shallot` command line and resolves to the exit code: 0 ok, 1 a failed check or a stopped run, 2 bad usage.
+ * Every line printed shows control characters as escape text (`\x1b`): a tool, the model or a file cannot drive the terminal.
  *
  * @example
  * process.exitCode = await main(process.argv.slice(2))
  */
 export async function main(
   argv: readonly string[],
-  io: CliIO = {
+  given: CliIO = {
     out: console.log,
     err: console.error,
     errIsTerminal: process.stderr.isTTY === true,
@@ -74,6 +76,7 @@ export async function main(
     inputIsTerminal: isatty(0),
   },
 ): Promise<number> {
+  const io = terminalIO(given)
   const [command, ...rest] = argv
   let flags: readonly string[] = []
   try {
@@ -139,7 +142,8 @@ export async function main(
     }
   } catch (err) {
     if (err instanceof UsageError || (err instanceof TypeError && (err as { code?: string }).code?.startsWith('ERR_PARSE_ARGS'))) {
-      io.err(`shallot: ${err instanceof UsageError ? err.message : withFlagGuess(err.message, flags)}`)
+      // parseArgs quotes the flag as typed: one line, like a UsageError's.
+      io.err(`shallot: ${err instanceof UsageError ? err.message : escapeControls(withFlagGuess(err.message, flags), { oneLine: true })}`)
       // A run's problem (a missing key, a server that did not start) is one line; the whole usage would bury it.
       if (command !== 'run' && command !== 'resume') io.err(USAGE)
       return 2

@@ -62,7 +62,7 @@ async function configOf(file: string | undefined): Promise<ShallotConfig | undef
     // The policy layer is named like a built-in: its rules and approvals are what `run` asks about.
     return await loadConfig(file, { middleware: [policyDefinition] })
   } catch (err) {
-    if (ConfigError.is(err)) throw new UsageError(err.message)
+    if (ConfigError.is(err)) throw new UsageError(err.message.split('\n'))
     throw err
   }
 }
@@ -209,7 +209,7 @@ export async function runAgentCommand(
       try {
         stack = createStackFromConfig(config, { tools, ...(stores === undefined ? {} : { stores: { idempotency: stores.idempotency } }) })
       } catch (err) {
-        if (ConfigError.is(err)) throw new UsageError(err.message)
+        if (ConfigError.is(err)) throw new UsageError(err.message.split('\n'))
         throw err
       }
     }

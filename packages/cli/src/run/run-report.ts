@@ -1,4 +1,5 @@
 import type { RunOutcome } from '@shallot/core'
+import { escapeControls } from '@shallot/core/internal'
 
 /**
  * The `--report` file: for a stopped run, core's failure report (task, completed calls, what failed,
@@ -9,6 +10,11 @@ import type { RunOutcome } from '@shallot/core'
  * await writeFile('report.md', runReportText(outcome, 'shallot resume run-1 --checkpoints run.db --model openai:gpt-4o-mini'))
  */
 export function runReportText(outcome: RunOutcome, resume: string | undefined, otherAnswers?: string): string {
+  // A report is read with cat and less too: what the task, the model or a tool said is shown, never obeyed.
+  return escapeControls(reportText(outcome, resume, otherAnswers))
+}
+
+function reportText(outcome: RunOutcome, resume: string | undefined, otherAnswers?: string): string {
   const task = outcome.transcript.find((m) => m.role === 'user')?.content ?? ''
   const spent = `${outcome.turns} turn${outcome.turns === 1 ? '' : 's'}, ${outcome.steps} step${outcome.steps === 1 ? '' : 's'}`
   if (outcome.status === 'completed') {

@@ -1,3 +1,5 @@
+import { terminalText } from '../terminal-text.js'
+
 /** One cell of the simulation grid (a stack at a step count), as the progress display sees it. */
 export interface ProgressCell {
   label: string
@@ -40,7 +42,9 @@ function progressBar({ label }: ProgressCell): (done: number, total: number) => 
     if (pct === last) return
     last = pct
     const filled = Math.round(pct / 4)
-    process.stderr.write(`\r  ${label.padEnd(28)} [${'#'.repeat(filled)}${'.'.repeat(25 - filled)}] ${String(pct).padStart(3)}%`)
+    process.stderr.write(
+      `\r  ${terminalText(label).padEnd(28)} [${'#'.repeat(filled)}${'.'.repeat(25 - filled)}] ${String(pct).padStart(3)}%`,
+    )
     if (done === total) process.stderr.write('\r\x1b[2K')
   }
 }
