@@ -10,6 +10,12 @@ export interface RunReport {
   readonly failed: { readonly kind: LoopErrorKind; readonly message: string; readonly details: Record<string, unknown> }
   readonly why: string
   readonly nextSteps: string
+  /**
+   * The library call `nextSteps` suggests to continue the run (`agent.resume('run-1')`, with the approvals
+   * it waits for), or undefined when the next step is a new run. A host that resumes its own way (a
+   * command line, a button) replaces this text in `nextSteps` with its own.
+   */
+  readonly resume: string | undefined
   /** The calls a run stopped for approval waits on (empty otherwise); answer them with `agent.resume(runId, { approvals })`. */
   readonly pending: readonly PendingCall[]
   /** The whole report as plain text. */
@@ -64,13 +70,25 @@ function detail(error: LoopError, key: string): string {
   return typeof value === 'string' || typeof value === 'number' ? String(value) : ''
 }
 
+/** The kind's reason with the failure behind it, said once when the failure already starts with it. */
+const because = (base: string, failure: string) => (failure.startsWith(base) ? failure : `${base}: ${failure}`)
+
+/** A model provider's refusal that a person must fix: its adapter says so (`reason`) and quotes the provider. */
+function providerRefusal(error: LoopError): 'credentials' | 'quota' | undefined {
+  const { reason, providerMessage } = error.details
+  if (error.kind !== 'user_input_required' || typeof providerMessage !== 'string') return undefined
+  return reason === 'credentials' || reason === 'quota' ? reason : undefined
+}
+
 /** The "why": the kind's reason, and the failure behind it when the error names one. */
 function whyOf(error: LoopError): string {
   const base = WHY[error.kind]
   const failure = error.details.failure
-  if (typeof failure === 'string' && failure !== '') return `${base}: ${failure}`
+  if (typeof failure === 'string' && failure !== '') return because(base, failure)
+  // No tool asked: the adapter's message names the provider and what it refused.
+  if (providerRefusal(error) !== undefined) return error.message
   // An adapter's own classification (a 400, a context-length refusal) quotes the provider in its message.
-  if (typeof error.details.providerMessage === 'string') return `${base}: ${error.message}`
+  if (typeof error.details.providerMessage === 'string') return because(base, error.message)
   if (error.kind === 'budget_exhausted') {
     const limit = ['maxTokens', 'maxCostUsd', 'maxSteps', 'maxTurns'].find((key) => error.details[key] !== undefined)
     if (limit !== undefined) return `${base} (limits.${limit}): ${error.message}`
@@ -85,9 +103,15 @@ function budgetFix(error: LoopError): string {
   return 'raise limits.maxSteps or limits.maxTurns'
 }
 
+/** The library call that continues the run, or undefined when the next step is a new run. */
+function resumeOf(error: LoopError, runId: string, pending: readonly PendingCall[]): string | undefined {
+  if (error.kind === 'context_exceeded') return undefined
+  return pending.length > 0 ? resumeCommand(runId, pending) : `agent.resume('${runId}')`
+}
+
 function nextSteps(error: LoopError, runId: string, pending: readonly PendingCall[]): string {
   const tool = detail(error, 'tool')
-  const resume = `then resume it with agent.resume('${runId}')`
+  const resume = `then resume it with ${resumeOf(error, runId, pending)}`
   switch (error.kind) {
     case 'cancelled':
       return `Nothing is broken. If the work is still wanted, ${resume}.`
@@ -100,6 +124,9 @@ function nextSteps(error: LoopError, runId: string, pending: readonly PendingCal
     case 'user_input_required':
       if (pending.length > 0)
         return `Decide each pending call (approve it, deny it, or approve it with edited arguments), then resume with ${resumeCommand(runId, pending)}.`
+      if (providerRefusal(error) === 'credentials')
+        return `Check the model provider's credentials (the API key, and its access to this model), ${resume}.`
+      if (providerRefusal(error) === 'quota') return `Add credit or raise the quota at the model provider, ${resume}.`
       return `Provide what the tool asks for (for example credentials or a confirmation), ${resume}.`
     case 'fatal':
       return `Fix the cause outside the agent (permissions, configuration, a missing resource), ${resume}.`
@@ -145,6 +172,7 @@ export function buildReport(runId: string, task: string, turns: readonly TurnRec
     failed: { kind: error.kind, message: error.message, details: error.details },
     why,
     nextSteps: steps,
+    resume: resumeOf(error, runId, pending),
     pending,
     text: lines.join('\n'),
   }
