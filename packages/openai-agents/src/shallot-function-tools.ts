@@ -10,6 +10,8 @@ import {
   type Stack,
   type ToolEffect,
   type ToolErrorJSON,
+  toolDescription,
+  toolInputSchema,
 } from '@shallot/core'
 import {
   approvalCheckOf,
@@ -89,8 +91,9 @@ function jsonOr(input: string): unknown {
 
 // Core's dispatcher validates, so the model reads `invalid_arguments` from the stack, not the SDK's text.
 const parametersOf = (schema: z.ZodType) => {
-  // A plain JSON copy: the SDK takes anything carrying a Standard Schema marker for a schema to validate with.
-  const { $schema: _, ...json } = JSON.parse(JSON.stringify(z.toJSONSchema(schema, { io: 'input' }))) as Record<string, unknown>
+  // A plain JSON copy (the SDK takes anything carrying a Standard Schema marker for a schema to validate
+  // with), cleaned of invisible characters and capped by core's tool-text rules.
+  const { $schema: _, ...json } = toolInputSchema(z.toJSONSchema(schema, { io: 'input' }))
   return { additionalProperties: true, ...json } as FunctionTool['parameters']
 }
 
@@ -164,7 +167,7 @@ export function shallotFunctionTools(
     // invoke would parse and validate the arguments itself and answer failures with its own text.
     const base = tool({
       name: spec.name,
-      description: spec.description,
+      description: toolDescription(spec.description),
       parameters: parametersOf(spec.parameters as z.ZodType),
       strict: false,
       ...(check === undefined
