@@ -26,6 +26,7 @@ import { type HandlerResult, handlerCall } from './handler-call.js'
 import { surfaceMalformedCalls } from './malformed-tool-calls.js'
 import { markErrorResults, speaksAnthropic } from './mark-error-results.js'
 import { callWithPolicy } from './model-call-policy.js'
+import { modelToolTextOf } from './model-tool-text.js'
 import { type LangChainTool, toShallotTool } from './to-shallot-tool.js'
 
 const custom = <T>(what: string, check: (v: unknown) => boolean) => z.custom<T>(check, { message: `must be ${what}` })
@@ -127,6 +128,7 @@ export function shallotMiddleware(options?: ShallotMiddlewareOptions): AgentMidd
     malformed.set(id, raw)
   }
   let built: Stack | undefined = o.stack
+  const modelToolText = modelToolTextOf(isClientTool)
   // The policy's question "will this call wait for a person?", asked after each model turn.
   const check = o.stack === undefined ? approvalCheckOf(o.middleware) : undefined
 
@@ -173,6 +175,8 @@ export function shallotMiddleware(options?: ShallotMiddlewareOptions): AgentMidd
             handler({
               ...request,
               messages,
+              // What the model reads of each tool, cleaned and capped (a third-party tool's text comes through here raw).
+              tools: modelToolText(request.tools),
               // The handler takes no signal; a model bound to one is how the deadline aborts the request.
               ...(typeof withSignal === 'function' ? { model: withSignal.call(request.model, { signal }) } : {}),
             }),
