@@ -203,7 +203,7 @@ export function shallotTools<T extends ToolSet>(tools: T, options?: ShallotTools
           approvedIn(sdkOptions.messages, sdkOptions.toolCallId) &&
           (await check({ id: sdkOptions.toolCallId, name, args: input }, run, definition))
         )
-          putApproval(run, sdkOptions.toolCallId, 'approve')
+          putApproval(run, { id: sdkOptions.toolCallId, name, args: input }, 'approve')
         let result: ToolResult
         try {
           result = await sdkCall.run(sdkOptions, () => stack.dispatch({ id: sdkOptions.toolCallId, name, args: input }, { run, signal }))

@@ -81,7 +81,7 @@ export async function approvalResponse(
   // Only a policy relays a no without running the call (its stored "deny" stands over any rule); without one, nothing is dispatched.
   if (check === undefined)
     return { type: 'tool-approval-response', approvalId, approved: false, ...(reason === undefined ? {} : { reason }) }
-  putApproval(run, toolCall.toolCallId, answer)
+  putApproval(run, { id: toolCall.toolCallId, name: toolCall.toolName, args: toolCall.input }, answer)
   const result = await stack.dispatch({ id: toolCall.toolCallId, name: toolCall.toolName, args: toolCall.input }, { run, signal })
   return { type: 'tool-approval-response', approvalId, approved: false, reason: result.content }
 }

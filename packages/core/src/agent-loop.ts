@@ -1,5 +1,6 @@
 import { type AgentEventSink, type AgentScopeRunner, noAgentEvents } from './agent-events.js'
 import type { AgentSettings } from './agent-options.js'
+import { dropApprovals } from './approval-binding.js'
 import { abortReason } from './channel.js'
 import {
   type CallRecord,
@@ -188,6 +189,8 @@ export function agentLoop(
       checkpoints === undefined
         ? saveNothing
         : async (status, output, pendingTurn, parked) => {
+            // Answers go with the turn they answer: a checkpoint that no longer holds a turn waiting for a person holds no answers.
+            if (pendingTurn === undefined || parked !== undefined) dropApprovals(run.state)
             const next: RunSnapshot = {
               version: 1,
               runId,

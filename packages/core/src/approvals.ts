@@ -1,18 +1,20 @@
 import { z } from 'zod'
+import { type ApprovalAnswer, type ApprovalBinding, approvalBinding, putBound } from './approval-binding.js'
 import type { RunSnapshot } from './checkpoints.js'
-import { parseOptions } from './options.js'
+import { OptionsError, parseOptions } from './options.js'
 import type { AnyTool, Json, RunContext, ToolCall } from './types.js'
 
-/**
- * Where a person's answers to pending calls live in the run state:
- * `state[APPROVALS_STATE_KEY].approvals[callId]`. `agent.resume(runId, { approvals })` writes
- * them there; the policy layer (`@shallot/policy`) reads them, so the stack, the agent and every
- * integration share the one channel.
- *
- * @example
- * createRun({ state: { [APPROVALS_STATE_KEY]: { approvals: { call_9: 'approve' } } } })
- */
-export const APPROVALS_STATE_KEY = 'shallot.policy'
+export {
+  APPROVALS_STATE_KEY,
+  type ApprovalAnswer,
+  type ApprovalBinding,
+  approvalBinding,
+  approvalFor,
+  type BoundAnswer,
+  dropApprovals,
+  putApproval,
+  type StoredAnswer,
+} from './approval-binding.js'
 
 /**
  * Whether a layer will stop this call for a person's answer, asked before it runs. The policy
@@ -45,26 +47,6 @@ export function approvalCheckOf(middleware: unknown): ApprovalCheck | undefined 
   }
 }
 
-/**
- * Puts a person's answer where the policy reads it, `run.state[APPROVALS_STATE_KEY].approvals[callId]`,
- * as own properties (a call id is the model's text). For integrations that learn the answer from
- * their framework's approval step.
- *
- * @example
- * putApproval(run, 'call_9', 'approve')
- */
-export function putApproval(run: RunContext, callId: string, answer: ApprovalAnswer): void {
-  const state = run.state
-  const root = isObject(state[APPROVALS_STATE_KEY]) ? (state[APPROVALS_STATE_KEY] as JsonObject) : {}
-  const approvals = isObject(root.approvals) ? root.approvals : {}
-  put(approvals, callId, answer)
-  put(root, 'approvals', approvals)
-  put(state, APPROVALS_STATE_KEY, root)
-}
-
-/** A person's answer to one pending call: run it, refuse it (optionally saying why), or run it with edited arguments. */
-export type ApprovalAnswer = 'approve' | 'deny' | { readonly deny: string } | { readonly args: Json }
-
 const answerSchema = z.union([
   z.literal('approve'),
   z.literal('deny'),
@@ -82,13 +64,25 @@ const resumeSchema = z.strictObject({
     .optional(),
 })
 
-type JsonObject = { [key: string]: Json }
+/** The most an answer may weigh as JSON: as much as a call's arguments may by default. */
+const MAX_ANSWER_CHARS = 256 * 1024
 
-const isObject = (value: unknown): value is JsonObject => typeof value === 'object' && value !== null && !Array.isArray(value)
-
-/** Sets an own property, so a call id like `__proto__` is data, never the prototype. */
-function put(target: object, key: string, value: unknown): void {
-  Object.defineProperty(target, key, { value, enumerable: true, writable: true, configurable: true })
+/**
+ * The answer as plain JSON, read once: a getter, a Proxy or a value too large to copy is an
+ * OptionsError here, before anything is saved, rather than a crash in the middle of the replay.
+ */
+function plainAnswer(callId: string, value: unknown): unknown {
+  const refuse = (message: string) => new OptionsError(`agent.resume(): approvals["${callId}"]`, [{ path: '', message }])
+  let text: string | undefined
+  try {
+    text = JSON.stringify(value)
+  } catch (err) {
+    throw refuse(`the answer cannot be read as JSON (${err instanceof Error ? err.message : String(err)})`)
+  }
+  if (text === undefined) return null
+  if (text.length > MAX_ANSWER_CHARS)
+    throw refuse(`the answer is over ${MAX_ANSWER_CHARS} characters as JSON; send smaller edited arguments`)
+  return JSON.parse(text)
 }
 
 /** The resume options, validated: a bad answer is an OptionsError naming the call id and what is allowed. */
@@ -96,37 +90,63 @@ export function resumeOptions(input: unknown): { signal?: AbortSignal; approvals
   const { signal, approvals } = parseOptions('agent.resume()', resumeSchema, input)
   if (approvals === undefined) return signal === undefined ? {} : { signal }
   const answers = new Map<string, ApprovalAnswer>()
-  for (const callId of Object.keys(approvals)) {
-    const value = (approvals as Record<string, unknown>)[callId]
-    const answer = parseOptions(`agent.resume(): approvals["${callId}"]`, answerSchema, value === undefined ? null : value)
+  let callIds: string[]
+  try {
+    callIds = Object.keys(approvals)
+  } catch {
+    throw new OptionsError('agent.resume()', [{ path: 'approvals', message: 'the answers cannot be read (a revoked Proxy?)' }])
+  }
+  for (const callId of callIds) {
+    const value = plainAnswer(callId, (approvals as Record<string, unknown>)[callId])
+    const answer = parseOptions(`agent.resume(): approvals["${callId}"]`, answerSchema, value)
     answers.set(callId, answer as ApprovalAnswer)
   }
   return signal === undefined ? { approvals: answers } : { signal, approvals: answers }
 }
 
-const pendingIdOf = (entry: Json): string | undefined => (isObject(entry) && typeof entry.callId === 'string' ? entry.callId : undefined)
+const isObject = (value: unknown): value is Record<string, Json> => typeof value === 'object' && value !== null && !Array.isArray(value)
 
 /**
- * The snapshot with the answers in its run state, after checking each answers a pending call of
- * the stopped turn. Answers to calls already answered are replaced: the latest word counts.
+ * What an answer to a pending entry binds to: a call of the turn by its own arguments; a call made
+ * inside one (a fallback tool, say: the entry names the turn's call in `turnCallId`) by the tool and
+ * digest its entry records. Undefined: the entry cannot be bound.
+ */
+function bindingOfEntry(pendingTurn: NonNullable<RunSnapshot['pendingTurn']>, entry: Record<string, Json>): ApprovalBinding | undefined {
+  const { callId, turnCallId, tool, digest } = entry
+  if (turnCallId === undefined || turnCallId === callId) {
+    const call = pendingTurn.response.toolCalls.find((c) => c.id === callId)
+    return call === undefined ? undefined : approvalBinding(call, pendingTurn.turn)
+  }
+  return typeof tool === 'string' && typeof digest === 'string' ? { turn: pendingTurn.turn, tool, digest } : undefined
+}
+
+/**
+ * The snapshot with the answers in its run state, each bound to the pending call it answers (turn,
+ * tool, arguments), after checking each answers a pending call of the stopped turn. Answers to
+ * calls already answered are replaced: the latest word counts.
  */
 export function withApprovals(snapshot: RunSnapshot, answers: ReadonlyMap<string, ApprovalAnswer>): RunSnapshot {
   if (answers.size === 0) return snapshot
   const { runId, pendingTurn } = snapshot
-  const pendingIds = (pendingTurn?.pending ?? []).flatMap((entry) => pendingIdOf(entry) ?? [])
-  for (const callId of answers.keys()) {
-    if (pendingIds.includes(callId)) continue
-    throw new TypeError(
-      pendingIds.length === 0
-        ? `agent.resume(): run "${runId}" waits for no approval, so approvals["${callId}"] answers nothing; resume it without approvals`
-        : `agent.resume(): call "${callId}" is not pending in run "${runId}"; pending: ${pendingIds.map((id) => `"${id}"`).join(', ')}`,
-    )
+  const entries = new Map<string, Record<string, Json>>()
+  for (const entry of pendingTurn?.pending ?? [])
+    if (isObject(entry) && typeof entry.callId === 'string' && !entries.has(entry.callId)) entries.set(entry.callId, entry)
+  const pendingIds = [...entries.keys()]
+  const state: Record<string, Json> = JSON.parse(JSON.stringify(snapshot.state))
+  for (const [callId, answer] of answers) {
+    const entry = entries.get(callId)
+    if (entry === undefined || pendingTurn === undefined)
+      throw new TypeError(
+        pendingIds.length === 0
+          ? `agent.resume(): run "${runId}" waits for no approval, so approvals["${callId}"] answers nothing; resume it without approvals`
+          : `agent.resume(): call "${callId}" is not pending in run "${runId}"; pending: ${pendingIds.map((id) => `"${id}"`).join(', ')}`,
+      )
+    const binding = bindingOfEntry(pendingTurn, entry)
+    if (binding === undefined)
+      throw new TypeError(
+        `agent.resume(): the pending call "${callId}" of run "${runId}" does not say which call it is (its tool and the digest of its arguments), so no answer can be bound to it; resume without approvals to have it asked again`,
+      )
+    putBound(state, callId, answer, binding)
   }
-  const state: Record<string, Json> = { ...snapshot.state }
-  const root: JsonObject = isObject(state[APPROVALS_STATE_KEY]) ? { ...(state[APPROVALS_STATE_KEY] as JsonObject) } : {}
-  const approvals: JsonObject = isObject(root.approvals) ? { ...root.approvals } : {}
-  for (const [callId, answer] of answers) put(approvals, callId, answer)
-  put(root, 'approvals', approvals)
-  put(state, APPROVALS_STATE_KEY, root)
   return { ...snapshot, state }
 }

@@ -19,7 +19,7 @@ import {
   type RunSnapshot,
   ToolError,
 } from './index.js'
-import { APPROVALS_STATE_KEY } from './internal.js'
+import { APPROVALS_STATE_KEY, approvalFor } from './internal.js'
 
 const EPOCH = 1_800_000_000_000
 const KEY = 'a-checkpoint-key-of-at-least-32-bytes!'
@@ -87,10 +87,10 @@ function bank() {
   return { sent, tools: [transfer, search] }
 }
 
-/** Stops a transfer for a person's answer until `state[APPROVALS_STATE_KEY].approvals[callId]` approves it. */
+/** Stops a transfer for a person's answer until the run state holds an approval bound to this call. */
 const approvalGate: Middleware = async (ctx, next) => {
-  const answers = (ctx.run.state[APPROVALS_STATE_KEY] as { approvals?: Record<string, unknown> } | undefined)?.approvals
-  if (ctx.call.name === 'transfer' && answers?.[ctx.call.id] !== 'approve') {
+  const stored = approvalFor(ctx.run, ctx.call)
+  if (ctx.call.name === 'transfer' && !(stored !== undefined && 'answer' in stored && stored.answer === 'approve')) {
     throw new LoopError('user_input_required', 'a transfer needs a person', {
       details: { pending: [{ callId: ctx.call.id, tool: 'transfer', reason: 'transfers need a person' }] },
     })

@@ -8,7 +8,17 @@
  * import { onAbort } from '@shallot/core/internal'
  */
 
-export { APPROVAL_CHECK, APPROVALS_STATE_KEY, type ApprovalCheck, approvalCheckOf, putApproval } from './approvals.js'
+export {
+  APPROVAL_CHECK,
+  APPROVALS_STATE_KEY,
+  type ApprovalBinding,
+  type ApprovalCheck,
+  approvalBinding,
+  approvalCheckOf,
+  approvalFor,
+  putApproval,
+  type StoredAnswer,
+} from './approvals.js'
 export { type BoundedCall, boundedCall, type StoreUnavailable } from './bounded-call.js'
 export { emitFresh } from './call-context.js'
 export { canonicalJson, hashOf, hashOfNamed, tupleHasher } from './canonical.js'

@@ -63,6 +63,6 @@ export async function interruptForApprovals(
   const problem = answers.findIndex((answer) => typeof answer === 'string' && answer !== 'approve' && answer !== 'deny')
   if (problem !== -1) throw new TypeError(`shallotMiddleware(): decisions[${problem}]: ${answers[problem]}; ${SHAPE}`)
   waiting.forEach((call, i) => {
-    putApproval(run, call.id, answers[i] as ApprovalAnswer)
+    putApproval(run, call, answers[i] as ApprovalAnswer)
   })
 }

@@ -148,7 +148,7 @@ export function shallotFunctionTools(
     const asked = args.kind === 'approval_rejected' ? askedFor.get(args.callId) : undefined
     if (asked === undefined) return undefined
     askedFor.delete(args.callId)
-    putApproval(run, args.callId, 'deny')
+    putApproval(run, { id: args.callId, ...asked }, 'deny')
     try {
       const result = await stack.dispatch({ id: args.callId, ...asked }, { run, signal })
       if (!result.ok && result.error !== undefined) softErrors.push(result.error)
@@ -197,7 +197,7 @@ export function shallotFunctionTools(
           const definition = stack.tools.get(spec.name)
           // Only a call the policy still stops takes the yes ("always approve" covers calls the policy lets through anyway).
           if (definition !== undefined && (await check({ id: callId, name: spec.name, args: jsonOr(input) }, run, definition)))
-            putApproval(run, callId, 'approve')
+            putApproval(run, { id: callId, name: spec.name, args: input }, 'approve')
         }
         try {
           const call = { id: callId, name: spec.name, args: input }

@@ -71,7 +71,7 @@ describe('approval across a SIGKILL', () => {
     // The answers were checkpointed before the replay; the turn they approved was not.
     expect(existsSync(base.checkpoints)).toBe(true)
     const snapshot = JSON.parse(readFileSync(base.checkpoints, 'utf8'))
-    expect(snapshot.state['shallot.policy'].approvals).toEqual({ call_9: 'approve' })
+    expect(snapshot.state['shallot.policy'].approvals).toMatchObject({ call_9: { answer: 'approve', turn: 1, tool: 'transfer' } })
     expect(snapshot.pendingTurn.turn).toBe(1)
 
     const resumed = await runWorker({ ...base, mode: 'resume' })

@@ -186,7 +186,10 @@ describe('agent.resume(runId, { approvals }): hostile answers', () => {
     completed(await agent.resume('r1', { approvals: { call_9: 'approve' } }))
     const answered = JSON.parse(saves[0] as string)
     expect(answered.pendingTurn.turn).toBe(1)
-    expect(answered.state[POLICY_STATE_KEY].approvals).toEqual({ call_9: 'approve' })
+    // Bound to the call it answers: its turn, tool and arguments.
+    expect(answered.state[POLICY_STATE_KEY].approvals).toEqual({
+      call_9: { answer: 'approve', turn: 1, tool: 'transfer', digest: expect.stringMatching(/^[0-9a-f]{32}$/) },
+    })
     save(answered)
     const again = completed(await agent.resume('r1'))
     expect(again.output).toBe('the model read: sent 50000 to bob')

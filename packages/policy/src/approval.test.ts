@@ -1,4 +1,5 @@
 import { createAgent, createRun, createStack, type Json, LoopError, memoryCheckpoints } from '@shallot/core'
+import { approvalBinding } from '@shallot/core/internal'
 import { idempotency, memoryStore } from '@shallot/idempotency'
 import { manualClock, scriptedModel } from '@shallot/testing'
 import { describe, expect, it, vi } from 'vitest'
@@ -15,7 +16,9 @@ const rules = [
   },
 ]
 const bigTransfer = { id: 'call_9', name: 'transfer', args: { to: 'postgres://app:hunter2@10.0.0.5/db', amountCents: 50_000 } }
-const answered = (answer: Json) => ({ [POLICY_STATE_KEY]: { approvals: { call_9: answer } } })
+/** A run state holding `answer`, bound (as `agent.resume` and `putApproval` write it) to bigTransfer in turn 0. */
+const bound = (answer: Json) => ({ answer, ...approvalBinding(bigTransfer, 0) })
+const answered = (answer: Json) => ({ [POLICY_STATE_KEY]: { approvals: { call_9: bound(answer) } } })
 
 function setup({ withIdempotency, ...options }: { onApproval?: OnApproval; approvalTimeoutMs?: number; withIdempotency?: boolean } = {}) {
   const clock = manualClock()
@@ -53,6 +56,7 @@ describe('approval without a callback: the run stops and names the pending call'
         arguments: '{"amountCents":50000,"to":"postgres://[redacted]@[redacted]/db"}',
         reason: 'transfers over $100 need a person',
         rule: 'big-transfer',
+        digest: approvalBinding(bigTransfer, 0).digest,
       },
     ] satisfies PendingApproval[])
     expect(error.details.stateKey).toBe('shallot.policy')
@@ -76,7 +80,7 @@ describe('approval without a callback: the run stops and names the pending call'
         JSON.stringify({
           ...run.state,
           ...answered('approve'),
-          [POLICY_STATE_KEY]: { ...(run.state[POLICY_STATE_KEY] as object), approvals: { call_9: 'approve' } },
+          [POLICY_STATE_KEY]: { ...(run.state[POLICY_STATE_KEY] as object), approvals: { call_9: bound('approve') } },
         }),
       ),
     })
@@ -139,7 +143,8 @@ describe('approval without a callback: the run stops and names the pending call'
 
   it('a call id like __proto__ is data in the run state, never the prototype', async () => {
     const { runs, stack } = setup()
-    const state = JSON.parse('{"shallot.policy":{"approvals":{"__proto__":"approve"}}}') as Record<string, Json>
+    const record = JSON.stringify({ answer: 'approve', ...approvalBinding(bigTransfer, 0) })
+    const state = JSON.parse(`{"shallot.policy":{"approvals":{"__proto__":${record}}}}`) as Record<string, Json>
     const run = createRun({ state })
     expect((await stack.dispatch({ ...bigTransfer, id: '__proto__' }, { run })).ok).toBe(true)
     expect(Object.getPrototypeOf((run.state[POLICY_STATE_KEY] as Record<string, unknown>).consumed)).toBe(Object.prototype)

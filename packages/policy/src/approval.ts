@@ -1,6 +1,7 @@
-import { abortReason, type Json, type ToolContext } from '@shallot/core'
-import { startTimer } from '@shallot/core/internal'
+import { abortReason, type Json, type RunContext, type ToolCall, type ToolContext } from '@shallot/core'
+import { approvalBinding, approvalFor, startTimer } from '@shallot/core/internal'
 import { z } from 'zod'
+import { plainCopy } from './plain-args.js'
 
 /**
  * A human's answer to one pending call: run it, refuse it (optionally saying why), or run it with
@@ -85,3 +86,43 @@ export const isNoAnswer = (value: unknown): value is NoAnswer =>
 
 /** Why there was no answer: the timeout passed, or the callback threw. */
 export const whyNoAnswer = (value: NoAnswer): 'timeout' | 'failed' => value[NO_ANSWER]
+
+/** The person's answer for this call in the run state, when it is bound to this very call (turn, tool, arguments). */
+export function answerIn(run: RunContext, call: ToolCall): Json | undefined {
+  const stored = approvalFor(run, call)
+  return stored !== undefined && 'answer' in stored ? stored.answer : undefined
+}
+
+/** Why the answer the run state holds for this call's id does not answer this call, or undefined. */
+export function staleAnswerProblem(run: RunContext, call: ToolCall): string | undefined {
+  const stored = approvalFor(run, call)
+  if (stored === undefined || 'answer' in stored) return undefined
+  return 'the run state holds an answer for this id that is not bound to this call (another turn, tool or arguments, or written by id alone); it approves nothing, so answer this call again'
+}
+
+/** The digest of what is approved: the call's tool and arguments as sent, as an answer to it must name. */
+export const digestOf = (call: ToolCall): string => approvalBinding(call, 0).digest
+
+/** An answer read once: a decision (edited arguments copied into plain JSON), no decision at all, or edited arguments that are refused. */
+export type ReadDecision =
+  | { readonly kind: 'decision'; readonly decision: ApprovalDecision }
+  | { readonly kind: 'none' }
+  | { readonly kind: 'refused_args'; readonly problem: string }
+
+/**
+ * Reads an answer without trusting it: a Proxy or a getter that throws makes it no decision, never
+ * a crash; edited arguments are copied into plain JSON within bounds, or refused with why.
+ */
+export function readDecision(answer: unknown): ReadDecision {
+  let parsed: z.ZodSafeParseResult<ApprovalDecision>
+  try {
+    parsed = approvalDecisionSchema.safeParse(answer) as z.ZodSafeParseResult<ApprovalDecision>
+  } catch {
+    return { kind: 'none' }
+  }
+  if (!parsed.success) return { kind: 'none' }
+  const decision = parsed.data
+  if (typeof decision !== 'object' || !('args' in decision)) return { kind: 'decision', decision }
+  const copy = plainCopy(decision.args)
+  return copy.ok ? { kind: 'decision', decision: { args: copy.value } } : { kind: 'refused_args', problem: copy.problem }
+}

@@ -2,7 +2,7 @@ import { type AnyTool, createAgent, createRun, type Json, type ModelAdapter, typ
 import { idempotency } from '@shallot/idempotency'
 import { panicCatcher } from '@shallot/panic-catcher'
 import { stuckLoop } from '@shallot/stuck-loop'
-import { type OnApproval, POLICY_STATE_KEY, policy } from './index.js'
+import { type OnApproval, policy, putApproval } from './index.js'
 
 const rules = [
   { action: 'deny' as const, tools: 'delete_*', reason: 'nothing is deleted by this agent' },
@@ -24,8 +24,10 @@ export function askingAgent(model: ModelAdapter, tools: readonly AnyTool[], ask:
   })
 }
 
-// No UI at hand: the call stops the run; later, the answer goes into the run state and the call comes again.
+// No UI at hand: the call stops the run; later, the answer goes into the run state, bound to that very
+// call (its turn, tool and arguments), and the call comes again.
 export async function answerLater(stack: Stack, call: ToolCall, answer: 'approve' | 'deny' | { deny: string } | { args: Json }) {
-  const run = createRun({ id: 'run-42', state: { [POLICY_STATE_KEY]: { approvals: { [call.id]: answer } } } })
+  const run = createRun({ id: 'run-42' })
+  putApproval(run, call, answer)
   return stack.dispatch(call, { run })
 }

@@ -10,6 +10,11 @@ export interface PendingApproval {
   /** Why approval is needed: the rule's reason. */
   readonly reason: string
   readonly rule: string
+  /**
+   * What an answer to this call binds to: the digest of its tool and arguments as sent (canonical
+   * JSON). `agent.resume` binds each answer to it, so an answer approves this call and no other.
+   */
+  readonly digest: string
   /** Set when the run state held an answer for this call that is not one the policy understands. */
   readonly problem?: string
 }
@@ -69,7 +74,7 @@ export function approvalUsed(tool: string, callId: string): ToolError {
  * the answers go into the run state under `details.stateKey`, `approvals[callId]`.
  *
  * @example
- * approvalRequired([{ callId: 'c1', tool: 'transfer', arguments: '{"amountCents":50000}', reason: 'over $100', rule: 'big' }]).kind
+ * approvalRequired([{ callId: 'c1', tool: 'transfer', arguments: '{"amountCents":50000}', reason: 'over $100', rule: 'big', digest: '9f…' }]).kind
  * // 'user_input_required'
  */
 export function approvalRequired(pending: readonly PendingApproval[]): LoopError {

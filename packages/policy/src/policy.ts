@@ -13,11 +13,10 @@ import {
 } from '@shallot/core'
 import { APPROVAL_CHECK, type ApprovalCheck, canonicalJson, invalidArguments } from '@shallot/core/internal'
 import { z } from 'zod'
-import { approvalDecisionSchema, askInProcess, isNoAnswer, type OnApproval, whyNoAnswer } from './approval.js'
+import { answerIn, askInProcess, digestOf, isNoAnswer, type OnApproval, readDecision, staleAnswerProblem, whyNoAnswer } from './approval.js'
 import { describeRules, hintFor } from './describe-rules.js'
-import { plainArgsProblem } from './plain-args.js'
 import { approvalRequired, approvalUsed, blockedByPolicy, deniedByUser, type PendingApproval } from './policy-errors.js'
-import { addCount, consumedAs, countOf, markConsumed, storedApproval } from './policy-state.js'
+import { addCount, consumedAs, countOf, markConsumed } from './policy-state.js'
 import { type CompiledRule, compileRules, policyCodeRuleSchema } from './rules.js'
 
 /** The longest an in-process approval may wait: the longest a JavaScript timer holds. */
@@ -148,6 +147,7 @@ export function policy(options?: PolicyOptions): Middleware {
       arguments: argumentsText(ctx.call.args),
       reason: rule.reason ?? `rule ${rule.id} asks for approval`,
       rule: rule.id,
+      digest: digestOf(ctx.call),
     }
     return problem === undefined ? entry : { ...entry, problem }
   }
@@ -176,13 +176,13 @@ export function policy(options?: PolicyOptions): Middleware {
       ctx.emit('policy.approval_used', { rule: rule.id })
       throw approvalUsed(call.name, call.id)
     }
-    let answer: unknown = storedApproval(runContext, call.id)
+    let answer: unknown = answerIn(runContext, call)
     const fromState = answer !== undefined
     const reason = rule.reason ?? `rule ${rule.id} asks for approval`
     if (!fromState) {
       if (onApproval === undefined) {
         ctx.emit('policy.approval_required', { rule: rule.id })
-        throw approvalRequired([pending(ctx, rule)])
+        throw approvalRequired([pending(ctx, rule, staleAnswerProblem(runContext, call))])
       }
       ctx.emit('policy.approval_requested', { rule: rule.id })
       const request = {
@@ -207,8 +207,8 @@ export function policy(options?: PolicyOptions): Middleware {
         )
       }
     }
-    const decision = approvalDecisionSchema.safeParse(answer)
-    if (!decision.success) {
+    const read = readDecision(answer)
+    if (read.kind === 'none') {
       if (fromState)
         throw approvalRequired([pending(ctx, rule, "the answer in the run state is not 'approve', 'deny', { deny } or { args }")])
       ctx.log.error({ rule: rule.id }, 'policy: onApproval answered something that is not a decision; the call is denied')
@@ -216,7 +216,14 @@ export function policy(options?: PolicyOptions): Middleware {
       consume(runContext, call.id, 'deny')
       throw deniedByUser(call.name, 'the approval answer was not understood')
     }
-    const value = decision.data
+    if (read.kind === 'refused_args') {
+      consume(runContext, call.id, 'edit')
+      throw new ToolError('invalid_arguments', `Invalid arguments for ${tool.name}: the edited arguments are refused: ${read.problem}`, {
+        category: 'recoverable',
+        safeToRepeat: true,
+      })
+    }
+    const value = read.decision
     if (value === 'deny' || (typeof value === 'object' && 'deny' in value)) {
       ctx.emit('policy.approval_denied', { rule: rule.id, by: 'user' })
       consume(runContext, call.id, 'deny')
@@ -227,15 +234,8 @@ export function policy(options?: PolicyOptions): Middleware {
       consume(runContext, call.id, 'approve')
       return run(ctx, tally, next)
     }
+    // A plain copy (readDecision): what is validated is what the tool receives.
     const edited = value.args
-    const problem = plainArgsProblem(edited)
-    if (problem !== undefined) {
-      consume(runContext, call.id, 'edit')
-      throw new ToolError('invalid_arguments', `Invalid arguments for ${tool.name}: the edited arguments are refused: ${problem}`, {
-        category: 'recoverable',
-        safeToRepeat: true,
-      })
-    }
     const parsed = tool.input.safeParse(edited)
     consume(runContext, call.id, 'edit')
     if (!parsed.success) throw invalidArguments(tool, parsed.error)
@@ -252,7 +252,7 @@ export function policy(options?: PolicyOptions): Middleware {
     // An unknown tool never runs: the terminal answers it with the names that exist.
     if (tool === undefined) return next()
     // A person's no stands whatever the rules now say: a refused call never runs (an integration relays its framework's denial this way).
-    const stored = storedApproval(ctx.run, ctx.call.id)
+    const stored = answerIn(ctx.run, ctx.call)
     if (stored === 'deny' || (typeof stored === 'object' && stored !== null && !Array.isArray(stored) && typeof stored.deny === 'string')) {
       ctx.emit('policy.approval_denied', { rule: undefined, by: 'user' })
       consume(ctx.run, ctx.call.id, 'deny')
@@ -276,7 +276,7 @@ export function policy(options?: PolicyOptions): Middleware {
   if (describe) layer.describeTool = (tool: AnyTool, runContext: RunContext) => describeRules(rulesFor(tool), fallback, runContext)
   // Asked by integrations before the call runs: true when dispatching it now would stop for a person.
   const check: ApprovalCheck = async (call, runContext, tool) => {
-    if (onApproval !== undefined || storedApproval(runContext, call.id) !== undefined) return false
+    if (onApproval !== undefined || answerIn(runContext, call) !== undefined) return false
     const probe = { call, run: runContext, tool, emit: () => {}, log: silentLogger } as unknown as ToolContext
     const decision = await decide(probe, tool)
     return decision.action === 'approve'

@@ -1,0 +1,176 @@
+import {
+  type CheckpointStore,
+  createAgent,
+  createRun,
+  createStack,
+  defineTool,
+  type Json,
+  LoopError,
+  memoryCheckpoints,
+  type RunOutcome,
+  type RunSnapshot,
+  type ToolCall,
+} from '@shallot/core'
+import { putApproval } from '@shallot/core/internal'
+import { scriptedModel } from '@shallot/testing'
+import { describe, expect, it } from 'vitest'
+import { z } from 'zod'
+import { POLICY_STATE_KEY, policy } from './index.js'
+
+const rules = [{ id: 'transfers', action: 'approve' as const, tools: 'transfer', reason: 'transfers need a person' }]
+const bob: ToolCall = { id: 'call_1', name: 'transfer', args: { to: 'bob', amountCents: 50_000 } }
+const mallory: ToolCall = { id: 'call_1', name: 'transfer', args: { to: 'mallory', amountCents: 900_000 } }
+
+/** A transfer tool that records every transfer it really made. */
+function ledger() {
+  const sent: string[] = []
+  const transfer = defineTool({
+    name: 'transfer',
+    description: 'Move money.',
+    input: z.object({ to: z.string(), amountCents: z.number() }),
+    effect: 'write',
+    execute: ({ to, amountCents }) => {
+      sent.push(`${amountCents} to ${to}`)
+      return `sent ${amountCents} to ${to}`
+    },
+  })
+  return { sent, transfer }
+}
+
+/**
+ * An agent whose model asks for bob's transfer as call_1 in its first turn and, asked again, for
+ * mallory's under the same id; then it answers with what it read.
+ */
+function agentOn(checkpoints: CheckpointStore, calls: readonly ToolCall[] = [bob, mallory]) {
+  const sent = ledger()
+  const model = scriptedModel(
+    [...calls.map((call) => ({ toolCalls: [call] })), ({ lastResults }) => ({ text: `read: ${lastResults[0]?.content}` })],
+    { onEnd: 'repeat' },
+  )
+  const agent = createAgent({ model, tools: [sent.transfer], checkpoints, middleware: [policy({ rules })] })
+  return { agent, model, ...sent }
+}
+
+function stopped(outcome: RunOutcome) {
+  if (outcome.status !== 'stopped') throw new Error(`expected a stopped run, got ${outcome.status}`)
+  return outcome
+}
+
+const approvalsIn = (snapshot: RunSnapshot | undefined) =>
+  (snapshot?.state[POLICY_STATE_KEY] as { approvals?: Record<string, Json> } | undefined)?.approvals ?? {}
+
+describe('an approval binds to the call it approves, not to its id', () => {
+  it('a resume cancelled before it dispatches drops the answer with the stopped turn; the model reusing the id for another call is asked about anew', async () => {
+    const checkpoints = memoryCheckpoints()
+    const { agent, sent } = agentOn(checkpoints)
+    stopped(await agent.run({ input: 'pay bob', runId: 'r1' }))
+    const cancelled = stopped(await agent.resume('r1', { approvals: { call_1: 'approve' }, signal: AbortSignal.abort() }))
+    expect(cancelled.error.kind).toBe('cancelled')
+    const snapshot = await checkpoints.load('r1')
+    // The answer and the turn it answered go together: both kept, or both dropped.
+    expect(snapshot?.pendingTurn).toBeUndefined()
+    expect(Object.keys(approvalsIn(snapshot))).toEqual([])
+
+    const again = stopped(await agent.resume('r1'))
+    expect(again.error.kind).toBe('user_input_required')
+    expect(again.report.pending).toEqual([
+      expect.objectContaining({ callId: 'call_1', arguments: '{"amountCents":900000,"to":"mallory"}' }),
+    ])
+    expect(sent).toEqual([])
+  })
+
+  it("an answer left in the checkpoint without its turn (a planted or older checkpoint) never authorises the model's new call with that id", async () => {
+    const checkpoints = memoryCheckpoints()
+    const { agent, sent } = agentOn(checkpoints)
+    stopped(await agent.run({ input: 'pay bob', runId: 'r1' }))
+    // The answered checkpoint as resume saves it, then the stopped turn dropped and the answer kept.
+    const saves: RunSnapshot[] = []
+    const save = checkpoints.save.bind(checkpoints)
+    checkpoints.save = (snapshot) => {
+      saves.push(JSON.parse(JSON.stringify(snapshot)))
+      return save(snapshot)
+    }
+    await agent.resume('r1', { approvals: { call_1: 'approve' }, signal: AbortSignal.abort() })
+    const { pendingTurn: _, ...answered } = saves[0] as RunSnapshot
+    expect(Object.keys(approvalsIn(answered))).toEqual(['call_1'])
+    save(answered)
+    const outcome = stopped(await agent.resume('r1'))
+    expect(outcome.report.pending.map((p) => p.arguments)).toEqual(['{"amountCents":900000,"to":"mallory"}'])
+    expect(sent).toEqual([])
+  })
+
+  it('a crash after the answers were saved: an agent made again on the same store runs the approved call, once, and never the other', async () => {
+    const checkpoints = memoryCheckpoints()
+    const first = agentOn(checkpoints)
+    stopped(await first.agent.run({ input: 'pay bob', runId: 'r1' }))
+    // The process dies during the replay, after the answers were saved: the store holds that snapshot.
+    const save = checkpoints.save.bind(checkpoints)
+    let answered: RunSnapshot | undefined
+    checkpoints.save = (snapshot) => {
+      answered ??= JSON.parse(JSON.stringify(snapshot))
+      throw new Error('the process died')
+    }
+    await expect(first.agent.resume('r1', { approvals: { call_1: 'approve' } })).rejects.toThrow('the process died')
+    checkpoints.save = save
+    save(answered as RunSnapshot)
+
+    // The new process's model, asked after the replayed turn, reuses the id for another transfer.
+    const second = agentOn(checkpoints, [mallory])
+    const outcome = stopped(await second.agent.resume('r1'))
+    expect(outcome.report.pending.map((p) => p.arguments)).toEqual(['{"amountCents":900000,"to":"mallory"}'])
+    expect([...first.sent, ...second.sent]).toEqual(['50000 to bob'])
+  })
+})
+
+describe('approvals handed to a stack bind to tool and arguments too', () => {
+  function stack() {
+    const { sent, transfer } = ledger()
+    return { sent, stack: createStack({ tools: [transfer], middleware: [policy({ rules })] }) }
+  }
+
+  it("an approval of bob's transfer does not run mallory's under the same id; it stops for a person instead", async () => {
+    const { stack: s, sent } = stack()
+    const run = createRun()
+    putApproval(run, bob, 'approve')
+    const stop = await s.dispatch(mallory, { run }).catch((err: unknown) => err)
+    expect(stop).toSatisfy(LoopError.is)
+    expect((stop as LoopError).kind).toBe('user_input_required')
+    expect((stop as LoopError).details.pending).toEqual([
+      expect.objectContaining({ callId: 'call_1', arguments: '{"amountCents":900000,"to":"mallory"}' }),
+    ])
+    expect(sent).toEqual([])
+    // The approved call itself still runs, once.
+    expect((await s.dispatch(bob, { run })).ok).toBe(true)
+    expect(sent).toEqual(['50000 to bob'])
+  })
+
+  it('an answer keyed by id alone (written into the run state by hand) approves nothing', async () => {
+    const { stack: s, sent } = stack()
+    const run = createRun({ state: { [POLICY_STATE_KEY]: { approvals: { call_1: 'approve' } } } })
+    await expect(s.dispatch(bob, { run })).rejects.toSatisfy((err: unknown) => LoopError.is(err) && err.kind === 'user_input_required')
+    expect(sent).toEqual([])
+  })
+
+  it('an approval bound to another turn does not run the same call in this one', async () => {
+    const { stack: s, sent } = stack()
+    const run = createRun()
+    putApproval(run, bob, 'approve')
+    run.turn = 2
+    await expect(s.dispatch(bob, { run })).rejects.toSatisfy((err: unknown) => LoopError.is(err))
+    expect(sent).toEqual([])
+  })
+
+  it('50 parallel dispatches of the approved id with different arguments: only the approved call runs, once', async () => {
+    const { stack: s, sent } = stack()
+    const run = createRun()
+    putApproval(run, bob, 'approve')
+    const calls = Array.from({ length: 50 }, (_, i) =>
+      i === 17 ? bob : { id: 'call_1', name: 'transfer', args: { to: i % 2 === 0 ? 'mallory' : 'bob', amountCents: 50_001 + i } },
+    )
+    calls.push(bob, bob)
+    const settled = await Promise.allSettled(calls.map((call) => s.dispatch(call, { run })))
+    expect(sent).toEqual(['50000 to bob'])
+    const ran = settled.filter((s) => s.status === 'fulfilled' && s.value.ok)
+    expect(ran).toHaveLength(1)
+  })
+})
