@@ -29,6 +29,7 @@ import { recordRun } from '../report/record.js'
 import { UsageError } from '../usage.js'
 import { approvalHint, approvalsOfFlags } from './approval-flags.js'
 import { askApprovals, MAX_ANSWER_CHARS } from './approval-prompt.js'
+import { withCliNextSteps } from './cli-next-steps.js'
 import { RUN_FLAGS } from './flags.js'
 import { lineReader } from './line-reader.js'
 import { type McpServerSpec, type McpServers, startMcpServers } from './mcp-servers.js'
@@ -257,6 +258,9 @@ export async function runAgentCommand(
       }
     }
     let outcome: RunOutcome = mode === 'run' ? await agent.run({ runId, input: given, signal: stop.signal }) : await resumeWith(flagged)
+    const resumeOf = (o: RunOutcome) => (values.checkpoints === undefined ? undefined : resumeLine(runId, values, modelSpec, pendingOf(o)))
+    // The report as the command line tells it: `shallot resume …`, and a provider's refusal naming what to fix.
+    const told = (o: RunOutcome) => withCliNextSteps(o, resumeOf(o), resolved)
     // At a terminal a person answers now, and the run goes on in this process; elsewhere it stops with the command.
     const input = io.inputIsTerminal === true ? io.input : undefined
     // Opened at the first question, not before: the terminal is not read while the run goes.
@@ -266,7 +270,7 @@ export async function runAgentCommand(
         printer.upTo(outcome.transcript, events, requests)
         printer.inFlight(outcome, events)
         io.out('')
-        printOutcome(io.out, outcome)
+        printOutcome(io.out, told(outcome))
         const pending = pendingOf(outcome)
         if (input === undefined || pending.length === 0 || stop.signal.aborted) break
         reader ??= lineReader(input, MAX_ANSWER_CHARS)
@@ -276,20 +280,20 @@ export async function runAgentCommand(
       reader?.close()
     }
     const pending = pendingOf(outcome)
-    const resume = values.checkpoints === undefined ? undefined : resumeLine(runId, values, modelSpec, pending)
+    const resume = resumeOf(outcome)
     if (outcome.status === 'stopped')
       io.out(resume === undefined ? '  (run with --checkpoints run.db to be able to resume a stopped run)' : `  resume: ${resume}`)
     const otherAnswers = resume === undefined || pending.length === 0 ? undefined : approvalHint(pending, quote).others
     if (otherAnswers !== undefined) io.out(`          (${otherAnswers})`)
     if (values.report !== undefined) {
-      await writeOut(values.report, runReportText(outcome, resume, otherAnswers))
+      await writeOut(values.report, runReportText(told(outcome), resume, otherAnswers))
       io.out(`wrote the report to ${values.report}`)
     }
     const files = {
       ...(values.record !== undefined ? { record: values.record } : {}),
       ...(values.html !== undefined ? { html: values.html } : {}),
     }
-    await writeRunFiles(recorder.finish(outcome), files, io.out)
+    await writeRunFiles(recorder.finish(told(outcome)), files, io.out)
     if (outcome.status === 'completed') return 0
     if (outcome.turns === 0 && neverConnected(outcome)) {
       // No answer ever came: a wrong base URL or no server, which is the caller's to fix, not the run's.

@@ -30,6 +30,10 @@ export interface ResolvedModel {
   readonly endpoint: string
   /** The variable that sets the base URL. */
   readonly urlVar: string
+  /** The provider's name (`openai`), its base URL when one is set, and the variable its key comes from. */
+  readonly provider: string
+  readonly baseURL: string | undefined
+  readonly keyVar: string
 }
 
 const MAX_MODEL_ID = 256
@@ -77,17 +81,23 @@ export function resolveModel(spec: string, env: NodeJS.ProcessEnv): ResolvedMode
       url = new URL(baseURL)
     } catch {}
     if (url === undefined || (url.protocol !== 'http:' && url.protocol !== 'https:'))
-      throw new UsageError(`${provider.urlVar} is not an http(s) URL: "${short(baseURL)}"`)
+      throw new UsageError(`${provider.urlVar} is not an http(s) URL: "${short(withoutUserInfo(baseURL))}"`)
+    // fetch refuses such a URL at the first request; the password would also land in messages and logs.
+    if (url.username !== '' || url.password !== '')
+      throw new UsageError(
+        `${provider.urlVar} holds credentials (user:password@); put the key in ${provider.keyVar} and give the URL without them: ${withoutCredentials(baseURL)}`,
+      )
   }
   const settings = baseURL === undefined || baseURL === '' ? { apiKey } : { apiKey, baseURL }
-  // A URL can carry credentials (user:pass@host); messages name the place, never those.
-  const place = settings.baseURL === undefined ? `the ${name} API` : withoutCredentials(settings.baseURL)
   return {
     spec,
     model: provider.make(settings, id),
     secrets: [apiKey],
-    endpoint: place,
+    endpoint: settings.baseURL ?? `the ${name} API`,
     urlVar: provider.urlVar,
+    provider: name,
+    baseURL: settings.baseURL,
+    keyVar: provider.keyVar,
   }
 }
 
@@ -97,5 +107,8 @@ function withoutCredentials(url: string): string {
   parsed.password = ''
   return parsed.toString()
 }
+
+/** A value that is not a URL may still hold `user:password@`: everything before the `@` goes. */
+const withoutUserInfo = (text: string) => text.replace(/^([a-z][a-z0-9+.-]*:\/\/)?[^/@]*@/i, '$1…@')
 
 const short = (text: string) => (text.length > 60 ? `${text.slice(0, 59)}…` : text)

@@ -3,7 +3,10 @@ import { mkdtemp, realpath, rm } from 'node:fs/promises'
 import { createRequire } from 'node:module'
 import { tmpdir } from 'node:os'
 import { dirname, join } from 'node:path'
+import { PassThrough } from 'node:stream'
 import { fileURLToPath } from 'node:url'
+import { vi } from 'vitest'
+import { main } from '../cli.js'
 
 const packageDir = fileURLToPath(new URL('../..', import.meta.url))
 /** The built command, as `npx shallot` runs it. */
@@ -66,4 +69,30 @@ export function shallot(args: readonly string[], env: NodeJS.ProcessEnv, cwd?: s
     child.once('close', (code, signal) => resolve({ code, signal, out, err }))
   })
   return { child, stdout: () => out, exited }
+}
+
+/** `main()` in this process, as `shallot` runs it, with an input that answers each approval prompt with `answers`. */
+export async function mainHere(
+  argv: readonly string[],
+  env: Record<string, string>,
+  cleanups: Array<() => Promise<void> | void>,
+  answers: string[] = [],
+) {
+  for (const [name, value] of Object.entries({ NO_COLOR: '1', ...env })) vi.stubEnv(name, value)
+  cleanups.push(() => {
+    vi.unstubAllEnvs()
+  })
+  const input = new PassThrough()
+  const out: string[] = []
+  const err: string[] = []
+  const code = await main(argv, {
+    out: (line) => {
+      out.push(line)
+      if (/run it\? \[y\]es/.test(line)) input.write(`${answers.shift() ?? 'n'}\n`)
+    },
+    err: (line) => err.push(line),
+    input,
+    inputIsTerminal: answers.length > 0,
+  })
+  return { code, out: out.join('\n'), err: err.join('\n') }
 }

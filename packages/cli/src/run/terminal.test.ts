@@ -1,11 +1,9 @@
 import { readFileSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
-import { PassThrough } from 'node:stream'
 import { sqliteCheckpoints } from '@shallot/store-sqlite'
 import { type FakeProvider, fakeProvider } from '@shallot/testing'
-import { afterEach, describe, expect, it, vi } from 'vitest'
-import { main } from '../cli.js'
-import { filesystemMcp, tempDir } from './run.test-helper.js'
+import { afterEach, describe, expect, it } from 'vitest'
+import { filesystemMcp, mainHere, tempDir } from './run.test-helper.js'
 
 // What a terminal obeys instead of showing: C0 controls but newline, DEL, C1 (U+009B is an 8-bit CSI), bidi overrides.
 // biome-ignore lint/suspicious/noControlCharactersInRegex: finding control characters is the point
@@ -17,6 +15,7 @@ const cleanups: Array<() => Promise<void> | void> = []
 afterEach(async () => {
   for (const cleanup of cleanups.splice(0).reverse()) await cleanup()
 })
+const shallotHere = (argv: readonly string[], env: Record<string, string>, answers?: string[]) => mainHere(argv, env, cleanups, answers)
 
 async function setup(script: Parameters<FakeProvider['script']> = []) {
   const fake = await fakeProvider({})
@@ -25,27 +24,6 @@ async function setup(script: Parameters<FakeProvider['script']> = []) {
   const dir = await tempDir()
   cleanups.push(dir.remove)
   return { fake, root: dir.root }
-}
-
-/** `main()` in this process, as `shallot` runs it, with an input that answers each approval prompt with `answers`. */
-async function shallotHere(argv: readonly string[], env: Record<string, string>, answers: string[] = []) {
-  for (const [name, value] of Object.entries({ NO_COLOR: '1', ...env })) vi.stubEnv(name, value)
-  cleanups.push(() => {
-    vi.unstubAllEnvs()
-  })
-  const input = new PassThrough()
-  const out: string[] = []
-  const err: string[] = []
-  const code = await main(argv, {
-    out: (line) => {
-      out.push(line)
-      if (/run it\? \[y\]es/.test(line)) input.write(`${answers.shift() ?? 'n'}\n`)
-    },
-    err: (line) => err.push(line),
-    input,
-    inputIsTerminal: answers.length > 0,
-  })
-  return { code, out: out.join('\n'), err: err.join('\n') }
 }
 
 const envOf = (fake: FakeProvider) => ({ OPENAI_API_KEY: 'sk-fake-4242', OPENAI_BASE_URL: fake.openaiBaseURL })
