@@ -54,11 +54,20 @@ const answerSchema = z.union([
   z.strictObject({ args: z.custom<Json>((value) => value !== undefined, { message: 'args is required: the edited arguments' }) }),
 ])
 
+/** Not an array, and readable: a revoked Proxy throws when asked, and is refused like any other non-answer. */
+function isPlainReadable(value: object): boolean {
+  try {
+    return !Array.isArray(value)
+  } catch {
+    return false
+  }
+}
+
 const resumeSchema = z.strictObject({
   signal: z.instanceof(AbortSignal).optional(),
   // Checked key by key below: a record schema would copy the answers with assignment, and a call id is the model's text.
   approvals: z
-    .custom<object>((value) => typeof value === 'object' && value !== null && !Array.isArray(value), {
+    .custom<object>((value) => typeof value === 'object' && value !== null && isPlainReadable(value), {
       message: "expected an object of answers by call id: { [callId]: 'approve' | 'deny' | { deny } | { args } }",
     })
     .optional(),
@@ -87,7 +96,16 @@ function plainAnswer(callId: string, value: unknown): unknown {
 
 /** The resume options, validated: a bad answer is an OptionsError naming the call id and what is allowed. */
 export function resumeOptions(input: unknown): { signal?: AbortSignal; approvals?: ReadonlyMap<string, ApprovalAnswer> } {
-  const { signal, approvals } = parseOptions('agent.resume()', resumeSchema, input)
+  let options: z.output<typeof resumeSchema>
+  try {
+    options = parseOptions('agent.resume()', resumeSchema, input)
+  } catch (err) {
+    if (err instanceof OptionsError) throw err
+    throw new OptionsError('agent.resume()', [
+      { path: '', message: 'the options cannot be read (a revoked Proxy, or a getter that throws)' },
+    ])
+  }
+  const { signal, approvals } = options
   if (approvals === undefined) return signal === undefined ? {} : { signal }
   const answers = new Map<string, ApprovalAnswer>()
   let callIds: string[]

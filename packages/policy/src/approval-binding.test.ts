@@ -174,3 +174,87 @@ describe('approvals handed to a stack bind to tool and arguments too', () => {
     expect(ran).toHaveLength(1)
   })
 })
+
+describe('edited arguments that cannot be read are a refusal, never a crash', () => {
+  const revoked = () => {
+    const { proxy, revoke } = Proxy.revocable({}, {})
+    revoke()
+    return proxy
+  }
+  const throwing = (value: Record<string, unknown> = {}) =>
+    Object.defineProperty({ ...value }, 'to', {
+      enumerable: true,
+      get() {
+        throw new Error('secret-token-123')
+      },
+    })
+
+  async function answeredInProcess(answer: unknown) {
+    const { sent, transfer } = ledger()
+    const stack = createStack({ tools: [transfer], middleware: [policy({ rules, onApproval: () => answer as 'approve' })] })
+    const result = await stack.dispatch(bob, { run: createRun() })
+    return { result, sent }
+  }
+
+  it.each([
+    ['a revoked Proxy as the answer', () => revoked()],
+    [
+      'an answer whose args getter throws',
+      () =>
+        Object.defineProperty({}, 'args', {
+          enumerable: true,
+          get: () => {
+            throw new Error('boom')
+          },
+        }),
+    ],
+  ])('%s is denied (denied_by_user), and the tool never runs', async (_name, make) => {
+    const { result, sent } = await answeredInProcess(make())
+    expect(result.error?.code).toBe('denied_by_user')
+    expect(sent).toEqual([])
+  })
+
+  it.each([
+    ['a revoked Proxy', () => revoked(), 'cannot be read'],
+    ['a getter that throws', () => throwing({ amountCents: 1 }), 'cannot be read'],
+    ['a string of 300,000 characters', () => ({ to: 'x'.repeat(300_000), amountCents: 1 }), 'are over 262144 characters'],
+    [
+      '2,000 strings of 200 characters',
+      () => ({ to: 'bob', amountCents: 1, memo: Array.from({ length: 2_000 }, () => 'y'.repeat(200)) }),
+      'are over 262144 characters',
+    ],
+  ])('edited arguments holding %s are invalid_arguments, soft; nothing ran and nothing thrown leaks', async (_name, make, problem) => {
+    const { result, sent } = await answeredInProcess({ args: make() })
+    expect(result.error?.code).toBe('invalid_arguments')
+    expect(result.content).toContain(`the edited arguments are refused: they ${problem}`)
+    expect(result.content).not.toContain('secret-token-123')
+    expect(sent).toEqual([])
+  })
+
+  it('arguments are read once: a getter answering bob to the check cannot answer mallory to the tool', async () => {
+    let reads = 0
+    const shifty = Object.defineProperty({ amountCents: 50_000 }, 'to', {
+      enumerable: true,
+      get: () => (reads++ === 0 ? 'bob' : 'mallory'),
+    })
+    const { result, sent } = await answeredInProcess({ args: shifty })
+    expect(result.ok).toBe(true)
+    expect(sent).toEqual(['50000 to bob'])
+    expect(reads).toBe(1)
+  })
+
+  it('agent.resume with edited arguments that cannot be read is an OptionsError, and the checkpoint is untouched', async () => {
+    const checkpoints = memoryCheckpoints()
+    const { agent, sent } = agentOn(checkpoints)
+    stopped(await agent.run({ input: 'pay bob', runId: 'r1' }))
+    const before = JSON.stringify(await checkpoints.load('r1'))
+    for (const args of [revoked(), throwing({ amountCents: 1 }), { to: 'x'.repeat(300_000), amountCents: 1 }]) {
+      await expect(agent.resume('r1', { approvals: { call_1: { args: args as Json } } })).rejects.toThrow(
+        'agent.resume(): approvals["call_1"]',
+      )
+    }
+    await expect(agent.resume('r1', { approvals: revoked() as never })).rejects.toThrow('agent.resume()')
+    expect(JSON.stringify(await checkpoints.load('r1'))).toBe(before)
+    expect(sent).toEqual([])
+  })
+})
