@@ -258,3 +258,60 @@ describe('edited arguments that cannot be read are a refusal, never a crash', ()
     expect(sent).toEqual([])
   })
 })
+
+describe('cancel at every await of a resume with approvals', () => {
+  /** A store and a tool that cancel the resume at their `at`-th step (claim, load, each save, the transfer). */
+  function cancelling(at: number) {
+    const inner = memoryCheckpoints()
+    const controller = new AbortController()
+    const steps: string[] = []
+    let armed = false
+    const step = async (name: string) => {
+      if (!armed) return
+      steps.push(name)
+      if (steps.length === at) controller.abort(new Error(`cancelled at ${name}`))
+      await Promise.resolve()
+    }
+    const checkpoints: CheckpointStore = {
+      async save(snapshot) {
+        await step('save')
+        inner.save(snapshot)
+      },
+      async load(runId) {
+        await step('load')
+        return inner.load(runId)
+      },
+      async claim() {
+        await step('claim')
+        return () => {}
+      },
+    }
+    return { checkpoints, inner, controller, steps, arm: () => (armed = true) }
+  }
+
+  it('whichever await the cancel lands on, the checkpoint holds the answers only with the turn they answer, and only bob is ever paid', async () => {
+    for (let at = 1; ; at++) {
+      const store = cancelling(at)
+      const first = agentOn(store.checkpoints)
+      stopped(await first.agent.run({ input: 'pay bob', runId: 'r1' }))
+      store.arm()
+      await first.agent.resume('r1', { approvals: { call_1: 'approve' }, signal: store.controller.signal })
+      const during = [...store.steps]
+      const snapshot = store.inner.load('r1') as RunSnapshot
+      const answers = approvalsIn(snapshot)
+      if (snapshot.pendingTurn === undefined) expect(Object.keys(answers)).toEqual([])
+      else for (const record of Object.values(answers)) expect(record).toMatchObject({ turn: snapshot.pendingTurn.turn, tool: 'transfer' })
+
+      // Whatever was left, a model that now reuses the id for mallory is never paid without a new answer.
+      const next = agentOn(store.checkpoints, [mallory])
+      await next.agent.resume('r1')
+      expect([...first.sent, ...next.sent].filter((s) => s.includes('mallory'))).toEqual([])
+      expect([...first.sent, ...next.sent].filter((s) => s.includes('bob')).length).toBeLessThanOrEqual(1)
+      if (!store.controller.signal.aborted) {
+        // Every step was tried: the hold's claim, the load, the answers' save, the replayed turn's save, the stop on mallory's call.
+        expect(during).toEqual(['claim', 'load', 'save', 'save', 'save'])
+        break
+      }
+    }
+  })
+})
