@@ -208,6 +208,29 @@ describe('agentWorker', () => {
     expect(await inner.load('park-blip')).toMatchObject({ status: 'completed' })
   })
 
+  it('fails a job whose sealed checkpoint was changed in the store for good: the planted call never runs', async () => {
+    const checkpoints = memoryCheckpoints()
+    const w = world()
+    const key = 'a-worker-fleet-secret-of-32-bytes-or-more'
+    const agent = createAgent({ model: scriptedModel(w.script), tools: w.tools, checkpoints, park: { afterMs: 100 }, checkpointKey: key })
+    const first = await agent.run({ input: 'x', runId: 'sealed-1' })
+    expect(first).toMatchObject({ status: 'parked' })
+    const saved = JSON.parse(JSON.stringify(await checkpoints.load('sealed-1')))
+    saved.pendingTurn.response.toolCalls[1] = { id: 'q', name: 'charge', args: {} }
+    await checkpoints.save(saved)
+    const name = `q${++queues}`
+    const worker = agentWorker({ name, connection, agent, checkpoints })
+    const runs = agentQueue({ name, connection })
+    const events = new QueueEvents(name, { connection })
+    open.push(worker, runs, events)
+    await events.waitUntilReady()
+    await runs.enqueue({ runId: 'sealed-1', input: 'x' })
+    const job = await runs.queue.getJob('sealed-1')
+    await expect(job?.waitUntilFinished(events)).rejects.toThrow(/run "sealed-1": .*its integrity digest does not match/)
+    expect((await runs.queue.getJob('sealed-1'))?.attemptsMade).toBe(1)
+    expect(w.effects.charges).toBe(1)
+  })
+
   it('hands concurrency and rate limits to BullMQ', () => {
     const { worker, checkpoints, tools, script } = setup({ concurrency: 3 })
     expect(worker.worker.opts.concurrency).toBe(3)
