@@ -49,6 +49,14 @@ export type { ModelPrice } from './model-chain.js'
 export { OptionsError, parseOptions } from './options.js'
 export { type ErrorRenderer, renderError } from './render.js'
 export { buildReport, type PendingCall, type RunReport } from './report.js'
+export {
+  MAY_HAVE_TAKEN_EFFECT,
+  REQUEST_FATES,
+  type RequestFailure,
+  type RequestFate,
+  type RequestFateRow,
+  requestFate,
+} from './request-fate.js'
 export { type CreateRunOptions, createRun, type MutableRun } from './run.js'
 export {
   type CallFinishedEvent,

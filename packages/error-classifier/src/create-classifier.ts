@@ -1,5 +1,5 @@
 // biome-ignore-all lint/suspicious/noThenProperty: rules are { match, then } (docs/errors.md); `then` is data, never callable, so no rule is a thenable
-import { ToolError, type ToolErrorOptions } from '@shallot/core'
+import { MAY_HAVE_TAKEN_EFFECT, requestFate, type ToolEffect, ToolError, type ToolErrorOptions } from '@shallot/core'
 import { createSanitizer, wallNowOf, wallNowShape, withoutStackTrace } from '@shallot/core/internal'
 import { z } from 'zod'
 import { describeError } from './describe-error.js'
@@ -44,13 +44,23 @@ type ParsedOptions = z.output<typeof classifyOptionsSchema>
 
 /** A classifier compiled once from options. */
 export interface Classifier {
-  /** The ToolError for `error`, or `undefined` when no rule matches. `tool` names the tool in panic messages. */
-  tryClassify(error: unknown, tool?: string): ToolError | undefined
+  /**
+   * The ToolError for `error`, or `undefined` when no rule matches. `tool` names the tool in panic
+   * messages; `effect` is the tool's, so a write whose outcome is unknown is not told to try again.
+   */
+  tryClassify(error: unknown, tool?: string, effect?: ToolEffect): ToolError | undefined
   /** The ToolError for `error`; unmatched throwables become `tool_panic`. */
-  classify(error: unknown, tool?: string): ToolError
-  /** `error` with its message and hint sanitized; the same instance when nothing changed. */
-  sanitize(error: ToolError): ToolError
+  classify(error: unknown, tool?: string, effect?: ToolEffect): ToolError
+  /** `error` with its message and hint sanitized (and worded for a `write`, as above); the same instance when nothing changed. */
+  sanitize(error: ToolError, effect?: ToolEffect): ToolError
 }
+
+/**
+ * A transient failure of a write that may have taken effect: the identical call will not be repeated
+ * (retry will not, idempotency refuses it), so the model must not be told to try again or when.
+ */
+const mayHaveTakenEffect = (effect: ToolEffect | undefined, init: { category?: string | undefined; safeToRepeat?: boolean | undefined }) =>
+  effect === 'write' && init.category === 'transient' && init.safeToRepeat !== true
 
 interface CompiledRule {
   readonly id: string
@@ -122,22 +132,34 @@ export function createClassifier(options: ParsedOptions): Classifier {
     return parseRetryAfter(headerOf(facts.headers, 'retry-after'), { now: now(), maxMs: options.maxRetryAfterMs })
   }
 
-  function build(error: unknown, facts: ErrorFacts, rule: CompiledRule, tool: string | undefined): ToolError {
+  function build(
+    error: unknown,
+    facts: ErrorFacts,
+    rule: CompiledRule,
+    tool: string | undefined,
+    effect: ToolEffect | undefined,
+  ): ToolError {
     const { code, category, retryable, safeToRepeat, hint } = rule.then
     const details: Record<string, unknown> = { rule: rule.id }
     if (facts.status !== undefined) details.status = facts.status
     if (facts.codes.length > 0) details.errorCodes = facts.codes
+    const retryAfterMs = retryAfterOf(facts)
+    // A rule may say; otherwise the one table of what each failure means for a write (decision 405) decides.
+    const notProcessed =
+      safeToRepeat ?? requestFate({ status: facts.status, retryAfter: retryAfterMs !== undefined, codes: facts.codes }) === 'not_processed'
     const init: ToolErrorOptions = {
       category,
       retryable: retryable ?? category === 'transient',
-      safeToRepeat: safeToRepeat ?? false,
+      safeToRepeat: notProcessed,
       cause: error,
       details,
     }
-    if (hint !== undefined) init.hint = clean(hint)
-    // Waiting helps neither a person-fixable nor a fatal failure (a quota refusal sent with Retry-After, say).
-    const retryAfterMs = category === 'user' || category === 'fatal' ? undefined : retryAfterOf(facts)
-    if (retryAfterMs !== undefined) init.retryAfterMs = retryAfterMs
+    if (mayHaveTakenEffect(effect, init)) init.hint = MAY_HAVE_TAKEN_EFFECT
+    else {
+      if (hint !== undefined) init.hint = clean(hint)
+      // Waiting helps neither a person-fixable nor a fatal failure (a quota refusal sent with Retry-After, say).
+      if (retryAfterMs !== undefined && category !== 'user' && category !== 'fatal') init.retryAfterMs = retryAfterMs
+    }
     return unstacked(code, clean(describeError(facts, code, tool)), init)
   }
 
@@ -152,19 +174,20 @@ export function createClassifier(options: ParsedOptions): Classifier {
   }
 
   return {
-    tryClassify(error, tool) {
+    tryClassify(error, tool, effect) {
       const facts = safeFacts(error)
       const rule = find(facts)
-      return rule === undefined ? undefined : build(error, facts, rule, tool)
+      return rule === undefined ? undefined : build(error, facts, rule, tool, effect)
     },
-    classify(error, tool) {
+    classify(error, tool, effect) {
       const facts = safeFacts(error)
-      return build(error, facts, find(facts) ?? fallback, tool)
+      return build(error, facts, find(facts) ?? fallback, tool, effect)
     },
-    sanitize(error) {
+    sanitize(error, effect) {
       const message = clean(error.message)
-      const hint = error.hint === undefined ? undefined : clean(error.hint)
-      if (message === error.message && hint === error.hint) return error
+      const reworded = mayHaveTakenEffect(effect, error)
+      const hint = reworded ? MAY_HAVE_TAKEN_EFFECT : error.hint === undefined ? undefined : clean(error.hint)
+      if (message === error.message && hint === error.hint && (!reworded || error.retryAfterMs === undefined)) return error
       const init: ToolErrorOptions = {
         category: error.category,
         retryable: error.retryable,
@@ -172,7 +195,7 @@ export function createClassifier(options: ParsedOptions): Classifier {
         cause: error,
       }
       if (hint !== undefined) init.hint = hint
-      if (error.retryAfterMs !== undefined) init.retryAfterMs = error.retryAfterMs
+      if (error.retryAfterMs !== undefined && !reworded) init.retryAfterMs = error.retryAfterMs
       if (error.details !== undefined) init.details = error.details
       return unstacked(error.code, message, init)
     },

@@ -61,31 +61,33 @@ type Row = readonly [
   expected: { code: string; category: string; retryable: boolean; safeToRepeat: boolean },
 ]
 const invalid = { code: 'invalid_arguments', category: 'recoverable', retryable: false, safeToRepeat: false }
+// The service refused the request (decision 405): nothing was processed, so even a write may be repeated.
+const refused = { code: 'invalid_arguments', category: 'recoverable', retryable: false, safeToRepeat: true }
 const upstream = { code: 'upstream_error', category: 'transient', retryable: true, safeToRepeat: false }
 const neverConnected = { code: 'network_error', category: 'transient', retryable: true, safeToRepeat: true }
 const connectionLost = { code: 'network_error', category: 'transient', retryable: true, safeToRepeat: false }
 const panic = { code: 'tool_panic', category: 'recoverable', retryable: false, safeToRepeat: false }
 
 const table: Row[] = [
-  ['400 on `status`', () => withStatus(400), invalid],
-  ['422 on `statusCode`', () => Object.assign(new Error('unprocessable'), { statusCode: 422 }), invalid],
+  ['400 on `status`', () => withStatus(400), refused],
+  ['422 on `statusCode`', () => Object.assign(new Error('unprocessable'), { statusCode: 422 }), refused],
   [
     '401 on `response.status`',
     () => Object.assign(new Error('nope'), { response: { status: 401 } }),
-    { code: 'auth_required', category: 'user', retryable: false, safeToRepeat: false },
+    { code: 'auth_required', category: 'user', retryable: false, safeToRepeat: true },
   ],
   [
     '403 as a thrown fetch Response',
     () => new Response('forbidden', { status: 403 }),
-    { code: 'permission_denied', category: 'fatal', retryable: false, safeToRepeat: false },
+    { code: 'permission_denied', category: 'fatal', retryable: false, safeToRepeat: true },
   ],
-  ['404 on `status`', () => withStatus(404), { code: 'not_found', category: 'recoverable', retryable: false, safeToRepeat: false }],
+  ['404 on `status`', () => withStatus(404), { code: 'not_found', category: 'recoverable', retryable: false, safeToRepeat: true }],
   [
     '408 on `response.statusCode`',
     () => Object.assign(new Error('slow'), { response: { statusCode: 408 } }),
-    { code: 'timeout', category: 'transient', retryable: true, safeToRepeat: false },
+    { code: 'timeout', category: 'transient', retryable: true, safeToRepeat: true },
   ],
-  ['409 on `status`', () => withStatus(409), { code: 'conflict', category: 'recoverable', retryable: false, safeToRepeat: false }],
+  ['409 on `status`', () => withStatus(409), { code: 'conflict', category: 'recoverable', retryable: false, safeToRepeat: true }],
   [
     '429 from an OpenAI-style RateLimitError with Headers',
     () => new RateLimitError(429, '429 Rate limit reached', new Headers()),
@@ -99,6 +101,11 @@ const table: Row[] = [
   ['500 from an SDK InternalServerError', () => new InternalServerError(500, '500 oops', {}), upstream],
   ['502 as a thrown fetch Response', () => new Response(null, { status: 502 }), upstream],
   ['503 on `status`', () => withStatus(503), upstream],
+  [
+    '503 with Retry-After',
+    () => Object.assign(new Error('unavailable'), { status: 503, headers: { 'retry-after': '2' } }),
+    { ...upstream, safeToRepeat: true },
+  ],
   ['504 on `statusCode` as a string', () => Object.assign(new Error('gateway'), { statusCode: '504' }), upstream],
   ['other 4xx (418)', () => withStatus(418), { code: 'http_error', category: 'recoverable', retryable: false, safeToRepeat: false }],
   ['other 5xx (507)', () => withStatus(507), upstream],
@@ -106,6 +113,11 @@ const table: Row[] = [
   ['ENOTFOUND', () => errno('ENOTFOUND', 'getaddrinfo ENOTFOUND api.example.com'), neverConnected],
   ['EAI_AGAIN', () => errno('EAI_AGAIN'), neverConnected],
   ['UND_ERR_CONNECT_TIMEOUT', () => errno('UND_ERR_CONNECT_TIMEOUT', 'Connect Timeout Error'), neverConnected],
+  [
+    'a TLS failure before sending',
+    () => new TypeError('fetch failed', { cause: errno('CERT_HAS_EXPIRED', 'certificate has expired') }),
+    neverConnected,
+  ],
   ['ECONNRESET', () => errno('ECONNRESET', 'read ECONNRESET'), connectionLost],
   ['EPIPE', () => errno('EPIPE', 'write EPIPE'), connectionLost],
   ['ETIMEDOUT', () => errno('ETIMEDOUT'), connectionLost],

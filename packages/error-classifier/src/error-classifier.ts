@@ -35,7 +35,7 @@ function shape(err: unknown, ctx: ToolContext, classifier: Classifier, sanitizeT
   if (LoopError.is(err)) return err
   if (ToolError.is(err)) {
     if (!sanitizeToolErrors) return err
-    const clean = classifier.sanitize(err)
+    const clean = classifier.sanitize(err, ctx.tool?.effect)
     if (clean !== err) ctx.emit('error-classifier.sanitized', { code: clean.code })
     return clean
   }
@@ -46,7 +46,7 @@ function shape(err: unknown, ctx: ToolContext, classifier: Classifier, sanitizeT
     const reason: unknown = ctx.signal.reason
     if (ToolError.is(reason) || LoopError.is(reason)) return reason
   }
-  const error = classifier.tryClassify(err, ctx.call.name)
+  const error = classifier.tryClassify(err, ctx.call.name, ctx.tool?.effect)
   if (error === undefined) {
     ctx.emit('error-classifier.unclassified', { errorName: nameOf(err) })
     return err

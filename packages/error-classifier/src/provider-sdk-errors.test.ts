@@ -112,7 +112,7 @@ const cases: readonly [fault: string, turn: FakeTurn, expected: (client: Client)
       code: 'quota_exceeded',
       category: 'user',
       retryable: false,
-      safeToRepeat: false,
+      safeToRepeat: true, // refused: nothing was processed (decision 405)
       message: openaiSide(c)
         ? '<who>: HTTP 429 (insufficient_quota): You exceeded your current quota, please check your plan and billing details.'
         : '<who>: HTTP 400 (invalid_request_error): Your credit balance is too low to access the Anthropic API. Please go to Plans & Billing to upgrade or purchase credits.',
@@ -158,7 +158,7 @@ const cases: readonly [fault: string, turn: FakeTurn, expected: (client: Client)
       code: 'invalid_arguments',
       category: 'recoverable',
       retryable: false,
-      safeToRepeat: false,
+      safeToRepeat: true, // refused: nothing was processed (decision 405)
       message: openaiSide(c)
         ? "<who>: HTTP 400 (invalid_request_error): Invalid 'messages[0].role': expected one of 'system', 'user', 'assistant' or 'tool'."
         : '<who>: HTTP 400 (invalid_request_error): messages: roles must alternate between "user" and "assistant"',
@@ -171,7 +171,7 @@ const cases: readonly [fault: string, turn: FakeTurn, expected: (client: Client)
       code: 'invalid_arguments',
       category: 'recoverable',
       retryable: false,
-      safeToRepeat: false,
+      safeToRepeat: true, // refused: nothing was processed (decision 405)
       message: '<who>: HTTP 422 (invalid_request_error): unprocessable',
     }),
   ],
@@ -182,7 +182,7 @@ const cases: readonly [fault: string, turn: FakeTurn, expected: (client: Client)
       code: 'auth_required',
       category: 'user',
       retryable: false,
-      safeToRepeat: false,
+      safeToRepeat: true, // refused: nothing was processed (decision 405)
       message: openaiSide(c)
         ? '<who>: HTTP 401 (invalid_api_key): Incorrect API key provided: sk-fake***. You can find your API key at https://platform.openai.com/account/api-keys.'
         : '<who>: HTTP 401 (authentication_error): invalid x-api-key',
@@ -195,7 +195,7 @@ const cases: readonly [fault: string, turn: FakeTurn, expected: (client: Client)
       code: 'permission_denied',
       category: 'fatal',
       retryable: false,
-      safeToRepeat: false,
+      safeToRepeat: true, // refused: nothing was processed (decision 405)
       message: openaiSide(c)
         ? '<who>: HTTP 403 (model_not_found): You are not allowed to sample from this model.'
         : '<who>: HTTP 403 (permission_error): Your API key does not have permission to use the specified resource.',

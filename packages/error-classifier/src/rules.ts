@@ -1,4 +1,5 @@
 // biome-ignore-all lint/suspicious/noThenProperty: rules are { match, then } (docs/errors.md); `then` is data, never callable, so no rule is a thenable
+import { REQUEST_FATES, type RequestFate } from '@shallot/core'
 import { z } from 'zod'
 
 const httpStatus = z.number().int().min(100).max(599)
@@ -26,7 +27,8 @@ export const classifierMatchSchema = z
   .strict()
 
 /**
- * What a matching rule produces. `retryable` defaults to `category === 'transient'`, `safeToRepeat` to false.
+ * What a matching rule produces. `retryable` defaults to `category === 'transient'`; `safeToRepeat`, when left
+ * out, comes from the failure itself (its status, `Retry-After` and error codes) by core's `requestFate`.
  *
  * @example
  * classifierOutcomeSchema.parse({ code: 'quota_exceeded', category: 'user', hint: 'ask an admin to raise the quota' })
@@ -68,28 +70,11 @@ export const classifierRulesSchema = z.array(classifierRuleSchema).max(1000)
 /** A rule as you write it. */
 export type ClassifierRule = z.input<typeof classifierRuleSchema>
 
-// Node errno and undici codes, plus Bun's fetch codes (ConnectionRefused, FailedToOpenSocket, ConnectionClosed).
-const NEVER_CONNECTED = [
-  'ECONNREFUSED',
-  'ENOTFOUND',
-  'EAI_AGAIN',
-  'EHOSTUNREACH',
-  'ENETUNREACH',
-  'UND_ERR_CONNECT_TIMEOUT',
-  'ConnectionRefused',
-  'FailedToOpenSocket',
-]
-const MAYBE_REACHED = [
-  'ECONNRESET',
-  'EPIPE',
-  'ETIMEDOUT',
-  'ECONNABORTED',
-  'UND_ERR_HEADERS_TIMEOUT',
-  'UND_ERR_BODY_TIMEOUT',
-  'UND_ERR_SOCKET',
-  'UND_ERR_CLOSED',
-  'ConnectionClosed',
-]
+// Node errno, undici, Bun and TLS codes, from the one table of what each failure means for a write:
+// those before the request was sent (DNS, connect, TLS) and those after it may have been.
+const codesWhose = (fate: RequestFate) => REQUEST_FATES.flatMap((row) => (row.code !== undefined && row.fate === fate ? [row.code] : []))
+const NEVER_CONNECTED = codesWhose('not_processed')
+const MAYBE_REACHED = codesWhose('unknown')
 // What fetch throws when the request never completed, by runtime: Chrome and edge runtimes, Firefox,
 // Safari, Safari when the connection dropped, Deno. All TypeErrors, so they must be told apart from a bug.
 const FETCH_FAILED = [
@@ -107,7 +92,6 @@ const QUOTA_HINT = "the account's quota or credit is used up; waiting will not h
 const OVERLOADED = {
   code: 'overloaded',
   category: 'transient',
-  safeToRepeat: true,
   hint: 'the service is overloaded and did not take the request; try again shortly',
 } as const
 
@@ -154,7 +138,7 @@ export const builtinRules: readonly ClassifierRule[] = frozen([
   {
     id: 'http_429',
     match: { status: 429 },
-    then: { code: 'rate_limited', category: 'transient', safeToRepeat: true, hint: 'wait before calling this tool again' },
+    then: { code: 'rate_limited', category: 'transient', hint: 'wait before calling this tool again' },
   },
   {
     id: 'http_400',
@@ -190,7 +174,7 @@ export const builtinRules: readonly ClassifierRule[] = frozen([
   {
     id: 'never_connected',
     match: { code: NEVER_CONNECTED },
-    then: { code: 'network_error', category: 'transient', safeToRepeat: true, hint: UNREACHABLE_HINT },
+    then: { code: 'network_error', category: 'transient', hint: UNREACHABLE_HINT },
   },
   { id: 'connection_lost', match: { code: MAYBE_REACHED }, then: { code: 'network_error', category: 'transient', hint: UNREACHABLE_HINT } },
   { id: 'enoent', match: { code: 'ENOENT' }, then: { code: 'not_found', category: 'recoverable', hint: 'check the path' } },
