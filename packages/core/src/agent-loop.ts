@@ -370,7 +370,7 @@ export function agentLoop(
             try {
               result = await stack.dispatch(calls[0] as ToolCall, dispatchOptions)
             } catch (err) {
-              throw aloneStop(err, stopRun)
+              throw aloneStop(err, stopRun, (calls[0] as ToolCall).id)
             }
             results = [result]
           } else {

@@ -166,8 +166,11 @@ function pendingTurnProblem(pendingTurn: unknown, tools: ReadonlySet<string>): s
   if (pending.length > calls.length) return `pendingTurn.pending names ${pending.length} calls; the turn has ${calls.length}`
   const waiting = new Set<string>()
   for (const [i, entry] of pending.entries()) {
-    const callId = isRecord(entry) ? entry.callId : undefined
-    if (typeof callId !== 'string') return `pendingTurn.pending[${i}] has no callId`
+    const answered = isRecord(entry) ? entry.callId : undefined
+    if (typeof answered !== 'string') return `pendingTurn.pending[${i}] has no callId`
+    // A call a layer made inside a call of the turn waits under that call (turnCallId), which the replay makes again.
+    const callId = (entry as Record<string, unknown>).turnCallId ?? answered
+    if (typeof callId !== 'string') return `pendingTurn.pending[${i}].turnCallId is not a call id`
     waiting.add(callId)
     const name = names.get(callId)
     if (name === undefined) return `pendingTurn.pending[${i}] waits for call "${callId.slice(0, 60)}", which the turn does not hold`

@@ -49,12 +49,24 @@ function keptResult(settled: SettledCall): ToolResult {
   return settled.error === undefined ? base : { ...base, error: settled.error }
 }
 
+/**
+ * The waiting entries of the stop of one turn's call, each naming that call: an entry for a call a
+ * layer made inside it (a fallback tool's, say) gets `turnCallId`, the call of the turn to replay.
+ */
+function pendingUnder(stop: LoopError, turnCallId: string): unknown[] {
+  return (stop.details.pending as unknown[]).map((entry) => {
+    if (typeof entry !== 'object' || entry === null || Array.isArray(entry)) return entry
+    const { callId } = entry as { callId?: unknown }
+    return callId === turnCallId ? entry : { ...entry, turnCallId }
+  })
+}
+
 /** One stop naming every waiting call of the turn, so a person answers them all at once. */
-function waitingStop(stops: readonly LoopError[], settled: readonly ToolResult[]): LoopError {
-  const first = stops[0] as LoopError
-  const pending = stops.flatMap((stop) => stop.details.pending as unknown[])
-  const stop =
-    stops.length === 1 ? first : new LoopError(first.kind, first.message, { details: { ...first.details, pending }, cause: first })
+function waitingStop(stops: ReadonlyArray<readonly [LoopError, string]>, settled: readonly ToolResult[]): LoopError {
+  const first = (stops[0] as readonly [LoopError, string])[0]
+  const pending = stops.flatMap(([stop, callId]) => pendingUnder(stop, callId))
+  const unchanged = stops.length === 1 && pending.every((entry, i) => entry === (first.details.pending as unknown[])[i])
+  const stop = unchanged ? first : new LoopError(first.kind, first.message, { details: { ...first.details, pending }, cause: first })
   settledOfStop.set(stop, settled)
   return stop
 }
@@ -65,8 +77,8 @@ const NOTHING_KEPT: Readonly<Record<string, SettledCall>> = Object.freeze({})
  * What a turn of one call (most turns; the loop dispatches it itself) rejects with when the stack
  * rejected: the stop that waits for a person, or the run's reason once the run's signal is aborted.
  */
-export function aloneStop(err: unknown, stopRun: RunStop | undefined): unknown {
-  if (isWaiting(err)) return waitingStop([err as LoopError], [])
+export function aloneStop(err: unknown, stopRun: RunStop | undefined, callId: string): unknown {
+  if (isWaiting(err)) return waitingStop([[err as LoopError, callId]], [])
   if (stopRun === undefined) return abortReason({ reason: err })
   stopRun.abort(err)
   return abortReason(stopRun)
@@ -99,7 +111,7 @@ export async function dispatchTurn(
     try {
       settled.set(call, { status: 'fulfilled', value: await stack.dispatch(call, { run }) })
     } catch (err) {
-      if (!isWaiting(err)) throw aloneStop(err, stopRun)
+      if (!isWaiting(err)) throw aloneStop(err, stopRun, call.id)
       settled.set(call, { status: 'rejected', reason: err })
     }
   } else if (fresh.length > 1) {
@@ -120,12 +132,12 @@ export async function dispatchTurn(
     for (const [index, call] of fresh.entries()) settled.set(call, outcomes[index] as PromiseSettledResult<ToolResult>)
   }
   const results: ToolResult[] = []
-  const stops: LoopError[] = []
+  const stops: Array<readonly [LoopError, string]> = []
   for (const call of calls) {
     const outcome = settled.get(call)
     if (outcome === undefined) results.push(keptResult(kept[call.id] as SettledCall))
     else if (outcome.status === 'fulfilled') results.push(outcome.value)
-    else stops.push(outcome.reason as LoopError)
+    else stops.push([outcome.reason as LoopError, call.id])
   }
   if (stops.length > 0) throw waitingStop(stops, results)
   return results

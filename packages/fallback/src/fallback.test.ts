@@ -286,3 +286,33 @@ describe('fallback', () => {
     expect(() => fallback(options as never)).toThrow(text)
   })
 })
+
+describe('fallback: the call it makes is named after the call it answers', () => {
+  it('dispatching the same call again makes its fallback call under the same id, so an answer to that call (an approval) still names it', async () => {
+    const ids: string[] = []
+    const failing = defineTool({
+      name: 'status_page',
+      description: 'status',
+      input: z.object({}),
+      effect: 'read',
+      execute: () => {
+        throw down()
+      },
+    })
+    const mirror = defineTool({ name: 'status_mirror', description: 'mirror', input: z.object({}), effect: 'read', execute: () => 'ok' })
+    let stack: Stack
+    const layer = fallback({
+      tools: { status_page: [{ from: 'tool', tool: 'status_mirror' }] },
+      dispatch: (call, o) => {
+        ids.push(call.id)
+        return stack.dispatch(call, o)
+      },
+    })
+    stack = createStack({ middleware: [layer], tools: [failing, mirror] })
+    const run = createRun()
+    await stack.dispatch({ id: 'c1', name: 'status_page', args: {} }, { run })
+    await stack.dispatch({ id: 'c2', name: 'status_page', args: {} }, { run })
+    await stack.dispatch({ id: 'c1', name: 'status_page', args: {} }, { run })
+    expect(ids).toEqual(['c1/fallback-1', 'c2/fallback-1', 'c1/fallback-1'])
+  })
+})

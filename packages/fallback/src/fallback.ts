@@ -195,13 +195,13 @@ export function fallback(options?: FallbackOptions): Middleware {
   const caching = new WeakSet<readonly Source[]>()
   for (const sources of [...byTool.values(), ...(o.default === undefined ? [] : [o.default])])
     if (sources.some((s) => s.from === 'cache')) caching.add(sources)
-  // Calls this layer made itself: they never fall back again.
-  const nested = new Set<string>()
-  let sequence = 0
+  // Calls this layer made itself, by id and how many are in flight: they never fall back again.
+  const nested = new Map<string, number>()
 
   async function answer(
     ctx: ToolContext,
     source: Source,
+    position: number,
     error: ToolError,
     cacheKey: string | undefined,
   ): Promise<FallbackAnswer | undefined> {
@@ -220,8 +220,10 @@ export function fallback(options?: FallbackOptions): Middleware {
       return { fallback: `from cache, ${describeAge(ageMs)} old, ${because}`, value: copy.value }
     }
     if (source.tool === name) return undefined
-    const id = `${ctx.call.id}/fallback-${++sequence}`
-    nested.add(id)
+    // Named after the call it answers and the source's place, so the same call makes it under the same id
+    // again: a person's answer to it (an approval, on resume) names it.
+    const id = `${ctx.call.id}/fallback-${position + 1}`
+    nested.set(id, (nested.get(id) ?? 0) + 1)
     let result: ToolResult
     try {
       const args = source.args === undefined ? ctx.call.args : source.args(ctx.call.args, ctx)
@@ -233,7 +235,9 @@ export function fallback(options?: FallbackOptions): Middleware {
       ctx.emit('fallback.tool_failed', { via: source.tool, code: 'thrown' })
       return undefined
     } finally {
-      nested.delete(id)
+      const left = (nested.get(id) ?? 1) - 1
+      if (left === 0) nested.delete(id)
+      else nested.set(id, left)
     }
     if (!result.ok) {
       ctx.emit('fallback.tool_failed', { via: source.tool, code: result.error?.code })
@@ -256,8 +260,8 @@ export function fallback(options?: FallbackOptions): Middleware {
       if (LoopError.is(err) || !ToolError.is(err) || !codes.has(err.code)) throw err
       const signal = ctx.signal
       if (signal.aborted) throw abortReason(signal)
-      for (const source of sources) {
-        const found = await answer(ctx, source, err, cacheKey)
+      for (const [position, source] of sources.entries()) {
+        const found = await answer(ctx, source, position, err, cacheKey)
         if (found === undefined) continue
         ctx.result = { value: found, replayed: source.from === 'cache' }
         return
