@@ -252,6 +252,33 @@ describe('createAgent({ checkpointKey }): a checkpoint the store cannot forge', 
     expect(model.requests).toHaveLength(1)
   })
 
+  it('refuses a loaded checkpoint with a throwing getter or a revoked Proxy in it as corrupt, not as a crash', async () => {
+    const inner = memoryCheckpoints()
+    let hostile: 'getter' | 'proxy' = 'getter'
+    const store: CheckpointStore = {
+      save: (snapshot) => inner.save(snapshot),
+      load: async (runId) => {
+        const snapshot = (await inner.load(runId)) as RunSnapshot
+        if (hostile === 'getter')
+          return Object.defineProperty({ ...snapshot }, 'state', {
+            enumerable: true,
+            get() {
+              throw new Error('boom')
+            },
+          })
+        const { proxy, revoke } = Proxy.revocable({}, {})
+        revoke()
+        return { ...snapshot, state: proxy }
+      },
+    }
+    const { agent, sent } = parkingAgent({ checkpoints: store, checkpointKey: KEY })
+    await agent.run({ input: 'pay alice', runId: 'odd' })
+    await expect(agent.resume('odd')).rejects.toThrow('its contents cannot be read as plain JSON')
+    hostile = 'proxy'
+    await expect(agent.resume('odd')).rejects.toSatisfy(corrupt('odd'))
+    expect(sent).toEqual(['500 to alice'])
+  })
+
   it("refuses another run's sealed checkpoint saved under this run's id", async () => {
     const { checkpoints, agent, sent } = parkingAgent({ checkpointKey: KEY })
     await agent.run({ input: 'pay alice', runId: 'mine' })

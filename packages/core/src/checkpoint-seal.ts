@@ -64,7 +64,13 @@ function sealProblem(snapshot: RunSnapshot, runId: string, digestOf: (snapshot: 
   if (integrity === undefined) return 'it carries no integrity digest, and this agent has a checkpointKey'
   if (typeof integrity !== 'string' || !integrity.startsWith(ALGORITHM)) return 'its integrity digest is not "hmac-sha256:<hex>"'
   const given = Buffer.from(integrity.slice(ALGORITHM.length), 'hex')
-  const expected = digestOf(snapshot)
+  let expected: Buffer
+  try {
+    expected = digestOf(snapshot)
+  } catch {
+    // A store's own object (a throwing getter, a revoked Proxy) is not a checkpoint anybody sealed.
+    return 'its contents cannot be read as plain JSON'
+  }
   // Another run's checkpoint saved under this id is sealed over its own run id, so it fails here too.
   if (snapshot.runId !== runId || given.length !== expected.length || !timingSafeEqual(given, expected))
     return 'its integrity digest does not match its contents'
