@@ -160,6 +160,14 @@ const scenarios: Record<string, () => Promise<string>> = {
       [{ name: 'search' }],
     ),
   'timeout, write tool': () => soft([timeout({ ms: 20_000 })], [hangingCharge], [{ name: 'charge_card' }]),
+  'a write whose outcome is unknown (503 without Retry-After)': () =>
+    soft([errorClassifier()], [tool('charge_card', 'write', throws(faultError('server_error')))], [{ name: 'charge_card' }]),
+  'a write that was not processed (503 with Retry-After)': () =>
+    soft(
+      [errorClassifier()],
+      [tool('charge_card', 'write', throws(Object.assign(faultError('server_error'), { headers: { 'retry-after': '2' } })))],
+      [{ name: 'charge_card' }],
+    ),
   circuit_open: () =>
     soft(
       [circuitBreaker({ policy: consecutive({ threshold: 2 }), cooldownMs: 30_000 }), errorClassifier()],

@@ -8,6 +8,7 @@ import {
   defineTool,
   type Logger,
   LoopError,
+  MAY_HAVE_TAKEN_EFFECT,
   type Middleware,
   OptionsError,
   type StackEvent,
@@ -150,7 +151,8 @@ describe('timeout() on the manual clock', () => {
     await clock.advance(18_000)
     expect(card.value?.error).toMatchObject({
       message: "Tool 'charge_card' timed out after 20s",
-      hint: 'the call may still have taken effect; check before repeating it, or ask for less at once',
+      // Never "try again": the identical write is refused by idempotency, so the model is told what can work instead.
+      hint: MAY_HAVE_TAKEN_EFFECT,
       safeToRepeat: false,
     })
   })
