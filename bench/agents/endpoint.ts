@@ -32,7 +32,10 @@ function answer(episode: EpisodeModel, request: FakeRequest): FakeTurn {
     world.note(`model #${k} ← fault model_503`)
     return { fault: 'overloaded', status: 503 }
   }
-  const turn = think(task, conversationOf(request.api, request.body))
+  const conversation = conversationOf(request.api, request.body)
+  const last = conversation.exchanges.at(-1)
+  if (last !== undefined) world.note(`model #${k} reads ${last.name}: ${(last.result ?? '(no result)').replace(/\s+/g, ' ').slice(0, 160)}`)
+  const turn = think(task, conversation)
   if (turn.kind === 'answer') {
     world.note(`model #${k} → answer "${turn.text}"`)
     return { text: turn.text }

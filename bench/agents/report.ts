@@ -58,6 +58,7 @@ export function chart(rows: readonly Summary[], title: string): string {
   const scale = (share: number) => share * (width - left - 60)
   const parts: string[] = [
     `<svg xmlns="http://www.w3.org/2000/svg" width="${width}" height="${height}" viewBox="0 0 ${width} ${height}" font-family="sans-serif" font-size="11">`,
+    `<title>${escapeXml(title)}</title>`,
     `<rect width="100%" height="100%" fill="#fff"/>`,
     `<text x="10" y="18" font-size="13" font-weight="bold">${escapeXml(title)}</text>`,
   ]

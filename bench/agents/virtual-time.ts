@@ -89,11 +89,6 @@ class VirtualClock {
     else this.#timers.delete(timer.id)
     timer.fn(...timer.args)
   }
-
-  /** Drops every timer: what a finished episode left behind must not fire inside the next one. */
-  clear(): void {
-    this.#timers.clear()
-  }
 }
 
 export const clock = new VirtualClock()
@@ -174,10 +169,11 @@ export interface Driven<T> {
 /**
  * Drives `start()` to its end in virtual time: whenever the process is idle, the earliest timer
  * fires. Past `capMs` of virtual time (or idle with no timer left) the run counts as hung; `onHung`
- * aborts it so it stops spending.
+ * aborts it so it stops spending. A timer due past the cap counts as none.
  */
 export async function drive<T>(start: () => Promise<T>, capMs: number, onHung: () => void): Promise<Driven<T>> {
-  clock.clear()
+  // Timers a finished or abandoned episode left behind stay: process-wide schedulers (core's deadline
+  // heap, undici's clock) keep one armed timer each and would stop for good if it vanished.
   const startedAt = clock.now
   const result: Driven<T> = { settled: false, elapsedMs: 0 }
   start().then(
@@ -201,11 +197,9 @@ export async function drive<T>(start: () => Promise<T>, capMs: number, onHung: (
       result.elapsedMs = capMs
       onHung()
       await quiesce()
-      clock.clear()
       return { settled: false, elapsedMs: capMs }
     }
     clock.fire(next)
   }
-  clock.clear()
   return result
 }

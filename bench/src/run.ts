@@ -1,4 +1,4 @@
-import { writeFileSync } from 'node:fs'
+import { existsSync, readFileSync, writeFileSync } from 'node:fs'
 import { cpus, loadavg, totalmem } from 'node:os'
 import { configLoad, printConfigLoad } from './config-load.js'
 import { concurrentRuns, heapRetained, simPerCall, sustained } from './endurance.js'
@@ -262,6 +262,10 @@ Raw figures:
 ${JSON.stringify(figures, null, 2)}
 \`\`\`
 `
-  writeFileSync(docsPath, doc)
+  // The agent bench (bench/agents, `pnpm bench:agents --docs`) owns its own section of the page: keep it.
+  const previous = existsSync(docsPath) ? readFileSync(docsPath, 'utf8') : ''
+  const agents = previous.match(/\n## Agent runs under faults[\s\S]*?<!-- bench-agents:end -->\n/)?.[0] ?? ''
+  const raw = doc.lastIndexOf('\nRaw figures:')
+  writeFileSync(docsPath, agents === '' || raw < 0 ? doc : `${doc.slice(0, raw)}${agents}${doc.slice(raw)}`)
   console.log(`wrote ${docsPath}`)
 }
