@@ -86,8 +86,18 @@ export interface BreakerMachine {
   admitClosed(state: BreakerState | undefined): Admission | undefined
   /** True when settling this outcome would change nothing and decide nothing, so it needs neither time nor a write. */
   quiet(state: BreakerState | undefined, ticket: Ticket, outcome: Outcome): boolean
-  /** Applies the outcome of an admitted call. */
-  settle(state: BreakerState | undefined, ticket: Ticket, outcome: Outcome, now: number, retryAfterMs?: number): Settlement
+  /**
+   * Applies the outcome of an admitted call. `attempts` is how many requests a failure made (a retry
+   * layer inside the breaker repeats it): a closed circuit counts each one. Default 1.
+   */
+  settle(
+    state: BreakerState | undefined,
+    ticket: Ticket,
+    outcome: Outcome,
+    now: number,
+    retryAfterMs?: number,
+    attempts?: number,
+  ): Settlement
   /** Milliseconds until an open circuit half-opens (0 when it may now); `undefined` when not open. */
   remainingMs(state: BreakerState, now: number): number | undefined
   /** True when `value` (read back from a checkpoint) is a state this machine can use. */
@@ -95,6 +105,9 @@ export interface BreakerMachine {
 }
 
 const NONE: readonly Transition[] = Object.freeze([])
+// A retry layer makes at most 6 requests per call (its hard ceiling); more is a caller's mistake, counted as 6.
+const MAX_ATTEMPTS = 6
+const attemptsOf = (n: number) => (Number.isInteger(n) && n >= 1 ? n : 1)
 const CIRCUITS: readonly string[] = ['closed', 'open', 'half-open']
 const isCount = (n: unknown): n is number => Number.isInteger(n) && (n as number) >= 0
 const isTime = (n: unknown): n is number => typeof n === 'number' && Number.isFinite(n)
@@ -218,13 +231,16 @@ export function breakerMachine(config: BreakerMachineConfig): BreakerMachine {
       return refuse(state, held.length === 0 ? undefined : oldest + maxHalfOpenMs - now, changes, expired)
     },
 
-    settle(stored, ticket, outcome, now, retryAfterMs) {
+    settle(stored, ticket, outcome, now, retryAfterMs, attempts = 1) {
       const state = stored === undefined ? initial : rebase(stored, now)
       const verdict = outcome !== 'neutral'
       if (ticket.probe === 0) {
         if (state.circuit !== 'closed' || state.generation !== ticket.generation) return { state, change: undefined, stale: verdict }
         if (!verdict) return { state, change: undefined, stale: false }
-        const counts = policy.record(state.counts, outcome === 'failure', now)
+        let counts = policy.record(state.counts, outcome === 'failure', now)
+        // Every failed request counts, not only the logical call: a dead tool opens the circuit after `threshold` requests.
+        if (outcome === 'failure')
+          for (let more = Math.min(attemptsOf(attempts), MAX_ATTEMPTS) - 1; more > 0; more--) counts = policy.record(counts, true, now)
         if (counts === state.counts) return { state, change: undefined, stale: false }
         const reason = outcome === 'failure' ? policy.shouldOpen(counts, now) : undefined
         if (reason === undefined) return { state: { ...state, counts }, change: undefined, stale: false }

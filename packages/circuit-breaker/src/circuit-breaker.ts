@@ -130,7 +130,8 @@ const isPromise = <T>(value: T | Promise<T>): value is Promise<T> => typeof (val
  * with a soft `circuit_open` the model can route around; after the cooldown one probe (or
  * `halfOpenProbes`) tests the tool, and its success closes the circuit. No timers: the move to
  * half-open happens on the first call after the cooldown, by the injected monotonic clock.
- * Place it outside retry, so it counts logical failures after retries.
+ * Place it outside retry: it sees each call once, after its retries, and a failed call counts once
+ * per request it made, so a dead tool opens the circuit after `threshold` requests (decision 407).
  *
  * @example
  * const stack = createStack({
@@ -197,11 +198,12 @@ export function circuitBreaker(options?: CircuitBreakerOptions): Middleware {
     ticket: Ticket,
     outcome: Outcome,
     error: unknown,
+    attempts = 1,
   ): void | Promise<void> {
     if (home.quiet(ctx.run, key, ticket, outcome)) return
     const now = ctx.clock.now()
     const retryAfterMs = outcome === 'failure' && ToolError.is(error) ? error.retryAfterMs : undefined
-    const done = home.apply(ctx, key, signal, (current) => machine.settle(current, ticket, outcome, now, retryAfterMs))
+    const done = home.apply(ctx, key, signal, (current) => machine.settle(current, ticket, outcome, now, retryAfterMs, attempts))
     const after = ({ stale, change, trial }: Settlement) => {
       if (stale) ctx.emit('circuit-breaker.stale', { key, outcome, probe: ticket.probe })
       else if (trial !== undefined) ctx.emit('circuit-breaker.probe_succeeded', { key, probe: ticket.probe, ...trial })
@@ -230,10 +232,12 @@ export function circuitBreaker(options?: CircuitBreakerOptions): Middleware {
     } catch (refused) {
       return Promise.reject(refused)
     }
+    // Retry inside the breaker bumps ctx.attempt for each repeat: the requests this call made.
+    const firstAttempt = ctx.attempt
     return callNext(next).then(
       () => settle(ctx, key, signal, admission, 'success', undefined),
       (err: unknown) => {
-        const settled = settle(ctx, key, signal, admission, judge(ctx, key, err, signal), err)
+        const settled = settle(ctx, key, signal, admission, judge(ctx, key, err, signal), err, ctx.attempt - firstAttempt + 1)
         if (settled === undefined) throw err
         return settled.then(() => {
           throw err

@@ -20,7 +20,8 @@ export const MAX_TOTAL_CALLS = MAX_RECOVERY_ATTEMPTS + 1
 
 /**
  * Why a failure is not repeated (the `reason` of a `retry.stopped` event). {@link planRetry} decides the first seven;
- * the layer adds `hook_stop` and `retry_budget_empty` (soft) and `step_budget` (hard). Soft reasons return the error to the model;
+ * the layer adds `hook_stop`, `retry_budget_empty` and `exhausted_in_run` (an identical call of this run already
+ * failed every retry) (soft) and `step_budget` (hard). Soft reasons return the error to the model;
  * `recovery_ceiling` and `step_budget` end the run.
  */
 export type RetryStopReason =
@@ -32,6 +33,7 @@ export type RetryStopReason =
   | 'max_elapsed'
   | 'recovery_ceiling'
   | 'retry_budget_empty'
+  | 'exhausted_in_run'
   | 'hook_stop'
   | 'step_budget'
 

@@ -3,6 +3,7 @@ import { callNext, optionsParser } from '@shallot/core/internal'
 import { z } from 'zod'
 import type { Backoff } from './backoff/backoff.js'
 import { backoffFromPolicy } from './backoff-from-policy.js'
+import { EXHAUSTED_STATE_KEY, exhaustedCalls } from './exhausted-calls.js'
 import { memoryRetryBudget } from './memory-retry-budget.js'
 import { MAX_TOTAL_CALLS, planRetry, type RetryStopReason } from './plan-retry.js'
 import { isRetryBudgetStore, type RetryBudgetStore } from './retry-budget-store.js'
@@ -175,6 +176,7 @@ export function retry(options?: RetryOptions | Backoff): Middleware {
     let err = failure
     let calls = 1
     let previousMs: number | undefined
+    const exhausted = exhaustedCalls(ctx.run)
     for (;;) {
       if (!ToolError.is(err)) throw err
       if (signal.aborted) throw abortReason(signal)
@@ -193,9 +195,15 @@ export function retry(options?: RetryOptions | Backoff): Middleware {
         ctx.random,
       )
       if (!plan.retry) {
+        if (calls > 1 && RAN_OUT.has(plan.reason)) rememberExhausted(ctx, exhausted)
         await giveUp(ctx, err, plan.reason, signal)
         if (plan.reason === 'recovery_ceiling') throw recoveryExhausted(ctx, err)
         stopSoftly(ctx, err, plan.reason)
+      }
+      // The upstream failed every retry of this very call earlier in the run: the model's repeat gets one request.
+      if (calls === 1 && exhausted.has(fingerprintOf(ctx) ?? '')) {
+        await giveUp(ctx, err, 'exhausted_in_run', signal)
+        stopSoftly(ctx, err, 'exhausted_in_run')
       }
       if (ctx.run.budget.remaining <= 0) {
         await giveUp(ctx, err, 'step_budget', signal)
@@ -229,8 +237,14 @@ export function retry(options?: RetryOptions | Backoff): Middleware {
         continue
       }
       if (refund > 0) giveBack(ctx)
+      forgetExhausted(ctx)
       return
     }
+  }
+
+  function succeeded(ctx: ToolContext): void {
+    if (refund > 0) giveBack(ctx)
+    forgetExhausted(ctx)
   }
 
   // The first call is a reaction, not an awaiting frame: a call blocked in the tool holds one closure here, and
@@ -240,13 +254,37 @@ export function retry(options?: RetryOptions | Backoff): Middleware {
     // with, made real only if a retry must wait on it.
     const source = ctx.currentSignal()
     const started = timed ? ctx.clock.now() : 0
-    return callNext(next).then(refund > 0 ? () => giveBack(ctx) : undefined, (err: unknown) =>
-      retryAfter(ctx, next, source instanceof AbortSignal ? source : source.signal, started, err),
+    return callNext(next).then(
+      () => succeeded(ctx),
+      (err: unknown) => retryAfter(ctx, next, source instanceof AbortSignal ? source : source.signal, started, err),
     )
   }
   // Keeps the onion's contract by construction (docs/decisions/270-compose-fast-path.md): compose calls it without the misuse bookkeeping.
   trustedMiddleware(middleware)
   return middleware
+}
+
+/** Stops that mean the call's retries ran out against a failing upstream (not a policy or budget saying no). */
+const RAN_OUT: ReadonlySet<RetryStopReason> = new Set(['max_attempts', 'max_elapsed', 'backoff_stop'])
+
+function fingerprintOf(ctx: ToolContext): string | undefined {
+  try {
+    return ctx.fingerprint
+  } catch {
+    return undefined
+  }
+}
+
+function rememberExhausted(ctx: ToolContext, exhausted: ReturnType<typeof exhaustedCalls>): void {
+  const fingerprint = fingerprintOf(ctx)
+  if (fingerprint !== undefined) exhausted.add(fingerprint)
+}
+
+// Reads run state only when some call of the run ran out: the happy path computes no fingerprint.
+function forgetExhausted(ctx: ToolContext): void {
+  if (ctx.run.state[EXHAUSTED_STATE_KEY] === undefined) return
+  const fingerprint = fingerprintOf(ctx)
+  if (fingerprint !== undefined) exhaustedCalls(ctx.run).delete(fingerprint)
 }
 
 function isThenable(value: unknown): value is PromiseLike<unknown> {
