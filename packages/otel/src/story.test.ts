@@ -143,10 +143,11 @@ it('marks a soft failure ERROR with its code as error.type, and shows every atte
   expect(charge?.attributes['error.type']).toBe('timeout')
   expect(chargeAgain?.attributes).toMatchObject({ 'error.type': 'outcome_unknown', 'shallot.tool.executions': 0 })
   expect(eventNames(chargeAgain)).toEqual(['idempotency.refused'])
-  // The dead dependency: the second call's last failure opens the circuit.
-  expect(eventNames(status1)).not.toContain('circuit-breaker.state')
-  const opened = status2?.events.find((e) => e.name === 'circuit-breaker.state')
+  // The dead dependency: the first call's two timed-out requests open the circuit (each request counts, decision 407);
+  // the second call is refused before it runs.
+  const opened = status1?.events.find((e) => e.name === 'circuit-breaker.state')
   expect(opened?.attributes).toMatchObject({ from: 'closed', to: 'open' })
+  expect(status2?.attributes).toMatchObject({ 'error.type': 'circuit_open', 'shallot.tool.executions': 0 })
   // The receipt sent twice: the second is replayed, the tool ran once.
   expect(receipt1?.attributes['shallot.tool.replayed']).toBe(false)
   expect(receipt2?.attributes).toMatchObject({ 'shallot.tool.replayed': true, 'shallot.tool.executions': 0 })
@@ -210,7 +211,7 @@ it("records the GenAI metrics and shallot's own for the same run", async () => {
   const retries = await points('shallot.retry.scheduled')
   expect(retries.map((p) => [p.attributes['gen_ai.tool.name'], p.attributes['error.type'], p.value])).toEqual([
     ['search_docs', 'upstream_error', 2],
-    ['status_page', 'timeout', 2],
+    ['status_page', 'timeout', 1],
   ])
   const circuit = await points('shallot.circuit.state_changes')
   expect(circuit.map((p) => [p.attributes['shallot.circuit.from'], p.attributes['shallot.circuit.to'], p.value])).toEqual([
@@ -226,6 +227,7 @@ it("records the GenAI metrics and shallot's own for the same run", async () => {
     ]),
   ).toEqual([
     ['idempotency', 'outcome_unknown', 'refused', 1],
+    ['circuit-breaker', 'open', 'refused', 1],
     ['stuck-loop', 'repeated_failure', 'refused', 2],
     ['stuck-loop', 'repeated_failure', 'stopped_run', 1],
   ])

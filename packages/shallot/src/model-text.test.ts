@@ -162,7 +162,7 @@ describe('no secret reaches the model through any layer that writes text', () =>
     const pattern = await lastOf([timeout({ ms: 1000 })], [hanging], [{ name: 'ledger_7f3a9c' }], [/ledger_[0-9a-f]{6}/])
     expectClean(pattern, 'ledger_7f3a9c')
     // The hint is the timeout layer's own text, and a pattern applies to it as well.
-    const hint = await lastOf([timeout({ ms: 1000 })], [hanging], [{ name: 'ledger_7f3a9c' }], [/check before repeating/])
+    const hint = await lastOf([timeout({ ms: 1000 })], [hanging], [{ name: 'ledger_7f3a9c' }], [/do not repeat this call/])
     expect(hint.error?.hint).toContain('[redacted]')
   })
 
