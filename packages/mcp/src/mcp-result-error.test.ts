@@ -79,6 +79,9 @@ describe('mcpTransportError', () => {
     [fetchFailed('ECONNREFUSED'), 'network_error', 'transient', true],
     [fetchFailed('ECONNRESET'), 'network_error', 'transient', false],
     [Object.assign(new Error('Streamable HTTP error: Error POSTing to endpoint'), { code: 404 }), 'network_error', 'transient', true],
+    // Core's table decides a status's fate (decision 405): a 429 was refused, a 503 without Retry-After may have run.
+    [Object.assign(new Error('Streamable HTTP error: Error POSTing to endpoint'), { code: 429 }), 'upstream_error', 'transient', true],
+    [Object.assign(new Error('Streamable HTTP error: Error POSTing to endpoint'), { code: 503 }), 'upstream_error', 'transient', false],
   ])('classifies SDK 2.x and HTTP failures: %s', (thrown, code, category, safeToRepeat) => {
     expect(mcpTransportError(thrown, site)).toMatchObject({ code, category, safeToRepeat, cause: thrown })
   })

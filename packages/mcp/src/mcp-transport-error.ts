@@ -1,4 +1,4 @@
-import { ToolError } from '@shallot/core'
+import { requestFate, ToolError } from '@shallot/core'
 import type { McpCallSite } from './types.js'
 
 // JSON-RPC and MCP error codes, as the SDK's ErrorCode enum has them.
@@ -80,7 +80,7 @@ export function mcpTransportError(error: unknown, site: McpCallSite): ToolError 
     // Refused: the request never left. Dropped: it may have been read and run.
     return new ToolError('network_error', `${server} is unreachable (${errno}) during ${site.tool}`, {
       category: 'transient',
-      safeToRepeat: REFUSED.has(errno),
+      safeToRepeat: requestFate({ codes: [errno] }) === 'not_processed',
       hint: UNREACHABLE_HINT,
       cause: error,
       details,
@@ -200,7 +200,8 @@ function httpError(status: number, error: Error, site: McpCallSite, details: Det
   }
   return new ToolError('upstream_error', `${server} failed on ${site.tool} (HTTP ${status})`, {
     category: 'transient',
-    safeToRepeat: status === 429 || status === 503,
+    // What the status means for a write is core's one table (decision 405): a 503 without Retry-After may have run.
+    safeToRepeat: requestFate({ status }) === 'not_processed',
     cause: error,
     details,
   })
