@@ -2,7 +2,7 @@ import { createRun, createStack, defineTool, ToolError, type ToolResult } from '
 import { manualClock, seededRandom } from '@shallot/testing'
 import { describe, expect, it } from 'vitest'
 import { z } from 'zod'
-import { defaultMiddleware } from './index.js'
+import { bulkhead, consecutive, defaultMiddleware } from './index.js'
 
 const httpError = (status: number, headers: Record<string, string> = {}) =>
   Object.assign(new Error(`HTTP ${status}`), { name: 'HTTPError', status, headers })
@@ -122,5 +122,76 @@ describe('one coherent instruction: what a write reads never invites a repeat th
     await clock.runAll()
     const said = JSON.parse((await pending).content) as Said
     expect(said.hint ?? '').not.toMatch(/do not repeat/)
+  })
+})
+
+describe("shallot's own refusals of a write say nothing reached the tool, and the stack agrees", () => {
+  const slowCharge = (clock: ReturnType<typeof manualClock>, counter: { runs: number }) =>
+    defineTool({
+      name: 'charge_card',
+      description: 'charges a card',
+      input: z.object({ amount: z.number() }),
+      effect: 'write',
+      execute: async (_args, { signal }) => {
+        counter.runs++
+        await clock.sleep(1000, signal)
+        return 'charged'
+      },
+    })
+
+  it('a full bulkhead: overloaded, safe to repeat, and the identical call runs once the slot is free', async () => {
+    const clock = manualClock()
+    const counter = { runs: 0 }
+    const stack = createStack({
+      tools: [slowCharge(clock, counter)],
+      middleware: [...defaultMiddleware(), bulkhead({ maxConcurrent: 1, maxQueue: 0 })],
+      clock,
+      random: seededRandom(3),
+    })
+    const run = createRun({ id: 'run-1' })
+    const first = stack.dispatch({ id: 'c1', name: 'charge_card', args: { amount: 1 } }, { run })
+    const refused = await stack.dispatch({ id: 'c2', name: 'charge_card', args: { amount: 2 } }, { run })
+    expect(refused.error).toMatchObject({ code: 'overloaded', safeToRepeat: true })
+    await clock.runAll()
+    expect((await first).ok).toBe(true)
+    const again = stack.dispatch({ id: 'c3', name: 'charge_card', args: { amount: 2 } }, { run })
+    await clock.runAll()
+    expect(await again).toMatchObject({ ok: true, value: 'charged' })
+    expect(counter.runs).toBe(2)
+  })
+
+  it('an open circuit: circuit_open with retryAfterMs, and the identical write runs after the cooldown', async () => {
+    const clock = manualClock()
+    let fail = true
+    const flaky = defineTool({
+      name: 'charge_card',
+      description: 'charges a card',
+      input: z.object({ amount: z.number() }),
+      effect: 'write',
+      execute: () => {
+        if (fail) throw Object.assign(new Error('HTTP 429'), { status: 429, headers: {} })
+        return 'charged'
+      },
+    })
+    const stack = createStack({
+      tools: [flaky],
+      middleware: defaultMiddleware({ circuitBreaker: { policy: consecutive({ threshold: 1 }), cooldownMs: 30_000 } }),
+      clock,
+      random: seededRandom(3),
+    })
+    const run = createRun({ id: 'run-1' })
+    const dispatch = async (id: string, amount: number) => {
+      const pending = stack.dispatch({ id, name: 'charge_card', args: { amount } }, { run })
+      await clock.runAll()
+      return pending
+    }
+    expect((await dispatch('c1', 1)).error?.code).toBe('rate_limited')
+    const refused = await dispatch('c2', 2)
+    const said = JSON.parse(refused.content) as Said
+    expect(refused.error).toMatchObject({ code: 'circuit_open', safeToRepeat: true })
+    expect(invitesRepeat(said)).toBe(true)
+    fail = false
+    await clock.advance(said.retryAfterMs ?? 0)
+    expect(await dispatch('c3', 2)).toMatchObject({ ok: true, value: 'charged' })
   })
 })
