@@ -4,13 +4,13 @@ import { policy, policyOptionsSchema } from './policy.js'
 import { policyRuleSchema } from './rules.js'
 
 /**
- * The policy as a config file writes it: rules as data (no `when` functions) and no `onApproval`
- * (a file cannot hold a callback; the run stops for approval and resumes with the answers).
+ * The policy as a config file writes it: rules as data (no `when` functions, so no `whenTimeoutMs`)
+ * and no `onApproval` (a file cannot hold a callback; the run stops for approval and resumes with the answers).
  *
  * @example
  * policyFileOptionsSchema.parse({ rules: [{ action: 'deny', tools: 'delete_*', reason: 'nothing is deleted' }] })
  */
-export const policyFileOptionsSchema = policyOptionsSchema.omit({ onApproval: true, rules: true }).extend({
+export const policyFileOptionsSchema = policyOptionsSchema.omit({ onApproval: true, rules: true, whenTimeoutMs: true }).extend({
   rules: z.array(policyRuleSchema).max(1000).default([]),
 })
 

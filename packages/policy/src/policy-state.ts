@@ -6,7 +6,8 @@ import { APPROVALS_STATE_KEY } from '@shallot/core/internal'
  * - `approvals[callId]`: a human's answer, put there by whoever resumes the run
  *   (`'approve'`, `'deny'`, `{ deny: reason }` or `{ args }`);
  * - `consumed[callId]`: the answer was acted on once, so the same approval never runs a call twice;
- * - `counts[ruleId]`: calls that met a `maxPerRun` rule's conditions and went through.
+ * - `counts[ruleId]`: calls that met a `maxPerRun` rule's conditions and went through, or hold a slot while
+ *   they are being decided.
  */
 export const POLICY_STATE_KEY: typeof APPROVALS_STATE_KEY = APPROVALS_STATE_KEY
 
@@ -66,7 +67,20 @@ export function countOf(run: RunContext, ruleId: string): number {
   return typeof value === 'number' && Number.isInteger(value) && value >= 0 ? value : Number.POSITIVE_INFINITY
 }
 
-export function addCount(run: RunContext, ruleId: string): void {
+/**
+ * Takes one of a `maxPerRun` rule's slots when one is free: reads and writes the count with no
+ * await between, so calls in parallel never both see the last free slot. False when the count is
+ * at `max` (or corrupt), and nothing is written.
+ */
+export function takeCount(run: RunContext, ruleId: string, max: number): boolean {
   const current = countOf(run, ruleId)
-  put(slot(run, 'counts'), ruleId, Number.isFinite(current) ? current + 1 : Number.MAX_SAFE_INTEGER)
+  if (current >= max) return false
+  put(slot(run, 'counts'), ruleId, current + 1)
+  return true
+}
+
+/** Gives back a slot {@link takeCount} took, for a call refused before it went inward. A count that is no longer one is left as it is. */
+export function releaseCount(run: RunContext, ruleId: string): void {
+  const current = countOf(run, ruleId)
+  if (Number.isFinite(current) && current > 0) put(slot(run, 'counts'), ruleId, current - 1)
 }

@@ -7,6 +7,7 @@ import {
   type RunContext,
   sanitize,
   silentLogger,
+  systemClock,
   type ToolCall,
   type ToolContext,
   ToolError,
@@ -16,8 +17,10 @@ import { z } from 'zod'
 import { answerIn, askInProcess, digestOf, isNoAnswer, type OnApproval, readDecision, staleAnswerProblem, whyNoAnswer } from './approval.js'
 import { describeRules, hintFor } from './describe-rules.js'
 import { approvalRequired, approvalUsed, blockedByPolicy, deniedByUser, type PendingApproval } from './policy-errors.js'
-import { addCount, consumedAs, countOf, markConsumed } from './policy-state.js'
-import { type CompiledRule, compileRules, policyCodeRuleSchema } from './rules.js'
+import { consumedAs, markConsumed } from './policy-state.js'
+import { type CompiledRule, compileRules, policyCodeRuleSchema, type RuleVerdict } from './rules.js'
+import { peekSlots, RunSlots, type SlotTaker } from './run-slots.js'
+import { settleWithin, TIMED_OUT } from './settle-within.js'
 
 /** The longest an in-process approval may wait: the longest a JavaScript timer holds. */
 const MAX_WAIT_MS = 2_147_483_647
@@ -37,6 +40,8 @@ export const policyOptionsSchema = z.strictObject({
   onApproval: z.custom<OnApproval>((v) => typeof v === 'function', { message: 'must be a function (request) => decision' }).optional(),
   /** How long `onApproval` may take; no answer in time means deny. Default 300,000 ms (5 minutes). */
   approvalTimeoutMs: z.number().int().min(1).max(MAX_WAIT_MS).default(300_000),
+  /** How long a rule's async `when` may take; no answer in time denies the call. Default 10,000 ms. */
+  whenTimeoutMs: z.number().int().min(1).max(MAX_WAIT_MS).default(10_000),
   /** Tell the model, in each restricted tool's description, what the policy restricts. Default true. */
   describe: z.boolean().default(true),
 })
@@ -46,7 +51,7 @@ export type PolicyOptions = z.input<typeof policyOptionsSchema>
 
 type Decision =
   | { readonly action: 'pass' }
-  | { readonly action: 'allow' | 'approve'; readonly rule: CompiledRule | undefined; readonly tally: readonly string[] }
+  | { readonly action: 'allow' | 'approve'; readonly rule: CompiledRule | undefined }
   | { readonly action: 'deny'; readonly rule: CompiledRule | undefined; readonly reason: string }
 
 async function parsedArgs(tool: AnyTool, args: unknown): Promise<{ ok: true; args: unknown } | { ok: false }> {
@@ -70,7 +75,9 @@ const argumentsText = (args: unknown) => sanitize(canonicalJson(args) ?? 'null',
  * otherwise the run stops with `LoopError('user_input_required')` naming the pending call, and
  * the answer is read from the run state (`state['shallot.policy'].approvals[callId]`) when the
  * call comes again. An answer is acted on at most once. A rule that cannot be checked (a
- * throwing `when`, an argument of the wrong kind) denies the call.
+ * throwing `when`, one with no answer within `whenTimeoutMs`, an argument of the wrong kind)
+ * denies the call. A `maxPerRun` cap holds for any number of parallel calls of a run: a call takes
+ * its slot before any await and gives it back if it is refused before it goes inward.
  *
  * @example
  * const stack = createStack({
@@ -87,7 +94,14 @@ const argumentsText = (args: unknown) => sanitize(canonicalJson(args) ?? 'null',
  * })
  */
 export function policy(options?: PolicyOptions): Middleware {
-  const { rules, default: fallback, onApproval, approvalTimeoutMs, describe } = parseOptions('policy()', policyOptionsSchema, options)
+  const {
+    rules,
+    default: fallback,
+    onApproval,
+    approvalTimeoutMs,
+    whenTimeoutMs,
+    describe,
+  } = parseOptions('policy()', policyOptionsSchema, options)
   const compiled = compileRules(rules)
   const ids = new Set<string>()
   for (const rule of compiled) {
@@ -109,7 +123,26 @@ export function policy(options?: PolicyOptions): Middleware {
     return { action: 'deny', rule, reason: `the call cannot be checked (${reason}), so it is refused` }
   }
 
-  async function decide(ctx: ToolContext, tool: AnyTool): Promise<Decision> {
+  /** A rule's verdict on the call; an async `when` is waited for at most `whenTimeoutMs`, and only while the call stands. */
+  async function verdictOf(ctx: ToolContext, rule: CompiledRule, args: unknown): Promise<RuleVerdict> {
+    let verdict: RuleVerdict | typeof TIMED_OUT
+    try {
+      const answer = rule.conditions(args, ctx)
+      verdict = answer instanceof Promise ? await settleWithin(ctx, answer, whenTimeoutMs) : answer
+    } catch (err) {
+      const signal = ctx.currentSignal()
+      // A cancelled run ends the call as cancelled, not as a broken rule.
+      if (signal.aborted) throw abortReason(signal)
+      ctx.log.error({ err, rule: rule.id }, 'policy: a rule check threw; the call is denied')
+      return { undecidable: `rule ${rule.id}'s check failed` }
+    }
+    if (verdict !== TIMED_OUT) return verdict
+    ctx.log.error({ rule: rule.id, timeoutMs: whenTimeoutMs }, 'policy: a rule check did not answer in time; the call is denied')
+    return { undecidable: `rule ${rule.id}'s check did not answer within ${whenTimeoutMs} ms` }
+  }
+
+  /** Decides the call; a `maxPerRun` slot is taken from `slots` the moment its rule is read, before any await. */
+  async function decide(ctx: ToolContext, tool: AnyTool, slots: SlotTaker): Promise<Decision> {
     const applicable = rulesFor(tool)
     let args: unknown = ctx.call.args
     if (applicable.some((rule) => rule.needsArgs)) {
@@ -118,26 +151,16 @@ export function policy(options?: PolicyOptions): Middleware {
       if (!parsed.ok) return { action: 'pass' }
       args = parsed.args
     }
-    const tally: string[] = []
     for (const rule of applicable) {
-      let verdict: Awaited<ReturnType<CompiledRule['conditions']>>
-      try {
-        verdict = await rule.conditions(args, ctx)
-      } catch (err) {
-        ctx.log.error({ err, rule: rule.id }, 'policy: a rule check threw; the call is denied')
-        return refused(ctx, rule, `rule ${rule.id}'s check failed`)
-      }
+      const verdict = await verdictOf(ctx, rule, args)
       if (typeof verdict === 'object') return refused(ctx, rule, verdict.undecidable)
       if (verdict === 'no') continue
-      if (rule.maxPerRun !== undefined && countOf(ctx.run, rule.id) < rule.maxPerRun) {
-        tally.push(rule.id)
-        continue
-      }
+      if (rule.maxPerRun !== undefined && slots.take(rule.id, rule.maxPerRun)) continue
       if (rule.action === 'deny') return { action: 'deny', rule, reason: rule.reason ?? `rule ${rule.id} denies it` }
-      return { action: rule.action, rule, tally }
+      return { action: rule.action, rule }
     }
     if (fallback === 'deny') return { action: 'deny', rule: undefined, reason: 'no rule allows it' }
-    return { action: 'allow', rule: undefined, tally }
+    return { action: 'allow', rule: undefined }
   }
 
   function pending(ctx: ToolContext, rule: CompiledRule, problem?: string): PendingApproval {
@@ -152,11 +175,11 @@ export function policy(options?: PolicyOptions): Middleware {
     return problem === undefined ? entry : { ...entry, problem }
   }
 
-  async function run(ctx: ToolContext, tally: readonly string[], next: Next, args?: unknown): Promise<void> {
+  async function run(ctx: ToolContext, slots: RunSlots, next: Next, args?: unknown): Promise<void> {
     const current = ctx.currentSignal()
     if (current.aborted) throw abortReason(current)
     // Counted on the way in: a write that later fails may still have reached the world.
-    for (const id of tally) addCount(ctx.run, id)
+    slots.keep()
     if (args === undefined) return next()
     const original = ctx.call
     const edited: ToolCall = { id: original.id, name: original.name, args }
@@ -169,7 +192,7 @@ export function policy(options?: PolicyOptions): Middleware {
     }
   }
 
-  async function approve(ctx: ToolContext, tool: AnyTool, rule: CompiledRule, tally: readonly string[], next: Next): Promise<void> {
+  async function approve(ctx: ToolContext, tool: AnyTool, rule: CompiledRule, slots: RunSlots, next: Next): Promise<void> {
     const { run: runContext, call } = ctx
     const used = consumedAs(runContext, call.id)
     if (typeof used === 'object' && used !== null && !Array.isArray(used) && used.turn === runContext.turn) {
@@ -232,7 +255,7 @@ export function policy(options?: PolicyOptions): Middleware {
     if (value === 'approve') {
       ctx.emit('policy.approved', { rule: rule.id, edited: false })
       consume(runContext, call.id, 'approve')
-      return run(ctx, tally, next)
+      return run(ctx, slots, next)
     }
     // A plain copy (readDecision): what is validated is what the tool receives.
     const edited = value.args
@@ -240,11 +263,28 @@ export function policy(options?: PolicyOptions): Middleware {
     consume(runContext, call.id, 'edit')
     if (!parsed.success) throw invalidArguments(tool, parsed.error)
     ctx.emit('policy.approved', { rule: rule.id, edited: true })
-    return run(ctx, tally, next, edited)
+    return run(ctx, slots, next, edited)
   }
 
   function consume(runContext: RunContext, callId: string, as: 'approve' | 'deny' | 'edit'): void {
     markConsumed(runContext, callId, as)
+  }
+
+  async function decided(ctx: ToolContext, tool: AnyTool, slots: RunSlots, next: Next): Promise<void> {
+    const decision = await decide(ctx, tool, slots)
+    if (decision.action === 'pass') return next()
+    if (decision.action === 'deny') {
+      ctx.emit('policy.denied', { rule: decision.rule?.id, reason: decision.reason })
+      throw blockedByPolicy(
+        tool.name,
+        decision.reason,
+        decision.rule?.id ?? 'default',
+        hintFor(decision.rule, tool, rulesFor(tool), fallback),
+      )
+    }
+    if (decision.action === 'approve' && decision.rule !== undefined) return approve(ctx, tool, decision.rule, slots, next)
+    if (decision.rule !== undefined) ctx.emit('policy.allowed', { rule: decision.rule.id })
+    return run(ctx, slots, next)
   }
 
   const layer: Middleware = async function policy(ctx: ToolContext, next: Next): Promise<void> {
@@ -258,27 +298,28 @@ export function policy(options?: PolicyOptions): Middleware {
       consume(ctx.run, ctx.call.id, 'deny')
       throw deniedByUser(tool.name, stored === 'deny' || (stored.deny as string).trim() === '' ? undefined : (stored.deny as string))
     }
-    const decision = await decide(ctx, tool)
-    if (decision.action === 'pass') return next()
-    if (decision.action === 'deny') {
-      ctx.emit('policy.denied', { rule: decision.rule?.id, reason: decision.reason })
-      throw blockedByPolicy(
-        tool.name,
-        decision.reason,
-        decision.rule?.id ?? 'default',
-        hintFor(decision.rule, tool, rulesFor(tool), fallback),
-      )
+    const slots = new RunSlots(ctx.run)
+    try {
+      return await decided(ctx, tool, slots, next)
+    } finally {
+      // Kept by a call that went inward; given back by one refused, stopped or cancelled before it did.
+      slots.release()
     }
-    if (decision.action === 'approve' && decision.rule !== undefined) return approve(ctx, tool, decision.rule, decision.tally, next)
-    if (decision.rule !== undefined) ctx.emit('policy.allowed', { rule: decision.rule.id })
-    return run(ctx, decision.tally, next)
   }
   if (describe) layer.describeTool = (tool: AnyTool, runContext: RunContext) => describeRules(rulesFor(tool), fallback, runContext)
   // Asked by integrations before the call runs: true when dispatching it now would stop for a person.
   const check: ApprovalCheck = async (call, runContext, tool) => {
     if (onApproval !== undefined || answerIn(runContext, call) !== undefined) return false
-    const probe = { call, run: runContext, tool, emit: () => {}, log: silentLogger } as unknown as ToolContext
-    const decision = await decide(probe, tool)
+    const probe = {
+      call,
+      run: runContext,
+      tool,
+      emit: () => {},
+      log: silentLogger,
+      clock: systemClock,
+      currentSignal: () => runContext.signal,
+    } as unknown as ToolContext
+    const decision = await decide(probe, tool, peekSlots(runContext))
     return decision.action === 'approve'
   }
   Object.defineProperty(layer, APPROVAL_CHECK, { value: check })
