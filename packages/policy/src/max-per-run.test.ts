@@ -1,5 +1,5 @@
 import { createAgent, createRun, createStack, defineTool, LoopError, type RunContext, type ToolCall } from '@shallot/core'
-import { putApproval } from '@shallot/core/internal'
+import { approvalCheckOf, putApproval } from '@shallot/core/internal'
 import { manualClock, scriptedModel } from '@shallot/testing'
 import { describe, expect, it } from 'vitest'
 import { POLICY_STATE_KEY, type PolicyOptions, policy } from './index.js'
@@ -180,5 +180,33 @@ describe('maxPerRun: a slot is released when the call is refused before it runs,
     const proto = createRun({ state: JSON.parse(`{"${POLICY_STATE_KEY}":{"counts":{"__proto__":5}}}`) })
     expect((await stack.dispatch(write('1'), { run: proto })).ok).toBe(true)
     expect(runs.transfer).toBe(1)
+  })
+
+  it('takes no slot when an integration asks whether a call would stop for a person, even with a check pending', async () => {
+    const { runs, transfer, tools } = countedTools()
+    let open: () => void = () => {}
+    const gate = new Promise<void>((resolve) => {
+      open = resolve
+    })
+    let checking: () => void = () => {}
+    const started = new Promise<void>((resolve) => {
+      checking = resolve
+    })
+    const when = () => {
+      checking()
+      return gate.then(() => true)
+    }
+    const layer = policy({ rules: [capWrites, { action: 'approve', tools: 'transfer', when }] })
+    const stack = createStack({ tools, middleware: [layer] })
+    const run = createRun({ state: { [POLICY_STATE_KEY]: { counts: { writes: 1 } } } })
+    const asked = approvalCheckOf(layer)?.(write('probe'), run, transfer)
+    await started
+    expect(countIn(run)).toBe(1)
+    open()
+    expect(await asked).toBe(true)
+    expect(countIn(run)).toBe(1)
+    await expect(stack.dispatch(write('call_1'), { run })).rejects.toSatisfy(LoopError.is)
+    expect(countIn(run)).toBe(1)
+    expect(runs.transfer).toBe(0)
   })
 })
