@@ -60,6 +60,17 @@ describe('maxPerRun holds for any number of parallel calls', () => {
     expect(results.filter((r) => r.ok)).toHaveLength(2)
     expect(runs.transfer).toBe(2)
   })
+
+  it('counts a rule whose id is __proto__ as data, never through the prototype', async () => {
+    const { runs, stack } = setup({ rules: [{ ...capWrites, id: '__proto__', maxPerRun: 1 }] })
+    const run = createRun()
+    const results = await Promise.all([stack.dispatch(write('1'), { run }), stack.dispatch(write('2'), { run })])
+    expect(results.map((r) => r.ok).sort()).toEqual([false, true])
+    expect(runs.transfer).toBe(1)
+    const counts = (run.state[POLICY_STATE_KEY] as { counts: object }).counts
+    expect(Object.getOwnPropertyDescriptor(counts, '__proto__')?.value).toBe(1)
+    expect(Object.getPrototypeOf(counts)).toBe(Object.prototype)
+  })
 })
 
 describe('maxPerRun: a slot is released when the call is refused before it runs, and kept once it went inward', () => {
