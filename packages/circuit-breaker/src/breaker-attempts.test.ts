@@ -3,9 +3,9 @@ import { manualClock, seededRandom } from '@shallot/testing'
 import { describe, expect, it } from 'vitest'
 import { z } from 'zod'
 import { breakerMachine } from './breaker-machine.js'
-import { circuitBreaker, consecutive, sampling } from './index.js'
+import { circuitBreaker, consecutive, type FailurePolicy, sampling } from './index.js'
 
-const machineWith = (policy = consecutive({ threshold: 5 })) =>
+const machineWith = (policy: FailurePolicy = consecutive({ threshold: 5 }) as FailurePolicy) =>
   breakerMachine({ policy, cooldownMs: 30_000, cooldownGrowth: 1, maxCooldownMs: 300_000, halfOpenProbes: 1, maxHalfOpenMs: 60_000 })
 
 describe('the breaker counts every request a failed call made', () => {

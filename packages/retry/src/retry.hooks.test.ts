@@ -237,7 +237,7 @@ describe('retry onRetry', () => {
   })
 
   it('that answers a revoked Proxy to every one of parallel calls stops each one softly', async () => {
-    const { stack, clock, ran } = setup({ onRetry: () => revoked() })
+    const { stack, clock, ran } = setup({ onRetry: (() => revoked()) as never })
     const results = await Promise.all(['a', 'b', 'c'].map((id) => stack.dispatch({ ...call, id })))
     expect(results.map((r) => [r.ok, r.error?.code])).toEqual([
       [false, 'upstream_error'],

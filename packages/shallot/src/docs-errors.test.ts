@@ -165,7 +165,7 @@ const scenarios: Record<string, () => Promise<string>> = {
   'a write that was not processed (503 with Retry-After)': () =>
     soft(
       [errorClassifier()],
-      [tool('charge_card', 'write', throws(Object.assign(faultError('server_error'), { headers: { 'retry-after': '2' } })))],
+      [tool('charge_card', 'write', throws(Object.assign(faultError('server_error') as object, { headers: { 'retry-after': '2' } })))],
       [{ name: 'charge_card' }],
     ),
   circuit_open: () =>
