@@ -19,7 +19,7 @@ import {
   stackFromSource,
   stackSourceShape,
 } from '@shallot/core/internal'
-import { type AgentMiddleware, createMiddleware, type ToolCallRequest } from 'langchain'
+import { type AgentMiddleware, createMiddleware, type ModelRequest, type ToolCallRequest } from 'langchain'
 import { z } from 'zod'
 import { interruptForApprovals } from './approval-interrupt.js'
 import { type HandlerResult, handlerCall } from './handler-call.js'
@@ -116,17 +116,14 @@ function toolMessageOf(value: unknown, request: ToolCallRequest): HandlerResult 
 export function shallotMiddleware(options?: ShallotMiddlewareOptions): AgentMiddleware {
   const o = parseOptions('shallotMiddleware()', shallotMiddlewareOptionsSchema, options)
   const registry = new Map<string, { source: LangChainTool; tool: AnyTool }>()
-  const runs = new Map<string, { run: MutableRun; stop: AbortController }>()
+  // Per thread: its run, and the argument text of its last model turn's calls that were not complete
+  // JSON, by call id, from that turn to their dispatch. Kept with the run, so two threads whose calls
+  // got the same id (`malformed_0`) never read each other's text, and forgotten with it.
+  const runs = new Map<string, { run: MutableRun; stop: AbortController; malformed: Map<string, string> }>()
   const runKey = o.runKey ?? defaultRunKey
   const maxSteps = maxStepsFrom(o)
   const clock = o.clock ?? systemClock
   const random = o.random ?? Math.random
-  // The argument text of calls that were not complete JSON, by call id, from the model turn to their dispatch.
-  const malformed = new Map<string, string>()
-  const noteMalformed = (id: string, raw: string) => {
-    if (malformed.size >= 1000) malformed.delete(malformed.keys().next().value as string)
-    malformed.set(id, raw)
-  }
   let built: Stack | undefined = o.stack
   const modelToolText = modelToolTextOf(isClientTool)
   // The policy's question "will this call wait for a person?", asked after each model turn.
@@ -156,11 +153,26 @@ export function shallotMiddleware(options?: ShallotMiddlewareOptions): AgentMidd
       runs.delete(key)
     } else {
       const stop = new AbortController()
-      entry = { run: createRun({ id: key, signal: stop.signal, ...(maxSteps === undefined ? {} : { maxSteps }) }), stop }
+      const run = createRun({ id: key, signal: stop.signal, ...(maxSteps === undefined ? {} : { maxSteps }) })
+      entry = { run, stop, malformed: new Map<string, string>() }
       if (runs.size >= o.maxRuns) runs.delete(runs.keys().next().value as string)
     }
     runs.set(key, entry)
     return entry
+  }
+
+  /**
+   * The model's message with its malformed calls surfaced, their text noted for the thread's dispatch.
+   * A model turn replaces the thread's notes: the previous turn's calls have all been dispatched (or
+   * never will be), so nothing accumulates.
+   */
+  function surfaceFor(request: ModelRequest, message: AIMessage): AIMessage {
+    const noted = new Map<string, string>()
+    const surfaced = surfaceMalformedCalls(message, (id, raw) => noted.set(id, raw))
+    const key = runKey({ state: request.state, runtime: request.runtime, toolCall: surfaced.tool_calls?.[0] } as unknown as ToolCallRequest)
+    const entry = noted.size > 0 ? runFor(key) : runs.get(key)
+    if (entry !== undefined) entry.malformed = noted
+    return surfaced
   }
 
   return createMiddleware({
@@ -183,7 +195,7 @@ export function shallotMiddleware(options?: ShallotMiddlewareOptions): AgentMidd
           ),
         { policy: o.modelCall, clock, random, parent: request.runtime.signal },
       )
-      return AIMessage.isInstance(response) ? surfaceMalformedCalls(response, noteMalformed) : response
+      return AIMessage.isInstance(response) ? surfaceFor(request, response) : response
     },
     ...(check === undefined
       ? {}
@@ -200,7 +212,7 @@ export function shallotMiddleware(options?: ShallotMiddlewareOptions): AgentMidd
     async wrapToolCall(request, handler) {
       if (isClientTool(request.tool)) register(request.tool)
       const key = runKey(request as ToolCallRequest)
-      const { run, stop } = runFor(key)
+      const { run, stop, malformed } = runFor(key)
       const { toolCall } = request
       const signal = request.runtime.signal
       const id = toolCall.id ?? ''
