@@ -2,9 +2,11 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { runBench } from './bench.js'
 import { looksFailed } from './brain.js'
 import { CONTENDERS } from './contenders/index.js'
+import { reconcilerOf } from './contenders/shallot-agent.js'
 import { hashSeed, mixedSchedule, singleFaultSchedule } from './faults.js'
-import { TASKS } from './tasks.js'
-import { installVirtualTime, uninstallVirtualTime } from './virtual-time.js'
+import { type BenchTool, TASKS } from './tasks.js'
+import { clock, drive, installVirtualTime, uninstallVirtualTime } from './virtual-time.js'
+import { World } from './world.js'
 
 describe('the agent bench, one seed', () => {
   beforeAll(() => installVirtualTime())
@@ -52,5 +54,52 @@ describe('the fault schedule', () => {
     const refund = TASKS.find((t) => t.id === 'refund')?.faultTargets ?? { reads: [], writes: [], mirrored: [] }
     expect(singleFaultSchedule('write_timeout_after_effect', 1, refund)?.tools).toEqual({ refund_payment: ['write_timeout_after_effect'] })
     expect(singleFaultSchedule('dead_upstream', 1, refund)).toBeUndefined()
+  })
+})
+
+describe("the used-fully row's reconcile", () => {
+  beforeAll(() => installVirtualTime())
+  afterAll(() => uninstallVirtualTime())
+
+  it("asks the service's lookup: not applied before the write landed, applied with its answer after; a request, never an effect", async () => {
+    const refund = TASKS.find((t) => t.id === 'refund') as (typeof TASKS)[number]
+    const world = new World({ tools: {}, model: [], dead: [] }, () => clock.now)
+    const tool = refund.tools(world).find((t) => t.name === 'refund_payment') as BenchTool
+    const { reconcile } = reconcilerOf(tool)
+    if (reconcile === undefined) throw new Error('refund_payment has no reconcile')
+    const signal = new AbortController().signal
+    const ask = () =>
+      drive(
+        () => reconcile({}, { idempotencyKey: 'k-1', signal }),
+        60_000,
+        () => {},
+      )
+    expect((await ask()).value).toEqual({ status: 'not_applied' })
+    await drive(
+      () => tool.execute({ payment: 'pi_3Q0042', amountCents: 4200 }, { signal, idempotencyKey: 'k-1' }),
+      60_000,
+      () => {},
+    )
+    expect((await ask()).value).toEqual({ status: 'applied', result: { refund: 're_3Q0042', amountCents: 4200, status: 'succeeded' } })
+    expect(world.ledger).toHaveLength(1)
+    expect(world.executions).toBe(3)
+  })
+
+  it('rejects with the reason when the signal aborts mid-lookup, and lands no effect', async () => {
+    const refund = TASKS.find((t) => t.id === 'refund') as (typeof TASKS)[number]
+    const world = new World({ tools: {}, model: [], dead: [] }, () => clock.now)
+    const tool = refund.tools(world).find((t) => t.name === 'refund_payment') as BenchTool
+    const { reconcile } = reconcilerOf(tool)
+    const controller = new AbortController()
+    const asked = reconcile?.({}, { idempotencyKey: 'k-1', signal: controller.signal })
+    controller.abort(new Error('the call lost'))
+    await expect(asked).rejects.toThrow('the call lost')
+    expect(world.ledger).toHaveLength(0)
+  })
+
+  it('is absent for a read tool', () => {
+    const world = new World({ tools: {}, model: [], dead: [] }, () => clock.now)
+    const read = TASKS[0]?.tools(world).find((t) => t.effect === 'read') as BenchTool
+    expect(reconcilerOf(read)).toEqual({})
   })
 })

@@ -17,6 +17,7 @@ export interface Summary {
   readonly toolExecutions: number
   readonly modelRequests: number
   /** Virtual seconds. */
+  readonly meanS: number
   readonly p50s: number
   readonly p95s: number
 }
@@ -43,6 +44,7 @@ export function summarize(contender: string, results: ReadonlyArray<Omit<Episode
     duplicateEffects: results.reduce((sum, r) => sum + r.duplicates, 0),
     toolExecutions: results.reduce((sum, r) => sum + r.toolExecutions, 0),
     modelRequests: results.reduce((sum, r) => sum + r.modelRequests, 0),
+    meanS: runs === 0 ? 0 : times.reduce((sum, t) => sum + t, 0) / runs,
     p50s: quantile(times, 0.5),
     p95s: quantile(times, 0.95),
   }

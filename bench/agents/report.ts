@@ -40,6 +40,24 @@ export function matrix(
   return [head, rule, ...lines].join('\n')
 }
 
+/** The fault kinds issue 34 names, shown row by row with their cost. */
+export const FOCUS: ReadonlyArray<{ readonly kind: string; readonly label: string }> = [
+  { kind: 'write_refused', label: 'write failed before anything happened (connection refused)' },
+  { kind: 'write_timeout_after_effect', label: 'write landed, then timed out' },
+  { kind: 'dead_upstream', label: 'dead upstream (the mirror answers)' },
+]
+
+/** One fault kind alone, one row per contender: outcomes and what they cost in requests and time. */
+export function focus(label: string, rows: readonly Summary[]): string {
+  const head = `| ${label} | runs | clean success | duplicated a write | hung | tool execs / run | mean time | p95 |`
+  const rule = '|---|---:|---:|---:|---:|---:|---:|---:|'
+  const lines = rows.map(
+    (r) =>
+      `| ${r.contender} | ${r.runs} | ${pct(r.cleanSuccess)} | ${pct(r.duplicated)} | ${pct(r.hung)} | ${perRun(r.toolExecutions, r.runs)} | ${r.meanS.toFixed(1)} s | ${r.p95s.toFixed(1)} s |`,
+  )
+  return [head, rule, ...lines].join('\n')
+}
+
 const BARS = [
   { key: 'success', label: 'success', color: '#9db4c0' },
   { key: 'cleanSuccess', label: 'clean success', color: '#2e7d32' },

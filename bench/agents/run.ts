@@ -13,7 +13,7 @@ import { CONTENDERS } from './contenders/index.js'
 import { startEndpoint } from './endpoint.js'
 import { runEpisode } from './episode.js'
 import { ALL_FAULTS, type FaultKind } from './faults.js'
-import { chart, matrix, table } from './report.js'
+import { chart, FOCUS, focus, matrix, table } from './report.js'
 import { TASKS } from './tasks.js'
 import { installVirtualTime, uninstallVirtualTime } from './virtual-time.js'
 
@@ -27,7 +27,7 @@ function flag(args: readonly string[], name: string, fallback: string): string {
   return found === undefined ? fallback : found.slice(name.length + 3)
 }
 
-function render(result: BenchResult): { summary: string; full: string } {
+function render(result: BenchResult): { summary: string; focused: string; full: string } {
   const contenders = result.mixed.map((s) => s.contender)
   const summary = table(result.mixed)
   const kinds = Object.keys(result.matrix)
@@ -35,8 +35,12 @@ function render(result: BenchResult): { summary: string; full: string } {
     kinds.length === 0
       ? ''
       : matrix(kinds, contenders, (kind, contender) => result.matrix[kind]?.find((s) => s.contender === contender) as never)
+  const focused = FOCUS.flatMap(({ kind, label }) => {
+    const rows = result.matrix[kind]
+    return rows === undefined ? [] : ['', focus(label, rows)]
+  })
   const header = `Seed ${result.seed}; ${result.episodes} mixed-schedule episodes per task and contender; matrix: ${result.matrixEpisodes} per fault kind and task. Virtual time.`
-  return { summary, full: [header, '', summary, '', faults].join('\n') }
+  return { summary, focused: focused.join('\n').trim(), full: [header, '', summary, '', faults, ...focused].join('\n') }
 }
 
 function replaceSection(file: string, marker: string, body: string): void {
@@ -68,7 +72,7 @@ async function bench(args: readonly string[]): Promise<void> {
   } finally {
     uninstallVirtualTime()
   }
-  const { summary, full } = render(result)
+  const { summary, focused, full } = render(result)
   process.stdout.write(`${full}\n\n(${((performance.now() - started) / 1000).toFixed(1)} s real)\n`)
   const results = join(agentsDir, 'results')
   mkdirSync(results, { recursive: true })
@@ -81,7 +85,7 @@ async function bench(args: readonly string[]): Promise<void> {
     replaceSection(
       join(repoDir, 'README.md'),
       'bench-agents',
-      `${summary}\n\n![Agent runs under faults](bench/agents/results/seed-${seed}.svg)`,
+      `${summary}\n\n${focused}\n\n![Agent runs under faults](bench/agents/results/seed-${seed}.svg)`.replace(/\n{3,}/g, '\n\n'),
     )
   }
 }

@@ -14,6 +14,8 @@ export interface BenchTool {
   readonly input: z.ZodObject
   readonly effect: Effect
   execute(args: Record<string, unknown>, options: ToolOptions): Promise<unknown>
+  /** For a write: the service's lookup by idempotency key (its read endpoint); `undefined` when nothing landed. */
+  lookup?(options: ToolOptions): Promise<unknown>
 }
 
 /** One step of a plan: the tools that can do it (the first is the usual one) and the arguments. */
@@ -120,6 +122,7 @@ function build(world: World, names: readonly string[]): BenchTool[] {
       input: spec.input,
       effect: spec.effect,
       execute: (args, options) => world.request(spec.name, spec.effect, args, options, () => spec.answer(args)),
+      ...(spec.effect === 'write' ? { lookup: (options: ToolOptions) => world.lookup(spec.name, options.idempotencyKey, options) } : {}),
     }
   })
 }

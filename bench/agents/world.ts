@@ -134,6 +134,20 @@ export class World {
     return answer
   }
 
+  /**
+   * The service's read endpoint: what the write made under this key answered, or `undefined` when
+   * none landed. A request (counted in `executions`, traced), never an effect, and never faulted:
+   * the schedule names the write's own requests only.
+   */
+  async lookup(tool: string, key: string | undefined, options: ToolOptions): Promise<unknown> {
+    this.executions++
+    this.note(`lookup ${tool} key=${key === undefined ? '(none)' : `${key.slice(0, 12)}…`}`)
+    await wait(LATENCY_MS, options.signal)
+    const found = key === undefined ? undefined : this.#keys.get(key)
+    this.note(`  upstream ${tool}: ${found === undefined ? 'no write under that key' : 'found the write under that key'}`)
+    return found
+  }
+
   #write(tool: string, argText: string, options: ToolOptions, apply: () => unknown): unknown {
     const key = options.idempotencyKey
     if (key !== undefined && this.#keys.has(key)) {

@@ -4,14 +4,31 @@
  *
  * "used fully" adds what the docs recommend for writes and for a tool with a mirror: each write
  * forwards `idempotencyKey` upstream and is declared `idempotent` (packages/idempotency/README.md,
- * DESIGN.md "ToolDefinition"), and `fallback()` answers the primary forecast from its mirror
- * (packages/fallback/README.md), placed outside idempotency as that page says.
+ * DESIGN.md "ToolDefinition") with a `reconcile` that asks the service's lookup endpoint whether a
+ * write under the call's key landed (the same README, "Upstream keys and reconciliation"), and
+ * `fallback()` answers the primary forecast from its mirror (packages/fallback/README.md), placed
+ * outside idempotency as that page says.
  */
 import { createOpenAI } from '@ai-sdk/openai'
 import { aiSdkModel } from '@shallot/ai-sdk'
 import { createAgent, createStack, defaultMiddleware, defineTool, fallback, type Middleware, type Stack } from 'shallot'
-import { MIRRORS } from '../tasks.js'
+import { type BenchTool, MIRRORS } from '../tasks.js'
 import type { Contender, EpisodeSetup, RunEnd } from './contender.js'
+
+/**
+ * Asks the write's service, through its lookup endpoint, whether a write under this key landed
+ * (packages/idempotency/README.md "Upstream keys and reconciliation").
+ */
+export function reconcilerOf(tool: BenchTool) {
+  const lookup = tool.lookup
+  if (lookup === undefined) return {}
+  return {
+    reconcile: async (_args: unknown, { idempotencyKey, signal }: { idempotencyKey?: string | undefined; signal: AbortSignal }) => {
+      const found = await lookup({ signal, idempotencyKey })
+      return found === undefined ? ({ status: 'not_applied' } as const) : ({ status: 'applied', result: found } as const)
+    },
+  }
+}
 
 function shallotToolsOf(setup: EpisodeSetup, full: boolean) {
   return setup.tools.map((tool) =>
@@ -22,6 +39,7 @@ function shallotToolsOf(setup: EpisodeSetup, full: boolean) {
       effect: full && tool.effect === 'write' ? 'idempotent' : tool.effect,
       execute: (args, { signal, idempotencyKey }) =>
         tool.execute(args as Record<string, unknown>, { signal, idempotencyKey: full ? idempotencyKey : undefined }),
+      ...(full ? reconcilerOf(tool) : {}),
     }),
   )
 }
