@@ -1,4 +1,4 @@
-import { type CheckpointStore, createAgent, defineTool, type RunSnapshot } from '@shallot/core'
+import { type CheckpointStore, createAgent, defineTool, LoopError, type RunSnapshot } from '@shallot/core'
 import { scriptedModel } from '@shallot/testing'
 import { describe, expect, it } from 'vitest'
 import { z } from 'zod'
@@ -89,7 +89,7 @@ describe('postgres checkpoints', () => {
 
 describe('postgres checkpoints while the server is down', () => {
   // A save that fails in run() before the first turn is core's to answer (agent.run() should resolve stopped): not pinned here.
-  it('stops a run whose checkpoint cannot be saved after a turn, keeping the last saved turn', async () => {
+  it('rejects a run whose checkpoint cannot be saved after a turn, keeping the last saved turn to resume from', async () => {
     const { checkpoints } = await pg.stores()
     const { readFile, reads } = files({ a: 'A' })
     // The server goes away during the first turn: its checkpoint cannot be written, so the run stops there.
@@ -101,9 +101,11 @@ describe('postgres checkpoints while the server is down', () => {
       { text: 'never reached' },
     ])
     try {
-      const outcome = await createAgent({ model: stopping, tools: [readFile], checkpoints }).run({ input: 'x', runId: 'mid' })
-      // A checkpoint that cannot be written stops the run as fatal, naming the store (decision 323).
-      expect(outcome).toMatchObject({ status: 'stopped', error: { kind: 'fatal', message: expect.stringContaining('checkpoints store') } })
+      const run = createAgent({ model: stopping, tools: [readFile], checkpoints }).run({ input: 'x', runId: 'mid' })
+      // A checkpoint that cannot be written rejects with a fatal LoopError naming the store, and nothing is written
+      // over the last good checkpoint, so a queue's retry or a later resume continues from it (decision 375).
+      await expect(run).rejects.toSatisfy(LoopError.is)
+      await expect(run).rejects.toMatchObject({ kind: 'fatal', message: expect.stringContaining('checkpoints store') })
       expect(reads()).toBe(1)
     } finally {
       await pg.server.start()
