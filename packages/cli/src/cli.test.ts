@@ -25,10 +25,15 @@ describe('shallot demo', () => {
     expect(out).toMatch(/→ read_file \{"path":"src\/main.rs"\}\n\s+✓ fn main/)
     // The flaky read, retried with jitter.
     expect(out.match(/↻ retry: attempt \d failed \(upstream_error\)/g)).toHaveLength(2)
-    // The charge that times out and is not repeated.
-    expect(out).toContain('⊘ retry: not repeating a write after timeout')
-    expect(out).toContain('"error":"outcome_unknown"')
-    expect(out).toMatch(/card charges applied\s+1/)
+    // The refund that lands and then times out: not repeated, reconciled by the provider's lookup, done once.
+    expect(out).toMatch(
+      /→ charge_card .*\n.*⏱ timeout: attempt 1 gave up.*\n.*⊘ retry: not repeating a write after timeout.*\n.*⌕ idempotency: asked charge_card's reconcile \(1\): applied.*\n.*✓ idempotency: the write had landed.*\n\s+✓ \{"amountCents":-4200,"id":"re_1","order":"ORD-2026-00042"\}/,
+    )
+    expect(out).not.toContain('outcome_unknown')
+    expect(out).toMatch(/card charges applied\s+1\n/)
+    expect(out).toMatch(/unknown writes reconciled\s+1\n/)
+    expect(out).toContain('\n    turn 4: charge_card ok\n')
+    expect(out).toContain('“The refund went through. Is the payment provider healthy?”')
     // The circuit that opens, and the model that routes around it.
     expect(out).toContain('⚡ circuit status_page: closed → open')
     expect(out).toMatch(/the request marks status_page: UNAVAILABLE/)

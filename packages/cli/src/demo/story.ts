@@ -15,17 +15,14 @@ export const story: ScriptStep[] = [
       : { text: 'odd, that worked' },
   // 2. A flaky read: retried with jitter by the stack, the model never sees the 503s.
   { text: 'How should refunds be issued?', toolCalls: [{ name: 'search_docs', args: { query: 'refund policy' } }] },
-  // 3. A write that times out: not repeated by retry, and refused when the model asks again.
+  // 3. A refund that lands, then times out: not repeated by retry; idempotency asks the provider's lookup,
+  // learns it landed, and the model reads the refund as done.
   { text: 'Refund the order.', toolCalls: [{ name: 'charge_card', args: { order: 'ORD-2026-00042', amountCents: -4200 } }] },
-  ({ lastResults }) =>
-    failed(lastResults)
-      ? {
-          text: 'It timed out; try once more.',
-          toolCalls: [{ name: 'charge_card', args: { amountCents: -4200, order: 'ORD-2026-00042' } }],
-        }
-      : { text: 'refunded' },
   // 4. A dead dependency: two timeouts open its circuit, and the model routes around it.
-  { text: 'Is the payment provider healthy?', toolCalls: [{ name: 'status_page', args: { service: 'payments' } }] },
+  ({ lastResults }) => ({
+    text: failed(lastResults) ? 'Is the payment provider healthy?' : 'The refund went through. Is the payment provider healthy?',
+    toolCalls: [{ name: 'status_page', args: { service: 'payments' } }],
+  }),
   { text: 'Try the provider-wide page.', toolCalls: [{ name: 'status_page', args: { service: 'payments-eu' } }] },
   ({ tools }) =>
     tools.find((t) => t.name === 'status_page')?.note

@@ -20,6 +20,7 @@ export function summarize(
     ['tool executions (attempts)', [...executions.values()].reduce((a, b) => a + b, 0)],
     ['retries', count('retry.scheduled')],
     ['writes not repeated', count('retry.stopped', (e) => e.reason === 'unsafe_write')],
+    ['unknown writes reconciled', count('idempotency.reconciled', (e) => e.outcome !== 'unknown')],
     ['replays', count('idempotency.replayed')],
     ['breaker trips', count('circuit-breaker.state', (e) => e.to === 'open')],
     [

@@ -27,7 +27,11 @@ export function describe(event: StackEvent): string | undefined {
     case 'idempotency.replayed':
       return '⟲ idempotency: replayed the stored result'
     case 'idempotency.outcome_unknown':
-      return '? idempotency: outcome unknown, recorded; an identical call will be refused'
+      return '? idempotency: outcome unknown, recorded; an identical call will be refused unless the tool can check'
+    case 'idempotency.reconcile_attempt':
+      return `⌕ idempotency: asked ${event.tool}'s reconcile (${String(f.attempt)}): ${String(f.answer)}`
+    case 'idempotency.reconciled':
+      return reconciled(String(f.outcome), Number(f.attempts))
     case 'idempotency.refused':
       return `⊘ idempotency: refused (${String(f.code)}); the tool did not run`
     case 'stuck-loop.refused':
@@ -39,6 +43,12 @@ export function describe(event: StackEvent): string | undefined {
     default:
       return undefined
   }
+}
+
+function reconciled(outcome: string, attempts: number): string {
+  if (outcome === 'applied') return '✓ idempotency: the write had landed; the call completes with its result, stored once'
+  if (outcome === 'not_applied') return '✓ idempotency: the write did not land; repeating it is safe'
+  return `? idempotency: ${attempts} checks could not tell whether the write landed`
 }
 
 type Requests = readonly (Omit<ModelRequest, 'signal'> | undefined)[]

@@ -76,12 +76,12 @@ describe('the HTML timeline in a real browser', () => {
     try {
       const shown = await page.$$eval('g.call', (gs) => gs.map((g) => [g.getAttribute('data-call'), g.getAttribute('data-tool')]))
       expect(shown).toEqual(calls.map((c) => [c.callId, c.name]))
-      expect(shown.length).toBe(13)
+      expect(shown.length).toBe(12)
       expect(await page.locator('tr[data-call-row]').count()).toBe(calls.length)
-      // Each kind of layer event is on the axis: retries, the timeout, the breaker, the refusals.
+      // Each kind of layer event is on the axis: retries, the timeouts, the reconciled write, the breaker, the refusals.
       const kinds = await page.$$eval('circle.marker', (cs) => cs.map((c) => c.getAttribute('data-event')))
       expect(kinds.length).toBe(run.events.length)
-      for (const type of ['retry.scheduled', 'timeout.expired', 'circuit-breaker.state', 'stuck-loop.refused', 'idempotency.refused'])
+      for (const type of ['retry.scheduled', 'timeout.expired', 'idempotency.reconciled', 'circuit-breaker.state', 'stuck-loop.refused'])
         expect(kinds).toContain(type)
       expect(await page.locator('g.call[data-soft="true"]').count()).toBe(calls.filter((c) => c.result?.ok === false).length)
       expect(await page.locator('.hard-stop-label').textContent()).toBe('■ hard stop: loop_detected')
