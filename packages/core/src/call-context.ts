@@ -26,6 +26,7 @@ export class CallContext implements ToolContext {
   readonly tool: AnyTool | undefined
   readonly run: RunContext
   readonly stackKey: object
+  readonly callSeq: number
   attempt = 1
   executions = 0
   /** The attempt in which the tool last ran (0: never), so the terminal can refuse a second run in one attempt. */
@@ -66,11 +67,13 @@ export class CallContext implements ToolContext {
     sink: EventSink,
     toolNames: () => readonly string[],
     stackKey: object,
+    callSeq: number,
   ) {
     this.#call = call
     this.tool = tool
     this.run = run
     this.stackKey = stackKey
+    this.callSeq = callSeq
     this.callSignal = signal
     this.#current = signal
     this.log = log

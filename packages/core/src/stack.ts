@@ -25,13 +25,30 @@ export interface StackEvent extends TraceEvent {
   readonly runId: string
   readonly callId: string
   readonly tool: string
+  /**
+   * The call's `ctx.callSeq`: unique per call in the process, where `callId` may repeat. What a
+   * listener keys per-call state by. Not enumerable: an identity, not data, so it stays out of logs,
+   * reports and copies of the event. 0 on a turn's events, which belong to no call.
+   */
+  readonly callSeq: number
+}
+
+// The last call's number (ctx.callSeq); it counts calls and carries nothing of them.
+let lastCallSeq = 0
+
+/** An event before it is given its `callSeq` (a mapped type: `Omit` would drop the named fields beside the index signature). */
+type Unnumbered<E extends StackEvent> = { [K in keyof E as K extends 'callSeq' ? never : K]: E[K] }
+
+/** Gives an event of a call its `callSeq` (0: a turn's event, of no call), not enumerable. */
+function numbered<E extends StackEvent>(event: Unnumbered<E>, callSeq: number): E {
+  return Object.defineProperty(event, 'callSeq', { value: callSeq }) as unknown as E
 }
 
 /**
  * The first event of every call, before any layer runs; built only when someone listens.
  *
  * @example
- * stack.on((e) => { if (e.type === 'call.started') spans.set(e.callId, start(e.tool, e.at)) })
+ * stack.on((e) => { if (e.type === 'call.started') spans.set(e.callSeq, start(e.tool, e.at)) })
  */
 export interface CallStartedEvent extends StackEvent {
   readonly type: 'call.started'
@@ -268,7 +285,7 @@ export function createStack(options: StackOptions): Stack {
       shared.runId = ctx.run.id
       shared.callId = ctx.call.id
       shared.tool = ctx.call.name
-      announce(shared)
+      announce(numbered<StackEvent>(shared, ctx.callSeq))
     }
   }
   function announce(event: StackEvent): void {
@@ -290,7 +307,7 @@ export function createStack(options: StackOptions): Stack {
     replayed: boolean,
     error: { code?: string; category?: string; kind?: string; message?: string } | undefined,
   ): void {
-    const event: CallFinishedEvent = {
+    const event: Unnumbered<CallFinishedEvent> = {
       type: 'call.finished',
       at: clock.now(),
       runId: ctx.run.id,
@@ -307,7 +324,7 @@ export function createStack(options: StackOptions): Stack {
       replayed,
       durationMs,
     }
-    announce(event)
+    announce(numbered<CallFinishedEvent>(event, ctx.callSeq))
   }
 
   function softResult(ctx: CallContext, error: ToolError, started: number): ToolResult {
@@ -359,11 +376,11 @@ export function createStack(options: StackOptions): Stack {
     const call: ToolCall = { id, name: rawCall.name, args }
     // No child (pino copies its bindings into a new object per child) for a call nothing will be written about.
     const log = logging && !isSilent(logger) ? logger.child({ runId: run.id, turn: run.turn, callId: id, tool: call.name }) : silentLogger
-    const ctx = new CallContext(call, served.get(call.name), run, signal, log, clock, random, sink, toolNames, stackKey)
+    const ctx = new CallContext(call, served.get(call.name), run, signal, log, clock, random, sink, toolNames, stackKey, ++lastCallSeq)
     // Decided once per call, so a listener added mid-call never hears a `call.finished` without its `call.started`.
     const watched = listeners.size > 0
     if (watched) {
-      const event: CallStartedEvent = {
+      const event: Unnumbered<CallStartedEvent> = {
         type: 'call.started',
         at: started,
         runId: run.id,
@@ -372,7 +389,7 @@ export function createStack(options: StackOptions): Stack {
         turn: run.turn,
         effect: ctx.tool?.effect,
       }
-      announce(event)
+      announce(numbered<CallStartedEvent>(event, ctx.callSeq))
     }
     ctx.startedAt = started
     ctx.watched = watched
@@ -510,7 +527,8 @@ export function createStack(options: StackOptions): Stack {
       const observe = layers.onion.observeTurn
       if (observe === undefined) return
       const emit = (type: string, fields?: Record<string, unknown>) => {
-        if (listeners.size > 0) announce({ ...fields, type, at: clock.now(), runId: run.id, turn: turn.turn, callId: '', tool: '' })
+        if (listeners.size > 0)
+          announce(numbered<StackEvent>({ ...fields, type, at: clock.now(), runId: run.id, turn: turn.turn, callId: '', tool: '' }, 0))
       }
       try {
         observe(turn, run, { log: logger, emit })

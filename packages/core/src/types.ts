@@ -167,6 +167,12 @@ export interface ToolContext {
    */
   readonly stackKey: object
   /**
+   * The call's number, unique among the calls of this process (the caller's `call.id` may repeat:
+   * two stacks, or two calls with the same id at once). Every stack event of the call carries it as
+   * `callSeq`, so a listener's state for a call is found from the call's layers and never mixed.
+   */
+  readonly callSeq: number
+  /**
    * The arguments as the tool's schema parses them (defaults filled in): parsed once per call, on
    * first read, and shared by every layer and the tool, which never parse again. Reading it throws
    * the soft `invalid_arguments` (or `unknown_tool`) error the tool would answer with.
