@@ -77,7 +77,8 @@ export interface OtelLayer extends Middleware {
    * Traces every call of `stack` from its `call.started` / `call.finished` events: the span opens
    * before the outermost layer runs and ends once the call settled, so `otel()` may sit anywhere in
    * the onion (it still makes the span the active context for the layers inside it and the tool).
-   * Returns the unsubscribe function.
+   * One layer may be attached to several stacks. Returns the unsubscribe function, which ends the spans
+   * of the stack's calls still in flight (`shallot.outcome: unknown`).
    */
   attach(stack: Stack): () => void
   /**
@@ -94,6 +95,8 @@ export interface OtelLayer extends Middleware {
 interface OpenCall {
   readonly span: Span
   readonly started: number
+  /** The attachment that heard the call start: only its events end the span, and detaching it ends the span. */
+  readonly owner: object
 }
 
 /** Ended spans kept for late events (a late result): enough for every call in flight, bounded. */
@@ -158,26 +161,30 @@ export function otel(options: OtelOptions = {}): OtelLayer {
   let agentClock: Clock = systemClock
   const agent = agentSpans(tracer, instruments, text, time, () => agentClock)
 
-  // Attached: spans live here from call.started to call.finished, keyed by run and call.
-  const open = new Map<string, OpenCall>()
-  const ended = new Map<string, Span>()
+  // Attached: spans live here from call.started to call.finished, keyed by the call's number (ctx.callSeq):
+  // run and call ids repeat across stacks (every stack's calls without a run are in run `default`) and
+  // a caller may give two calls one id.
+  const open = new Map<number, OpenCall>()
+  const ended = new Map<number, Span>()
   let attached = 0
-  const keyOf = (runId: string, callId: string) => `${runId}\u0000${callId}`
 
-  function onStackEvent(clock: Clock, event: StackEvent): void {
+  function onStackEvent(owner: object, clock: Clock, event: StackEvent): void {
     try {
-      const key = keyOf(event.runId, event.callId)
+      const key = event.callSeq
       if (event.type === 'call.started') {
         const e = event as CallStartedEvent
-        open.set(key, { span: startSpan(e.tool, e.callId, e.runId, e.turn, e.effect, clock, e.at), started: e.at })
+        // One stack attached twice: the first attachment traces the call.
+        if (open.has(key)) return
+        open.set(key, { span: startSpan(e.tool, e.callId, e.runId, e.turn, e.effect, clock, e.at), started: e.at, owner })
         return
       }
       const call = open.get(key)
+      if (call !== undefined && call.owner !== owner) return
       if (event.type === 'call.finished') {
         if (call === undefined) return
         open.delete(key)
         ended.set(key, call.span)
-        if (ended.size > MAX_ENDED) ended.delete(ended.keys().next().value as string)
+        if (ended.size > MAX_ENDED) ended.delete(ended.keys().next().value as number)
         finishFromEvent(clock, call, event as CallFinishedEvent)
         return
       }
@@ -194,6 +201,15 @@ export function otel(options: OtelOptions = {}): OtelLayer {
         late.end(time.at(clock, at))
       }
       count(instruments, tool, type, fields, clean)
+    } catch {
+      // Telemetry never changes a call's outcome.
+    }
+  }
+
+  function endDetached(clock: Clock, span: Span): void {
+    try {
+      span.setAttribute('shallot.outcome', 'unknown')
+      span.end(time.at(clock))
     } catch {
       // Telemetry never changes a call's outcome.
     }
@@ -223,7 +239,7 @@ export function otel(options: OtelOptions = {}): OtelLayer {
 
   async function otelLayer(ctx: ToolContext, next: () => Promise<void>): Promise<void> {
     if (attached > 0) {
-      const call = open.get(keyOf(ctx.run.id, ctx.call.id))
+      const call = open.get(ctx.callSeq)
       // The stack's events own the span; the layer only makes it the context of what runs inside.
       if (call !== undefined) return context.with(trace.setSpan(context.active(), call.span), next)
     }
@@ -283,13 +299,20 @@ export function otel(options: OtelOptions = {}): OtelLayer {
     const clock = stack.clock
     agentClock = clock
     attached++
-    const off = stack.on((event) => onStackEvent(clock, event))
+    const owner = {}
+    const off = stack.on((event) => onStackEvent(owner, clock, event))
     let on = true
     return () => {
       if (!on) return
       on = false
       attached--
       off()
+      // Their call.finished will not be heard: end the spans of calls still in flight, so none is kept.
+      for (const [key, call] of open) {
+        if (call.owner !== owner) continue
+        open.delete(key)
+        endDetached(clock, call.span)
+      }
     }
   }
   Object.defineProperty(layer, 'onAgentEvent', { value: agent.listener, enumerable: true })
