@@ -152,9 +152,14 @@ describe('shallot sim', () => {
 
   it('turns a write tool’s timeouts into refused retries, never repeated', async () => {
     const { out } = await run('sim', '--runs', '200', '--steps', '20', '--faults', 'timeout', '--fault-rate', '0.2', '--effect', 'write')
-    const defaultRow = out.split('default stack\n')[2]?.split('\n')[1] ?? ''
+    const defaultRow = out.split('\ndefault stack\n')[1]?.split('\n')[1] ?? ''
     const refused = Number(defaultRow.trim().split(/\s+/).at(-1))
     expect(refused).toBeGreaterThan(0)
+    // The same stack with a write tool that can be looked up: every unknown outcome reconciled, none left.
+    const row = out.match(/\n {2}reconciled +20 +\d+ +(\d+) +(\d+) +(\d+) +(\d+)/)
+    const [unknown = 0, landed = 0, notLanded = 0, left] = (row?.slice(1) ?? []).map(Number)
+    expect(unknown).toBeGreaterThan(0)
+    expect([landed + notLanded, left]).toEqual([unknown, 0])
   })
 })
 

@@ -6,7 +6,7 @@ import { runCheck } from './check.js'
 import { runDemo } from './demo/run-demo.js'
 import { runReport, writeRunFiles } from './report/command.js'
 import { RUN_FLAGS } from './run/flags.js'
-import { DEFAULT_STACK, type NamedStack, NO_RETRY, parseSimFlags, runHerd, runSim } from './sim/command.js'
+import { defaultStacks, type NamedStack, NO_RETRY, parseSimFlags, runHerd, runSim } from './sim/command.js'
 import { configStack } from './sim/config-stack.js'
 import { progressLines } from './sim/progress.js'
 import { terminalIO } from './terminal-text.js'
@@ -107,6 +107,7 @@ export async function main(
           await runHerd(values, io.out)
           return 0
         }
+        const simFlags = parseSimFlags(values)
         const stacks: NamedStack[] = []
         if (values.compare === true) {
           if (positionals.length !== 2) throw new UsageError('--compare takes two config files: shallot sim --compare a.yaml b.yaml')
@@ -116,9 +117,9 @@ export async function main(
         } else if (values.config !== undefined) {
           stacks.push(NO_RETRY, await configStack(values.config))
         } else {
-          stacks.push(NO_RETRY, DEFAULT_STACK)
+          stacks.push(...defaultStacks(simFlags.effect))
         }
-        await runSim(parseSimFlags(values), stacks, io.out, progressLines(io.err, io.errIsTerminal === true))
+        await runSim(simFlags, stacks, io.out, progressLines(io.err, io.errIsTerminal === true))
         return 0
       }
       case 'check': {

@@ -20,6 +20,8 @@ const FAULTS: Record<string, FaultKind> = {
 export interface NamedStack {
   label: string
   build: (env: StackEnv) => ReturnType<SimOptions['stack']>
+  /** A write tool's service can be looked up, and the tool says how (`reconcile`). */
+  reconcile?: boolean
 }
 
 /** The timeout every simulated stack uses, in virtual ms. */
@@ -33,6 +35,14 @@ export const NO_RETRY: NamedStack = {
 export const DEFAULT_STACK: NamedStack = {
   label: 'default stack',
   build: (env) => createStack({ ...env, middleware: defaultMiddleware({ timeout: { ms: SIM_TIMEOUT_MS } }) }),
+}
+
+/** The default stack with a write tool that can reconcile: an unknown outcome is looked up, not a dead end. */
+export const RECONCILED_WRITE: NamedStack = { ...DEFAULT_STACK, label: 'reconciled', reconcile: true }
+
+/** What `shallot sim` compares without `--config`: no retry, the default stack, and for a write tool the same stack with a reconciler. */
+export function defaultStacks(effect: ToolEffect): NamedStack[] {
+  return effect === 'write' ? [NO_RETRY, DEFAULT_STACK, RECONCILED_WRITE] : [NO_RETRY, DEFAULT_STACK]
 }
 
 export interface SimFlags {
@@ -109,6 +119,7 @@ export async function runSim(
           effect: flags.effect,
           seed: flags.seed,
           stack: stack.build,
+          ...(stack.reconcile === true ? { reconcile: true } : {}),
           onProgress: progress({ label: `${stack.label}, ${steps} steps`, cell: ++cell, cells, runs: flags.runs }),
         }),
       )
@@ -146,6 +157,7 @@ export async function runSim(
       print(`  ${cells.map((c, k) => String(c).padStart((headers[k] as string).length + 3)).join('')}`)
     }
   }
+  if (flags.effect === 'write') printUnknownOutcomes(print, stacks, results)
   if (flags.plot !== undefined) {
     const series: Series[] = [
       { label: '(1-p)^n', dashed: true, points: flags.steps.map((steps) => ({ steps, successRate: (1 - flags.faultRate) ** steps })) },
@@ -159,6 +171,37 @@ export async function runSim(
     print(`chart written to ${flags.plot}`)
   }
   return results
+}
+
+/** For a write tool: how many writes were left unknown, and what reconciling them found (against what had landed). */
+function printUnknownOutcomes(print: (line: string) => void, stacks: readonly NamedStack[], results: Map<string, SimResult[]>): void {
+  print('')
+  print('unknown write outcomes (a write failed after its request may have reached the service)')
+  const headers = ['stack', 'steps', 'landed anyway', 'unknown', 'found landed', 'found not landed', 'left unknown']
+  const width = Math.max(...stacks.map((s) => s.label.length), headers[0]?.length ?? 0)
+  print(
+    `  ${'stack'.padEnd(width)}${headers
+      .slice(1)
+      .map((h) => h.padStart(h.length + 3))
+      .join('')}`,
+  )
+  for (const stack of stacks) {
+    const rows = results.get(stack.label) ?? []
+    // A stack that records no outcome (no idempotency layer) has nothing to say here.
+    if (stack.reconcile !== true && rows.every((r) => r.unknownOutcomes === 0)) continue
+    for (const r of rows) {
+      const left = r.unknownOutcomes - r.reconciledApplied - r.reconciledNotApplied
+      const cells = [
+        r.steps,
+        stack.reconcile === true ? r.landedFaults : '-',
+        r.unknownOutcomes,
+        r.reconciledApplied,
+        r.reconciledNotApplied,
+        left,
+      ]
+      print(`  ${stack.label.padEnd(width)}${cells.map((c, k) => String(c).padStart((headers[k + 1] as string).length + 3)).join('')}`)
+    }
+  }
 }
 
 /** `shallot sim herd`: each backoff against the same contended resource. */

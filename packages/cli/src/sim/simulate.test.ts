@@ -2,7 +2,7 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { createStack, type StackEvent } from '@shallot/core'
-import { circuitBreaker, consecutive, errorClassifier, panicCatcher, retry, timeout } from 'shallot'
+import { circuitBreaker, consecutive, defaultMiddleware, errorClassifier, panicCatcher, retry, timeout } from 'shallot'
 import { afterAll, describe, expect, it } from 'vitest'
 import { main } from '../cli.js'
 import { type StackEnv, simulate } from './simulate.js'
@@ -16,16 +16,17 @@ async function sim(...argv: string[]): Promise<string[]> {
 
 // Printed by the seeded simulation before its hot loop was made cheaper: the same seed must keep printing exactly this.
 describe('shallot sim, seeded', () => {
-  it('prints the same tables for a write tool under timeouts and 5xx', async () => {
+  // The reconciled stack was added beside the others: their numbers are those printed before it.
+  it('prints the same tables for a write tool under timeouts and 5xx, and the same stack reconciling every unknown outcome', async () => {
     expect(
       await sim('--runs', '40', '--steps', '5,20', '--seed', '4', '--fault-rate', '0.2', '--effect', 'write', '--faults', 'timeout,5xx'),
     ).toEqual([
       'shallot sim: 40 runs per cell, fault rate 0.2 per attempt (timeout, server_error), write tool, seed 4',
       '',
       'end-to-end success rate',
-      '            steps        (1-p)^n       no retry  default stack',
-      '                5          32.8%          35.0%          35.0%',
-      '               20           1.2%           2.5%           2.5%',
+      '            steps        (1-p)^n       no retry  default stack     reconciled',
+      '                5          32.8%          35.0%          35.0%          52.5%',
+      '               20           1.2%           2.5%           2.5%           7.5%',
       '',
       'no retry',
       '     steps   success   attempts/step   p50 ms   p95 ms   retries   breaker trips   write retries refused',
@@ -36,6 +37,18 @@ describe('shallot sim, seeded', () => {
       '     steps   success   attempts/step   p50 ms   p95 ms   retries   breaker trips   write retries refused',
       '         5     35.0%           1.000        0     2000         0               0                      26',
       '        20      2.5%           1.000        0     2000         0               0                      39',
+      '',
+      'reconciled',
+      '     steps   success   attempts/step   p50 ms   p95 ms   retries   breaker trips   write retries refused',
+      '         5     52.5%           1.000        0     2000         0               0                      32',
+      '        20      7.5%           1.000     2000     4000         0               0                      68',
+      '',
+      'unknown write outcomes (a write failed after its request may have reached the service)',
+      '  stack           steps   landed anyway   unknown   found landed   found not landed   left unknown',
+      '  default stack       5               -        26              0                  0             26',
+      '  default stack      20               -        39              0                  0             39',
+      '  reconciled          5              13        32             13                 19              0',
+      '  reconciled         20              31        68             31                 37              0',
     ])
   })
 
@@ -170,6 +183,36 @@ describe('simulate', () => {
       // A write is never retried after a failure whose outcome is unknown, so only reads get far enough to trip the breaker.
       expect(effect === 'read' ? Math.min(result.breakerTrips, result.retries) : result.writeRetriesRefused).toBeGreaterThan(0)
     }
+  })
+
+  it('reconciles every unknown write outcome of the default stack: found landed is exactly what landed, and more runs complete', async () => {
+    const faults = { steps: 30, runs: 80, faultRate: 0.15, latencyMs: 10, effect: 'write', seed: 9 } as const
+    const all = ['timeout', 'server_error', 'connection_reset', 'rate_limit', 'connection_refused'] as const
+    const stack = (env: StackEnv) => createStack({ ...env, middleware: defaultMiddleware({ timeout: { ms: 500 } }) })
+    const plain = await simulate({ ...faults, faults: all, stack })
+    const reconciled = await simulate({ ...faults, faults: all, stack, reconcile: true })
+    expect(plain.unknownOutcomes).toBeGreaterThan(0)
+    expect(plain.reconciledApplied + plain.reconciledNotApplied).toBe(0)
+    expect(reconciled.landedFaults).toBeGreaterThan(0)
+    expect(reconciled.reconciledApplied).toBe(reconciled.landedFaults)
+    expect(reconciled.reconciledApplied + reconciled.reconciledNotApplied).toBe(reconciled.unknownOutcomes)
+    expect(reconciled.successRate).toBeGreaterThan(plain.successRate)
+  })
+
+  it('asks no reconciler when the stack has no idempotency layer to ask it, and counts nothing as unknown', async () => {
+    const result = await simulate({
+      steps: 20,
+      runs: 30,
+      faultRate: 0.3,
+      faults: ['timeout', 'server_error'],
+      latencyMs: 0,
+      effect: 'write',
+      seed: 2,
+      reconcile: true,
+      stack: (env) => createStack({ ...env, middleware: [panicCatcher(), errorClassifier(), timeout({ ms: 300 })] }),
+    })
+    expect(result.landedFaults).toBeGreaterThan(0)
+    expect([result.unknownOutcomes, result.reconciledApplied, result.reconciledNotApplied]).toEqual([0, 0, 0])
   })
 
   it('rejects when a stack never lets a call settle on virtual time', async () => {

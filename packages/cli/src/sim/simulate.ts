@@ -11,6 +11,7 @@ import {
 } from '@shallot/core'
 import { chaosTool, type FaultKind, type ManualClock, manualClock, seededRandom } from '@shallot/testing'
 import { z } from 'zod'
+import { reconcilingTool } from './reconciling-tool.js'
 
 /** What a simulated run hands the stack factory: its one chaos tool, its virtual clock, its seeded random. */
 export interface StackEnv {
@@ -32,6 +33,8 @@ export interface SimOptions {
   seed: number
   /** Builds a fresh stack for one run (breakers and budgets do not leak between runs). */
   stack: (env: StackEnv) => Stack
+  /** The write tool's service can be looked up: the tool carries that lookup as `reconcile`. */
+  reconcile?: boolean
   /** Runs simulated at once (each on its own virtual clock). */
   concurrency?: number
   onProgress?: (done: number, total: number) => void
@@ -49,6 +52,14 @@ export interface SimResult {
   breakerTrips: number
   retries: number
   writeRetriesRefused: number
+  /** Writes whose failure left it unknown whether they took effect (reconciled or not). */
+  unknownOutcomes: number
+  /** Of those, the ones a reconciliation found had taken effect (the call completed with the result)… */
+  reconciledApplied: number
+  /** …and had not (the key released, a repeat safe). */
+  reconciledNotApplied: number
+  /** Faulted attempts that had in fact landed: the truth the reconciliations are measured against. */
+  landedFaults: number
 }
 
 function percentile(sorted: readonly number[], p: number): number {
@@ -117,6 +128,9 @@ interface Counts {
   trips: number
   retries: number
   writeRefused: number
+  unknown: number
+  applied: number
+  notApplied: number
 }
 
 function count(counts: Counts, trace: readonly TraceEvent[]): void {
@@ -124,6 +138,9 @@ function count(counts: Counts, trace: readonly TraceEvent[]): void {
     if (event.type === 'circuit-breaker.state' && event.to === 'open') counts.trips++
     else if (event.type === 'retry.scheduled') counts.retries++
     else if (event.type === 'retry.stopped' && event.reason === 'unsafe_write') counts.writeRefused++
+    else if (event.type === 'idempotency.outcome_unknown') counts.unknown++
+    else if (event.type === 'idempotency.reconciled' && event.outcome === 'applied') counts.applied++
+    else if (event.type === 'idempotency.reconciled' && event.outcome === 'not_applied') counts.notApplied++
   }
 }
 
@@ -139,8 +156,11 @@ async function simulateRun(options: SimOptions, base: AnyTool, calls: readonly T
     // Nobody sees a simulated fault's stack, and capturing one costs as much as a dozen simulated calls.
     stackTraces: false,
   })
-  const stack = options.stack({ tools: [tool], clock, random: seededRandom(options.seed * 7_919 + index) })
-  const counts: Counts = { trips: 0, retries: 0, writeRefused: 0 }
+  const reconciling = options.reconcile
+    ? reconcilingTool(tool, { clock, random: seededRandom(options.seed * 104_729 + index), latencyMs: options.latencyMs })
+    : undefined
+  const stack = options.stack({ tools: [reconciling?.tool ?? tool], clock, random: seededRandom(options.seed * 7_919 + index) })
+  const counts: Counts = { trips: 0, retries: 0, writeRefused: 0, unknown: 0, applied: 0, notApplied: 0 }
   // One options object per run, not per call: the stack only reads it.
   const dispatchOptions = { run: createRun() }
   let ok = true
@@ -158,7 +178,8 @@ async function simulateRun(options: SimOptions, base: AnyTool, calls: readonly T
     stepsRun++
     ok = result.ok
   }
-  return { ok, stepsRun, attempts: tool.stats.calls, durationMs: clock.now(), ...counts }
+  const landedFaults = reconciling?.ledger.landedFaults ?? 0
+  return { ok, stepsRun, attempts: tool.stats.calls, durationMs: clock.now(), landedFaults, ...counts }
 }
 
 /**
@@ -178,6 +199,7 @@ export async function simulate(options: SimOptions): Promise<SimResult> {
   let breakerTrips = 0
   let retries = 0
   let writeRetriesRefused = 0
+  const outcomes = { unknown: 0, applied: 0, notApplied: 0, landedFaults: 0 }
   let next = 0
   let done = 0
   // One tool definition for every run: each run wraps it in its own chaos tool, whose state is per run.
@@ -196,6 +218,11 @@ export async function simulate(options: SimOptions): Promise<SimResult> {
       breakerTrips += run.trips
       retries += run.retries
       writeRetriesRefused += run.writeRefused
+      // A reconciled write was unknown until it was asked about; one that stayed unknown is counted by its record.
+      outcomes.unknown += run.unknown + run.applied + run.notApplied
+      outcomes.applied += run.applied
+      outcomes.notApplied += run.notApplied
+      outcomes.landedFaults += run.landedFaults
       durations.push(run.durationMs)
       done++
       options.onProgress?.(done, options.runs)
@@ -214,5 +241,9 @@ export async function simulate(options: SimOptions): Promise<SimResult> {
     breakerTrips,
     retries,
     writeRetriesRefused,
+    unknownOutcomes: outcomes.unknown,
+    reconciledApplied: outcomes.applied,
+    reconciledNotApplied: outcomes.notApplied,
+    landedFaults: outcomes.landedFaults,
   }
 }
