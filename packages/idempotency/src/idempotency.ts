@@ -430,6 +430,17 @@ export function idempotency(options?: IdempotencyOptions): Middleware {
     return undefined
   }
 
+  /** Asks the tool's reconciler; a stop while asking (cancellation, a hard error) leaves the record unknown, then propagates. */
+  async function askOrSettleUnknown(ctx: ToolContext, call: Guarded, flight: InFlight, token: string): Promise<Reconciled> {
+    try {
+      return await askReconciler(ctx, ctx.tool as AnyTool, call.key, limits)
+    } catch (stop) {
+      await settleAs(ctx, call, token, 'unknown')
+      land(call, flight)
+      throw stop
+    }
+  }
+
   /**
    * A write failed and left its outcome unknown, and its tool can reconcile: asks while the call
    * still owns the record. Applied: the call succeeds with that result, stored. Not applied: the
@@ -437,14 +448,7 @@ export function idempotency(options?: IdempotencyOptions): Middleware {
    * saying what was tried.
    */
   async function reconcileFailure(ctx: ToolContext, call: Guarded, flight: InFlight, token: string, err: unknown): Promise<void> {
-    let reconciled: Reconciled
-    try {
-      reconciled = await askReconciler(ctx, ctx.tool as AnyTool, call.key, limits)
-    } catch (stop) {
-      await settleAs(ctx, call, token, 'unknown')
-      land(call, flight)
-      throw stop
-    }
+    const reconciled = await askOrSettleUnknown(ctx, call, flight, token)
     if (reconciled.outcome === 'applied') {
       ctx.result = { value: JSON.parse(reconciled.json) }
       return succeeded(ctx, call, flight, token)
@@ -479,14 +483,7 @@ export function idempotency(options?: IdempotencyOptions): Middleware {
       return proceed(ctx, next, call, flight, claim)
     }
     ctx.emit('idempotency.reclaimed', { key: call.key, reason })
-    let reconciled: Reconciled
-    try {
-      reconciled = await askReconciler(ctx, ctx.tool as AnyTool, call.key, limits)
-    } catch (stop) {
-      await settleAs(ctx, call, token, 'unknown')
-      land(call, flight)
-      throw stop
-    }
+    const reconciled = await askOrSettleUnknown(ctx, call, flight, token)
     if (reconciled.outcome === 'applied') {
       ctx.result = { value: JSON.parse(reconciled.json), replayed: true }
       return succeeded(ctx, call, flight, token)
