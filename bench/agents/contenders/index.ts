@@ -2,7 +2,7 @@ import { aiSdk, aiSdkShallot } from './ai-sdk.js'
 import type { Contender } from './contender.js'
 import { langchain, langchainShallot } from './langchain.js'
 import { openaiAgents, openaiAgentsShallot } from './openai-agents.js'
-import { shallotAgent, shallotFull } from './shallot-agent.js'
+import { shallotAgent, shallotFull, shallotReconcile } from './shallot-agent.js'
 
 export type { Contender } from './contender.js'
 
@@ -15,5 +15,6 @@ export const CONTENDERS: readonly Contender[] = [
   openaiAgents,
   openaiAgentsShallot,
   shallotAgent,
+  shallotReconcile,
   shallotFull,
 ]

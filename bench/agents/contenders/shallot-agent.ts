@@ -8,6 +8,9 @@
  * write under the call's key landed (the same README, "Upstream keys and reconciliation"), and
  * `fallback()` answers the primary forecast from its mirror (packages/fallback/README.md), placed
  * outside idempotency as that page says.
+ *
+ * "+reconcile" is the plain row with only that `reconcile` added to each write: still `effect:
+ * 'write'`, and the key is not forwarded upstream, so the lookup asks under a key the service never saw.
  */
 import { createOpenAI } from '@ai-sdk/openai'
 import { aiSdkModel } from '@shallot/ai-sdk'
@@ -30,7 +33,11 @@ export function reconcilerOf(tool: BenchTool) {
   }
 }
 
-function shallotToolsOf(setup: EpisodeSetup, full: boolean) {
+/** `plain`: the README's setup; `reconcile`: plus each write's `reconcile`; `full`: the "used fully" row. */
+type Use = 'plain' | 'reconcile' | 'full'
+
+function shallotToolsOf(setup: EpisodeSetup, use: Use) {
+  const full = use === 'full'
   return setup.tools.map((tool) =>
     defineTool({
       name: tool.name,
@@ -39,16 +46,16 @@ function shallotToolsOf(setup: EpisodeSetup, full: boolean) {
       effect: full && tool.effect === 'write' ? 'idempotent' : tool.effect,
       execute: (args, { signal, idempotencyKey }) =>
         tool.execute(args as Record<string, unknown>, { signal, idempotencyKey: full ? idempotencyKey : undefined }),
-      ...(full ? reconcilerOf(tool) : {}),
+      ...(use === 'plain' ? {} : reconcilerOf(tool)),
     }),
   )
 }
 
-async function runAgent(setup: EpisodeSetup, full: boolean): Promise<RunEnd> {
+async function runAgent(setup: EpisodeSetup, use: Use): Promise<RunEnd> {
   const openai = createOpenAI({ baseURL: `${setup.url}/v1`, apiKey: 'sk-bench' })
-  const tools = shallotToolsOf(setup, full)
+  const tools = shallotToolsOf(setup, use)
   let stack: Stack | undefined
-  if (full) {
+  if (use === 'full') {
     const layers = [...defaultMiddleware()] as Middleware[]
     const names = new Set(tools.map((tool) => tool.name))
     const sources = Object.fromEntries(
@@ -76,12 +83,19 @@ export const shallotAgent: Contender = {
   id: 'shallot',
   label: 'shallot createAgent',
   follows: 'packages/shallot/README.md#usage, packages/ai-sdk/README.md#aisdkmodel-shallots-own-agent-on-any-ai-sdk-model',
-  run: (setup) => runAgent(setup, false),
+  run: (setup) => runAgent(setup, 'plain'),
+}
+
+export const shallotReconcile: Contender = {
+  id: 'shallot+reconcile',
+  label: 'shallot createAgent, writes with reconcile',
+  follows: 'packages/shallot/README.md#usage, packages/idempotency/README.md (reconcile through the lookup; effect write, no key upstream)',
+  run: (setup) => runAgent(setup, 'reconcile'),
 }
 
 export const shallotFull: Contender = {
   id: 'shallot-full',
   label: 'shallot, used fully',
   follows: 'packages/idempotency/README.md (forward idempotencyKey, effect idempotent), packages/fallback/README.md',
-  run: (setup) => runAgent(setup, true),
+  run: (setup) => runAgent(setup, 'full'),
 }
