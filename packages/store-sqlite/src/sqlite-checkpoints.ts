@@ -1,6 +1,7 @@
 import { type CheckpointStore, parseOptions, type RunSnapshot, ToolError } from '@shallot/core'
 import Database from 'better-sqlite3'
 import { z } from 'zod'
+import { type SqliteClaims, sqliteClaims } from './sqlite-claims.js'
 import type { SqliteDatabase } from './sqlite-store.js'
 
 /**
@@ -24,6 +25,11 @@ export const sqliteCheckpointsOptionsSchema = z
       .default('shallot_checkpoints'),
     /** How long a statement waits for another process's write lock before failing. Default 5000 ms. */
     busyTimeoutMs: z.number().int().nonnegative().default(5000),
+    /**
+     * How long a claim on a run lasts without renewal; its holder renews it every third of this while
+     * the run is driven. A claim also lapses at once when its process is gone. Default 60000 ms.
+     */
+    claimLeaseMs: z.number().int().min(100).max(86_400_000).default(60_000),
   })
   .strict()
   .refine((o) => (o.path === undefined) !== (o.database === undefined), {
@@ -37,6 +43,11 @@ export type SqliteCheckpointsOptions = z.input<typeof sqliteCheckpointsOptionsSc
 export interface SqliteCheckpoints extends CheckpointStore {
   save(snapshot: RunSnapshot): void
   load(runId: string): RunSnapshot | undefined
+  /**
+   * Takes `runId` for one run() or resume() across every process on this file, so two processes
+   * never drive one run at once (the agent calls it); `undefined` while another holds it.
+   */
+  claim(runId: string): (() => void) | undefined
   /** Every run id with a checkpoint, most recently saved first. */
   runIds(): string[]
   /** Deletes the checkpoint of `runId`; true when there was one. */
@@ -107,6 +118,7 @@ export function sqliteCheckpoints(options: SqliteCheckpointsOptions): SqliteChec
   const owned = opts.database === undefined
   const db = opts.database ?? new Database(opts.path as string)
   const table = `"${opts.tableName}"`
+  let claims: SqliteClaims
   try {
     db.exec(`PRAGMA busy_timeout = ${opts.busyTimeoutMs}`)
     db.exec('PRAGMA journal_mode = WAL')
@@ -116,6 +128,7 @@ export function sqliteCheckpoints(options: SqliteCheckpointsOptions): SqliteChec
       snapshot TEXT NOT NULL,
       saved_at INTEGER NOT NULL
     ) WITHOUT ROWID`)
+    claims = sqliteClaims(db, `"${opts.tableName}_claims"`, opts.claimLeaseMs)
   } catch (err) {
     if (owned) db.close()
     throw err
@@ -152,6 +165,7 @@ export function sqliteCheckpoints(options: SqliteCheckpointsOptions): SqliteChec
         },
       )
     },
+    claim: (runId) => claims.claim(runId),
     runIds() {
       return ids.all().map((r) => r.run_id)
     },
@@ -159,6 +173,7 @@ export function sqliteCheckpoints(options: SqliteCheckpointsOptions): SqliteChec
       return drop.run(runId).changes === 1
     },
     close() {
+      claims.stop()
       if (owned && db.open) db.close()
     },
   }

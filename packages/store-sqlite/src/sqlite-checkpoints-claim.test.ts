@@ -1,0 +1,129 @@
+// The claim on a run: two connections on one file stand for two processes; a third, real process
+// that dies holding a claim shows that a dead holder's claim lapses at once. Lease expiry runs on
+// fake timers (Date and setInterval), never a sleep.
+import { execFileSync, spawn } from 'node:child_process'
+import { mkdtempSync, rmSync } from 'node:fs'
+import { createRequire } from 'node:module'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import { fileURLToPath } from 'node:url'
+import { createAgent, defineTool, OptionsError, ResumeError } from '@shallot/core'
+import { scriptedModel } from '@shallot/testing'
+import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from 'vitest'
+import { z } from 'zod'
+import { sqliteCheckpoints } from './index.js'
+
+const packageDir = fileURLToPath(new URL('..', import.meta.url))
+const dir = mkdtempSync(join(tmpdir(), 'shallot-sqlite-claims-'))
+let files = 0
+const file = () => join(dir, `claims-${++files}.db`)
+afterAll(() => rmSync(dir, { recursive: true, force: true }))
+afterEach(() => {
+  vi.useRealTimers()
+})
+
+beforeAll(() => {
+  const tsc = createRequire(import.meta.url).resolve('typescript/bin/tsc')
+  execFileSync(process.execPath, [tsc, '-b', packageDir], { stdio: 'pipe' })
+}, 120_000)
+
+describe('sqliteCheckpoints claim', () => {
+  it('refuses a run held by another connection until the holder releases it; a second release is harmless', () => {
+    const path = file()
+    const a = sqliteCheckpoints({ path })
+    const b = sqliteCheckpoints({ path })
+    const release = a.claim('run-1')
+    expect(release).toBeTypeOf('function')
+    expect(b.claim('run-1')).toBeUndefined()
+    expect(a.claim('run-1')).toBeUndefined()
+    expect(b.claim('run-2')).toBeTypeOf('function')
+    release?.()
+    release?.()
+    const again = b.claim('run-1')
+    expect(again).toBeTypeOf('function')
+    expect(a.claim('run-1')).toBeUndefined()
+    a.close()
+    b.close()
+  })
+
+  it('gives one run to exactly one of ten connections claiming it together, and takes __proto__ as a plain id', () => {
+    const path = file()
+    const stores = Array.from({ length: 10 }, () => sqliteCheckpoints({ path }))
+    const won = stores.map((s) => s.claim('__proto__')).filter((r) => r !== undefined)
+    expect(won).toHaveLength(1)
+    expect(Object.prototype).not.toHaveProperty('holder')
+    for (const s of stores) s.close()
+  })
+
+  it('makes agent.resume from another connection reject run_in_progress, with nothing run, while a run is held', async () => {
+    const path = file()
+    const ran: string[] = []
+    const note = defineTool({
+      name: 'write_note',
+      description: 'Write a note',
+      effect: 'write',
+      input: z.object({ text: z.string() }),
+      execute: ({ text }) => void ran.push(text),
+    })
+    const script = [{ toolCalls: [{ name: 'write_note', args: { text: 'one' } }] }, { text: 'done' }]
+    const first = sqliteCheckpoints({ path })
+    await createAgent({ model: scriptedModel(script), tools: [note], checkpoints: first, limits: { maxTurns: 1 } }).run({
+      runId: 'held',
+      input: 'write',
+    })
+    expect(ran).toEqual(['one'])
+    const release = first.claim('held')
+    const other = sqliteCheckpoints({ path })
+    const resumed = createAgent({ model: scriptedModel(script.slice(1)), tools: [note], checkpoints: other }).resume('held')
+    await expect(resumed).rejects.toSatisfy((err) => ResumeError.is(err) && err.code === 'run_in_progress')
+    release?.()
+    const done = await createAgent({ model: scriptedModel(script.slice(1)), tools: [note], checkpoints: other }).resume('held')
+    expect(done).toMatchObject({ status: 'completed', output: 'done' })
+    // The resume gave its claim back: the first connection may take the run again.
+    expect(first.claim('held')).toBeTypeOf('function')
+    expect(ran).toEqual(['one'])
+    first.close()
+    other.close()
+  })
+
+  it('renews a held claim, and lets one lapse after claimLeaseMs once its holder stops renewing; a stale release frees nothing', () => {
+    vi.useFakeTimers({ toFake: ['Date', 'setInterval', 'clearInterval'] })
+    const path = file()
+    const a = sqliteCheckpoints({ path, claimLeaseMs: 1000 })
+    const b = sqliteCheckpoints({ path, claimLeaseMs: 1000 })
+    const stale = a.claim('run-1')
+    vi.advanceTimersByTime(5000)
+    expect(b.claim('run-1')).toBeUndefined()
+    a.close() // stops renewing without releasing, as a process frozen past its lease would
+    // Renewed last at most a third of the lease ago: held a while yet, free once a whole lease has passed.
+    vi.advanceTimersByTime(600)
+    expect(b.claim('run-1')).toBeUndefined()
+    vi.advanceTimersByTime(400)
+    const taken = b.claim('run-1')
+    expect(taken).toBeTypeOf('function')
+    const c = sqliteCheckpoints({ path })
+    stale?.()
+    expect(c.claim('run-1')).toBeUndefined()
+    b.close()
+    c.close()
+  })
+
+  it('frees the claim of a process that died holding it at once, without waiting for the lease', async () => {
+    const path = file()
+    const script = `import { sqliteCheckpoints } from ${JSON.stringify(join(packageDir, 'dist/index.js'))}
+      sqliteCheckpoints({ path: ${JSON.stringify(path)} }).claim('run-1'); process.kill(process.pid, 'SIGKILL')`
+    const child = spawn(process.execPath, ['--input-type=module', '-e', script], { cwd: packageDir, stdio: 'ignore' })
+    const signal = await new Promise((resolve) => child.once('close', (_code, sig) => resolve(sig)))
+    expect(signal).toBe('SIGKILL')
+    const store = sqliteCheckpoints({ path })
+    expect(store.claim('run-1')).toBeTypeOf('function')
+    store.close()
+  })
+
+  it('refuses a claim lease that is not a whole number of ms from 100, naming the option', () => {
+    for (const claimLeaseMs of [0, 50, Number.NaN, 1.5, -1]) {
+      expect(() => sqliteCheckpoints({ path: file(), claimLeaseMs })).toThrow(OptionsError)
+      expect(() => sqliteCheckpoints({ path: file(), claimLeaseMs })).toThrow(/claimLeaseMs/)
+    }
+  })
+})

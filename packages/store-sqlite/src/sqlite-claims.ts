@@ -1,0 +1,74 @@
+import type { SqliteDatabase } from './sqlite-store.js'
+
+/** Whether process `pid` on this machine is still running (EPERM: it runs, as another user). */
+function alive(pid: number): boolean {
+  try {
+    process.kill(pid, 0)
+    return true
+  } catch (err) {
+    return (err as NodeJS.ErrnoException).code === 'EPERM'
+  }
+}
+
+export interface SqliteClaims {
+  claim(runId: string): (() => void) | undefined
+  /** Stops renewing every claim this store holds (they lapse with their lease); used by `close()`. */
+  stop(): void
+}
+
+/**
+ * Claims on runs in one SQLite file, for {@link CheckpointStore.claim}: one row per held run with its
+ * holder, the holder's pid and when the claim lapses. A holder renews its claim every third of
+ * `leaseMs` while it holds it; a claim lapses when that stops (the lease ran out) or at once when its
+ * process is gone, so a crashed process's run can be resumed without waiting.
+ */
+export function sqliteClaims(db: SqliteDatabase, table: string, leaseMs: number): SqliteClaims {
+  db.exec(`CREATE TABLE IF NOT EXISTS ${table} (
+    run_id TEXT PRIMARY KEY NOT NULL,
+    holder TEXT NOT NULL,
+    pid INTEGER NOT NULL,
+    expires_at INTEGER NOT NULL
+  ) WITHOUT ROWID`)
+  const held = db.prepare<[string], { pid: number; expires_at: number }>(`SELECT pid, expires_at FROM ${table} WHERE run_id = ?`)
+  const take = db.prepare<[string, string, number, number]>(
+    `INSERT INTO ${table} (run_id, holder, pid, expires_at) VALUES (?, ?, ?, ?)
+     ON CONFLICT (run_id) DO UPDATE SET holder = excluded.holder, pid = excluded.pid, expires_at = excluded.expires_at`,
+  )
+  const renew = db.prepare<[number, string, string]>(`UPDATE ${table} SET expires_at = ? WHERE run_id = ? AND holder = ?`)
+  const give = db.prepare<[string, string]>(`DELETE FROM ${table} WHERE run_id = ? AND holder = ?`)
+  const timers = new Set<NodeJS.Timeout>()
+  let holders = 0
+  // IMMEDIATE: the write lock is taken before the read, so two processes cannot both see the run free.
+  const tryTake = db.transaction((runId: string, holder: string): boolean => {
+    const row = held.get(runId)
+    if (row !== undefined && row.expires_at > Date.now() && alive(row.pid)) return false
+    take.run(runId, holder, process.pid, Date.now() + leaseMs)
+    return true
+  })
+
+  return {
+    claim(runId) {
+      const holder = `${process.pid}:${++holders}:${Math.random().toString(36).slice(2)}`
+      if (!tryTake.immediate(runId, holder)) return undefined
+      const timer = setInterval(
+        () => {
+          // A claim taken over after it lapsed (this process was stopped past the lease) is not renewed.
+          if (!db.open || renew.run(Date.now() + leaseMs, runId, holder).changes === 0) release()
+        },
+        Math.max(1, Math.floor(leaseMs / 3)),
+      )
+      timer.unref()
+      timers.add(timer)
+      function release(): void {
+        clearInterval(timer)
+        timers.delete(timer)
+        if (db.open) give.run(runId, holder)
+      }
+      return release
+    },
+    stop() {
+      for (const timer of timers) clearInterval(timer)
+      timers.clear()
+    },
+  }
+}
