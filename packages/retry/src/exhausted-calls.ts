@@ -1,39 +1,98 @@
-import type { Json, RunContext } from '@shallot/core'
+import { type Json, type RunContext, ToolError, type ToolErrorJSON } from '@shallot/core'
 
 /** Where the calls whose retries ran out live in `run.state`: plain JSON, so a checkpointed run keeps them. */
 export const EXHAUSTED_STATE_KEY = 'shallot.retry.exhausted'
 
-/** The most fingerprints kept per run; the oldest is forgotten first. */
+/** The most calls kept per run; the oldest is forgotten first. */
 const MAX_REMEMBERED = 256
 
-function listOf(run: RunContext): string[] {
+/**
+ * How long an exhausted call is answered from its failure without a request (decision 410). Past it the
+ * model's repeat gets one request and no retries again (decision 407): the upstream may have come back.
+ */
+export const ANSWER_FROM_FAILURE_MS = 60_000
+
+/** One call whose retries ran out: when, and the error its last attempt gave (absent in a run checkpointed before 410). */
+export interface ExhaustedCall {
+  readonly fingerprint: string
+  readonly at: number
+  readonly error?: ToolErrorJSON
+}
+
+const CATEGORIES: ReadonlySet<unknown> = new Set(['transient', 'recoverable', 'user', 'fatal'])
+
+function isErrorJson(value: unknown): value is ToolErrorJSON {
+  if (typeof value !== 'object' || value === null || Array.isArray(value)) return false
+  const { code, message, category } = value as Record<string, unknown>
+  return typeof code === 'string' && /^[a-z][a-z0-9_]*$/.test(code) && typeof message === 'string' && CATEGORIES.has(category)
+}
+
+function entryOf(item: unknown): ExhaustedCall | undefined {
+  // A run checkpointed under decision 407 holds bare fingerprints: remembered, with no failure to answer from.
+  if (typeof item === 'string') return { fingerprint: item, at: Number.NEGATIVE_INFINITY }
+  if (typeof item !== 'object' || item === null || Array.isArray(item)) return undefined
+  const { fingerprint, at, error } = item as Record<string, unknown>
+  if (typeof fingerprint !== 'string' || typeof at !== 'number' || !Number.isFinite(at)) return undefined
+  if (!isErrorJson(error)) return { fingerprint, at }
+  const { code, category, message } = error
+  return { fingerprint, at, error: { code, category, message, retryable: false, safeToRepeat: false } }
+}
+
+function listOf(run: RunContext): ExhaustedCall[] {
   const value: Json | undefined = run.state[EXHAUSTED_STATE_KEY]
   // A planted or hand-edited value is read as an empty list: the worst it can cost is a retry.
-  return Array.isArray(value) ? value.filter((item): item is string => typeof item === 'string') : []
+  if (!Array.isArray(value)) return []
+  return value.map(entryOf).filter((entry): entry is ExhaustedCall => entry !== undefined)
+}
+
+function stored(entry: ExhaustedCall): Json {
+  return (entry.error === undefined ? { fingerprint: entry.fingerprint, at: entry.at } : { ...entry }) as unknown as Json
+}
+
+/**
+ * Rebuilds the failure a call was answered with, for the model's identical repeat: the same code and
+ * message, not retryable (nothing outside may repeat it), and a hint that names what was done and what can work.
+ */
+export function failureFrom(entry: ExhaustedCall & { error: ToolErrorJSON }, tool: string, sinceMs: number): ToolError {
+  const { error } = entry
+  return new ToolError(error.code, error.message, {
+    category: error.category,
+    retryable: false,
+    safeToRepeat: false,
+    hint:
+      `${tool} failed every retry with these arguments ${Math.round(sinceMs / 1000)} s ago in this run, so this repeat was ` +
+      'not sent to the upstream. Use another tool or source, change the arguments, or tell the user it is unavailable.',
+    details: { answeredFromFailure: true, exhaustedAt: entry.at },
+  })
 }
 
 /**
  * Calls of one run whose retries ran out (identified by `ctx.fingerprint`: tool + canonical arguments).
- * An identical call later in the run is not retried again: the upstream already failed every attempt,
- * and the model's own repeat is the one request it gets.
+ * An identical call later in the run is answered from that failure for {@link ANSWER_FROM_FAILURE_MS}, then
+ * gets one request and no retries.
  *
  * @example
  * const exhausted = exhaustedCalls(ctx.run)
- * if (exhausted.has(ctx.fingerprint)) stop('exhausted_in_run')
+ * const entry = exhausted.get(ctx.fingerprint)
  */
 export function exhaustedCalls(run: RunContext) {
   return {
-    has(fingerprint: string): boolean {
-      return listOf(run).includes(fingerprint)
+    get(fingerprint: string): ExhaustedCall | undefined {
+      return listOf(run).find((entry) => entry.fingerprint === fingerprint)
     },
-    add(fingerprint: string): void {
-      const list = listOf(run).filter((item) => item !== fingerprint)
-      list.push(fingerprint)
-      run.state[EXHAUSTED_STATE_KEY] = list.slice(-MAX_REMEMBERED)
+    has(fingerprint: string): boolean {
+      return listOf(run).some((entry) => entry.fingerprint === fingerprint)
+    },
+    add(fingerprint: string, at: number, error: ToolError): void {
+      const list = listOf(run).filter((entry) => entry.fingerprint !== fingerprint)
+      const { code, category, message } = error
+      list.push({ fingerprint, at, error: { code, category, message, retryable: false, safeToRepeat: false } })
+      run.state[EXHAUSTED_STATE_KEY] = list.slice(-MAX_REMEMBERED).map(stored)
     },
     delete(fingerprint: string): void {
       const list = listOf(run)
-      if (list.includes(fingerprint)) run.state[EXHAUSTED_STATE_KEY] = list.filter((item) => item !== fingerprint)
+      if (list.some((entry) => entry.fingerprint === fingerprint))
+        run.state[EXHAUSTED_STATE_KEY] = list.filter((entry) => entry.fingerprint !== fingerprint).map(stored)
     },
   }
 }

@@ -3,7 +3,7 @@ import { callNext, optionsParser } from '@shallot/core/internal'
 import { z } from 'zod'
 import type { Backoff } from './backoff/backoff.js'
 import { backoffFromPolicy } from './backoff-from-policy.js'
-import { EXHAUSTED_STATE_KEY, exhaustedCalls } from './exhausted-calls.js'
+import { ANSWER_FROM_FAILURE_MS, EXHAUSTED_STATE_KEY, exhaustedCalls, failureFrom } from './exhausted-calls.js'
 import { memoryRetryBudget } from './memory-retry-budget.js'
 import { MAX_TOTAL_CALLS, planRetry, type RetryStopReason } from './plan-retry.js'
 import { isRetryBudgetStore, type RetryBudgetStore } from './retry-budget-store.js'
@@ -195,12 +195,12 @@ export function retry(options?: RetryOptions | Backoff): Middleware {
         ctx.random,
       )
       if (!plan.retry) {
-        if (calls > 1 && RAN_OUT.has(plan.reason)) rememberExhausted(ctx, exhausted)
+        if (calls > 1 && RAN_OUT.has(plan.reason)) rememberExhausted(ctx, exhausted, err)
         await giveUp(ctx, err, plan.reason, signal)
         if (plan.reason === 'recovery_ceiling') throw recoveryExhausted(ctx, err)
         stopSoftly(ctx, err, plan.reason)
       }
-      // The upstream failed every retry of this very call earlier in the run: the model's repeat gets one request.
+      // The upstream failed every retry of this very call long enough ago that it may be back: one request, no retries.
       if (calls === 1 && exhausted.has(fingerprintOf(ctx) ?? '')) {
         await giveUp(ctx, err, 'exhausted_in_run', signal)
         stopSoftly(ctx, err, 'exhausted_in_run')
@@ -252,6 +252,10 @@ export function retry(options?: RetryOptions | Backoff): Middleware {
   const middleware: Middleware = function retry(ctx: ToolContext, next: Next): Promise<void> {
     // Inner layers may swap ctx.signal for their own deadline; waits and repeats use the signal this call came
     // with, made real only if a retry must wait on it.
+    if (ctx.run.state[EXHAUSTED_STATE_KEY] !== undefined) {
+      const answered = answerFromFailure(ctx)
+      if (answered !== undefined) return Promise.reject(answered)
+    }
     const source = ctx.currentSignal()
     const started = timed ? ctx.clock.now() : 0
     return callNext(next).then(
@@ -275,9 +279,31 @@ function fingerprintOf(ctx: ToolContext): string | undefined {
   }
 }
 
-function rememberExhausted(ctx: ToolContext, exhausted: ReturnType<typeof exhaustedCalls>): void {
+function rememberExhausted(ctx: ToolContext, exhausted: ReturnType<typeof exhaustedCalls>, error: ToolError): void {
   const fingerprint = fingerprintOf(ctx)
-  if (fingerprint !== undefined) exhausted.add(fingerprint)
+  if (fingerprint !== undefined) exhausted.add(fingerprint, ctx.clock.now(), error)
+}
+
+/**
+ * An identical call whose retries ran out less than a minute ago in this run is answered from that failure,
+ * without a request (decision 410): the upstream failed every attempt, and the model's repeat would only
+ * spend another request and a model turn to learn it again.
+ */
+function answerFromFailure(ctx: ToolContext): ToolError | undefined {
+  const fingerprint = fingerprintOf(ctx)
+  const entry = fingerprint === undefined ? undefined : exhaustedCalls(ctx.run).get(fingerprint)
+  if (entry?.error === undefined) return undefined
+  const sinceMs = ctx.clock.now() - entry.at
+  // A clock that went back (a run resumed on another machine) proves nothing about the upstream: send it.
+  if (!(sinceMs >= 0 && sinceMs < ANSWER_FROM_FAILURE_MS)) return undefined
+  const error = failureFrom({ ...entry, error: entry.error }, ctx.call.name, sinceMs)
+  ctx.emit('retry.stopped', {
+    attempt: ctx.attempt,
+    code: error.code,
+    reason: 'exhausted_in_run',
+    why: 'answered from the failure, no request',
+  })
+  return error
 }
 
 // Reads run state only when some call of the run ran out: the happy path computes no fingerprint.
