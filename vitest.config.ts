@@ -44,6 +44,11 @@ export default defineConfig({
       })),
       // The agent bench's one-seed quick run: every contender runs every task (bench/agents).
       { extends: true, test: { name: 'bench-agents', include: ['bench/agents/**/*.test.ts'], exclude: ['**/node_modules/**'] } },
+      // The chaos soak's checker and schedule, and its quick form: worker processes, Redis and PostgreSQL (bench/chaos).
+      {
+        extends: true,
+        test: { name: 'bench-chaos', include: ['bench/chaos/**/*.test.ts'], exclude: ['**/node_modules/**', '**/dist/**'] },
+      },
     ],
   },
 })

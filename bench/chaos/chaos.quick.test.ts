@@ -1,0 +1,46 @@
+// The quick soak as CI runs it: `pnpm chaos --quick` (60 runs, 3 worker processes, every fault kind
+// at least once) on the built packages, judged by the checker. Real processes and servers share no
+// fake clock, so this one test takes real time (about 40 s); it waits on the soak's exit, never a sleep.
+import { execFileSync, spawn } from 'node:child_process'
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs'
+import { createRequire } from 'node:module'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import { fileURLToPath } from 'node:url'
+import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+
+const root = fileURLToPath(new URL('../..', import.meta.url))
+const dir = mkdtempSync(join(tmpdir(), 'shallot-chaos-'))
+afterAll(() => rmSync(dir, { recursive: true, force: true }))
+
+beforeAll(() => {
+  const tsc = createRequire(import.meta.url).resolve('typescript/bin/tsc')
+  const built = ['packages/bullmq', 'packages/store-postgres', 'packages/policy', 'packages/testing', 'bench/chaos']
+  execFileSync(process.execPath, [tsc, '-b', ...built.map((p) => join(root, p))], { stdio: 'pipe' })
+}, 120_000)
+
+function soak(args: string[]): Promise<{ code: number | null; stdout: string; stderr: string }> {
+  const hook = join(root, 'bench/chaos/dist/bench/chaos/resolve-hook.js')
+  const child = spawn(process.execPath, ['--import', hook, join(root, 'bench/chaos/dist/bench/chaos/run.js'), ...args], { cwd: root })
+  let stdout = ''
+  let stderr = ''
+  child.stdout.on('data', (chunk: Buffer) => (stdout += chunk.toString()))
+  child.stderr.on('data', (chunk: Buffer) => (stderr += chunk.toString()))
+  return new Promise((resolve) => child.once('close', (code) => resolve({ code, stdout, stderr })))
+}
+
+describe('pnpm chaos --quick', () => {
+  it('finishes every run once under every kind of fault: no duplicate, no lost run, every unknown outcome matched', async () => {
+    const json = join(dir, 'report.json')
+    const { code, stdout, stderr } = await soak(['--quick', '--seed=1', `--json=${json}`])
+    expect(code, `${stdout}\n${stderr}`).toBe(0)
+    const report = JSON.parse(readFileSync(json, 'utf8'))
+    expect(report).toMatchObject({ seed: 1, runs: 60, duplicates: 0, lost: 0, violations: [] })
+    for (const kind of ['worker_kill', 'worker_pause', 'redis_kill', 'postgres_stop', 'clock_jump']) {
+      expect(report.faults[kind], kind).toBeGreaterThan(0)
+    }
+    expect(Object.values(report.finals as Record<string, number>).reduce((a, b) => a + b, 0)).toBe(60)
+    expect(report.unknownOutcomes.landed + report.unknownOutcomes.notLanded).toBe(report.unknownOutcomes.total)
+    expect(stdout).toContain('checker: no violation')
+  }, 150_000)
+})

@@ -1,0 +1,175 @@
+import { describe, expect, it } from 'vitest'
+import { canonicalArgs, checkHistory, type History, type JobFinal, type LedgerRow, percentile } from './checker.js'
+import { soakSchedule } from './schedule.js'
+
+const plan = (runId: string) => ({ runId, parks: false, refund: true, approve: true, model429: false, enqueueAt: 0 })
+const done: JobFinal = { state: 'completed', status: 'completed', kind: null, enqueuedAt: 1000, finishedAt: 3000 }
+const charge = (runId: string, key: string | null): LedgerRow => ({
+  run_id: runId,
+  tool: 'charge_card',
+  call_id: 'charge',
+  idem_key: key,
+  args: `{"order":"${runId}","cents":500}`,
+})
+
+function history(parts: Partial<History>): History {
+  return {
+    plans: [plan('r1')],
+    jobs: new Map([['r1', done]]),
+    ledger: [charge('r1', 'k1')],
+    approvals: [],
+    outcomes: new Map(),
+    boundMs: 10_000,
+    ...parts,
+  }
+}
+
+describe('the chaos checker', () => {
+  it('passes a run that completed in time with one keyed write', () => {
+    expect(checkHistory(history({})).violations).toEqual([])
+  })
+
+  it('counts a keyed write executed twice as a duplicate, and a write without a key as a violation', () => {
+    const verdict = checkHistory(history({ ledger: [charge('r1', 'k1'), charge('r1', 'k1'), charge('r1', null)] }))
+    expect(verdict.duplicates).toBe(1)
+    expect(verdict.violations).toEqual(['r1: charge_card ran without an idempotency key', 'r1: charge_card with key k1 executed 2 times'])
+  })
+
+  it('calls a run lost when its job is missing or never reached a terminal state', () => {
+    const verdict = checkHistory(
+      history({ plans: [plan('r1'), plan('r2'), plan('r3')], jobs: new Map([['r2', { state: 'active', enqueuedAt: 0 }]]) }),
+    )
+    expect(verdict.lost).toEqual(['r1', 'r2', 'r3'])
+  })
+
+  it('holds a run to the bound, and a NaN or missing finish time fails it rather than passing', () => {
+    const late = { ...done, finishedAt: 20_000 }
+    const never = { ...done, finishedAt: Number.NaN }
+    const verdict = checkHistory(
+      history({
+        plans: [plan('r1'), plan('r2')],
+        jobs: new Map([
+          ['r1', late],
+          ['r2', never],
+        ]),
+        ledger: [],
+      }),
+    )
+    expect(verdict.violations).toEqual([
+      'r1: reached its terminal state after 19000 ms, past the bound of 10000 ms',
+      'r2: reached its terminal state after NaN ms, past the bound of 10000 ms',
+    ])
+  })
+
+  it('refuses a stop without a kind and a failed job as terminal states', () => {
+    const verdict = checkHistory(
+      history({
+        plans: [plan('r1'), plan('r2')],
+        jobs: new Map<string, JobFinal>([
+          ['r1', { ...done, status: 'stopped', kind: null }],
+          ['r2', { state: 'failed', failedReason: 'boom', enqueuedAt: 0 }],
+        ]),
+        ledger: [],
+      }),
+    )
+    expect(verdict.violations).toEqual([
+      'r1: stopped without a kind',
+      'r2: its job failed (boom) instead of completing or stopping with a kind',
+    ])
+  })
+
+  it('matches each outcome_unknown against the ledger, and flags a success the ledger never saw', () => {
+    const outcomes = new Map([
+      ['r1', [{ name: 'charge_card', ok: false, content: '{"code":"outcome_unknown"}' }]],
+      ['r2', [{ name: 'charge_card', ok: false, content: 'outcome_unknown: may have run' }]],
+      ['r3', [{ name: 'charge_card', ok: true, content: 'charged' }]],
+    ])
+    const jobs = new Map([
+      ['r1', done],
+      ['r2', done],
+      ['r3', done],
+    ])
+    const verdict = checkHistory(history({ plans: [plan('r1'), plan('r2'), plan('r3')], jobs, outcomes }))
+    expect(verdict.unknowns).toEqual([
+      { runId: 'r1', tool: 'charge_card', landed: true },
+      { runId: 'r2', tool: 'charge_card', landed: false },
+    ])
+    expect(verdict.violations).toEqual(['r3: charge_card reported done but the ledger has no such write'])
+  })
+
+  it('refuses a refund approved for other arguments, denied, or for another run; key order does not matter', () => {
+    const refund = (runId: string, args: string): LedgerRow => ({
+      run_id: runId,
+      tool: 'refund_payment',
+      call_id: 'refund',
+      idem_key: `k-${runId}`,
+      args,
+    })
+    const approval = (runId: string, args: string, answer: string) => ({
+      run_id: runId,
+      call_id: 'refund',
+      tool: 'refund_payment',
+      args,
+      answer,
+    })
+    const plans = ['a', 'b', 'c', 'd'].map(plan)
+    const verdict = checkHistory(
+      history({
+        plans,
+        jobs: new Map(plans.map((p) => [p.runId, done])),
+        ledger: [
+          refund('a', '{"order":"a","cents":300}'),
+          refund('b', '{"order":"b","cents":300}'),
+          refund('c', '{"order":"c","cents":300}'),
+          refund('d', '{"order":"d","cents":300}'),
+        ],
+        approvals: [
+          approval('a', '{"cents":300,"order":"a"}', 'approve'),
+          approval('b', '{"order":"b","cents":30000}', 'approve'),
+          approval('c', '{"order":"c","cents":300}', 'deny'),
+          approval('a', '{"order":"d","cents":300}', 'approve'),
+        ],
+      }),
+    )
+    expect(verdict.violations).toEqual([
+      'b: refund_payment {"order":"b","cents":300} ran without an approval of those arguments',
+      'c: refund_payment {"order":"c","cents":300} ran without an approval of those arguments',
+      'd: refund_payment {"order":"d","cents":300} ran without an approval of those arguments',
+    ])
+  })
+
+  it('flags a write for a run that was never planned, even one named __proto__', () => {
+    const verdict = checkHistory(history({ ledger: [charge('r1', 'k1'), charge('__proto__', 'k2')] }))
+    expect(verdict.violations).toEqual(['__proto__: a write for a run nobody started'])
+  })
+
+  it('reads malformed approval arguments as text instead of throwing', () => {
+    expect(canonicalArgs('{not json')).toBe('{not json')
+    expect(canonicalArgs('{"b":1,"a":2}')).toBe('{"a":2,"b":1}')
+    expect(canonicalArgs('[1]')).toBe('[1]')
+  })
+
+  it('takes percentiles of sorted values, NaN for none', () => {
+    expect(percentile([1, 2, 3, 4, 5, 6, 7, 8, 9, 10], 95)).toBe(10)
+    expect(percentile([1, 2, 3, 4, 5, 6, 7, 8, 9, 10], 50)).toBe(5)
+    expect(percentile([], 95)).toBeNaN()
+  })
+})
+
+describe('the soak schedule', () => {
+  const shape = { seed: 7, runs: 40, workers: 3, spanMs: 30_000, faults: 9, lockMs: 2000 }
+
+  it('is the same for a seed and differs across seeds', () => {
+    expect(soakSchedule(shape)).toEqual(soakSchedule(shape))
+    expect(soakSchedule({ ...shape, seed: 8 })).not.toEqual(soakSchedule(shape))
+  })
+
+  it('injects every kind, in time order, inside the window, and pauses longer than the lease', () => {
+    const { faults } = soakSchedule(shape)
+    expect(new Set(faults.map((f) => f.kind)).size).toBe(5)
+    expect(faults.map((f) => f.at)).toEqual([...faults.map((f) => f.at)].sort((a, b) => a - b))
+    for (const fault of faults) expect(fault.at).toBeGreaterThanOrEqual(0)
+    for (const fault of faults) expect(fault.at).toBeLessThan(shape.spanMs)
+    for (const pause of faults.filter((f) => f.kind === 'worker_pause')) expect(pause.ms).toBeGreaterThan(shape.lockMs)
+  })
+})
