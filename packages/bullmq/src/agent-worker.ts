@@ -5,6 +5,7 @@ import {
   LoopError,
   type ParkingOutcome,
   parseOptions,
+  ResumeError,
   type RunOutcome,
   silentLogger,
   ToolError,
@@ -93,6 +94,7 @@ export function agentWorker(options: AgentWorkerOptions): AgentWorker {
   const opts = parseOptions('agentWorker()', workerOptionsSchema, options)
   const { agent, checkpoints, onOutcome } = opts
   const log = opts.logger ?? silentLogger
+  const lockMs = opts.lockDuration ?? 30_000
 
   async function runJob(job: Job<RunJob>, token?: string): Promise<RunJobResult> {
     const parsed = runJobSchema.safeParse(job.data)
@@ -107,6 +109,14 @@ export function agentWorker(options: AgentWorkerOptions): AgentWorker {
       }
       outcome = saved === undefined ? await agent.run({ input, runId }) : await agent.resume(runId)
     } catch (err) {
+      if (ResumeError.is(err) && err.code === 'run_in_progress') {
+        // Another driver holds the run (a stalled job's first worker, still running it): running it
+        // here too would ask the model and dispatch its turn twice. Look again after a lock duration,
+        // by when that driver has finished or its claim has lapsed; no attempt is spent.
+        log.warn({ runId }, 'run is being driven elsewhere; its job waits a lock duration')
+        await job.moveToDelayed(Date.now() + lockMs, token)
+        throw new DelayedError()
+      }
       if (worthRetrying(err)) throw err
       const message = err instanceof Error ? err.message : String(err)
       log.warn({ runId, err }, 'run cannot go on; its job fails without retries')
