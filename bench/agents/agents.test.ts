@@ -2,7 +2,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { runBench } from './bench.js'
 import { looksFailed } from './brain.js'
 import { CONTENDERS } from './contenders/index.js'
-import { reconcilerOf } from './contenders/shallot-agent.js'
+import { reconcilerOf, searchReconcilerOf } from './contenders/shallot-agent.js'
 import { hashSeed, mixedSchedule, singleFaultSchedule } from './faults.js'
 import { type BenchTool, TASKS } from './tasks.js'
 import { clock, drive, installVirtualTime, uninstallVirtualTime } from './virtual-time.js'
@@ -101,5 +101,64 @@ describe("the used-fully row's reconcile", () => {
     const world = new World({ tools: {}, model: [], dead: [] }, () => clock.now)
     const read = TASKS[0]?.tools(world).find((t) => t.effect === 'read') as BenchTool
     expect(reconcilerOf(read)).toEqual({})
+  })
+})
+
+describe("the +reconcile row's reconcile: no key upstream, so it searches by what the write carried", () => {
+  beforeAll(() => installVirtualTime())
+  afterAll(() => uninstallVirtualTime())
+  const refundArgs = { payment: 'pi_3Q0042', amountCents: 4200 }
+  const settle = <T>(run: () => Promise<T>) => drive(run, 60_000, () => {})
+
+  function setup(schedule: ReadonlyArray<'write_timeout_after_effect' | 'write_refused' | undefined> = []) {
+    const refund = TASKS.find((t) => t.id === 'refund') as (typeof TASKS)[number]
+    const world = new World({ tools: { refund_payment: [...schedule] }, model: [], dead: [] }, () => clock.now)
+    const tool = refund.tools(world).find((t) => t.name === 'refund_payment') as BenchTool
+    const { send, reconcilers } = searchReconcilerOf(tool)
+    const reconcile = reconcilers.reconcile as NonNullable<typeof reconcilers.reconcile>
+    return { world, send, reconcile, signal: new AbortController().signal }
+  }
+
+  it('finds a write that landed and then timed out: applied, with the write’s own answer, and no new effect', async () => {
+    const { world, send, reconcile, signal } = setup(['write_timeout_after_effect'])
+    expect((await settle(() => send(refundArgs, { signal }))).error).toBeDefined()
+    const answer = await settle(() => reconcile({ ...refundArgs }, { signal }))
+    expect(answer.value).toEqual({ status: 'applied', result: { refund: 're_3Q0042', amountCents: 4200, status: 'succeeded' } })
+    expect(world.ledger).toHaveLength(1)
+  })
+
+  it('answers not_applied for a write refused before anything happened, and for other arguments', async () => {
+    const { world, send, reconcile, signal } = setup(['write_refused'])
+    expect((await settle(() => send(refundArgs, { signal }))).error).toBeDefined()
+    expect((await settle(() => reconcile(refundArgs, { signal }))).value).toEqual({ status: 'not_applied' })
+    await settle(() => send({ ...refundArgs, amountCents: 100 }, { signal }))
+    expect(world.ledger).toHaveLength(1)
+    expect((await settle(() => reconcile(refundArgs, { signal }))).value).toEqual({ status: 'not_applied' })
+  })
+
+  it('does not count an earlier write of the same arguments: only one created since the last send', async () => {
+    const { world, send, reconcile, signal } = setup([undefined, 'write_refused'])
+    await settle(() => send(refundArgs, { signal }))
+    await settle(() => new Promise((resolve) => setTimeout(resolve, 5_000)))
+    expect((await settle(() => send(refundArgs, { signal }))).error).toBeDefined()
+    expect((await settle(() => reconcile(refundArgs, { signal }))).value).toEqual({ status: 'not_applied' })
+    expect(world.ledger).toHaveLength(1)
+  })
+
+  it('answers unknown for arguments never sent from here, without a request', async () => {
+    const { world, reconcile, signal } = setup()
+    expect((await settle(() => reconcile({ ['__proto__']: { payment: 'x' }, ...refundArgs }, { signal }))).value).toMatchObject({
+      status: 'unknown',
+    })
+    expect(world.executions).toBe(0)
+  })
+
+  it('rejects with the reason when the signal aborts mid-search', async () => {
+    const { send, reconcile, signal } = setup(['write_refused'])
+    await settle(() => send(refundArgs, { signal }))
+    const controller = new AbortController()
+    const asked = reconcile(refundArgs, { signal: controller.signal })
+    controller.abort(new Error('the call lost'))
+    await expect(asked).rejects.toThrow('the call lost')
   })
 })

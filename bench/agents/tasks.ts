@@ -16,6 +16,11 @@ export interface BenchTool {
   execute(args: Record<string, unknown>, options: ToolOptions): Promise<unknown>
   /** For a write: the service's lookup by idempotency key (its read endpoint); `undefined` when nothing landed. */
   lookup?(options: ToolOptions): Promise<unknown>
+  /**
+   * For a write: the service's list endpoint, searched by what the write carried (these arguments,
+   * created at or after `since`, wall-clock ms); the newest such write's answer, or `undefined`.
+   */
+  search?(args: Record<string, unknown>, since: number, options: ToolOptions): Promise<unknown>
 }
 
 /** One step of a plan: the tools that can do it (the first is the usual one) and the arguments. */
@@ -122,7 +127,12 @@ function build(world: World, names: readonly string[]): BenchTool[] {
       input: spec.input,
       effect: spec.effect,
       execute: (args, options) => world.request(spec.name, spec.effect, args, options, () => spec.answer(args)),
-      ...(spec.effect === 'write' ? { lookup: (options: ToolOptions) => world.lookup(spec.name, options.idempotencyKey, options) } : {}),
+      ...(spec.effect === 'write'
+        ? {
+            lookup: (options: ToolOptions) => world.lookup(spec.name, options.idempotencyKey, options),
+            search: (args: Record<string, unknown>, since: number, options: ToolOptions) => world.search(spec.name, args, since, options),
+          }
+        : {}),
     }
   })
 }

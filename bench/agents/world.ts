@@ -82,6 +82,8 @@ export class World {
   modelRequests = 0
   readonly #requests = new Map<string, number>()
   readonly #keys = new Map<string, unknown>()
+  /** The service's own records of the writes it made: what a list endpoint can search without a key. */
+  readonly #records: Array<{ tool: string; args: string; createdAt: number; answer: unknown }> = []
 
   constructor(
     readonly schedule: FaultSchedule,
@@ -148,6 +150,22 @@ export class World {
     return found
   }
 
+  /**
+   * The service's list endpoint, as a service without keys offers it ("refunds of payment X",
+   * "tickets with this title", created at or after `since`, a wall-clock time in ms): the answer of
+   * the newest write of `tool` with exactly these arguments, or `undefined`. A request (counted in
+   * `executions`, traced), never an effect, and never faulted.
+   */
+  async search(tool: string, args: unknown, since: number, options: ToolOptions): Promise<unknown> {
+    this.executions++
+    const argText = JSON.stringify(args)
+    this.note(`search ${tool} ${argText} created since ${((Date.now() - since) / 1000).toFixed(3)} s ago`)
+    await wait(LATENCY_MS, options.signal)
+    const found = this.#records.findLast((record) => record.tool === tool && record.args === argText && record.createdAt >= since)
+    this.note(`  upstream ${tool}: ${found === undefined ? 'no such write since then' : 'found the write'}`)
+    return found?.answer
+  }
+
   #write(tool: string, argText: string, options: ToolOptions, apply: () => unknown): unknown {
     const key = options.idempotencyKey
     if (key !== undefined && this.#keys.has(key)) {
@@ -157,6 +175,7 @@ export class World {
     this.ledger.push({ tool, args: argText, at: this.now() })
     this.note(`  EFFECT ${tool} ${argText} (effect #${this.ledger.filter((e) => e.tool === tool && e.args === argText).length})`)
     const answer = apply()
+    this.#records.push({ tool, args: argText, createdAt: Date.now(), answer })
     if (key !== undefined) this.#keys.set(key, answer)
     return answer
   }

@@ -9,8 +9,10 @@
  * `fallback()` answers the primary forecast from its mirror (packages/fallback/README.md), placed
  * outside idempotency as that page says.
  *
- * "+reconcile" is the plain row with only that `reconcile` added to each write: still `effect:
- * 'write'`, and the key is not forwarded upstream, so the lookup asks under a key the service never saw.
+ * "+reconcile" is the plain row with a `reconcile` added to each write: still `effect: 'write'`, and
+ * no key is forwarded upstream, so the reconciler finds the write by what it carried, as a service
+ * without keys allows: its list endpoint, searched for a write with these arguments created since this
+ * process last sent them (`searchReconcilerOf`).
  */
 import { createOpenAI } from '@ai-sdk/openai'
 import { aiSdkModel } from '@shallot/ai-sdk'
@@ -33,22 +35,56 @@ export function reconcilerOf(tool: BenchTool) {
   }
 }
 
+/**
+ * Finds a write sent without a key by what it carried: the service's list endpoint, for a write of
+ * these arguments created at or after this process last sent them (the attempt whose outcome is
+ * unknown). Arguments never sent from here answer `unknown`: nothing says when to search from.
+ * `execute` must go through the returned `send` so the send times are known.
+ */
+export function searchReconcilerOf(tool: BenchTool) {
+  const search = tool.search
+  const sentAt = new Map<string, number>()
+  const send = (args: Record<string, unknown>, options: { signal: AbortSignal }) => {
+    sentAt.set(JSON.stringify(args), Date.now())
+    return tool.execute(args, { signal: options.signal })
+  }
+  if (search === undefined) return { send, reconcilers: {} }
+  const reconcile = async (args: unknown, { signal }: { signal: AbortSignal }) => {
+    const since = sentAt.get(JSON.stringify(args))
+    if (since === undefined) return { status: 'unknown', hint: `${tool.name} was not sent with these arguments from here` } as const
+    const found = await search(args as Record<string, unknown>, since, { signal })
+    return found === undefined ? ({ status: 'not_applied' } as const) : ({ status: 'applied', result: found } as const)
+  }
+  return { send, reconcilers: { reconcile } }
+}
+
 /** `plain`: the README's setup; `reconcile`: plus each write's `reconcile`; `full`: the "used fully" row. */
 type Use = 'plain' | 'reconcile' | 'full'
 
 function shallotToolsOf(setup: EpisodeSetup, use: Use) {
   const full = use === 'full'
-  return setup.tools.map((tool) =>
-    defineTool({
+  return setup.tools.map((tool) => {
+    if (use === 'reconcile' && tool.effect === 'write') {
+      const { send, reconcilers } = searchReconcilerOf(tool)
+      return defineTool({
+        name: tool.name,
+        description: tool.description,
+        input: tool.input,
+        effect: 'write',
+        execute: (args, { signal }) => send(args as Record<string, unknown>, { signal }),
+        ...reconcilers,
+      })
+    }
+    return defineTool({
       name: tool.name,
       description: tool.description,
       input: tool.input,
       effect: full && tool.effect === 'write' ? 'idempotent' : tool.effect,
       execute: (args, { signal, idempotencyKey }) =>
         tool.execute(args as Record<string, unknown>, { signal, idempotencyKey: full ? idempotencyKey : undefined }),
-      ...(use === 'plain' ? {} : reconcilerOf(tool)),
-    }),
-  )
+      ...(full ? reconcilerOf(tool) : {}),
+    })
+  })
 }
 
 async function runAgent(setup: EpisodeSetup, use: Use): Promise<RunEnd> {
@@ -89,7 +125,8 @@ export const shallotAgent: Contender = {
 export const shallotReconcile: Contender = {
   id: 'shallot+reconcile',
   label: 'shallot createAgent, writes with reconcile',
-  follows: 'packages/shallot/README.md#usage, packages/idempotency/README.md (reconcile through the lookup; effect write, no key upstream)',
+  follows:
+    'packages/shallot/README.md#usage, packages/idempotency/README.md (reconcile by what the write carried: the list endpoint; effect write, no key upstream)',
   run: (setup) => runAgent(setup, 'reconcile'),
 }
 
