@@ -25,6 +25,12 @@ const shape = quick
 
 const result = await runSoak({ seed, ...shape, lockMs: 2000, boundMs: 90_000, concurrency: 8, log: (line) => console.error(line) })
 const verdict = checkHistory(result.history)
+// The pushback faults are in the runs' plans: a model 429 and a tool 429, each with a Retry-After past the park threshold.
+const injected = {
+  ...result.faults,
+  model_429: result.history.plans.filter((p) => p.model429).length,
+  tool_429_parks: result.history.plans.filter((p) => p.parks).length,
+}
 const landed = verdict.unknowns.filter((u) => u.landed).length
 const p95 = percentile(verdict.terminalMs, 95)
 const report = {
@@ -32,7 +38,7 @@ const report = {
   mode: quick ? 'quick' : 'full',
   runs: shape.runs,
   workers: shape.workers,
-  faults: result.faults,
+  faults: injected,
   finals: verdict.finals,
   duplicates: verdict.duplicates,
   lost: verdict.lost.length,
@@ -46,7 +52,7 @@ const report = {
 }
 const jsonPath = flag('json')
 if (jsonPath) writeFileSync(jsonPath, `${JSON.stringify(report, null, 2)}\n`)
-const faults = Object.entries(result.faults)
+const faults = Object.entries(injected)
   .map(([kind, n]) => `${kind} ${n}`)
   .join(', ')
 console.log(

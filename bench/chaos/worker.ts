@@ -28,7 +28,8 @@ export interface WorkerConfig {
 const config = JSON.parse(process.argv[2] ?? '{}') as WorkerConfig
 const pool = new pg.Pool({ connectionString: config.pgUrl, max: 10, connectionTimeoutMillis: 5000 })
 pool.on('error', () => {})
-const stores = postgresStores({ pool, tablePrefix: config.prefix, timeoutMs: 5000 })
+// A worker's claim on a run lapses with its job lock: a killed worker's runs go on elsewhere without waiting longer.
+const stores = postgresStores({ pool, tablePrefix: config.prefix, timeoutMs: 5000, claimLeaseMs: config.lockMs })
 const world = { pool, prefix: config.prefix, holdMs: config.holdMs, retryAfterMs: config.parkMs * 2 }
 
 let offset = 0

@@ -14,7 +14,8 @@ import { z } from 'zod'
 const config = JSON.parse(process.argv[2])
 const pool = new pg.Pool({ connectionString: config.pgUrl, max: 8, connectionTimeoutMillis: 10_000 })
 pool.on('error', () => {})
-const stores = postgresStores({ pool, tablePrefix: config.tablePrefix, timeoutMs: 20_000 })
+// A killed worker's claims on its runs lapse with its job lock, so its runs are taken over as soon as BullMQ hands them on.
+const stores = postgresStores({ pool, tablePrefix: config.tablePrefix, timeoutMs: 20_000, claimLeaseMs: config.lockDuration })
 const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms))
 
 const charge = defineTool({

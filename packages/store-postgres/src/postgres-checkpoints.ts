@@ -1,5 +1,6 @@
 import { type CheckpointStore, type RunSnapshot, ToolError } from '@shallot/core'
 import { runSnapshotSchema } from './checkpoint-schema.js'
+import { postgresClaims } from './postgres-claims.js'
 import { type PostgresStoreContext, statement } from './postgres-store-context.js'
 import { parseStored } from './stored-values.js'
 import { NOW } from './tables.js'
@@ -10,6 +11,11 @@ export interface PostgresCheckpoints extends CheckpointStore {
   load(runId: string): Promise<RunSnapshot | undefined>
   /** Deletes the checkpoint of `runId`; true when there was one. */
   remove(runId: string): Promise<boolean>
+  /**
+   * Takes `runId` for one run() or resume() across the fleet (the agent calls it), so two workers
+   * never drive one run at once; `undefined` while another worker holds it.
+   */
+  claim(runId: string): Promise<(() => Promise<void>) | undefined>
 }
 
 /**
@@ -40,13 +46,14 @@ export function corruptCheckpoint(runId: string, problem: string): ToolError {
  * const agent = createAgent({ model, tools, checkpoints })
  * await agent.resume('run-42')
  */
-export function postgresCheckpoints(context: PostgresStoreContext): PostgresCheckpoints {
+export function postgresCheckpoints(context: PostgresStoreContext, claimLeaseMs = 30_000): PostgresCheckpoints {
   const { pool, tables, bounded, log, nowParam } = context
   const t = tables.checkpoints
   const saveSql = `INSERT INTO ${t} (run_id, snapshot, updated_at) VALUES ($2, $3, ${NOW})
     ON CONFLICT (run_id) DO UPDATE SET snapshot = EXCLUDED.snapshot, updated_at = EXCLUDED.updated_at`
 
   return {
+    claim: postgresClaims(context, claimLeaseMs),
     save(snapshot) {
       return bounded('checkpoints.save', async () => {
         await statement(pool, saveSql, [nowParam(), snapshot.runId, JSON.stringify(snapshot)])

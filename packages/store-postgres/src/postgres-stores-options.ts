@@ -53,6 +53,12 @@ export const postgresStoresOptionsSchema = z
       .positive()
       .default(30 * DAY_MS),
     /**
+     * How long a worker's claim on a run (`checkpoints.claim`, taken by every run() and resume()) lasts
+     * without renewal; the holder renews it every third of this. A crashed worker's runs wait at most
+     * this long before another worker may drive them. Default 30000 ms (BullMQ's lock duration).
+     */
+    claimLeaseMs: z.number().int().min(100).max(DAY_MS).default(30_000),
+    /**
      * For tests only: `wallNow` replaces the server's clock (`clock_timestamp()`) with this one (epoch ms; `now` is its deprecated name), so a test can
      * move time without sleeping. Never in production: workers' clocks are not to be compared.
      */

@@ -94,6 +94,7 @@ describe('postgresStores(): migrate()', () => {
     const { rows } = await fixture.pool.query(`SELECT tablename FROM pg_tables WHERE tablename LIKE 'race\\_%' ORDER BY tablename`)
     expect(rows.map((r) => r.tablename)).toEqual([
       'race_breakers',
+      'race_checkpoint_claims',
       'race_checkpoints',
       'race_idempotency',
       'race_retry_budgets',

@@ -124,7 +124,7 @@ export function postgresStores(options: PostgresStoresOptions): PostgresStores {
     idempotency: postgresIdempotencyStore(context),
     breaker: postgresBreakerStore({ ...context, ttlMs: o.breakerTtlMs }),
     retryBudget: postgresRetryBudget({ ...context, ...o.retryBudget }),
-    checkpoints: postgresCheckpoints(context),
+    checkpoints: postgresCheckpoints(context, o.claimLeaseMs),
     pool,
     tablePrefix: names.prefix,
     migrate,

@@ -7,6 +7,7 @@ export interface Tables {
   readonly breakers: string
   readonly budgets: string
   readonly checkpoints: string
+  readonly claims: string
 }
 
 /** The schema version this package writes and reads. */
@@ -29,6 +30,7 @@ export function tables(prefix: string): Tables {
     breakers: name('breakers'),
     budgets: name('retry_budgets'),
     checkpoints: name('checkpoints'),
+    claims: name('checkpoint_claims'),
   }
 }
 
@@ -76,5 +78,10 @@ export function schemaStatements(t: Tables): string[] {
       updated_at bigint NOT NULL
     )`,
     `CREATE INDEX IF NOT EXISTS ${index('checkpoints_updated_at')} ON ${t.checkpoints} (updated_at)`,
+    `CREATE TABLE IF NOT EXISTS ${t.claims} (
+      run_id text PRIMARY KEY,
+      holder text NOT NULL,
+      lease_until bigint NOT NULL
+    )`,
   ]
 }
