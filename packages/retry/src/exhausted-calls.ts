@@ -12,7 +12,10 @@ const MAX_REMEMBERED = 256
  */
 export const ANSWER_FROM_FAILURE_MS = 60_000
 
-/** One call whose retries ran out: when, and the error its last attempt gave (absent in a run checkpointed before 410). */
+/**
+ * One call whose retries ran out: when, and the error every attempt gave. No error when the attempts failed in
+ * different ways (a 503, then a hang: not a dead upstream) or in a run checkpointed before decision 410.
+ */
 export interface ExhaustedCall {
   readonly fingerprint: string
   readonly at: number
@@ -83,10 +86,13 @@ export function exhaustedCalls(run: RunContext) {
     has(fingerprint: string): boolean {
       return listOf(run).some((entry) => entry.fingerprint === fingerprint)
     },
-    add(fingerprint: string, at: number, error: ToolError): void {
+    add(fingerprint: string, at: number, error: ToolError | undefined): void {
       const list = listOf(run).filter((entry) => entry.fingerprint !== fingerprint)
-      const { code, category, message } = error
-      list.push({ fingerprint, at, error: { code, category, message, retryable: false, safeToRepeat: false } })
+      if (error === undefined) list.push({ fingerprint, at })
+      else {
+        const { code, category, message } = error
+        list.push({ fingerprint, at, error: { code, category, message, retryable: false, safeToRepeat: false } })
+      }
       run.state[EXHAUSTED_STATE_KEY] = list.slice(-MAX_REMEMBERED).map(stored)
     },
     delete(fingerprint: string): void {

@@ -6,8 +6,8 @@ import { constant, retry } from './index.js'
 
 const upstream = () => new ToolError('upstream_error', 'HTTP 503: Service Unavailable', { category: 'transient' })
 
-/** A read whose upstream answers from `script` per request (true: success), then fails forever. */
-function scripted(script: boolean[] = []) {
+/** A read whose upstream answers from `script` per request (true: success, a string: that transient code), then fails forever. */
+function scripted(script: Array<boolean | string> = []) {
   const counter = { requests: 0 }
   const tool = defineTool({
     name: 'find_order',
@@ -16,6 +16,7 @@ function scripted(script: boolean[] = []) {
     effect: 'read',
     execute: ({ id }) => {
       const ok = script[counter.requests++] ?? false
+      if (typeof ok === 'string') throw new ToolError(ok, `failed with ${ok}`, { category: 'transient' })
       if (!ok) throw upstream()
       return `order ${id}`
     },
@@ -23,7 +24,7 @@ function scripted(script: boolean[] = []) {
   return Object.assign(counter, { tool })
 }
 
-async function setup(script?: boolean[], state: Record<string, never> = {}) {
+async function setup(script?: Array<boolean | string>, state: Record<string, never> = {}) {
   const clock = manualClock()
   const world = scripted(script)
   const events: StackEvent[] = []
@@ -80,6 +81,14 @@ describe('retry: an identical call that already ran out of retries in this run i
     expect(world.requests).toBe(5)
     await call('o-1', 'c5')
     expect(world.requests).toBe(8)
+  })
+
+  it('gives the repeat one request, not the remembered failure, when the attempts failed in different ways (not a dead upstream)', async () => {
+    const { world, call } = await setup([false, 'network_error', false, true])
+    expect((await call('o-1', 'c1')).ok).toBe(false)
+    expect(world.requests).toBe(3)
+    expect(await call('o-1', 'c2')).toMatchObject({ ok: true, value: 'order o-1' })
+    expect(world.requests).toBe(4)
   })
 
   it('still retries a different call, and a transient 503 that recovers on the 2nd attempt still succeeds', async () => {

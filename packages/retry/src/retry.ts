@@ -177,8 +177,11 @@ export function retry(options?: RetryOptions | Backoff): Middleware {
     let calls = 1
     let previousMs: number | undefined
     const exhausted = exhaustedCalls(ctx.run)
+    // One code on every attempt (503, 503, 503) reads as a dead upstream; mixed codes (a 503, then a hang) do not.
+    const codes = new Set<string>()
     for (;;) {
       if (!ToolError.is(err)) throw err
+      codes.add(err.code)
       if (signal.aborted) throw abortReason(signal)
       const plan = planRetry(
         backoff,
@@ -195,7 +198,7 @@ export function retry(options?: RetryOptions | Backoff): Middleware {
         ctx.random,
       )
       if (!plan.retry) {
-        if (calls > 1 && RAN_OUT.has(plan.reason)) rememberExhausted(ctx, exhausted, err)
+        if (calls > 1 && RAN_OUT.has(plan.reason)) rememberExhausted(ctx, exhausted, codes.size === 1 ? err : undefined)
         await giveUp(ctx, err, plan.reason, signal)
         if (plan.reason === 'recovery_ceiling') throw recoveryExhausted(ctx, err)
         stopSoftly(ctx, err, plan.reason)
@@ -279,7 +282,8 @@ function fingerprintOf(ctx: ToolContext): string | undefined {
   }
 }
 
-function rememberExhausted(ctx: ToolContext, exhausted: ReturnType<typeof exhaustedCalls>, error: ToolError): void {
+// Without `error` the repeat is not answered from the failure: it gets one request and no retries (decision 407).
+function rememberExhausted(ctx: ToolContext, exhausted: ReturnType<typeof exhaustedCalls>, error: ToolError | undefined): void {
   const fingerprint = fingerprintOf(ctx)
   if (fingerprint !== undefined) exhausted.add(fingerprint, ctx.clock.now(), error)
 }
