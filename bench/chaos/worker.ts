@@ -4,7 +4,7 @@
 // this process's clock (the agent's monotonic clock and its wall clock for parks) forward.
 import { createInterface } from 'node:readline'
 import { agentWorker } from '@shallot/bullmq'
-import { type Agent, type ApprovalAnswer, type Clock, createAgent, type ParkingOutcome, systemClock } from '@shallot/core'
+import { type Agent, type ApprovalAnswer, type Clock, createAgent, type ParkingOutcome, systemClock, ToolError } from '@shallot/core'
 import { idempotency } from '@shallot/idempotency'
 import { policy } from '@shallot/policy'
 import { retry } from '@shallot/retry'
@@ -59,18 +59,31 @@ async function answer(outcome: ParkingOutcome): Promise<ParkingOutcome> {
       const said: ApprovalAnswer = plan.approve ? 'approve' : { deny: 'the operator declined this refund' }
       approvals[call.callId] = said
       // Recorded before it is given: the checker holds every refund in the ledger to an approval here.
-      await pool.query(`INSERT INTO ${config.prefix}approvals (run_id, call_id, tool, args, answer, pid) VALUES ($1, $2, $3, $4, $5, $6)`, [
-        outcome.runId,
-        call.callId,
-        call.tool,
-        call.arguments,
-        plan.approve ? 'approve' : 'deny',
-        process.pid,
-      ])
+      await record(outcome.runId, call, plan.approve)
     }
     outcome = await inner.resume(outcome.runId, { approvals })
   }
   return outcome
+}
+
+/** The operator's answer, in its table; a database that is down fails the job's attempt (retried), never the run. */
+async function record(runId: string, call: { callId: string; tool: string; arguments: string }, approve: boolean): Promise<void> {
+  try {
+    await pool.query(`INSERT INTO ${config.prefix}approvals (run_id, call_id, tool, args, answer, pid) VALUES ($1, $2, $3, $4, $5, $6)`, [
+      runId,
+      call.callId,
+      call.tool,
+      call.arguments,
+      approve ? 'approve' : 'deny',
+      process.pid,
+    ])
+  } catch (err) {
+    throw new ToolError('store_unavailable', 'the operator could not record its answer', {
+      category: 'transient',
+      retryable: true,
+      cause: err,
+    })
+  }
 }
 
 const report = (outcome: ParkingOutcome) => {
