@@ -1,12 +1,12 @@
 import { extname } from 'node:path'
 import { ConfigError, type ConfigIssue } from './config-error.js'
+import type { PathKey } from './config-path.js'
 import { parseJsonText } from './json-source.js'
 import { bytesText, DEFAULT_MAX_BYTES, fileIssue } from './limits.js'
 import { plainData } from './plain-data.js'
 import { parseYamlText } from './yaml-source.js'
 
-/** One step of a path into the document: an object key or a list index. */
-export type PathKey = string | number
+export { formatPath, type PathKey } from './config-path.js'
 
 /** A parsed config document, and where each of its values was written. */
 export interface ConfigSource {
@@ -18,24 +18,6 @@ export interface ConfigSource {
   lineOf(path: readonly PathKey[]): number | undefined
   /** Problems found while reading (a key written twice, a `__proto__` key), reported with the rest. */
   readonly issues?: readonly ConfigIssue[]
-}
-
-const IDENTIFIER = /^[A-Za-z_$][\w$-]*$/
-
-/**
- * `['stack', 3, 'retry', 'baseMs']` → `stack[3].retry.baseMs`; keys that are not plain names are quoted.
- *
- * @example
- * formatPath(['stack', 2, '@acme/rate-limit', 'rps']) // 'stack[2]["@acme/rate-limit"].rps'
- */
-export function formatPath(path: readonly PathKey[]): string {
-  let text = ''
-  for (const key of path) {
-    if (typeof key === 'number') text += `[${key}]`
-    else if (IDENTIFIER.test(key)) text += text === '' ? key : `.${key}`
-    else text += `[${JSON.stringify(key)}]`
-  }
-  return text
 }
 
 const noLines = () => undefined

@@ -1,7 +1,7 @@
 import { closest } from '@shallot/core/internal'
 import type { z } from 'zod'
 import type { ConfigIssue } from './config-error.js'
-import { formatPath, type PathKey } from './config-source.js'
+import { formatPath, type PathKey } from './config-path.js'
 import { describeSchema, type JsonSchema, schemaAt } from './describe-schema.js'
 
 /** How to place issues found while validating one value of the document. */

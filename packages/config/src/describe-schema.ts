@@ -1,5 +1,5 @@
 import { z } from 'zod'
-import type { PathKey } from './config-source.js'
+import type { PathKey } from './config-path.js'
 
 /** The parts of a JSON Schema that words can say. */
 export interface JsonSchema {

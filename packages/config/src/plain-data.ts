@@ -1,5 +1,5 @@
 import { ConfigError, type ConfigIssue } from './config-error.js'
-import type { PathKey } from './config-source.js'
+import type { PathKey } from './config-path.js'
 import { makeIssue } from './describe-issue.js'
 import { MAX_DEPTH } from './limits.js'
 

@@ -1,6 +1,6 @@
 import { type Alias, Composer, CST, isAlias, isMap, isScalar, isSeq, Lexer, LineCounter, type Pair, Parser, type YAMLMap } from 'yaml'
 import { ConfigError, type ConfigIssue } from './config-error.js'
-import type { PathKey } from './config-source.js'
+import type { PathKey } from './config-path.js'
 import { makeIssue } from './describe-issue.js'
 import type { ParsedText } from './json-source.js'
 import { fileIssue, MAX_ALIAS_NODES, MAX_DEPTH, tooDeep } from './limits.js'
