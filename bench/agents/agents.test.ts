@@ -1,8 +1,10 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import { runBench } from './bench.js'
+import { runBench, scheduleOf } from './bench.js'
 import { looksFailed } from './brain.js'
 import { CONTENDERS } from './contenders/index.js'
 import { reconcilerOf, searchReconcilerOf } from './contenders/shallot-agent.js'
+import { startEndpoint } from './endpoint.js'
+import { runEpisode } from './episode.js'
 import { hashSeed, mixedSchedule, singleFaultSchedule } from './faults.js'
 import { type BenchTool, TASKS } from './tasks.js'
 import { clock, drive, installVirtualTime, uninstallVirtualTime } from './virtual-time.js'
@@ -161,4 +163,42 @@ describe("the +reconcile row's reconcile: no key upstream, so it searches by wha
     controller.abort(new Error('the call lost'))
     await expect(asked).rejects.toThrow('the call lost')
   })
+})
+
+describe("issue 34's bar, one episode each, as the bench runs it", () => {
+  beforeAll(() => installVirtualTime())
+  afterAll(() => uninstallVirtualTime())
+
+  async function episode(contenderId: string, taskId: string, kind: Parameters<typeof scheduleOf>[0]) {
+    const contender = CONTENDERS.find((c) => c.id === contenderId)
+    const task = TASKS.find((t) => t.id === taskId)
+    const schedule = task && scheduleOf(kind, 1, task, 0)
+    if (contender === undefined || task === undefined || schedule === undefined) throw new Error(`no ${contenderId} ${taskId} ${kind}`)
+    const endpoint = await startEndpoint()
+    try {
+      return await runEpisode(endpoint, contender, task, schedule)
+    } finally {
+      await endpoint.close()
+    }
+  }
+
+  it.each(['write_timeout_after_effect', 'write_reset_after_effect'] as const)(
+    'shallot+reconcile completes a refund that landed and then failed (%s) once, with no key sent upstream',
+    async (kind) => {
+      const result = await episode('shallot+reconcile', 'refund', kind)
+      expect(result).toMatchObject({ status: 'success', duplicates: 0, effects: 1 })
+      expect(result.trace.some((line) => line.text.includes('key='))).toBe(false)
+      expect(result.trace.some((line) => line.text.includes('found the write'))).toBe(true)
+    },
+    60_000,
+  )
+
+  it('against a dead upstream shallot sends no more tool requests than the AI SDK alone', async () => {
+    const bare = await episode('ai-sdk', 'forecast', 'dead_upstream')
+    for (const id of ['shallot', 'ai-sdk+shallot']) {
+      const result = await episode(id, 'forecast', 'dead_upstream')
+      expect(result.status, id).toBe('success')
+      expect(result.toolExecutions, id).toBeLessThanOrEqual(bare.toolExecutions)
+    }
+  }, 60_000)
 })
