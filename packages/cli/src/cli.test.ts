@@ -150,6 +150,20 @@ describe('shallot sim', () => {
     expect(svg).toContain('default stack')
   })
 
+  it('lists every tool effect in --help and retries an idempotent tool’s timeouts that a write tool refuses', async () => {
+    const help = await run('--help')
+    expect(help.out + help.err).toMatch(/--effect read\|write\|idempotent +the simulated tool's effect/)
+    const argv = ['sim', '--runs', '60', '--steps', '10', '--faults', 'timeout', '--fault-rate', '0.2', '--seed', '4']
+    const defaultRow = (out: string) => out.split('\ndefault stack\n')[1]?.split('\n')[1]?.trim().split(/\s+/) ?? []
+    const idempotent = await run(...argv, '--effect', 'idempotent')
+    expect(idempotent.code).toBe(0)
+    expect(idempotent.out).toContain('idempotent tool')
+    const [, , , , , idemRetries, , idemRefused] = defaultRow(idempotent.out)
+    expect([Number(idemRetries) > 0, Number(idemRefused)]).toEqual([true, 0])
+    const [, , , , , writeRetries, , writeRefused] = defaultRow((await run(...argv, '--effect', 'write')).out)
+    expect([Number(writeRetries), Number(writeRefused) > 0]).toEqual([0, true])
+  })
+
   it('turns a write tool’s timeouts into refused retries, never repeated', async () => {
     const { out } = await run('sim', '--runs', '200', '--steps', '20', '--faults', 'timeout', '--fault-rate', '0.2', '--effect', 'write')
     const defaultRow = out.split('\ndefault stack\n')[1]?.split('\n')[1] ?? ''

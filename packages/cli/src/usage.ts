@@ -39,7 +39,7 @@ commands:
       --fault-rate 0.01           probability that one tool attempt fails
       --faults timeout,429,5xx,reset
       --latency 0                 virtual ms per tool attempt
-      --effect read|write         the simulated tool's effect
+      --effect read|write|idempotent  the simulated tool's effect
       --seed 1
       --config FILE               simulate the stack of a config file instead of the default
       --compare A B               two config files side by side
