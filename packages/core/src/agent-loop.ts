@@ -17,6 +17,7 @@ import { LoopError, ToolError } from './errors.js'
 import { isSilent, silentLogger } from './logger.js'
 import type { Message } from './model.js'
 import { callModel } from './model-call.js'
+import { callModelOnion } from './model-onion.js'
 import { modelToolsOf } from './model-tools.js'
 import { keptBesideWaits, longestWait } from './park.js'
 import { renderError } from './render.js'
@@ -136,7 +137,7 @@ export function agentLoop(
   emit: AgentEventSink,
   within: AgentScopeRunner,
 ): (snapshot: RunSnapshot, signal: AbortSignal | undefined, resumed: boolean) => Promise<ParkingOutcome> {
-  const { chain, system, modelBreaker, stack, limits, modelRetry, clock, random, logger, checkpoints, seal, park } = settings
+  const { chain, system, modelBreaker, stack, limits, modelRetry, clock, random, logger, checkpoints, seal, park, modelOnion } = settings
   const modelTools = modelToolsOf(stack)
   const budgeted = limits.maxTokens !== undefined || limits.maxCostUsd !== undefined
 
@@ -318,7 +319,10 @@ export function agentLoop(
         const askedAt = clock.now()
         const tools = modelTools(run, askedAt)
         const request = system === undefined ? { messages: transcript, tools } : { messages: transcript, tools, system }
-        const { response, link } = await callModel(chain, request, modelEnv, askedAt)
+        const { response, link } =
+          modelOnion === undefined
+            ? await callModel(chain, request, modelEnv, askedAt)
+            : await callModelOnion(modelOnion, request, modelEnv, run)
         const calls = response.toolCalls ?? []
         usage = addUsage(usage, response.usage, link.price)
         if (budgeted) {

@@ -7,6 +7,8 @@ import type { ModelAdapter } from './model.js'
 import type { ModelBreakerOptions } from './model-breaker.js'
 import type { ModelRetry } from './model-call.js'
 import { type ModelLink, type ModelPrice, modelChain } from './model-chain.js'
+import { composeModel, type ModelMiddleware } from './model-context.js'
+import type { ModelOnionSettings } from './model-onion.js'
 import { OptionsError, parseOptions } from './options.js'
 import { DEFAULT_MAX_PARK_MS, type ParkSettings } from './park.js'
 import { createStack, type Stack, type StackOptions } from './stack.js'
@@ -92,6 +94,12 @@ export interface AgentOptions<Model extends AgentModel = ModelAdapter> {
    * capped at 4 s, above the provider's `Retry-After`, which is waited for up to 60 s.
    */
   modelRetry?: Partial<ModelRetry>
+  /**
+   * The model call's onion, outermost first: each layer wraps every model call as tool middleware
+   * wraps every tool call, and the innermost `next()` asks the model once. With it, the agent's own
+   * retry and breaker of model calls are off: the layers given here decide (decision 500).
+   */
+  modelMiddleware?: ModelMiddleware | readonly ModelMiddleware[]
 }
 
 const DEFAULT_LIMITS: AgentLimits = { maxTurns: 20, maxSteps: 100, modelTimeoutMs: 60_000, maxParallelToolCalls: 4 }
@@ -174,6 +182,32 @@ export interface AgentSettings {
   /** Undefined: no run parks. */
   readonly park: ParkSettings | undefined
   readonly onEvent: AgentEventListener | undefined
+  /** The model onion; undefined: the agent's own retry, breaker and chain ask the model. */
+  readonly modelOnion: ModelOnionSettings | undefined
+}
+
+/** Checks `modelMiddleware` and composes it; undefined when none was given. */
+function modelOnionOf(given: unknown, chain: readonly ModelLink[]): ModelOnionSettings | undefined {
+  if (given === undefined) return undefined
+  const list = typeof given === 'function' ? [given] : given
+  const fix = 'pass a model middleware (ctx, next) => Promise<void>, or an array of them, outermost first'
+  if (!Array.isArray(list))
+    throw new OptionsError('createAgent()', [{ path: 'modelMiddleware', message: `must be a function or an array; ${fix}` }])
+  const bad = list.findIndex((layer) => typeof layer !== 'function')
+  if (bad >= 0) {
+    throw new OptionsError('createAgent()', [
+      { path: `modelMiddleware.${bad}`, message: `must be a function, got ${list[bad] === null ? 'null' : typeof list[bad]}; ${fix}` },
+    ])
+  }
+  if (chain.length > 1) {
+    throw new OptionsError('createAgent()', [
+      {
+        path: 'modelMiddleware',
+        message: 'cannot be combined with a model chain `model: [a, b]` yet; pass one model, and put the fallback in the model onion',
+      },
+    ])
+  }
+  return { onion: composeModel(list as ModelMiddleware[]), chain, stackKey: Object.freeze({}) }
 }
 
 /** The seal of `checkpointKey`, checked: never echoed in an error, since it is a secret. */
@@ -261,5 +295,6 @@ export function agentSettings(options: AgentOptions<AgentModel>): AgentSettings 
     seal,
     park: park === undefined ? undefined : { afterMs: park.afterMs, maxWaitMs: park.maxWaitMs, wallNow: park.wallNow ?? Date.now },
     onEvent: options.onEvent,
+    modelOnion: modelOnionOf(options.modelMiddleware, chain),
   }
 }

@@ -1,4 +1,5 @@
 import type { z } from 'zod'
+import type { ModelMiddleware } from './model-context.js'
 import { parseOptions } from './options.js'
 import type { Middleware } from './types.js'
 
@@ -10,35 +11,47 @@ export interface MiddlewareEnv {
   readonly [key: string]: unknown
 }
 
-/** A middleware that can be named in a config file: its name, its options schema and its factory. */
+/**
+ * A middleware that can be named in a config file: its name, its options schema and its factories,
+ * one for tool calls (`create`), one for model calls (`createModel`), or both, from the same options.
+ */
 export interface MiddlewareDefinition<Schema extends z.ZodType = z.ZodType> {
   readonly kind: 'shallot.middleware'
   readonly name: string
   readonly description: string
   readonly options: Schema
+  /** Which calls it wraps. */
+  readonly handles: { readonly tools: boolean; readonly models: boolean }
+  /** The tool-call layer; for a definition of model calls only, it throws a TypeError saying so. */
   readonly create: (options: z.output<Schema>, env: MiddlewareEnv) => Middleware
-  /** Validates raw options with the schema (an `OptionsError` naming the option on failure), then creates the layer. */
+  readonly createModel: ((options: z.output<Schema>, env: MiddlewareEnv) => ModelMiddleware) | undefined
+  /** Validates raw options with the schema (an `OptionsError` naming the option on failure), then creates the tool-call layer. */
   build(options: unknown, env?: MiddlewareEnv): Middleware
+  /** The same for the model-call layer; a TypeError for a definition that wraps tool calls only. */
+  buildModel(options: unknown, env?: MiddlewareEnv): ModelMiddleware
 }
 
 const NAME = /^(@[a-z0-9-~][a-z0-9-._~]*\/)?[a-z0-9-~][a-z0-9-._~]*$/
 
 /**
  * Declares a middleware so hosts (the config file, the registry) can build it by name with
- * validated options. Built-in middlewares export their definitions this way too.
+ * validated options. Built-in middlewares export their definitions this way too. One definition
+ * may wrap tool calls (`create`), model calls (`createModel`) or both, with one options schema.
  *
  * @example
  * export default defineMiddleware({
  *   name: '@acme/shallot-rate-limit',
  *   options: z.object({ rps: z.number().positive() }),
  *   create: ({ rps }) => rateLimit({ rps }),
+ *   createModel: ({ rps }) => rateLimitModel({ rps }),
  * })
  */
 export function defineMiddleware<Schema extends z.ZodType>(spec: {
   name: string
   description?: string
   options: Schema
-  create: (options: z.output<Schema>, env: MiddlewareEnv) => Middleware
+  create?: (options: z.output<Schema>, env: MiddlewareEnv) => Middleware
+  createModel?: (options: z.output<Schema>, env: MiddlewareEnv) => ModelMiddleware
 }): MiddlewareDefinition<Schema> {
   if (typeof spec?.name !== 'string' || !NAME.test(spec.name)) {
     throw new TypeError(
@@ -48,22 +61,43 @@ export function defineMiddleware<Schema extends z.ZodType>(spec: {
   if (typeof (spec.options as { safeParse?: unknown })?.safeParse !== 'function') {
     throw new TypeError(`defineMiddleware("${spec.name}"): options must be a zod schema`)
   }
-  if (typeof spec.create !== 'function')
-    throw new TypeError(`defineMiddleware("${spec.name}"): create must be a function (options, env) => middleware`)
+  const name = spec.name
+  if (spec.create !== undefined && typeof spec.create !== 'function')
+    throw new TypeError(`defineMiddleware("${name}"): create must be a function (options, env) => middleware`)
+  if (spec.createModel !== undefined && typeof spec.createModel !== 'function')
+    throw new TypeError(`defineMiddleware("${name}"): createModel must be a function (options, env) => model middleware`)
+  if (spec.create === undefined && spec.createModel === undefined)
+    throw new TypeError(`defineMiddleware("${name}"): give create (tool calls), createModel (model calls), or both`)
+  const { createModel } = spec
+  const create =
+    spec.create ??
+    (() => {
+      throw new TypeError(`middleware "${name}" wraps model calls only: list it in the model stack (modelMiddleware), not the tool stack`)
+    })
   const definition: MiddlewareDefinition<Schema> = {
     kind: 'shallot.middleware',
-    name: spec.name,
+    name,
     description: spec.description ?? '',
     options: spec.options,
-    create: spec.create,
+    handles: Object.freeze({ tools: spec.create !== undefined, models: createModel !== undefined }),
+    create,
+    createModel,
     build(options, env = {}) {
-      const layer = spec.create(parseOptions(spec.name, spec.options, options), env)
-      if (typeof layer !== 'function')
-        throw new TypeError(`middleware "${spec.name}": create() returned ${typeof layer}, not a middleware function`)
-      return layer
+      return layerOf(name, 'create', create(parseOptions(name, spec.options, options), env))
+    },
+    buildModel(options, env = {}) {
+      if (createModel === undefined)
+        throw new TypeError(`middleware "${name}" wraps tool calls only: list it in the tool stack (middleware), not the model stack`)
+      return layerOf(name, 'createModel', createModel(parseOptions(name, spec.options, options), env))
     },
   }
   return Object.freeze(definition)
+}
+
+function layerOf<Layer>(name: string, factory: string, layer: Layer): Layer {
+  if (typeof layer !== 'function')
+    throw new TypeError(`middleware "${name}": ${factory}() returned ${typeof layer}, not a middleware function`)
+  return layer
 }
 
 /** True for a value made by {@link defineMiddleware}, from any installed copy of core. */

@@ -46,6 +46,14 @@ export type { Message, ModelAdapter, ModelFinishReason, ModelRequest, ModelRespo
 export type { ModelBreakerOptions, ModelCircuit } from './model-breaker.js'
 export type { ModelRetry } from './model-call.js'
 export type { ModelPrice } from './model-chain.js'
+export {
+  composeModel,
+  type ModelCallRequest,
+  type ModelContext,
+  type ModelInfo,
+  type ModelMiddleware,
+  type ModelNext,
+} from './model-context.js'
 export { OptionsError, parseOptions } from './options.js'
 export { type ErrorRenderer, renderError } from './render.js'
 export { buildReport, type PendingCall, type RunReport } from './report.js'

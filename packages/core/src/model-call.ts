@@ -285,7 +285,7 @@ function settle(link: ModelLink, verdict: ModelVerdict, probe: boolean, env: Mod
 }
 
 /** The line and the `model.call` event of one attempt, answered or failed. */
-function called(
+export function called(
   link: ModelLink,
   attempt: number,
   started: number,
@@ -345,6 +345,17 @@ function attemptWithin(
   const provider = providerOf(link)
   const scope = { type: 'model.call' as const, at: started, runId: env.runId, turn: env.turn, model: link.name, attempt }
   return env.within(provider === undefined ? scope : { ...scope, provider }, () => once(link, request, env, started))
+}
+
+/** One attempt on `link`, with the deadline and in the listener's scope: what a model onion's terminal asks. */
+export function askOnce(
+  link: ModelLink,
+  attempt: number,
+  started: number,
+  request: Omit<ModelRequest, 'signal'>,
+  env: ModelCallEnv,
+): Promise<ModelResponse> {
+  return env.within === noScope ? once(link, request, env, started) : attemptWithin(link, attempt, started, request, env)
 }
 
 function providerOf(link: ModelLink): string | undefined {

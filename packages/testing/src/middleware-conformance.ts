@@ -2,6 +2,7 @@ import { LoopError, type Middleware, type MiddlewareDefinition, type MiddlewareE
 import { canonicalJson } from '@shallot/core/internal'
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest'
 import { ARGS, type Behaviour, deepFreeze, flush, harness, isSuccess, transient } from './conformance-harness.js'
+import { type ModelConformanceCheck, modelConformanceChecks } from './model-conformance.js'
 
 /** The checks of {@link middlewareConformance}, by name, for `knownFailures`. */
 export type ConformanceCheck =
@@ -14,6 +15,7 @@ export type ConformanceCheck =
   | 'no-leaks'
   | 'args-untouched'
   | 'options'
+  | ModelConformanceCheck
 
 export interface ConformanceOptions {
   /** Options the middleware is built with for every check. Default: none (its defaults). */
@@ -39,7 +41,9 @@ export interface ConformanceOptions {
  * while an earlier next() is pending, nor once the signal has aborted; no timer or abort listener
  * is left behind; `call.args` (deep-frozen here) are never mutated; and the options schema refuses
  * garbage with a message naming the option. The layer runs in a real stack on a manual clock, with
- * timers faked, so the suite itself never sleeps.
+ * timers faked, so the suite itself never sleeps. A definition with `createModel` is held to the
+ * same contract for model calls, in a real agent (the `model-*` checks); one without `create` skips
+ * the tool-call checks.
  *
  * @example
  * import { middlewareConformance } from '@shallot/testing'
@@ -49,7 +53,11 @@ export interface ConformanceOptions {
  */
 export function middlewareConformance(definition: MiddlewareDefinition, options: ConformanceOptions = {}): void {
   const known = new Set(options.knownFailures ?? [])
-  const check = (name: ConformanceCheck, title: string, body: () => Promise<void> | void) => (known.has(name) ? it.fails : it)(title, body)
+  const register = (name: ConformanceCheck, title: string, body: () => Promise<void> | void) =>
+    (known.has(name) ? it.fails : it)(title, body)
+  // A definition made by an older core has no `handles`: it wraps tool calls only.
+  const handles = definition.handles ?? { tools: true, models: false }
+  const check = handles.tools ? register : () => {}
 
   describe(`${definition.name} conformance`, () => {
     beforeEach(() => {
@@ -177,6 +185,8 @@ export function middlewareConformance(definition: MiddlewareDefinition, options:
         if (!fail) expect(isSuccess(outcome)).toBe(true)
       }
     })
+
+    if (handles.models) modelConformanceChecks(definition, options, register)
 
     check('options', 'refuses garbage options with a clear message naming the option', () => {
       expect(() => definition.build(options.validOptions, options.env)).not.toThrow()

@@ -1,0 +1,76 @@
+import type { AgentEvent } from './agent-events.js'
+import { compose } from './compose.js'
+import type { Message, ModelAdapter, ModelResponse, ModelTool } from './model.js'
+import type { Clock, Logger, Middleware, RunContext } from './types.js'
+
+/** The model a call is asking. A layer (fallback) may swap it for the layers inside it. */
+export interface ModelInfo {
+  /** How reports, events and prices name it. */
+  readonly name: string
+  readonly provider?: string
+  readonly adapter: ModelAdapter
+}
+
+/** What the model is asked: the request without its signal (the context carries that). */
+export interface ModelCallRequest {
+  readonly messages: readonly Message[]
+  readonly tools: readonly ModelTool[]
+  readonly system?: string
+}
+
+/**
+ * The one shared object of a model call's onion, as `ToolContext` is of a tool call's. Layers may
+ * replace `model` (fallback), `request` (trimming, a system note) and `signal` (a deadline) for the
+ * layers inside them; the terminal sets `response`. Layers add typed fields by declaration merging.
+ */
+export interface ModelContext {
+  readonly run: RunContext
+  /** The turn this call asks for, 1-based. */
+  readonly turn: number
+  model: ModelInfo
+  request: ModelCallRequest
+  /** The run's cancellation, and whatever deadline an outer layer set. */
+  signal: AbortSignal
+  /** 1-based, bumped by a layer that repeats the call (retry). */
+  attempt: number
+  response?: ModelResponse
+  readonly log: Logger
+  readonly clock: Clock
+  readonly random: () => number
+  /** What layers key per-agent state by: one object per agent's model onion, standing for nothing else. */
+  readonly stackKey: object
+  /** Hands an agent event (`model.retry`, `model.fallback`, `model.circuit`) to the agent's listener. */
+  emit(event: AgentEvent): void
+}
+
+/** The inner layers of a model call, as seen from one layer. May be called again once the previous call settled. */
+export type ModelNext = () => Promise<void>
+
+/**
+ * One layer of the model-call onion: first in a list is outermost; it calls `next()` to ask the
+ * inner layers (and at the end, the model once), and reads `ctx.response` after it. Failures are
+ * thrown: a `LoopError` ends the run as it is, anything else ends it as `model_failed`.
+ *
+ * @example
+ * const timing: ModelMiddleware = async function timing(ctx, next) {
+ *   const started = ctx.clock.now()
+ *   try { await next() } finally { ctx.log.info({ model: ctx.model.name, ms: ctx.clock.now() - started }, 'asked') }
+ * }
+ */
+export type ModelMiddleware = (ctx: ModelContext, next: ModelNext) => Promise<void>
+
+/**
+ * Composes model middlewares into one, with core's {@link compose}: the same order, the same
+ * `next()` rules (again once settled, never twice at once) and the same usage errors.
+ *
+ * @example
+ * const onion = composeModel([myTiming, myRetry])
+ * await onion(ctx, terminal)
+ */
+export function composeModel(middleware: readonly ModelMiddleware[]): (ctx: ModelContext, last: ModelNext) => Promise<void> {
+  if (!Array.isArray(middleware)) {
+    throw new TypeError(`composeModel() takes an array of model middleware functions (ctx, next) => Promise<void>`)
+  }
+  // The onion's rules do not depend on what the context is: one compose serves both kinds of call.
+  return compose(middleware as unknown as readonly Middleware[]) as unknown as (ctx: ModelContext, last: ModelNext) => Promise<void>
+}

@@ -1,0 +1,108 @@
+import { abortReason } from './channel.js'
+import { LoopError } from './errors.js'
+import type { ModelResponse } from './model.js'
+import { askOnce, called, describeModelFailure, type ModelCallEnv } from './model-call.js'
+import type { ModelLink } from './model-chain.js'
+import type { ModelCallRequest, ModelContext, ModelInfo, ModelNext } from './model-context.js'
+import type { RunContext } from './types.js'
+
+/** A composed model onion, as `composeModel` returns it. */
+export type ModelOnion = (ctx: ModelContext, last: ModelNext) => Promise<void>
+
+const plural = (n: number, word: string) => `${n} ${word}${n === 1 ? '' : 's'}`
+
+function infoOf(link: ModelLink): ModelInfo {
+  const provider = (link.adapter as { provider?: unknown }).provider
+  return typeof provider === 'string' && provider !== ''
+    ? { name: link.name, provider, adapter: link.adapter }
+    : { name: link.name, adapter: link.adapter }
+}
+
+/** The chain's link for the model a layer left in the context: its price, or none for a model the agent was not given. */
+function linkOf(chain: readonly ModelLink[], model: ModelInfo): ModelLink {
+  for (const link of chain) if (link.adapter === model.adapter && link.name === model.name) return link
+  return { name: model.name, adapter: model.adapter, price: undefined, breaker: undefined }
+}
+
+/**
+ * The terminal of the model onion: ONE attempt on `ctx.model`. Stops on a cancelled run, spends the
+ * run's 'model' step, asks the adapter with the deadline of `limits.modelTimeoutMs`, checks the
+ * answer, and tells the `model.call` event and log line of it, answered or failed.
+ */
+function terminalOf(env: ModelCallEnv, chain: readonly ModelLink[]) {
+  // compose hands its final `next` the call's context.
+  return async function askModel(ctx: ModelContext): Promise<void> {
+    if (ctx.signal.aborted) throw abortReason(ctx.signal)
+    env.budget.spend('model')
+    const link = linkOf(chain, ctx.model)
+    const started = env.clock.now()
+    // The attempt follows the context's signal: an outer layer's deadline or the run's cancellation.
+    const attemptEnv: ModelCallEnv = ctx.signal === env.signal ? env : { ...env, signal: ctx.signal }
+    let response: ModelResponse
+    try {
+      response = await askOnce(link, ctx.attempt, started, ctx.request, attemptEnv)
+      if (typeof response !== 'object' || response === null) throw new TypeError('the model adapter returned no response object')
+    } catch (err) {
+      if (!ctx.signal.aborted) called(link, ctx.attempt, started, env, undefined, err)
+      throw err
+    }
+    ctx.response = response
+    called(link, ctx.attempt, started, env, response, undefined)
+  }
+}
+
+/** What ends the run when a failure leaves the onion: a LoopError as it is, cancellation as the run's reason, else `model_failed`. */
+function hardFailure(err: unknown, ctx: ModelContext, env: ModelCallEnv): unknown {
+  if (LoopError.is(err)) return err
+  if (env.signal.aborted) return abortReason(env.signal)
+  const message = err instanceof Error ? err.message : String(err)
+  return new LoopError('model_failed', `the model call failed after ${plural(ctx.attempt, 'attempt')}: ${message}`, {
+    cause: err,
+    details: { model: ctx.model.name, attempts: ctx.attempt, failure: describeModelFailure(err) },
+  })
+}
+
+/** Per agent: what every model call of its runs shares. */
+export interface ModelOnionSettings {
+  readonly onion: ModelOnion
+  readonly chain: readonly ModelLink[]
+  readonly stackKey: object
+}
+
+/**
+ * One model call through the agent's model onion: builds the context, runs the layers around one
+ * attempt per `next()`, and answers with the response and the model that gave it.
+ */
+export async function callModelOnion(
+  settings: ModelOnionSettings,
+  request: ModelCallRequest,
+  env: ModelCallEnv,
+  run: RunContext,
+): Promise<{ response: ModelResponse; link: ModelLink }> {
+  const source = env.signal
+  const ctx: ModelContext = {
+    run,
+    turn: env.turn,
+    model: infoOf(settings.chain[0] as ModelLink),
+    request,
+    signal: source instanceof AbortSignal ? source : source.signal,
+    attempt: 1,
+    log: env.log,
+    clock: env.clock,
+    random: env.random,
+    stackKey: settings.stackKey,
+    emit: env.emit,
+  }
+  try {
+    await settings.onion(ctx, terminalOf(env, settings.chain) as unknown as ModelNext)
+  } catch (err) {
+    throw hardFailure(err, ctx, env)
+  }
+  const response = ctx.response
+  if (typeof response !== 'object' || response === null) {
+    throw new LoopError('model_failed', 'the model onion settled without a response: a model middleware returned without calling next()', {
+      details: { model: ctx.model.name, fix: 'call `await next()` in every model middleware, or set ctx.response yourself' },
+    })
+  }
+  return { response, link: linkOf(settings.chain, ctx.model) }
+}
