@@ -70,6 +70,24 @@ export function failureFrom(entry: ExhaustedCall & { error: ToolErrorJSON }, too
 }
 
 /**
+ * The error a call ends with when every attempt failed the same way and its identical repeat will be answered
+ * from this failure (decision 410): the same code, message and `safeToRepeat`, but no `retryAfterMs` and a hint
+ * that does not invite the repeat — the model is told one thing, and the stack does what it said.
+ */
+export function ranOutOn(error: ToolError, tool: string, attempts: number): ToolError {
+  return new ToolError(error.code, error.message, {
+    category: error.category,
+    retryable: false,
+    safeToRepeat: error.safeToRepeat,
+    hint:
+      `${tool} failed all ${attempts} attempts with these arguments (${error.code}); the identical call will not be sent ` +
+      'again for a minute. Use another tool or source, change the arguments, or tell the user it is unavailable.',
+    ...(error.details === undefined ? {} : { details: error.details }),
+    cause: error,
+  })
+}
+
+/**
  * Calls of one run whose retries ran out (identified by `ctx.fingerprint`: tool + canonical arguments).
  * An identical call later in the run is answered from that failure for {@link ANSWER_FROM_FAILURE_MS}, then
  * gets one request and no retries.

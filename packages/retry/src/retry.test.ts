@@ -165,8 +165,12 @@ describe('retry: counted executions through a real stack', () => {
     expect(result).toMatchObject({ ok: false, attempts: 6, error: { code: 'upstream_error', message: 'upstream answered 503' } })
   })
 
-  it('returns the last error unedited, as the tool threw it', async () => {
-    const { dispatch } = setup('read', [unavailable(), new ToolError('upstream_error', 'still 503', { hint: 'try later' })])
+  it('returns the last error unedited, as the tool threw it, when the attempts failed in different ways', async () => {
+    const { dispatch } = setup('read', [
+      unavailable(),
+      new ToolError('network_error', 'reset', { category: 'transient', retryable: true }),
+      new ToolError('upstream_error', 'still 503', { hint: 'try later' }),
+    ])
     const result = await dispatch()
     expect(result.error).toEqual({
       code: 'upstream_error',
@@ -174,6 +178,20 @@ describe('retry: counted executions through a real stack', () => {
       message: 'still 503',
       hint: 'try later',
       retryable: true,
+      safeToRepeat: false,
+    })
+  })
+
+  it('does not invite the repeat it will answer from the failure: every attempt 503 drops retryAfterMs and says why (decision 410)', async () => {
+    const busy = () => new ToolError('upstream_error', 'still 503', { hint: 'try later', retryAfterMs: 2000 })
+    const { dispatch } = setup('read', [busy(), busy(), busy()])
+    const result = await dispatch()
+    expect(result.error).toEqual({
+      code: 'upstream_error',
+      category: 'transient',
+      message: 'still 503',
+      hint: expect.stringMatching(/failed all 3 attempts .* will not be sent again for a minute\. Use another tool or source/),
+      retryable: false,
       safeToRepeat: false,
     })
   })

@@ -3,7 +3,7 @@ import { callNext, optionsParser } from '@shallot/core/internal'
 import { z } from 'zod'
 import type { Backoff } from './backoff/backoff.js'
 import { backoffFromPolicy } from './backoff-from-policy.js'
-import { ANSWER_FROM_FAILURE_MS, EXHAUSTED_STATE_KEY, exhaustedCalls, failureFrom } from './exhausted-calls.js'
+import { ANSWER_FROM_FAILURE_MS, EXHAUSTED_STATE_KEY, exhaustedCalls, failureFrom, ranOutOn } from './exhausted-calls.js'
 import { memoryRetryBudget } from './memory-retry-budget.js'
 import { MAX_TOTAL_CALLS, planRetry, type RetryStopReason } from './plan-retry.js'
 import { isRetryBudgetStore, type RetryBudgetStore } from './retry-budget-store.js'
@@ -198,10 +198,11 @@ export function retry(options?: RetryOptions | Backoff): Middleware {
         ctx.random,
       )
       if (!plan.retry) {
-        if (calls > 1 && RAN_OUT.has(plan.reason)) rememberExhausted(ctx, exhausted, codes.size === 1 ? err : undefined)
+        const deadUpstream = calls > 1 && RAN_OUT.has(plan.reason) && codes.size === 1
+        if (calls > 1 && RAN_OUT.has(plan.reason)) rememberExhausted(ctx, exhausted, deadUpstream ? err : undefined)
         await giveUp(ctx, err, plan.reason, signal)
         if (plan.reason === 'recovery_ceiling') throw recoveryExhausted(ctx, err)
-        stopSoftly(ctx, err, plan.reason)
+        stopSoftly(ctx, deadUpstream ? ranOutOn(err, ctx.call.name, calls) : err, plan.reason)
       }
       // The upstream failed every retry of this very call long enough ago that it may be back: one request, no retries.
       if (calls === 1 && exhausted.has(fingerprintOf(ctx) ?? '')) {
