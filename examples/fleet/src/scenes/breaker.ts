@@ -17,10 +17,12 @@ export async function breaker({ workers, config }: SceneContext): Promise<SceneR
   const calledWhileOpen = effects(config.effects, 'search other') - before
 
   // The cooldown runs on Redis's clock; worker 2 was told how much of it is left.
+  // The probe holds 2 s so that every worker's calls arrive while it runs, even on a loaded machine (at 500 ms a
+  // slow worker's calls found the circuit closed again and ran: two "probes").
   await new Promise((resolve) => setTimeout(resolve, (refused.retryAfterMs ?? config.cooldownMs) + 20))
   const replies = await Promise.all(
     spread(100, workers.length).map((calls, i) =>
-      workers[i]?.send({ tool: 'search', args: { q: 'probe' }, calls, upstreamDown: false, holdMs: 500 }),
+      workers[i]?.send({ tool: 'search', args: { q: 'probe' }, calls, upstreamDown: false, holdMs: 2000 }),
     ),
   )
   const results = replies.flat().filter((r) => r !== undefined)
