@@ -12,6 +12,7 @@ import { refineWallNow, wallNowShape } from '@shallot/core/internal'
 import { generateText, type LanguageModel, streamText } from 'ai'
 import { z } from 'zod'
 import { type ClassifyModelErrorOptions, classifyModelError } from './classify-model-error.js'
+import { flagsToolErrors } from './soft-error-output.js'
 import { toModelMessages, toToolSet } from './to-model-messages.js'
 
 /** The SDK's `providerOptions` type of the installed major. */
@@ -124,13 +125,14 @@ export function aiSdkModel(model: LanguageModel, options?: AiSdkModelOptions): M
   const { name, stream, maxRetries, system, errors, ...settings } = parseOptions('aiSdkModel()', optionsSchema, options ?? {})
   const modelName = name ?? modelIdOf(model)
   const classify = (err: unknown) => classifyModelError(err, (errors ?? {}) as ClassifyModelErrorOptions)
+  const flagErrors = flagsToolErrors(model)
 
   async function generate(request: ModelRequest): Promise<ModelResponse> {
     const signal = request.signal
     const prompt = request.system ?? system
     const call = {
       model,
-      messages: toModelMessages(request.messages),
+      messages: toModelMessages(request.messages, flagErrors),
       ...(request.tools.length === 0 ? {} : { tools: toToolSet(request.tools) }),
       ...(prompt === undefined ? {} : { system: prompt }),
       maxRetries,

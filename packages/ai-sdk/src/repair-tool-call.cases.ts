@@ -42,7 +42,7 @@ describe('malformed tool-call JSON goes through the stack', () => {
     })
 
     const [seen] = lastToolResults(model.doGenerateCalls[1]?.prompt ?? [])
-    expect(seen?.output.type).toBe('error-text')
+    expect(seen?.output.type).toBe('text')
     const text = String(seen?.output.value)
     expect(JSON.parse(text)).toMatchObject({ error: 'invalid_arguments', hint: 'send the arguments as one JSON object' })
     expect(text).toContain('arguments are not valid JSON')

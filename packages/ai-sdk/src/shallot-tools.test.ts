@@ -30,7 +30,7 @@ describe('shallotTools in a real generateText loop', () => {
       { toolCalls: [{ name: 'read_file', input: { path: 'src/mian.rs' } }] },
       (prompt) => {
         const [seen] = lastToolResults(prompt)
-        return seen?.output.type === 'error-text' && String(seen.output.value).includes('not_found')
+        return seen?.output.type === 'text' && String(seen.output.value).includes('not_found')
           ? { toolCalls: [{ name: 'read_file', input: { path: 'src/main.rs' } }] }
           : { text: 'gave up' }
       },
@@ -53,7 +53,7 @@ describe('shallotTools in a real generateText loop', () => {
     expect(lastToolResults(model.doGenerateCalls[1]?.prompt ?? [])).toEqual([
       expect.objectContaining({
         toolName: 'read_file',
-        output: { type: 'error-text', value: '{"error":"not_found","message":"file src/mian.rs not found","hint":"files: src/main.rs"}' },
+        output: { type: 'text', value: '{"error":"not_found","message":"file src/mian.rs not found","hint":"files: src/main.rs"}' },
       }),
     ])
     expect(shallot.error).toBeUndefined()
@@ -82,7 +82,7 @@ describe('shallotTools in a real generateText loop', () => {
     const codes = result.steps.flatMap((step) => step.toolResults.map((r) => (isSoftFailure(r.output) ? r.output.error.code : 'ok')))
     expect(codes).toEqual(['upstream_error', 'upstream_error', 'circuit_open'])
     const seen = lastToolResults(model.doGenerateCalls[3]?.prompt ?? [])[0]
-    expect(seen?.output.type).toBe('error-text')
+    expect(seen?.output.type).toBe('text')
     expect(String(seen?.output.value)).toContain('temporarily unavailable: circuit breaker open')
     expect(result.text).toBe('The deploy service is down; try later.')
   })

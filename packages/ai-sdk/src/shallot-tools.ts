@@ -36,6 +36,7 @@ import { z } from 'zod'
 import { hardStopTransform } from './hard-stop-transform.js'
 import { repairMalformedInput } from './repair-tool-call.js'
 import { type SdkExecutionOptions, sdkCall } from './sdk-call.js'
+import { softErrorOutput } from './soft-error-output.js'
 import { softErrorTracer } from './soft-error-tracer.js'
 import { isSoftFailure, type SoftFailure, softFailure } from './soft-failure.js'
 import { toShallotTools } from './to-shallot-tool.js'
@@ -144,7 +145,7 @@ function defaultModelOutput(output: unknown) {
 
 /**
  * Puts a shallot stack in front of AI SDK tools. Every `execute` goes through the stack: a soft error
- * comes back as a tool result the model reads (an `error-text` output; your code sees a
+ * comes back as a tool result the model reads (the stack's text, as is; your code sees a
  * {@link SoftFailure}), a hard error (`LoopError`) stops the generation: `generateText` rejects with it.
  * Arguments are validated once, by the stack, so invalid ones are soft errors the layers see too.
  * Make one per generation: it holds the run (budget, per-run counters) and the hard-stop signal.
@@ -220,7 +221,8 @@ export function shallotTools<T extends ToolSet>(tools: T, options?: ShallotTools
         return failure
       },
       toModelOutput(output) {
-        if (isSoftFailure(output.output)) return { type: 'error-text', value: output.output.content }
+        // The SDK does not say which provider reads this, so the one output every provider sends as is.
+        if (isSoftFailure(output.output)) return softErrorOutput(output.output.content, false)
         return original === undefined ? defaultModelOutput(output.output) : original(output)
       },
     } as Tool

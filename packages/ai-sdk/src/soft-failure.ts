@@ -2,7 +2,7 @@ import type { ToolErrorJSON, ToolResult } from '@shallot/core'
 
 /**
  * What a wrapped tool returns when the stack answered with a soft error: plain JSON, so it survives
- * UI messages and `convertToModelMessages`. The model reads `content` (as an `error-text` tool
+ * UI messages and `convertToModelMessages`. The model reads `content` (as a plain `text` tool
  * output); your code reads `error`.
  */
 export interface SoftFailure {

@@ -36,6 +36,9 @@ for (const [name, Integration, callId] of [
     expect(byId.call_bad?.status).toEqual({ code: ERROR, message: 'not_found: file src/mian.rs not found' })
     expect(byId.call_bad?.attributes['shallot.error.code']).toBe('not_found')
     expect(byId.call_good?.status.code).not.toBe(ERROR)
-    expect(lastToolResults(model.doGenerateCalls[1]?.prompt ?? [])[0]?.output.type).toBe('error-text')
+    expect(lastToolResults(model.doGenerateCalls[1]?.prompt ?? [])[0]?.output).toEqual({
+      type: 'text',
+      value: expect.stringContaining('"error":"not_found"'),
+    })
   })
 }

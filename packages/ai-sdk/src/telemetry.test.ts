@@ -27,7 +27,10 @@ it('ai 6 telemetry: the ai.toolCall span of a soft error has status ERROR, the m
   expect(byId.call_bad?.attributes).toMatchObject({ 'shallot.error.code': 'not_found', 'shallot.error.category': 'recoverable' })
   expect(byId.call_good?.status.code).toBe(UNSET)
   expect(byId.call_good?.attributes['shallot.error.code']).toBeUndefined()
-  expect(lastToolResults(model.doGenerateCalls[1]?.prompt ?? [])[0]?.output.type).toBe('error-text')
+  expect(lastToolResults(model.doGenerateCalls[1]?.prompt ?? [])[0]?.output).toEqual({
+    type: 'text',
+    value: expect.stringContaining('"error":"not_found"'),
+  })
 })
 
 it('without the wrapped tracer the same soft error is a successful span (what the wrapper fixes)', async () => {

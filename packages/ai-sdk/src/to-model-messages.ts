@@ -1,5 +1,6 @@
 import type { Message, ModelTool } from '@shallot/core'
 import { jsonSchema, type ModelMessage, type ToolSet, tool } from 'ai'
+import { softErrorOutput } from './soft-error-output.js'
 
 const isPlainObject = (value: unknown): value is Record<string, unknown> =>
   typeof value === 'object' && value !== null && !Array.isArray(value)
@@ -20,8 +21,11 @@ function replayInput(args: unknown): Record<string, unknown> {
   return {}
 }
 
-/** shallot's transcript as AI SDK messages: tool results keep their ok flag as the provider's error result. */
-export function toModelMessages(messages: readonly Message[]): ModelMessage[] {
+/**
+ * shallot's transcript as AI SDK messages. A failed tool result is the provider's error result when
+ * its wire format has one (`flagErrors`: Anthropic's `is_error`), else the same text as plain output.
+ */
+export function toModelMessages(messages: readonly Message[], flagErrors = false): ModelMessage[] {
   const out: ModelMessage[] = []
   for (const message of messages) {
     if (message.role === 'user') out.push({ role: 'user', content: message.content })
@@ -39,8 +43,7 @@ export function toModelMessages(messages: readonly Message[]): ModelMessage[] {
         type: 'tool-result' as const,
         toolCallId: message.callId,
         toolName: message.name,
-        // `error-text` is Anthropic's `is_error: true`; providers without one send the text as is.
-        output: message.ok ? { type: 'text' as const, value: message.content } : { type: 'error-text' as const, value: message.content },
+        output: message.ok ? { type: 'text' as const, value: message.content } : softErrorOutput(message.content, flagErrors),
       }
       // Results of one turn travel in one tool message, as every provider expects after a multi-call turn.
       const last = out[out.length - 1]
