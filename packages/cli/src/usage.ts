@@ -21,6 +21,7 @@ commands:
       --model openai:ID           also anthropic:ID, openai-responses:ID (keys: OPENAI_API_KEY, ANTHROPIC_API_KEY;
                                   servers: OPENAI_BASE_URL, ANTHROPIC_BASE_URL)
       --mcp "COMMAND"             an MCP server over stdio (repeatable)
+      --mcp-env all|minimal|VAR,…  the environment MCP servers get: all of yours (default), the MCP SDK's six, or those plus VARs
       --config FILE               the stack (and model:, mcpServers:) of a config file; default: the default stack
       --checkpoints FILE.db       checkpoints and idempotency records in SQLite, so the run can be resumed
       --report FILE.md            write the report; --html FILE.html the timeline; --record FILE.json the record

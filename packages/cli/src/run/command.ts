@@ -17,6 +17,7 @@ import {
   sanitize,
   ToolError,
 } from '@shallot/core'
+import type { ServerEnvInherit } from '@shallot/mcp'
 import { policyDefinition } from '@shallot/policy'
 import { type SqliteCheckpoints, type SqliteStore, sqliteCheckpoints, sqliteStore } from '@shallot/store-sqlite'
 import { defaultMiddleware } from 'shallot'
@@ -68,27 +69,41 @@ async function configOf(file: string | undefined): Promise<ShallotConfig | undef
   }
 }
 
+/** `--mcp-env all|minimal|NAME,NAME`: which of this process's variables the MCP servers get (default all). */
+export function inheritOf(value: string | undefined): ServerEnvInherit {
+  if (value === undefined || value === 'all') return 'all'
+  if (value === 'minimal') return 'minimal'
+  const names = value.split(',').map((n) => n.trim())
+  const bad = names.find((n) => !/^[A-Za-z_][A-Za-z0-9_]*$/.test(n))
+  if (bad !== undefined)
+    throw new UsageError(
+      `--mcp-env takes all (the default), minimal (HOME, PATH, … only) or a comma list of variables to add to minimal, e.g. --mcp-env HTTPS_PROXY,NODE_EXTRA_CA_CERTS; "${bad.slice(0, 40)}" is none of them`,
+    )
+  return names
+}
+
 /** The config's `mcpServers:` (paths against the file's folder), then every `--mcp`. */
-function serverSpecs(config: ShallotConfig | undefined, flags: readonly string[]): McpServerSpec[] {
+function serverSpecs(config: ShallotConfig | undefined, flags: readonly string[], inherit: ServerEnvInherit): McpServerSpec[] {
   const specs: McpServerSpec[] = []
   for (const [name, server] of Object.entries(config?.document.mcpServers ?? {})) {
     const where = `mcpServers.${name} in ${config?.file}`
     if (typeof server === 'string') {
       const [command, ...args] = splitCommand(server, where)
-      specs.push({ name, command: command as string, args, cwd: config?.dir as string })
+      specs.push({ name, command: command as string, args, cwd: config?.dir as string, inherit })
     } else {
       specs.push({
         name,
         command: server.command,
         args: server.args,
         cwd: resolve(config?.dir ?? '.', server.cwd ?? '.'),
+        inherit,
         ...(server.env === undefined ? {} : { env: server.env }),
       })
     }
   }
   flags.forEach((line, i) => {
     const [command, ...args] = splitCommand(line, `--mcp "${line.slice(0, 60)}"`)
-    specs.push({ name: flags.length === 1 && specs.length === 0 ? 'mcp' : `mcp-${i + 1}`, command: command as string, args })
+    specs.push({ name: flags.length === 1 && specs.length === 0 ? 'mcp' : `mcp-${i + 1}`, command: command as string, args, inherit })
   })
   return specs
 }
@@ -126,6 +141,7 @@ function resumeLine(runId: string, values: Values, model: string, pending: Retur
   const parts = ['shallot', 'resume', quote(runId), '--checkpoints', quote(values.checkpoints as string), '--model', quote(model)]
   if (values.config !== undefined) parts.push('--config', quote(values.config))
   for (const line of values.mcp ?? []) parts.push('--mcp', quote(line))
+  if (values['mcp-env'] !== undefined) parts.push('--mcp-env', quote(values['mcp-env']))
   if (values.stream === true) parts.push('--stream')
   if (pending.length > 0) parts.push(approvalHint(pending, quote).approveAll)
   return parts.join(' ')
@@ -176,7 +192,7 @@ export async function runAgentCommand(
   const modelSpec = values.model ?? config?.document.model
   if (modelSpec === undefined) throw new UsageError(`--model is required (or model: in the config file): ${example}`)
   const resolved = resolveModel(modelSpec, env)
-  const specs = serverSpecs(config, values.mcp ?? [])
+  const specs = serverSpecs(config, values.mcp ?? [], inheritOf(values['mcp-env']))
 
   const stores = values.checkpoints === undefined ? undefined : openStores(values.checkpoints)
   let servers: McpServers | undefined

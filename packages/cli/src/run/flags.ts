@@ -3,6 +3,7 @@ export const RUN_FLAGS = {
   model: { type: 'string' },
   config: { type: 'string' },
   mcp: { type: 'string', multiple: true },
+  'mcp-env': { type: 'string' },
   checkpoints: { type: 'string' },
   report: { type: 'string' },
   html: { type: 'string' },

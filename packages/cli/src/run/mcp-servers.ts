@@ -1,8 +1,8 @@
 import type { Readable } from 'node:stream'
 import { Client } from '@modelcontextprotocol/sdk/client/index.js'
-import { getDefaultEnvironment, StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js'
+import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js'
 import { type AnyTool, sanitize } from '@shallot/core'
-import { mcpTools } from '@shallot/mcp'
+import { mcpTools, type ServerEnvInherit, serverEnv } from '@shallot/mcp'
 import { UsageError } from '../usage.js'
 
 /** One MCP server to start: from `--mcp "<command line>"` or a config file's `mcpServers:`. */
@@ -12,6 +12,8 @@ export interface McpServerSpec {
   readonly args: readonly string[]
   readonly env?: Readonly<Record<string, string>>
   readonly cwd?: string
+  /** Which of this process's variables the server gets (`--mcp-env`): default `all`. */
+  readonly inherit?: ServerEnvInherit
 }
 
 /** The servers' tools, and how to stop every server. */
@@ -24,20 +26,61 @@ export interface McpServers {
 /** How long a server may take to start and list its tools. */
 const CONNECT_MS = 30_000
 
-/** The last bytes a server wrote to stderr: the reason it failed to start is usually there. */
-function stderrTail(stream: Readable | null): () => string {
+/** How long a failed server's last stderr bytes are waited for after its pipe closed the connection. */
+const STDERR_DRAIN_MS = 500
+
+/** Lines that say where more is written, or how a stack trace was printed, rather than what went wrong. */
+const NOISE = [/complete log of this run can be found/i, /^npm (error|ERR!)$/, /^at /, /^Node\.js v\d/, /^[\^~{}()[\];,]*$/]
+const TELLING = [/error|not found|denied|refused|cannot|can't|failed|invalid|missing/i, /ERR!|\bE[A-Z0-9]{2,}\b/]
+
+/**
+ * The lines of a server's stderr that tell why it did not start: its last three that say what went
+ * wrong (npm's "404 Not Found - GET …", not "A complete log of this run can be found in …"), else
+ * its last three that are not noise, joined; each cut at 300 characters.
+ */
+export function usefulStderr(text: string): string {
+  const lines = text
+    .split(/\r?\n/)
+    .map((l) => l.trim())
+    .filter((l) => !NOISE.some((n) => n.test(l)))
+  const telling = lines.filter((l) => TELLING.some((t) => t.test(l)))
+  return (telling.length > 0 ? telling : lines)
+    .slice(-3)
+    .map((l) => (l.length > 300 ? `${l.slice(0, 299)}…` : l))
+    .join(' | ')
+}
+
+/** The last bytes a server wrote to stderr, and a wait for the rest of them once it is gone. */
+function stderrTail(stream: Readable | null): { said: () => string; drained: () => Promise<void> } {
   let tail = ''
+  let ended = stream === null
   stream?.on('data', (chunk: Buffer) => {
-    tail = (tail + chunk.toString('utf8')).slice(-2000)
+    tail = (tail + chunk.toString('utf8')).slice(-4000)
   })
-  return () => tail.trim().split('\n').filter(Boolean).at(-1) ?? ''
+  stream?.once('end', () => {
+    ended = true
+  })
+  return {
+    said: () => usefulStderr(tail),
+    drained: () =>
+      ended || stream === null
+        ? Promise.resolve()
+        : new Promise<void>((done) => {
+            const timer = setTimeout(done, STDERR_DRAIN_MS)
+            stream.once('end', () => {
+              clearTimeout(timer)
+              done()
+            })
+          }),
+  }
 }
 
 function transportOf(spec: McpServerSpec): StdioClientTransport {
   return new StdioClientTransport({
     command: spec.command,
     args: [...spec.args],
-    env: { ...getDefaultEnvironment(), ...spec.env },
+    // Every variable by default: NODE_EXTRA_CA_CERTS and the proxy settings are what let `npx` fetch the server.
+    env: serverEnv({ inherit: spec.inherit ?? 'all', ...(spec.env === undefined ? {} : { env: spec.env }) }),
     ...(spec.cwd === undefined ? {} : { cwd: spec.cwd }),
     // Piped, not inherited: a server's banner is not part of the run's timeline, but its last words explain a failed start.
     stderr: 'pipe',
@@ -46,7 +89,7 @@ function transportOf(spec: McpServerSpec): StdioClientTransport {
 
 async function connect(spec: McpServerSpec, clients: Client[]): Promise<AnyTool[]> {
   const transport = transportOf(spec)
-  const lastWords = stderrTail(transport.stderr as Readable | null)
+  const stderr = stderrTail(transport.stderr as Readable | null)
   const client = new Client({ name: 'shallot-run', version: '0.1.0' })
   clients.push(client)
   try {
@@ -62,9 +105,10 @@ async function connect(spec: McpServerSpec, clients: Client[]): Promise<AnyTool[
     })
   } catch (err) {
     const why = err instanceof Error ? err.message : String(err)
-    const said = lastWords()
+    await stderr.drained()
+    const said = stderr.said()
     throw new UsageError(
-      `MCP server "${spec.name}" (${[spec.command, ...spec.args].join(' ').slice(0, 200)}) did not start: ${sanitize(why).slice(0, 300)}${said === '' ? '' : ` (it said: ${sanitize(said).slice(0, 300)})`}`,
+      `MCP server "${spec.name}" (${[spec.command, ...spec.args].join(' ').slice(0, 200)}) did not start: ${sanitize(why).slice(0, 300)}${said === '' ? '' : ` (it said: ${sanitize(said).slice(0, 600)})`}`,
     )
   }
 }
