@@ -201,4 +201,13 @@ describe("issue 34's bar, one episode each, as the bench runs it", () => {
       expect(result.toolExecutions, id).toBeLessThanOrEqual(bare.toolExecutions)
     }
   }, 60_000)
+
+  it('against a dead upstream the used-fully row asks the mirror at the first failure: fewer requests and less time than the AI SDK alone', async () => {
+    const bare = await episode('ai-sdk', 'forecast', 'dead_upstream')
+    const full = await episode('shallot-full', 'forecast', 'dead_upstream')
+    expect(full.status).toBe('success')
+    expect(full.toolExecutions).toBeLessThan(bare.toolExecutions)
+    expect(full.virtualMs).toBeLessThan(bare.virtualMs)
+    expect(full.trace.some((line) => line.text.includes('get_forecast_mirror'))).toBe(true)
+  }, 60_000)
 })

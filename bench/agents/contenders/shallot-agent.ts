@@ -7,7 +7,8 @@
  * DESIGN.md "ToolDefinition") with a `reconcile` that asks the service's lookup endpoint whether a
  * write under the call's key landed (the same README, "Upstream keys and reconciliation"), and
  * `fallback()` answers the primary forecast from its mirror (packages/fallback/README.md), placed
- * outside idempotency as that page says.
+ * inside retry, as that page says for a read whose mirror is as good as the primary: the first failure
+ * is answered from the mirror at once, instead of after the primary's retries and their backoff.
  *
  * "+reconcile" is the plain row with a `reconcile` added to each write: still `effect: 'write'`, and
  * no key is forwarded upstream, so the reconciler finds the write by what it carried, as a service
@@ -101,7 +102,8 @@ async function runAgent(setup: EpisodeSetup, use: Use): Promise<RunEnd> {
     )
     let built: Stack | undefined
     const answerFromMirror = fallback({ tools: sources, dispatch: (call, options) => (built as Stack).dispatch(call, options) })
-    layers.splice(2, 0, answerFromMirror)
+    // panic-catcher, stuck-loop, idempotency, circuit-breaker, retry | fallback | error-classifier, timeout
+    layers.splice(5, 0, answerFromMirror)
     built = createStack({ tools, middleware: layers })
     stack = built
   }
