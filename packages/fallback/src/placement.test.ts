@@ -19,7 +19,8 @@ function forecastTools(primaryFails: () => boolean) {
       effect: 'read',
       execute: ({ city }) => {
         calls[source]++
-        if (source === 'primary' && primaryFails()) throw new ToolError('upstream_error', 'HTTP 503', { category: 'transient', retryable: true })
+        if (source === 'primary' && primaryFails())
+          throw new ToolError('upstream_error', 'HTTP 503', { category: 'transient', retryable: true })
         return `${city}: rain (${source})`
       },
     })
