@@ -1,6 +1,6 @@
 import { defineMiddleware } from '@shallot/core'
 import { z } from 'zod'
-import { errorClassifier, errorClassifierOptionsSchema } from './error-classifier.js'
+import { errorClassifier, errorClassifierModel, errorClassifierOptionsSchema } from './error-classifier.js'
 
 const { rules, builtins, maxLength, maxRetryAfterMs, secrets, sanitizeToolErrors } = errorClassifierOptionsSchema.shape
 
@@ -20,7 +20,9 @@ export const errorClassifierFileOptionsSchema = z.strictObject({ rules, builtins
  */
 export const errorClassifierDefinition = defineMiddleware({
   name: 'error-classifier',
-  description: 'Turns foreign throws (HTTP statuses, errno codes, SDK errors) into redacted soft ToolErrors; rules are data.',
+  description:
+    'Turns foreign throws (HTTP statuses, errno codes, SDK errors) into redacted soft ToolErrors; rules are data. For model calls: the typed failure retry, breaker and fallback read.',
   options: errorClassifierFileOptionsSchema,
   create: (options) => errorClassifier(options),
+  createModel: (options) => errorClassifierModel(options),
 })

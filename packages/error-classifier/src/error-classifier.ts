@@ -1,7 +1,16 @@
-import { abortReason, LoopError, type Middleware, type ToolContext, ToolError, trustedMiddleware } from '@shallot/core'
-import { callNext, optionsParser, refineWallNow } from '@shallot/core/internal'
+import {
+  abortReason,
+  LoopError,
+  type Middleware,
+  type ModelMiddleware,
+  type ToolContext,
+  ToolError,
+  trustedMiddleware,
+} from '@shallot/core'
+import { callNext, optionsParser, refineWallNow } from '@shallot/core/kit'
 import { z } from 'zod'
 import { type Classifier, classifyOptionsSchema, createClassifier } from './create-classifier.js'
+import { modelClassifierLayer } from './model-classifier.js'
 
 /**
  * Options of {@link errorClassifier}: the {@link classify} options, plus what to do with ToolErrors passing through.
@@ -93,4 +102,19 @@ export function errorClassifier(options?: ErrorClassifierOptions): Middleware {
   if (rest.secrets.length > 0) layer.secrets = rest.secrets
   // One next(), nothing after it but the rejection's shaping: the onion's contract holds on every path.
   return trustedMiddleware(layer)
+}
+
+/**
+ * The error classifier for model calls (`createAgent({ modelMiddleware })`): a provider's failure
+ * leaving the layers inside it becomes the typed error the model retry, breaker and fallback layers
+ * read — a retryable `ToolError` (`rate_limited`, `overloaded`, `upstream_error`, `network_error`,
+ * `timeout`) with `retryAfterMs`, or `LoopError('context_exceeded' | 'user_input_required')` — from
+ * the same rules and options as {@link errorClassifier}. Place it inside (after) those layers.
+ *
+ * @example
+ * const agent = createAgent({ model, tools, modelMiddleware: [retryModel(), errorClassifierModel({ secrets: [apiKey] })] })
+ */
+export function errorClassifierModel(options?: ErrorClassifierOptions): ModelMiddleware {
+  const { sanitizeToolErrors: _shallotErrorsPassAsTheyAre, ...rest } = parseErrorClassifierOptions(options)
+  return modelClassifierLayer(createClassifier(rest), rest.secrets)
 }

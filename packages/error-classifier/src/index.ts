@@ -1,5 +1,5 @@
 export { type ClassifyCallOptions, classify, tryClassify } from './classify.js'
 export type { ClassifyOptions } from './create-classifier.js'
 export { errorClassifierDefinition } from './definition.js'
-export { type ErrorClassifierOptions, errorClassifier } from './error-classifier.js'
+export { type ErrorClassifierOptions, errorClassifier, errorClassifierModel } from './error-classifier.js'
 export { builtinRules, type ClassifierRule } from './rules.js'
