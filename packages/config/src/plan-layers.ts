@@ -5,6 +5,7 @@ import { type ConfigDocument, entryParts, OFF, type SlotValue } from './config-s
 import type { PathKey } from './config-source.js'
 import { issuesFromZod, makeIssue } from './describe-issue.js'
 import { jsonSchemaOf } from './describe-schema.js'
+import { unusedPolicies } from './unused-policies.js'
 
 /** One set of options for one layer, checked by its middleware's schema. */
 export interface LayerVariant {
@@ -220,6 +221,15 @@ export async function planLayers(
       const checked = await check(candidate.definition, written)
       if (checked.variant !== undefined) candidate.layer?.tools.set(tool, checked.variant)
     }
+  }
+  // A policy no layer names is still read, as the options of the middleware it most looks like: a typo in a
+  // policy kept for later must not wait for the day someone names it.
+  for (const policy of await unusedPolicies(document, registry, broken.policies)) {
+    const before = issues.length
+    await check(policy.definition, { raw: policy.raw, place: (path) => ['policies', policy.name, ...path] })
+    const note = `no layer names this policy yet; read as ${policy.definition.name} options`
+    for (const [i, issue] of issues.entries())
+      if (i >= before) issues[i] = { ...issue, hint: issue.hint === undefined ? note : `${issue.hint} (${note})` }
   }
   return { layers, effects, issues: unique(issues) }
 }
