@@ -28,6 +28,8 @@ export function agentSpans(tracer: Tracer, instruments: Instruments, text: Sanit
   const runs = new Map<string, Span>()
   // The attempt in flight of each run: opened by `within`, ended by its `model.call` event.
   const chats = new Map<string, Chat>()
+  // Runs whose chat spans the model layer (`otel().model`) makes: the listener opens none of its own.
+  const layered = new Set<string>()
 
   const parentOf = (runId: string): Context => {
     const run = runs.get(runId)
@@ -73,6 +75,11 @@ export function agentSpans(tracer: Tracer, instruments: Instruments, text: Sanit
 
   function onModelCall(event: ModelCall): void {
     const run = runs.get(event.runId)
+    if (layered.has(event.runId)) {
+      const provider = providerName(event.provider, clean)
+      if (provider !== undefined) run?.setAttribute('gen_ai.provider.name', provider)
+      return
+    }
     let chat = chats.get(event.runId)
     if (chat !== undefined && chat.key === chatKey(event)) chats.delete(event.runId)
     else chat = openChat(event.runId, { ...event, at: event.at - event.durationMs })
@@ -119,6 +126,7 @@ export function agentSpans(tracer: Tracer, instruments: Instruments, text: Sanit
         const span = runs.get(event.runId)
         if (span === undefined) return
         runs.delete(event.runId)
+        layered.delete(event.runId)
         endLeftover(event.runId, event.at)
         span.setAttributes({
           'shallot.run.status': event.status,
@@ -150,6 +158,7 @@ export function agentSpans(tracer: Tracer, instruments: Instruments, text: Sanit
       try {
         if (runs.get(runId) !== span) return
         runs.delete(runId)
+        layered.delete(runId)
         endLeftover(runId, clockOf().now())
         span.setAttribute('error.type', '_OTHER')
         span.setStatus({ code: SpanStatusCode.ERROR, message: 'the run ended without finishing' })
@@ -168,6 +177,9 @@ export function agentSpans(tracer: Tracer, instruments: Instruments, text: Sanit
       if (scope.type === 'run') {
         run = runs.get(scope.runId) ?? openRun(scope.runId, scope.at)
         active = trace.setSpan(context.active(), run)
+      } else if (layered.has(scope.runId)) {
+        // The model layer's chat span is already the active context.
+        return fn()
       } else {
         endLeftover(scope.runId, scope.at)
         const chat = openChat(scope.runId, scope)
@@ -184,5 +196,12 @@ export function agentSpans(tracer: Tracer, instruments: Instruments, text: Sanit
   }
 
   const listener = Object.assign(onAgentEvent, { within }) satisfies AgentEventListener
-  return { listener, runSpan: (runId: string) => runs.get(runId) }
+  return {
+    listener,
+    runSpan: (runId: string) => runs.get(runId),
+    /** Only runs this listener heard start: their `run.finished` forgets them, so the set stays bounded. */
+    traced: (runId: string) => {
+      if (runs.has(runId)) layered.add(runId)
+    },
+  }
 }

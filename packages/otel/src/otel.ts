@@ -6,6 +6,7 @@ import {
   type Clock,
   LoopError,
   type Middleware,
+  type ModelMiddleware,
   parseOptions,
   type Stack,
   type StackEvent,
@@ -18,6 +19,7 @@ import { agentSpans } from './agent-spans.js'
 import { ClockTime, eventAttributes, MAX_ATTRIBUTE_CHARS, sanitizerOf } from './attributes.js'
 import { errorTypeOf } from './error-type.js'
 import { type Instruments, instrumentsOf } from './instruments.js'
+import { modelSpans } from './model-spans.js'
 import { SCOPE } from './scope.js'
 
 export interface OtelOptions {
@@ -90,6 +92,12 @@ export interface OtelLayer extends Middleware {
    * `within`: copy it over, `Object.assign(mine, { within: tracing.onAgentEvent.within })`).
    */
   readonly onAgentEvent: AgentEventListener & { readonly within: NonNullable<AgentEventListener['within']> }
+  /**
+   * The model-call layer (`createAgent({ modelMiddleware: [tracing.model] })`): a `chat {model}` span
+   * around each `next()`, child of the run's span. With it, `onAgentEvent` opens no chat spans of its
+   * own for that run, so an attempt is traced once.
+   */
+  readonly model: ModelMiddleware
 }
 
 interface OpenCall {
@@ -316,5 +324,7 @@ export function otel(options: OtelOptions = {}): OtelLayer {
     }
   }
   Object.defineProperty(layer, 'onAgentEvent', { value: agent.listener, enumerable: true })
+  const model = modelSpans({ tracer, instruments, text, time, runSpan: agent.runSpan, traced: agent.traced })
+  Object.defineProperty(layer, 'model', { value: model, enumerable: true })
   return layer
 }
