@@ -2,7 +2,7 @@ import { systemClock, ToolError } from '@shallot/core'
 import { optionsParser } from '@shallot/core/internal'
 import { z } from 'zod'
 import type { RawRecord } from './contract-parts.js'
-import { flat } from './flat-string.js'
+import { flat, ownCopy } from './flat-string.js'
 import type { BeginResult, StoredResult, SyncIdempotencyStore } from './idempotency-store.js'
 import { parseStoredResult } from './stored-result.js'
 
@@ -44,6 +44,16 @@ interface Entry {
   expiresAt: number
   /** JSON text, so a replay can never share objects with the caller that stored it. */
   result: string | undefined
+  /** The key it is held under, so eviction can drop the record it finds at the end of the recency list. */
+  key: string
+  /** Its neighbours in the recency list while it is done (only done records are listed); `null` otherwise. */
+  older: Entry | null
+  newer: Entry | null
+}
+
+/** A record to fill in, of the one shape every record has. */
+function blank(): Entry {
+  return { argsHash: '', state: 'pending', token: '', leaseUntil: 0, expiresAt: 0, result: undefined, key: '', older: null, newer: null }
 }
 
 const STATES: ReadonlySet<unknown> = new Set(['pending', 'done', 'unknown'])
@@ -198,13 +208,35 @@ export function memoryIdempotencyStore(options?: MemoryIdempotencyStoreOptions):
   const { maxEntries, now = systemClock.now } = parseStoreOptions(options)
   // A Map keeps any string as a key, `__proto__` included, and never reads a prototype.
   const records = new Map<string, Entry>()
-  /** The done records, which alone may be evicted, least recently used first (a Map keeps insertion order). */
-  const recency = new Map<string, Entry>()
+  // The done records, which alone may be evicted, linked through their `older` and `newer`, least
+  // recently used first. (A Map in order of use made eviction O(n): a Map keeps a deleted key's slot
+  // until it is rebuilt, and iterating from the front for the oldest key stepped over all of them.)
+  let oldest: Entry | null = null
+  let newest: Entry | null = null
   let tokens = 0
 
-  function drop(key: string): void {
-    records.delete(key)
-    recency.delete(key)
+  const listed = (entry: Entry): boolean => entry.older !== null || oldest === entry
+
+  function unlink(entry: Entry): void {
+    if (entry.older === null) oldest = entry.newer
+    else entry.older.newer = entry.newer
+    if (entry.newer === null) newest = entry.older
+    else entry.newer.older = entry.older
+    entry.older = null
+    entry.newer = null
+  }
+
+  /** Lists `entry` (not listed now) as the most recently used done record. */
+  function link(entry: Entry): void {
+    entry.older = newest
+    if (newest === null) oldest = entry
+    else newest.newer = entry
+    newest = entry
+  }
+
+  function drop(entry: Entry): void {
+    records.delete(entry.key)
+    if (listed(entry)) unlink(entry)
   }
 
   /** The record of `key` if it has not expired (an expired one is dropped), marked as just used. */
@@ -212,10 +244,13 @@ export function memoryIdempotencyStore(options?: MemoryIdempotencyStoreOptions):
     const entry = records.get(key)
     if (entry === undefined) return undefined
     if (expired(entry, at)) {
-      drop(key)
+      drop(entry)
       return undefined
     }
-    if (recency.delete(key)) recency.set(key, entry)
+    if (entry !== newest && listed(entry)) {
+      unlink(entry)
+      link(entry)
+    }
     return entry
   }
 
@@ -225,26 +260,37 @@ export function memoryIdempotencyStore(options?: MemoryIdempotencyStoreOptions):
     return entry !== undefined && entry.state === 'pending' && entry.token === token ? entry : undefined
   }
 
-  /** Makes room for one more record: least recently used done records first, then expired ones wherever they are. */
-  function makeRoom(at: number): void {
-    for (const key of recency.keys()) {
-      if (records.size < maxEntries) return
-      drop(key)
+  /**
+   * Makes room for one more record: least recently used done records first, then expired ones wherever
+   * they are. Answers a done record it evicted for the new one to reuse: a full store allocates no record.
+   */
+  function makeRoom(at: number): Entry | undefined {
+    let evicted: Entry | undefined
+    while (records.size >= maxEntries && oldest !== null) {
+      evicted = oldest
+      drop(oldest)
     }
-    if (records.size < maxEntries) return
-    for (const [key, entry] of records) if (expired(entry, at)) drop(key)
+    if (records.size < maxEntries) return evicted
+    for (const entry of records.values()) if (expired(entry, at)) drop(entry)
     if (records.size >= maxEntries) throw storeFull(maxEntries)
+    return undefined
   }
 
   /** The token of a new claim of `key`, or what `begin` answers for the live record under it. */
   function claim(key: string, argsHash: string, leaseMs: number, ttlMs: number): string | BeginResult {
     const at = now()
-    const entry = live(key, at)
-    if (entry !== undefined) return answerFor(entry, argsHash, at)
-    makeRoom(at)
+    const held = live(key, at)
+    if (held !== undefined) return answerFor(held, argsHash, at)
+    const entry = makeRoom(at) ?? blank()
     const token = `m${++tokens}`
-    const expiresAt = until(at, leaseMs + ttlMs)
-    records.set(key, { argsHash, state: 'pending', token, leaseUntil: until(at, leaseMs), expiresAt, result: undefined })
+    entry.key = key
+    entry.argsHash = ownCopy(argsHash) // not a slice holding its whole digest for as long as the record lives
+    entry.state = 'pending'
+    entry.token = token
+    entry.leaseUntil = until(at, leaseMs)
+    entry.expiresAt = until(at, leaseMs + ttlMs)
+    entry.result = undefined
+    records.set(key, entry)
     return token
   }
 
@@ -252,8 +298,11 @@ export function memoryIdempotencyStore(options?: MemoryIdempotencyStoreOptions):
   function completeText(key: string, token: string, ttlMs: number, result: string | undefined, at = now()): boolean {
     const entry = owned(key, token, at)
     if (entry === undefined) return false
-    Object.assign(entry, { state: 'done', token: SETTLED, expiresAt: until(at, ttlMs), result })
-    recency.set(key, entry)
+    entry.state = 'done'
+    entry.token = SETTLED
+    entry.expiresAt = until(at, ttlMs)
+    entry.result = result
+    link(entry)
     return true
   }
 
@@ -266,8 +315,9 @@ export function memoryIdempotencyStore(options?: MemoryIdempotencyStoreOptions):
       return completeText(key, token, ttlMs, JSON.stringify(result))
     },
     release(key: string, token: string): boolean {
-      if (owned(key, token, now()) === undefined) return false
-      drop(key)
+      const entry = owned(key, token, now())
+      if (entry === undefined) return false
+      drop(entry)
       return true
     },
     markUnknown(key: string, token: string, ttlMs: number): boolean {
@@ -293,7 +343,8 @@ export function memoryIdempotencyStore(options?: MemoryIdempotencyStoreOptions):
     },
     clear() {
       records.clear()
-      recency.clear()
+      oldest = null
+      newest = null
     },
   }
   internals.set(store, {
@@ -302,14 +353,15 @@ export function memoryIdempotencyStore(options?: MemoryIdempotencyStoreOptions):
       completeText(key, token, ttlMs, json === undefined ? '{}' : flat(`{"value":${json}}`), isTime(given) ? given : now()),
     now,
     writeRaw: (key, raw) => {
-      drop(key)
+      const previous = records.get(key)
+      if (previous !== undefined) drop(previous)
       // Planted as it is, field by field (an absent field reads as undefined), without making room, as
       // a bug or another writer would. Only a record that reads as done may be evicted; anything else
       // might be an unknown outcome.
       const { argsHash, state, token, leaseUntil, expiresAt, result } = raw
-      const entry = { argsHash, state, token, leaseUntil, expiresAt, result } as Entry
+      const entry: Entry = Object.assign(blank(), { argsHash, state, token, leaseUntil, expiresAt, result, key })
       records.set(key, entry)
-      if (state === 'done') recency.set(key, entry)
+      if (state === 'done') link(entry)
     },
   })
   return store
