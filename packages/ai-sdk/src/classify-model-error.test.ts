@@ -23,7 +23,8 @@ describe('classifyModelError: Retry-After', () => {
     [{ 'retry-after-ms': '1500', 'retry-after': '2' }, 1500],
     [{ 'Retry-After': '3' }, 3000],
     [{ 'retry-after': new Date(NOW + 4_000).toUTCString() }, 4000],
-    [{ 'retry-after': new Date(NOW - 60_000).toUTCString() }, 0],
+    // A date already past asks for no wait: read as none, as @shallot/error-classifier's one parser does (decision 510).
+    [{ 'retry-after': new Date(NOW - 60_000).toUTCString() }, undefined],
     [{ 'retry-after': '3600' }, 60_000],
     [{ 'retry-after': 'NaN' }, undefined],
     [{ 'retry-after': '-5' }, undefined],

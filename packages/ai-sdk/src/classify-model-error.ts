@@ -1,7 +1,10 @@
 import { LoopError, sanitize, ToolError } from '@shallot/core'
 import type { SanitizeOptions } from '@shallot/core/internal'
+import { retryAfterFromHeaders } from '@shallot/error-classifier'
 import { type ModelErrorFacts, modelErrorFacts } from './model-error-facts.js'
-import { DEFAULT_MAX_RETRY_AFTER_MS, retryAfterFromHeaders } from './retry-after.js'
+
+/** Longest server pushback a model error carries by default: past this the run's own ceiling decides. */
+const DEFAULT_MAX_RETRY_AFTER_MS = 60_000
 
 export interface ClassifyModelErrorOptions {
   /** Wall-clock epoch ms, for a `Retry-After` given as an HTTP date. Default `Date.now`. */
@@ -141,11 +144,10 @@ export function classifyModelError(error: unknown, options: ClassifyModelErrorOp
   }
   const code = transientCode(facts)
   if (code !== undefined) {
-    const retryAfterMs = retryAfterFromHeaders(
-      facts.headers,
-      options.wallNow ?? options.now ?? Date.now,
-      options.maxRetryAfterMs ?? DEFAULT_MAX_RETRY_AFTER_MS,
-    )
+    const retryAfterMs = retryAfterFromHeaders(facts.headers, {
+      now: (options.wallNow ?? options.now ?? Date.now)(),
+      maxMs: options.maxRetryAfterMs ?? DEFAULT_MAX_RETRY_AFTER_MS,
+    })
     // Refused at the door (429, 503/529, no connection): nothing reached the model.
     const safeToRepeat = code === 'rate_limited' || code === 'overloaded' || (code === 'network_error' && facts.status === undefined)
     return new ToolError(code, `${WHAT[code]}${label(facts)}${said}`, {

@@ -1,6 +1,6 @@
 import fc from 'fast-check'
 import { describe, expect, it } from 'vitest'
-import { parseRetryAfter, parseRetryAfterMs } from './retry-after.js'
+import { parseRetryAfter, parseRetryAfterMs, retryAfterFromHeaders } from './retry-after.js'
 
 const now = Date.parse('Wed, 21 Oct 2026 07:28:00 GMT')
 const maxMs = 60_000
@@ -73,5 +73,57 @@ describe('parseRetryAfterMs', () => {
     expect(parseRetryAfterMs('-1', maxMs)).toBeUndefined()
     expect(parseRetryAfterMs('soon', maxMs)).toBeUndefined()
     expect(parseRetryAfterMs(undefined, maxMs)).toBeUndefined()
+  })
+})
+
+describe('retryAfterFromHeaders: the one Retry-After parser (decision 510)', () => {
+  const at = { now, maxMs }
+
+  it.each([
+    ['a Headers object', new Headers({ 'retry-after': '7' }), 7000],
+    ['a record, any case', { 'Retry-After': '7' }, 7000],
+    ['retry-after-ms first', { 'retry-after-ms': '1500', 'retry-after': '2' }, 1500],
+    ['retry-after when retry-after-ms is unusable', { 'retry-after-ms': 'soon', 'retry-after': '1' }, 1000],
+    ['an HTTP date', { 'retry-after': 'Wed, 21 Oct 2026 07:28:04 GMT' }, 4000],
+    ['a number longer than any wait, clamped', { 'retry-after-ms': '9'.repeat(400) }, maxMs],
+    ['an hour, clamped', { 'retry-after': '3600' }, maxMs],
+    ['the first of a header list', { 'retry-after': ['3', '9'] }, 3000],
+  ])('reads %s', (_label, headers, expected) => {
+    expect(retryAfterFromHeaders(headers, at)).toBe(expected)
+  })
+
+  it.each([
+    ['no headers', undefined],
+    ['null', null],
+    ['a string', 'retry-after: 7'],
+    ['a date already past', { 'retry-after': 'Tue, 20 Oct 2026 07:28:00 GMT' }],
+    ['a negative', { 'retry-after': '-5' }],
+    ['an exponent', { 'retry-after': '1e3' }],
+    ['hex', { 'retry-after-ms': '0x10' }],
+    ['an empty value', { 'retry-after': '', 'retry-after-ms': '' }],
+    ['__proto__ as a key', JSON.parse('{"__proto__": {"retry-after": "7"}}')],
+    [
+      'a get() that throws',
+      {
+        get: () => {
+          throw new Error('boom')
+        },
+      },
+    ],
+  ])('answers undefined for %s', (_label, headers) => {
+    expect(retryAfterFromHeaders(headers, at)).toBeUndefined()
+  })
+
+  it('never answers outside [0, maxMs] whatever the headers hold', () => {
+    fc.assert(
+      fc.property(
+        fc.dictionary(fc.constantFrom('retry-after', 'Retry-After-Ms', 'x'), fc.string()),
+        fc.integer({ min: 0, max: 86_400_000 }),
+        (headers, cap) => {
+          const ms = retryAfterFromHeaders(headers, { now, maxMs: cap })
+          return ms === undefined || (Number.isInteger(ms) && ms >= 0 && ms <= cap)
+        },
+      ),
+    )
   })
 })

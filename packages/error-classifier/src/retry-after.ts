@@ -1,4 +1,6 @@
-/** Inputs for {@link parseRetryAfter}. */
+import { type HeaderSource, headerOf } from './error-facts.js'
+
+/** Inputs for {@link parseRetryAfter} and {@link retryAfterFromHeaders}. */
 export interface RetryAfterOptions {
   /** Wall-clock epoch milliseconds that an HTTP date is measured from. */
   now: number
@@ -6,7 +8,8 @@ export interface RetryAfterOptions {
   maxMs: number
 }
 
-const SECONDS = /^\d{1,16}(?:\.\d{1,6})?$/
+// Any number of digits: a server asking for longer than a number can say means long, and is clamped to maxMs, not ignored.
+const SECONDS = /^\d+(?:\.\d+)?$/
 // An HTTP date starts with a day name (IMF-fixdate, RFC 850 and asctime all do); anything else is
 // refused before Date.parse, which would read "-1" or "12" as a year.
 const HTTP_DATE = /^[A-Za-z]{3,9},? [ -~]{10,40}$/
@@ -46,4 +49,23 @@ export function parseRetryAfterMs(value: unknown, maxMs: number): number | undef
   const text = typeof value === 'number' ? String(value) : typeof value === 'string' ? value.trim() : ''
   if (!SECONDS.test(text)) return undefined
   return clamp(Number(text), maxMs)
+}
+
+/**
+ * The wait a response's headers ask for, in ms: `retry-after-ms` (OpenAI, Anthropic) when it is a
+ * number, else `Retry-After` as seconds or an HTTP date measured from `now`; clamped to `maxMs`.
+ * Reads a `Headers` object (its `get`) or a plain record, case-insensitively. `undefined` when
+ * neither header holds a usable wait (missing, negative, `NaN`, `0x10`, a date in the past).
+ * shallot's one Retry-After parser: the classifier, `@shallot/ai-sdk` and `@shallot/langchain` read
+ * provider pushback with it (decision 510).
+ *
+ * @example
+ * retryAfterFromHeaders(new Headers({ 'retry-after': '7' }), { now: Date.now(), maxMs: 60_000 }) // 7000
+ * retryAfterFromHeaders({ 'Retry-After-Ms': '1500', 'Retry-After': '2' }, { now: Date.now(), maxMs: 60_000 }) // 1500
+ */
+export function retryAfterFromHeaders(headers: unknown, options: RetryAfterOptions): number | undefined {
+  if (typeof headers !== 'object' || headers === null) return undefined
+  const source = headers as HeaderSource
+  const ms = parseRetryAfterMs(headerOf(source, 'retry-after-ms'), options.maxMs)
+  return ms ?? parseRetryAfter(headerOf(source, 'retry-after'), options)
 }

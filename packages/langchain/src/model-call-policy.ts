@@ -1,5 +1,6 @@
 import { type Clock, LoopError, ToolError } from '@shallot/core'
 import { isTransientModelError } from '@shallot/core/internal'
+import { retryAfterFromHeaders } from '@shallot/error-classifier'
 
 /** How `shallotMiddleware` bounds and repeats each model call. */
 export interface ModelCallPolicy {
@@ -16,26 +17,15 @@ export interface ModelCallPolicy {
 
 const noop = () => {}
 
-function headerOf(headers: unknown, name: string): string | undefined {
-  if (typeof headers !== 'object' || headers === null) return undefined
-  const get = (headers as { get?: unknown }).get
-  const value = typeof get === 'function' ? get.call(headers, name) : (headers as Record<string, unknown>)[name]
-  return typeof value === 'string' ? value : undefined
-}
-
-/** The server's pushback in ms (`retry-after-ms`, `retry-after` as seconds or an HTTP date), from the error or its causes. */
+/**
+ * The server's pushback in ms (`retry-after-ms`, `retry-after` as seconds or an HTTP date), from the error or its
+ * causes, read by `@shallot/error-classifier`'s one parser; unclamped, so the policy's `maxRetryAfterMs` sees it whole.
+ */
 export function retryAfterMsOf(error: unknown, nowMs: number = Date.now()): number | undefined {
   for (let current = error, depth = 0; typeof current === 'object' && current !== null && depth < 5; depth++) {
     const headers = (current as { headers?: unknown }).headers ?? (current as { response?: { headers?: unknown } }).response?.headers
-    const ms = Number(headerOf(headers, 'retry-after-ms'))
-    if (Number.isFinite(ms) && ms >= 0) return ms
-    const after = headerOf(headers, 'retry-after')
-    if (after !== undefined) {
-      const seconds = Number(after)
-      if (Number.isFinite(seconds) && seconds >= 0) return seconds * 1000
-      const date = Date.parse(after)
-      if (Number.isFinite(date)) return Math.max(0, date - nowMs)
-    }
+    const ms = retryAfterFromHeaders(headers, { now: nowMs, maxMs: Number.POSITIVE_INFINITY })
+    if (ms !== undefined) return ms
     current = (current as { cause?: unknown }).cause
   }
   return undefined
