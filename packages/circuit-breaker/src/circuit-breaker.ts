@@ -72,26 +72,46 @@ export const circuitBreakerOptionsSchema = z
     /** Called on every state change, after it is logged and emitted. */
     onStateChange: fn<(change: BreakerStateChange) => void>('(change) => void').optional(),
   })
-  .superRefine((o, issues) => {
-    checkHalfOpen(o, issues)
-    if (o.maxCooldownMs !== undefined && o.maxCooldownMs < o.cooldownMs) {
-      issues.addIssue({ code: 'custom', path: ['maxCooldownMs'], message: `must be at least cooldownMs (${o.cooldownMs})` })
-    }
-    if (o.lifetime !== undefined && o.scope !== undefined && o.lifetime !== o.scope) {
-      issues.addIssue({
-        code: 'custom',
-        path: ['scope'],
-        message: `is the deprecated name of lifetime, and says '${o.scope}' where lifetime says '${o.lifetime}'; keep only lifetime`,
-      })
-    }
-    if (o.store !== undefined && lifetimeOf(o) === 'run') {
-      issues.addIssue({
-        code: 'custom',
-        path: ['store'],
-        message: "applies only to lifetime 'stack'; a run-scoped breaker keeps its state in run.state",
-      })
-    }
-  })
+  .superRefine(checkBreakerOptions)
+
+/**
+ * The checks across options, the same for the tool and the model breaker: a trial that can close,
+ * a ceiling above the cooldown, one name for the lifetime, a store only where state is shared.
+ *
+ * @example
+ * z.strictObject(circuitBreakerOptionsSchema.shape).superRefine(checkBreakerOptions)
+ */
+export function checkBreakerOptions(
+  o: {
+    halfOpenProbes: number
+    halfOpenSuccesses: number
+    cooldownMs: number
+    maxCooldownMs?: number | undefined
+    lifetime?: 'stack' | 'run' | undefined
+    scope?: 'stack' | 'run' | undefined
+    store?: unknown
+  },
+  issues: z.RefinementCtx,
+): void {
+  checkHalfOpen(o, issues)
+  if (o.maxCooldownMs !== undefined && o.maxCooldownMs < o.cooldownMs) {
+    issues.addIssue({ code: 'custom', path: ['maxCooldownMs'], message: `must be at least cooldownMs (${o.cooldownMs})` })
+  }
+  if (o.lifetime !== undefined && o.scope !== undefined && o.lifetime !== o.scope) {
+    issues.addIssue({
+      code: 'custom',
+      path: ['scope'],
+      message: `is the deprecated name of lifetime, and says '${o.scope}' where lifetime says '${o.lifetime}'; keep only lifetime`,
+    })
+  }
+  if (o.store !== undefined && lifetimeOf(o) === 'run') {
+    issues.addIssue({
+      code: 'custom',
+      path: ['store'],
+      message: "applies only to lifetime 'stack'; a run-scoped breaker keeps its state in run.state",
+    })
+  }
+}
 
 export type CircuitBreakerOptions = z.input<typeof circuitBreakerOptionsSchema>
 

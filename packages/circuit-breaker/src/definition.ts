@@ -1,7 +1,8 @@
-import { defineMiddleware } from '@shallot/core'
+import { defineMiddleware, type MiddlewareEnv } from '@shallot/core'
 import { z } from 'zod'
 import type { BreakerStore } from './breaker-store.js'
 import { checkHalfOpen, circuitBreaker, circuitBreakerOptionsSchema, lifetimeOf } from './circuit-breaker.js'
+import { circuitBreakerModel } from './circuit-breaker-model.js'
 import { consecutive, consecutiveOptionsSchema } from './consecutive.js'
 import { sampling, samplingOptionsSchema } from './sampling.js'
 
@@ -42,6 +43,13 @@ export const circuitBreakerFileOptionsSchema = z
   })
   .superRefine(checkHalfOpen)
 
+/** The file's options as the breakers take them: the policy built from its data, the host's shared store. */
+function fromFile({ policy, ...options }: z.output<typeof circuitBreakerFileOptionsSchema>, env: MiddlewareEnv) {
+  const store = lifetimeOf(options) === 'run' ? undefined : (env.stores as { breaker?: BreakerStore } | undefined)?.breaker
+  const failurePolicy = policy?.sampling !== undefined ? sampling(policy.sampling) : consecutive(policy?.consecutive)
+  return store === undefined ? { ...options, policy: failurePolicy } : { ...options, policy: failurePolicy, store }
+}
+
 /**
  * `circuitBreaker` as a middleware definition, for config files and registries. A host that
  * shares breaker state (across reconfigurations, or a fleet) passes it as `env.stores.breaker`;
@@ -52,11 +60,9 @@ export const circuitBreakerFileOptionsSchema = z
  */
 export const circuitBreakerDefinition = defineMiddleware({
   name: 'circuit-breaker',
-  description: 'Per-tool breaker: after repeated failures that indict a tool, refuses it softly with circuit_open until a probe succeeds.',
+  description:
+    'Per-tool and per-model breaker: after repeated failures, refuses a tool softly (or a model fast) with circuit_open until a probe succeeds.',
   options: circuitBreakerFileOptionsSchema,
-  create: ({ policy, ...options }, env) => {
-    const store = lifetimeOf(options) === 'run' ? undefined : (env.stores as { breaker?: BreakerStore } | undefined)?.breaker
-    const failurePolicy = policy?.sampling !== undefined ? sampling(policy.sampling) : consecutive(policy?.consecutive)
-    return circuitBreaker(store === undefined ? { ...options, policy: failurePolicy } : { ...options, policy: failurePolicy, store })
-  },
+  create: (options, env) => circuitBreaker(fromFile(options, env)),
+  createModel: (options, env) => circuitBreakerModel(fromFile(options, env)),
 })

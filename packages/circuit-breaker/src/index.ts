@@ -2,6 +2,14 @@ export type { BreakerState, Circuit } from './breaker-machine.js'
 export type { BreakerStore } from './breaker-store.js'
 export { mapTimes, READ_MARGIN_MS, type TimeMap, timeMap } from './breaker-times.js'
 export { type BreakerStateChange, type CircuitBreakerOptions, circuitBreaker } from './circuit-breaker.js'
+export {
+  type CircuitBreakerModelOptions,
+  circuitBreakerModel,
+  circuitBreakerModelOptionsSchema,
+  type ModelCircuitNote,
+  modelBreakerKey,
+  modelCircuitOpenError,
+} from './circuit-breaker-model.js'
 export { type ConsecutiveOptions, consecutive } from './consecutive.js'
 export { circuitBreakerDefinition } from './definition.js'
 export type { FailurePolicy } from './failure-policy.js'

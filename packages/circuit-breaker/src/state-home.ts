@@ -6,6 +6,9 @@ import type { BreakerStore } from './breaker-store.js'
 import { boundedStates, type MemoryBreakerStore } from './memory-breaker-store.js'
 import { runStateStore } from './run-state-store.js'
 
+/** What a home needs from the call it decides: its run, its logger and its events. A tool call's context is one; a model call's layer makes one. */
+export type BreakerHost = Pick<ToolContext, 'run' | 'log' | 'emit'>
+
 /** A change of one key's state: the machine's answer, carrying the state to write. */
 export type Step<R> = (current: BreakerState | undefined) => R & { state: BreakerState }
 
@@ -21,7 +24,7 @@ export interface StateHome {
   quiet(run: RunContext, key: string, ticket: Ticket, outcome: Outcome): boolean
   /** Runs `step` on the key's state and writes what it returns; synchronous unless the store is not. */
   apply<R>(
-    ctx: ToolContext,
+    ctx: BreakerHost,
     key: string,
     signal: AbortSource,
     step: Step<R>,
@@ -79,7 +82,7 @@ function runHome(machine: BreakerMachine, maxKeys: number): StateHome {
  */
 function sharedHome(local: MemoryBreakerStore, store: BreakerStore): StateHome {
   async function settleAsync<R>(
-    ctx: ToolContext,
+    ctx: BreakerHost,
     key: string,
     signal: AbortSource,
     step: Step<R>,
@@ -98,7 +101,7 @@ function sharedHome(local: MemoryBreakerStore, store: BreakerStore): StateHome {
   }
 
   function written<R>(
-    ctx: ToolContext,
+    ctx: BreakerHost,
     key: string,
     step: Step<R>,
     state: BreakerState,
@@ -110,7 +113,7 @@ function sharedHome(local: MemoryBreakerStore, store: BreakerStore): StateHome {
   }
 
   // The store is down: decide this call on the local state, which mirrors every state the store returned.
-  function fallBack<R>(ctx: ToolContext, key: string, step: Step<R>, err: unknown): R & { state: BreakerState } {
+  function fallBack<R>(ctx: BreakerHost, key: string, step: Step<R>, err: unknown): R & { state: BreakerState } {
     ctx.log.warn({ key, err }, 'circuit breaker store failed; using local state')
     ctx.emit('circuit-breaker.store_error', { key, message: err instanceof Error ? err.message : String(err) })
     let result: (R & { state: BreakerState }) | undefined
@@ -122,7 +125,7 @@ function sharedHome(local: MemoryBreakerStore, store: BreakerStore): StateHome {
     admitClosed: () => undefined,
     // Only a plain call that says nothing about the tool leaves a shared state as it was.
     quiet: (_run, _key, ticket, outcome) => ticket.probe === 0 && outcome === 'neutral',
-    apply<R>(ctx: ToolContext, key: string, signal: AbortSource, step: Step<R>) {
+    apply<R>(ctx: BreakerHost, key: string, signal: AbortSource, step: Step<R>) {
       let result: (R & { state: BreakerState }) | undefined
       let pending: BreakerState | Promise<BreakerState>
       try {

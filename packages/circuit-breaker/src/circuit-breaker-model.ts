@@ -1,0 +1,205 @@
+import { abortReason, LoopError, type ModelContext, type ModelMiddleware, parseOptions, ToolError } from '@shallot/core'
+// @shallot/core/kit once it is committed (decision 535); internal re-exports the same function.
+import { isTransientModelError } from '@shallot/core/kit'
+import { z } from 'zod'
+import { type Admission, breakerMachine, type Circuit, type Outcome, type Ticket, type Transition } from './breaker-machine.js'
+import { type BreakerStateChange, checkBreakerOptions, circuitBreakerOptionsSchema, lifetimeOf } from './circuit-breaker.js'
+import { consecutive } from './consecutive.js'
+import { type BreakerHost, type StateHome, stateHome } from './state-home.js'
+
+/** What the model breaker leaves in the context for the layers outside it (fallback reads it): the circuit of the model it judged. */
+export interface ModelCircuitNote {
+  readonly model: string
+  readonly key: string
+  readonly circuit: Circuit
+  /** True when the call was refused without asking the model. */
+  readonly refused: boolean
+}
+
+declare module '@shallot/core' {
+  interface ModelContext {
+    /** Set by `circuitBreakerModel()` on every call it judges: the circuit of `ctx.model` as the call left it. */
+    circuit?: ModelCircuitNote | undefined
+  }
+}
+
+const fn = <T>(shape: string) => z.custom<T>((v) => typeof v === 'function', { message: `must be a function ${shape}` })
+const { key: _toolKey, isFailure: _toolIsFailure, ...shared } = circuitBreakerOptionsSchema.shape
+
+/** Options of {@link circuitBreakerModel}: the tool breaker's, with `key` and `isFailure` given the model call's context. */
+export const circuitBreakerModelOptionsSchema = z
+  .strictObject({
+    ...shared,
+    /** Which breaker a model call belongs to. Default `model:<provider>:<name>` (or `model:<name>`). `undefined` bypasses the breaker. */
+    key: fn<(ctx: ModelContext) => string | undefined>('(ctx) => string | undefined').optional(),
+    /** Which failures count against the model's circuit. Default: core's transient model errors (408/429/5xx, timeouts, dropped connections). */
+    isFailure: fn<(error: unknown, ctx: ModelContext) => boolean>('(error, ctx) => boolean').optional(),
+  })
+  .superRefine(checkBreakerOptions)
+
+export type CircuitBreakerModelOptions = z.input<typeof circuitBreakerModelOptionsSchema>
+
+/**
+ * The key of a model's breaker: `model:` keeps it apart from a tool of the same name in a shared
+ * store, the provider apart from another provider's model of that name.
+ *
+ * @example
+ * modelBreakerKey({ name: 'gpt-4o', provider: 'openai' }) // 'model:openai:gpt-4o'
+ */
+export function modelBreakerKey(model: { readonly name: string; readonly provider?: string | undefined }): string {
+  return model.provider === undefined ? `model:${model.name}` : `model:${model.provider}:${model.name}`
+}
+
+const plural = (n: number, word: string) => `${n} ${word}${n === 1 ? '' : 's'}`
+
+/**
+ * The refusal of a model call whose circuit is open: the call never reached the provider, so it is
+ * safe to repeat, and not retryable (a retry layer inside the breaker must not spin on it). A
+ * fallback layer outside moves on to the next model.
+ *
+ * @example
+ * modelCircuitOpenError({ model: 'gpt-4o', key: 'model:gpt-4o', circuit: 'open', failures: 3, retryInMs: 1200 }).message
+ * // "model 'gpt-4o' skipped: circuit open after 3 failures (1200 ms left)"
+ */
+export function modelCircuitOpenError(facts: {
+  model: string
+  key: string
+  circuit: 'open' | 'half-open'
+  failures: number
+  retryInMs: number | undefined
+}): ToolError {
+  const { model, key, circuit, failures, retryInMs } = facts
+  const wait = retryInMs === undefined ? undefined : Math.max(1, Math.ceil(retryInMs))
+  const left = wait === undefined ? 'a probe is in flight' : `${wait} ms left`
+  return new ToolError('circuit_open', `model '${model}' skipped: circuit ${circuit} after ${plural(failures, 'failure')} (${left})`, {
+    category: 'transient',
+    retryable: false,
+    safeToRepeat: true,
+    ...(wait === undefined ? {} : { retryAfterMs: wait }),
+    details: { model, key, circuit, failures },
+  })
+}
+
+const isPromise = <T>(value: T | Promise<T>): value is Promise<T> => typeof (value as { then?: unknown })?.then === 'function'
+
+/**
+ * A circuit breaker for model calls: one breaker per model (per agent, unless a shared `store` says
+ * otherwise), the same machine, policies and store as {@link circuitBreaker}. After repeated
+ * transient failures the model's calls fail fast with a `circuit_open` ToolError (no request is made)
+ * until the cooldown ends; then one probe (or `halfOpenProbes`) tests it. Every change is a
+ * `model.circuit` agent event. Place it inside fallback (so fallback moves on to the next model)
+ * and outside retry (it counts each failed request, as the tool breaker does).
+ *
+ * @example
+ * createAgent({ model: gpt, tools, modelMiddleware: [fallbackModel({ models: [claude] }), circuitBreakerModel({ policy: consecutive({ threshold: 3 }) })] })
+ */
+export function circuitBreakerModel(options?: CircuitBreakerModelOptions): ModelMiddleware {
+  const o = parseOptions('circuitBreakerModel()', circuitBreakerModelOptionsSchema, options)
+  const machine = breakerMachine({
+    policy: o.policy ?? consecutive(),
+    cooldownMs: o.cooldownMs,
+    cooldownGrowth: o.cooldownGrowth,
+    maxCooldownMs: o.maxCooldownMs ?? o.cooldownMs * 10,
+    halfOpenProbes: o.halfOpenProbes,
+    halfOpenSuccesses: o.halfOpenSuccesses,
+    maxHalfOpenMs: o.maxHalfOpenMs,
+  })
+  const lifetime = lifetimeOf(o)
+  // A shared store or run state is one home for every agent; this process's memory is one per agent's model onion.
+  const common = lifetime === 'run' || o.store !== undefined ? stateHome(machine, o.maxKeys, lifetime, o.store) : undefined
+  const perAgent = new WeakMap<object, StateHome>()
+  const homeOf = (stackKey: object): StateHome => {
+    if (common !== undefined) return common
+    let home = perAgent.get(stackKey)
+    if (home === undefined) perAgent.set(stackKey, (home = stateHome(machine, o.maxKeys, 'stack', undefined)))
+    return home
+  }
+  const isFailure = o.isFailure ?? isTransientModelError
+  const { onStateChange } = o
+  let listenerFailed = false
+
+  function report(ctx: ModelContext, model: string, key: string, changes: readonly Transition[]): void {
+    for (const { from, to, reason } of changes) {
+      ctx.log.warn({ model, key, from, to, reason }, 'model circuit changed')
+      ctx.emit({ type: 'model.circuit', at: ctx.clock.now(), runId: ctx.run.id, model, from, to, reason })
+      if (onStateChange === undefined) continue
+      try {
+        onStateChange({ key, from, to, reason, at: ctx.clock.now(), runId: ctx.run.id } satisfies BreakerStateChange)
+      } catch (err) {
+        if (listenerFailed) continue
+        listenerFailed = true
+        ctx.log.error({ key, err }, 'circuit breaker onStateChange threw; the call goes on, and its later throws are not logged')
+      }
+    }
+  }
+
+  function judge(ctx: ModelContext, key: string, error: unknown): Outcome {
+    if (LoopError.is(error)) return 'neutral'
+    let verdictOn = error
+    if (ctx.signal.aborted) {
+      // The run's cancellation says nothing about the model; an outer deadline (a ToolError) might.
+      const reason = abortReason(ctx.signal)
+      if (LoopError.is(reason)) return 'neutral'
+      verdictOn = reason
+    }
+    try {
+      return isFailure(verdictOn, ctx) ? 'failure' : 'neutral'
+    } catch (err) {
+      ctx.log.error({ key, err }, 'circuit breaker isFailure threw; not counting this error')
+      return 'neutral'
+    }
+  }
+
+  async function settle(
+    ctx: ModelContext,
+    host: BreakerHost,
+    judged: { readonly model: string; readonly key: string },
+    ticket: Ticket,
+    outcome: Outcome,
+    error: unknown,
+    attempts: number,
+  ): Promise<void> {
+    const { model, key } = judged
+    const home = homeOf(ctx.stackKey)
+    if (!home.quiet(ctx.run, key, ticket, outcome)) {
+      const now = ctx.clock.now()
+      const retryAfterMs = outcome === 'failure' && ToolError.is(error) ? error.retryAfterMs : undefined
+      const step = home.apply(host, key, ctx.signal, (current) => machine.settle(current, ticket, outcome, now, retryAfterMs, attempts))
+      const { change } = isPromise(step) ? await step : step
+      if (change !== undefined) report(ctx, model, key, [change])
+    }
+    ctx.circuit = { model, key, circuit: home.peek(ctx.run, key)?.circuit ?? 'closed', refused: false }
+  }
+
+  return async function circuitBreakerModel(ctx, next) {
+    const key = o.key === undefined ? modelBreakerKey(ctx.model) : o.key(ctx)
+    if (key === undefined) return next()
+    if (typeof key !== 'string') throw new TypeError(`circuitBreakerModel(): key(ctx) must return a string or undefined, got ${typeof key}`)
+    if (ctx.signal.aborted) throw abortReason(ctx.signal)
+    const model = ctx.model.name
+    const home = homeOf(ctx.stackKey)
+    // Only the store's own failures are told about as events; a model call has no event for them, the log says it.
+    const host: BreakerHost = { run: ctx.run, log: ctx.log, emit: () => {} }
+    let admission: Admission | undefined = home.admitClosed(ctx.run, key)
+    if (admission === undefined) {
+      const now = ctx.clock.now()
+      const pending = home.apply(host, key, ctx.signal, (current) => machine.admit(current, now))
+      admission = isPromise(pending) ? await pending : pending
+      if (admission.changes.length > 0) report(ctx, model, key, admission.changes)
+    }
+    if (!admission.pass) {
+      const circuit = admission.state.circuit as 'open' | 'half-open'
+      ctx.circuit = { model, key, circuit, refused: true }
+      throw modelCircuitOpenError({ model, key, circuit, failures: admission.state.failures, retryInMs: admission.retryAfterMs })
+    }
+    // A retry layer inside bumps ctx.attempt for each repeat: a failure counts once per request it made.
+    const first = ctx.attempt
+    try {
+      await next()
+    } catch (err) {
+      await settle(ctx, host, { model, key }, admission, judge(ctx, key, err), err, ctx.attempt - first + 1)
+      throw err
+    }
+    await settle(ctx, host, { model, key }, admission, 'success', undefined, 1)
+  }
+}
