@@ -1,6 +1,5 @@
 import { abortReason, LoopError, type ModelContext, type ModelMiddleware, parseOptions, ToolError } from '@shallot/core'
-// @shallot/core/kit once it is committed (decision 535); internal re-exports the same function.
-import { isTransientModelError } from '@shallot/core/kit'
+import { isTransientModelError } from '@shallot/core/internal'
 import { z } from 'zod'
 import { type Admission, breakerMachine, type Circuit, type Outcome, type Ticket, type Transition } from './breaker-machine.js'
 import { type BreakerStateChange, checkBreakerOptions, circuitBreakerOptionsSchema, lifetimeOf } from './circuit-breaker.js'

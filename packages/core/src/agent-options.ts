@@ -203,7 +203,8 @@ function modelOnionOf(given: unknown, chain: readonly ModelLink[]): ModelOnionSe
     throw new OptionsError('createAgent()', [
       {
         path: 'modelMiddleware',
-        message: 'cannot be combined with a model chain `model: [a, b]` yet; pass one model, and put the fallback in the model onion',
+        message:
+          'cannot be combined with a model chain `model: [a, b]`; pass `model: a` and list the spare models in the fallback layer: `modelMiddleware: [fallbackModel({ models: [b] }), …]` from @shallot/fallback',
       },
     ])
   }

@@ -13,6 +13,7 @@ import {
 import { z } from 'zod'
 import { type CacheScopeFunction, CallCache } from './call-cache.js'
 import { describeAge } from './describe-age.js'
+import { modelSpecSchema } from './fallback-model.js'
 
 const TOOL_NAME = /^[A-Za-z][A-Za-z0-9_.-]{0,63}$/
 const toolName = z.string().regex(TOOL_NAME, 'must be a tool name (a letter, then up to 63 letters, digits, "_", "-" or ".")')
@@ -138,11 +139,18 @@ export const fallbackOptionsSchema = z
 /**
  * Fallback as a config file writes it: everything but `dispatch`, which the host hands over as
  * `env.dispatch` (a function cannot be written in a file); a tool source then gets the same arguments.
+ * `models` (the spare models of model calls, as `provider:id`) is read by the model layer only.
  *
  * @example
  * fallbackFileOptionsSchema.parse({ tools: { status_page: { from: 'cache' } }, cacheMaxAgeMs: 600_000 })
  */
-export const fallbackFileOptionsSchema = z.strictObject(optionsShape).superRefine((o, issues) => checkSources(o, issues, false))
+export const fallbackFileOptionsSchema = z
+  .strictObject({
+    ...optionsShape,
+    /** Model calls only: the spare models, as `provider:id`, resolved by the host's `env.resolveModel`. */
+    models: z.array(modelSpecSchema).min(1).max(10).optional(),
+  })
+  .superRefine((o, issues) => checkSources(o, issues, false))
 
 /** What {@link fallback} accepts. */
 export type FallbackOptions = z.input<typeof fallbackOptionsSchema>

@@ -12,3 +12,10 @@ export {
   fallbackOptionsSchema,
   fallbackSourceSchema,
 } from './fallback.js'
+export {
+  type FallbackModelOptions,
+  fallbackModel,
+  fallbackModelOptionsSchema,
+  modelSpecSchema,
+  type ResolveModel,
+} from './fallback-model.js'
