@@ -1,0 +1,48 @@
+/**
+ * `@shallot/core/kit`: the author kit. Everything a middleware, host or store author needs from core
+ * beyond the main entry, and exactly what shallot's own layers use: none of them imports anything
+ * else. Every name is documented, with a sample that runs, in docs/author-kit.md (decision 535).
+ * Same semver as the main entry. `@shallot/core/internal` is its deprecated alias until 0.3.
+ *
+ * @example
+ * import { optionsParser, startTimer } from '@shallot/core/kit'
+ */
+
+export {
+  APPROVAL_CHECK,
+  APPROVALS_STATE_KEY,
+  type ApprovalBinding,
+  type ApprovalCheck,
+  approvalBinding,
+  approvalCheckOf,
+  approvalFor,
+  putApproval,
+  type StoredAnswer,
+} from './approvals.js'
+export { type BoundedCall, boundedCall, type StoreUnavailable } from './bounded-call.js'
+export { emitFresh } from './call-context.js'
+export { canonicalJson, hashOf, tupleHasher } from './canonical.js'
+export { type AbortSource, onAbort } from './channel.js'
+export { callNext } from './compose.js'
+export { type DeadlineQueue, deadlineQueue, type Expiring, startTimer } from './deadlines.js'
+export { isMiddlewareDefinition } from './define-middleware.js'
+export { invalidArguments } from './dispatcher.js'
+export { describeModelFailure, isTransientModelError, modelFailureCode } from './model-call.js'
+export { optionsParser } from './options-parser.js'
+export {
+  type HostLimits,
+  maxStepsFrom,
+  onlyWithoutStack,
+  runBudgetRefinement,
+  type StackSource,
+  stackFromSource,
+  stackSourceShape,
+} from './stack-options-schema.js'
+export { closest } from './suggest.js'
+export { escapeControls } from './text/escape-controls.js'
+export { formatPath } from './text/format-path.js'
+export { createSanitizer, type SanitizeOptions, type Sanitizer } from './text/sanitize.js'
+export { stripStackFrames } from './text/strip-stack-frames.js'
+export { truncate } from './text/truncate.js'
+export { refineWallNow, wallNowOf, wallNowShape } from './wall-now.js'
+export { withoutStackTrace } from './without-stack-trace.js'
