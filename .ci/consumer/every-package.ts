@@ -9,6 +9,7 @@ import * as cli from '@shallot/cli'
 import * as config from '@shallot/config'
 import * as core from '@shallot/core'
 import * as coreInternal from '@shallot/core/internal'
+import * as coreKit from '@shallot/core/kit'
 import * as errorClassifier from '@shallot/error-classifier'
 import * as fallback from '@shallot/fallback'
 import * as hedging from '@shallot/hedging'
@@ -40,6 +41,7 @@ const modules = {
   config,
   core,
   coreInternal,
+  coreKit,
   errorClassifier,
   fallback,
   hedging,

@@ -8,7 +8,7 @@ import {
   parseOptions,
   type ToolCall,
 } from '@shallot/core'
-import { refineWallNow, wallNowShape } from '@shallot/core/internal'
+import { refineWallNow, wallNowShape } from '@shallot/core/kit'
 import { generateText, type LanguageModel, streamText } from 'ai'
 import { z } from 'zod'
 import { type ClassifyModelErrorOptions, classifyModelError } from './classify-model-error.js'

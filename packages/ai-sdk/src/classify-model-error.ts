@@ -1,5 +1,5 @@
 import { LoopError, sanitize, ToolError } from '@shallot/core'
-import type { SanitizeOptions } from '@shallot/core/internal'
+import type { SanitizeOptions } from '@shallot/core/kit'
 import { retryAfterFromHeaders } from '@shallot/error-classifier'
 import { type ModelErrorFacts, modelErrorFacts } from './model-error-facts.js'
 

@@ -19,7 +19,7 @@ import {
   runBudgetRefinement,
   stackFromSource,
   stackSourceShape,
-} from '@shallot/core/internal'
+} from '@shallot/core/kit'
 import {
   asSchema,
   type FlexibleSchema,

@@ -1,5 +1,5 @@
 import type { ApprovalAnswer, RunContext, Stack } from '@shallot/core'
-import { type ApprovalCheck, putApproval } from '@shallot/core/internal'
+import { type ApprovalCheck, putApproval } from '@shallot/core/kit'
 import type { Tool } from 'ai'
 
 /** The `tool-approval-request` part of a generation's content, as far as answering it needs. */

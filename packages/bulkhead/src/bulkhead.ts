@@ -1,5 +1,5 @@
 import { abortReason, type Middleware, type Next, parseOptions, type ToolContext } from '@shallot/core'
-import { startTimer } from '@shallot/core/internal'
+import { startTimer } from '@shallot/core/kit'
 import { z } from 'zod'
 import { Compartment, type Waiter } from './compartment.js'
 import { overloadedError } from './overloaded-error.js'

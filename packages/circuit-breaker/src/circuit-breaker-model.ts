@@ -1,5 +1,5 @@
 import { abortReason, LoopError, type ModelContext, type ModelMiddleware, parseOptions, ToolError } from '@shallot/core'
-import { isTransientModelError } from '@shallot/core/internal'
+import { isTransientModelError } from '@shallot/core/kit'
 import { z } from 'zod'
 import { type Admission, breakerMachine, type Circuit, type Outcome, type Ticket, type Transition } from './breaker-machine.js'
 import { type BreakerStateChange, checkBreakerOptions, circuitBreakerOptionsSchema, lifetimeOf } from './circuit-breaker.js'

@@ -1,5 +1,5 @@
 import { abortReason, LoopError, type Middleware, type Next, type ToolContext, ToolError, trustedMiddleware } from '@shallot/core'
-import { type AbortSource, callNext, optionsParser } from '@shallot/core/internal'
+import { type AbortSource, callNext, optionsParser } from '@shallot/core/kit'
 import { z } from 'zod'
 import { type Admission, breakerMachine, type Outcome, type Settlement, type Ticket, type Transition } from './breaker-machine.js'
 import type { BreakerStore } from './breaker-store.js'

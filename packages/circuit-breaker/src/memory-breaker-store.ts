@@ -1,4 +1,4 @@
-import { optionsParser } from '@shallot/core/internal'
+import { optionsParser } from '@shallot/core/kit'
 import { z } from 'zod'
 import type { BreakerState } from './breaker-machine.js'
 import type { BreakerStore } from './breaker-store.js'

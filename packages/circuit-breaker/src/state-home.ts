@@ -1,5 +1,5 @@
 import type { RunContext, ToolContext } from '@shallot/core'
-import type { AbortSource } from '@shallot/core/internal'
+import type { AbortSource } from '@shallot/core/kit'
 import { Aborted, abortable } from './abortable.js'
 import type { Admission, BreakerMachine, BreakerState, Outcome, Ticket } from './breaker-machine.js'
 import type { BreakerStore } from './breaker-store.js'

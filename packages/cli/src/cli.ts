@@ -1,7 +1,7 @@
 import { readFileSync } from 'node:fs'
 import { isatty } from 'node:tty'
 import { parseArgs } from 'node:util'
-import { closest, escapeControls } from '@shallot/core/internal'
+import { closest, escapeControls } from '@shallot/core/kit'
 import { runCheck } from './check.js'
 import { runDemo } from './demo/run-demo.js'
 import { runReport, writeRunFiles } from './report/command.js'

@@ -1,4 +1,4 @@
-import { escapeControls } from '@shallot/core/internal'
+import { escapeControls } from '@shallot/core/kit'
 import type { CliIO } from './cli.js'
 import { colorEnabled, PAINT_SEQUENCE } from './demo/paint.js'
 

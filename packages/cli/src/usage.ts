@@ -1,4 +1,4 @@
-import { escapeControls } from '@shallot/core/internal'
+import { escapeControls } from '@shallot/core/kit'
 
 /**
  * Thrown for bad flags, unknown commands and missing files: one line, then the usage, exit code 2.

@@ -1,5 +1,5 @@
 import { type AnyTool, defineTool, type Middleware, type MiddlewareEnv, OptionsError } from '@shallot/core'
-import { canonicalJson, closest } from '@shallot/core/internal'
+import { canonicalJson, closest } from '@shallot/core/kit'
 import { ConfigError, type ConfigIssue } from './config-error.js'
 import { OFF } from './config-schema.js'
 import type { PathKey } from './config-source.js'

@@ -1,4 +1,4 @@
-import { isMiddlewareDefinition } from '@shallot/core/internal'
+import { isMiddlewareDefinition } from '@shallot/core/kit'
 import { describe, expect, it } from 'vitest'
 import { builtinMiddleware, createStores, loadConfig } from './index.js'
 

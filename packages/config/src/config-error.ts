@@ -1,5 +1,5 @@
 import { relative, sep } from 'node:path'
-import { escapeControls } from '@shallot/core/internal'
+import { escapeControls } from '@shallot/core/kit'
 
 /** One problem in a config: where it is, what was there and what would be accepted. */
 export interface ConfigIssue {

@@ -1,4 +1,4 @@
-import { closest } from '@shallot/core/internal'
+import { closest } from '@shallot/core/kit'
 import type { z } from 'zod'
 import type { ConfigIssue } from './config-error.js'
 import { formatPath, type PathKey } from './config-path.js'

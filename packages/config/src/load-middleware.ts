@@ -1,6 +1,6 @@
 import { pathToFileURL } from 'node:url'
 import type { MiddlewareDefinition } from '@shallot/core'
-import { isMiddlewareDefinition } from '@shallot/core/internal'
+import { isMiddlewareDefinition } from '@shallot/core/kit'
 import { packageNameProblem } from './package-name.js'
 import { resolvePackage } from './resolve-package.js'
 

@@ -1,5 +1,5 @@
 import type { MiddlewareDefinition, ToolEffect } from '@shallot/core'
-import { closest } from '@shallot/core/internal'
+import { closest } from '@shallot/core/kit'
 import type { ConfigIssue } from './config-error.js'
 import { type ConfigDocument, entryParts, OFF, type SlotValue } from './config-schema.js'
 import type { PathKey } from './config-source.js'

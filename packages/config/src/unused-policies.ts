@@ -1,5 +1,5 @@
 import type { MiddlewareDefinition } from '@shallot/core'
-import { closest } from '@shallot/core/internal'
+import { closest } from '@shallot/core/kit'
 import type { ConfigDocument } from './config-schema.js'
 import { jsonSchemaOf } from './describe-schema.js'
 

@@ -1,5 +1,5 @@
 import { parseOptions, type ToolError } from '@shallot/core'
-import { refineWallNow } from '@shallot/core/internal'
+import { refineWallNow } from '@shallot/core/kit'
 import { type Classifier, type ClassifyOptions, classifyOptionsSchema, createClassifier } from './create-classifier.js'
 
 /** Options for one {@link classify} call: the classifier options plus the tool's name for panic messages. */

@@ -1,6 +1,6 @@
 // biome-ignore-all lint/suspicious/noThenProperty: rules are { match, then } (docs/errors.md); `then` is data, never callable, so no rule is a thenable
 import { MAY_HAVE_TAKEN_EFFECT, requestFate, type ToolEffect, ToolError, type ToolErrorOptions } from '@shallot/core'
-import { createSanitizer, wallNowOf, wallNowShape, withoutStackTrace } from '@shallot/core/internal'
+import { createSanitizer, wallNowOf, wallNowShape, withoutStackTrace } from '@shallot/core/kit'
 import { z } from 'zod'
 import { describeError } from './describe-error.js'
 import { type ErrorFacts, errorFacts, headerOf } from './error-facts.js'

@@ -1,4 +1,4 @@
-import { formatPath, stripStackFrames } from '@shallot/core/internal'
+import { formatPath, stripStackFrames } from '@shallot/core/kit'
 import type { ErrorFacts } from './error-facts.js'
 import type { ProviderFacts } from './provider-facts.js'
 import { read } from './read.js'

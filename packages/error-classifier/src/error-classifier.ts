@@ -7,7 +7,7 @@ import {
   ToolError,
   trustedMiddleware,
 } from '@shallot/core'
-import { callNext, optionsParser, refineWallNow } from '@shallot/core/internal'
+import { callNext, optionsParser, refineWallNow } from '@shallot/core/kit'
 import { z } from 'zod'
 import { type Classifier, classifyOptionsSchema, createClassifier } from './create-classifier.js'
 import { modelClassifierLayer } from './model-classifier.js'

@@ -9,7 +9,7 @@ import {
   parseOptions,
   ToolError,
 } from '@shallot/core'
-import { isTransientModelError } from '@shallot/core/internal'
+import { isTransientModelError } from '@shallot/core/kit'
 import { z } from 'zod'
 import { describeModelFailure } from './describe-model-failure.js'
 

@@ -9,7 +9,7 @@ import {
   type ToolContext,
   ToolError,
 } from '@shallot/core'
-import { startTimer } from '@shallot/core/internal'
+import { startTimer } from '@shallot/core/kit'
 import { z } from 'zod'
 import { AttemptSignal } from './attempt-signal.js'
 import { LatencySample } from './latency-sample.js'

@@ -1,5 +1,5 @@
 import { type AnyTool, abortReason, type ToolContext } from '@shallot/core'
-import { canonicalJson } from '@shallot/core/internal'
+import { canonicalJson } from '@shallot/core/kit'
 
 /** How a reconciliation is bounded: questions, the wait before the second (doubled after), and each question's time. */
 export interface ReconcileLimits {

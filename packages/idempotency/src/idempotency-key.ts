@@ -1,4 +1,4 @@
-import { hashOf, tupleHasher } from '@shallot/core/internal'
+import { hashOf, tupleHasher } from '@shallot/core/kit'
 import { flat } from './flat-string.js'
 
 const KEY = /^[\x20-\x7e]{1,255}$/

@@ -10,7 +10,7 @@ import {
   ToolError,
   trustedMiddleware,
 } from '@shallot/core'
-import { callNext, canonicalJson, emitFresh, optionsParser } from '@shallot/core/internal'
+import { callNext, canonicalJson, emitFresh, optionsParser } from '@shallot/core/kit'
 import { askReconciler, type Reconciled, type ReconcileLimits } from './ask-reconciler.js'
 import { checkBegin, newToken } from './check-begin.js'
 import { derivedKey, keyProblem, scopeProblem, storeKeyOf } from './idempotency-key.js'

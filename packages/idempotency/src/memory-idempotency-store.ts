@@ -1,5 +1,5 @@
 import { systemClock, ToolError } from '@shallot/core'
-import { optionsParser } from '@shallot/core/internal'
+import { optionsParser } from '@shallot/core/kit'
 import { z } from 'zod'
 import type { RawRecord } from './contract-parts.js'
 import { flat, ownCopy } from './flat-string.js'

@@ -1,7 +1,7 @@
 import { AIMessage, type BaseMessage } from '@langchain/core/messages'
 import { interrupt } from '@langchain/langgraph'
 import type { ApprovalAnswer, Json, RunContext, Stack } from '@shallot/core'
-import { type ApprovalCheck, putApproval } from '@shallot/core/internal'
+import { type ApprovalCheck, putApproval } from '@shallot/core/kit'
 
 const ALLOWED = ['approve', 'edit', 'reject'] as const
 const isObject = (value: unknown): value is Record<string, unknown> => typeof value === 'object' && value !== null && !Array.isArray(value)

@@ -1,5 +1,5 @@
 import { type Clock, LoopError, ToolError } from '@shallot/core'
-import { isTransientModelError } from '@shallot/core/internal'
+import { isTransientModelError } from '@shallot/core/kit'
 import { retryAfterFromHeaders } from '@shallot/error-classifier'
 
 /** How `shallotMiddleware` bounds and repeats each model call. */

@@ -18,7 +18,7 @@ import {
   runBudgetRefinement,
   stackFromSource,
   stackSourceShape,
-} from '@shallot/core/internal'
+} from '@shallot/core/kit'
 import { type AgentMiddleware, createMiddleware, type ModelRequest, type ToolCallRequest } from 'langchain'
 import { z } from 'zod'
 import { interruptForApprovals } from './approval-interrupt.js'

@@ -21,7 +21,7 @@ import {
   runBudgetRefinement,
   stackFromSource,
   stackSourceShape,
-} from '@shallot/core/internal'
+} from '@shallot/core/kit'
 import { z } from 'zod'
 
 /** One tool, written as you would pass it to the SDK's `tool()`, plus what repeating it does to the world. */

@@ -1,5 +1,5 @@
 import type { Attributes, AttributeValue, HrTime } from '@opentelemetry/api'
-import { createSanitizer, type Sanitizer } from '@shallot/core/internal'
+import { createSanitizer, type Sanitizer } from '@shallot/core/kit'
 
 /** Longest string shallot puts in an attribute: enough for a message, never a whole payload. */
 export const MAX_ATTRIBUTE_CHARS = 1024

@@ -1,4 +1,4 @@
-import { modelFailureCode } from '@shallot/core/internal'
+import { modelFailureCode } from '@shallot/core/kit'
 
 /**
  * `error.type` of a failure: a shallot code or kind, an HTTP status, a Node error code, or the

@@ -8,7 +8,7 @@ import {
   ToolError,
   trustedMiddleware,
 } from '@shallot/core'
-import { callNext, optionsParser, truncate } from '@shallot/core/internal'
+import { callNext, optionsParser, truncate } from '@shallot/core/kit'
 import { z } from 'zod'
 import { describePanic, UNKNOWN_PAYLOAD } from './describe-panic.js'
 

@@ -11,7 +11,7 @@ import {
   type RunSnapshot,
   type ToolCall,
 } from '@shallot/core'
-import { putApproval } from '@shallot/core/internal'
+import { putApproval } from '@shallot/core/kit'
 import { scriptedModel } from '@shallot/testing'
 import { describe, expect, it } from 'vitest'
 import { z } from 'zod'

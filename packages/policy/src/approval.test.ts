@@ -1,5 +1,5 @@
 import { createAgent, createRun, createStack, type Json, LoopError, memoryCheckpoints } from '@shallot/core'
-import { approvalBinding } from '@shallot/core/internal'
+import { approvalBinding } from '@shallot/core/kit'
 import { idempotency, memoryStore } from '@shallot/idempotency'
 import { manualClock, scriptedModel } from '@shallot/testing'
 import { describe, expect, it, vi } from 'vitest'

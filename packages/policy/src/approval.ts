@@ -1,5 +1,5 @@
 import { abortReason, type Json, type RunContext, type ToolCall, type ToolContext } from '@shallot/core'
-import { approvalBinding, approvalFor, startTimer } from '@shallot/core/internal'
+import { approvalBinding, approvalFor, startTimer } from '@shallot/core/kit'
 import { z } from 'zod'
 import { plainCopy } from './plain-args.js'
 

@@ -1,5 +1,5 @@
 // Core's writer of an answer bound to its call: what a host without an agent hands the policy.
-export { putApproval } from '@shallot/core/internal'
+export { putApproval } from '@shallot/core/kit'
 export {
   type ApprovalDecision,
   type ApprovalRequest,

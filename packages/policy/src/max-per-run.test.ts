@@ -1,5 +1,5 @@
 import { createAgent, createRun, createStack, defineTool, LoopError, type RunContext, type ToolCall } from '@shallot/core'
-import { approvalCheckOf, putApproval } from '@shallot/core/internal'
+import { approvalCheckOf, putApproval } from '@shallot/core/kit'
 import { manualClock, scriptedModel } from '@shallot/testing'
 import { describe, expect, it } from 'vitest'
 import { POLICY_STATE_KEY, type PolicyOptions, policy } from './index.js'

@@ -1,5 +1,5 @@
 import type { Json, RunContext } from '@shallot/core'
-import { APPROVALS_STATE_KEY } from '@shallot/core/internal'
+import { APPROVALS_STATE_KEY } from '@shallot/core/kit'
 
 /**
  * Where the policy keeps what must survive a checkpoint, in `ctx.run.state`:

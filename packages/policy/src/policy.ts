@@ -12,7 +12,7 @@ import {
   type ToolContext,
   ToolError,
 } from '@shallot/core'
-import { APPROVAL_CHECK, type ApprovalCheck, canonicalJson, invalidArguments } from '@shallot/core/internal'
+import { APPROVAL_CHECK, type ApprovalCheck, canonicalJson, invalidArguments } from '@shallot/core/kit'
 import { z } from 'zod'
 import { answerIn, askInProcess, digestOf, isNoAnswer, type OnApproval, readDecision, staleAnswerProblem, whyNoAnswer } from './approval.js'
 import { describeRules, hintFor } from './describe-rules.js'

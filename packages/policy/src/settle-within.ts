@@ -1,5 +1,5 @@
 import { abortReason, type ToolContext } from '@shallot/core'
-import { onAbort, startTimer } from '@shallot/core/internal'
+import { onAbort, startTimer } from '@shallot/core/kit'
 
 /** What {@link settleWithin} resolves with when `timeoutMs` passed first. */
 export const TIMED_OUT: unique symbol = Symbol('no answer in time')

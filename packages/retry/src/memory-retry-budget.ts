@@ -1,4 +1,4 @@
-import { optionsParser } from '@shallot/core/internal'
+import { optionsParser } from '@shallot/core/kit'
 import { z } from 'zod'
 import type { RetryBudgetStore } from './retry-budget-store.js'
 

@@ -1,4 +1,4 @@
-import { closest } from '@shallot/core/internal'
+import { closest } from '@shallot/core/kit'
 import { z } from 'zod'
 import { checkBaseCap, delayMsSchema } from './backoff/backoff.js'
 

@@ -1,5 +1,5 @@
 import { abortReason, LoopError, type Middleware, type Next, type ToolContext, ToolError, trustedMiddleware } from '@shallot/core'
-import { callNext, optionsParser } from '@shallot/core/internal'
+import { callNext, optionsParser } from '@shallot/core/kit'
 import { z } from 'zod'
 import type { Backoff } from './backoff/backoff.js'
 import { backoffFromPolicy } from './backoff-from-policy.js'

@@ -1,5 +1,5 @@
 import type { Clock, Logger } from '@shallot/core'
-import type { BoundedCall } from '@shallot/core/internal'
+import type { BoundedCall } from '@shallot/core/kit'
 import type { Pool, QueryResultRow } from 'pg'
 import type { Tables } from './tables.js'
 

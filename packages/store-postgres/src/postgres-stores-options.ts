@@ -1,5 +1,5 @@
 import type { Clock, Logger } from '@shallot/core'
-import { refineWallNow, wallNowShape } from '@shallot/core/internal'
+import { refineWallNow, wallNowShape } from '@shallot/core/kit'
 import type { Pool } from 'pg'
 import { z } from 'zod'
 

@@ -1,6 +1,6 @@
 import type { BreakerStore } from '@shallot/circuit-breaker'
 import { parseOptions, silentLogger, systemClock, ToolError } from '@shallot/core'
-import { boundedCall, wallNowOf } from '@shallot/core/internal'
+import { boundedCall, wallNowOf } from '@shallot/core/kit'
 import type { IdempotencyStore } from '@shallot/idempotency'
 import pg from 'pg'
 import { postgresBreakerStore } from './postgres-breaker-store.js'

@@ -1,5 +1,5 @@
 import type { Clock, Logger } from '@shallot/core'
-import type { BoundedCall } from '@shallot/core/internal'
+import type { BoundedCall } from '@shallot/core/kit'
 import type { RedisCommands } from './redis-commands.js'
 import type { RedisKeys } from './redis-keys.js'
 

@@ -1,6 +1,6 @@
 import type { BreakerStore } from '@shallot/circuit-breaker'
 import { type Logger, parseOptions, silentLogger, systemClock } from '@shallot/core'
-import { boundedCall, wallNowOf } from '@shallot/core/internal'
+import { boundedCall, wallNowOf } from '@shallot/core/kit'
 import type { IdempotencyStore } from '@shallot/idempotency'
 import { Cluster } from 'ioredis'
 import { redisBreakerStore } from './redis-breaker-store.js'

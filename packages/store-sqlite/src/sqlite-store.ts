@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto'
 import { parseOptions } from '@shallot/core'
-import { refineWallNow, wallNowOf, wallNowShape } from '@shallot/core/internal'
+import { refineWallNow, wallNowOf, wallNowShape } from '@shallot/core/kit'
 import { type BeginResult, parseStoredResult, type SyncIdempotencyStore } from '@shallot/idempotency'
 import Database from 'better-sqlite3'
 import { z } from 'zod'

@@ -1,5 +1,5 @@
 import { type CompletedTurn, type Json, LoopError, type RunContext, type TurnEnv } from '@shallot/core'
-import { canonicalJson } from '@shallot/core/internal'
+import { canonicalJson } from '@shallot/core/kit'
 import { z } from 'zod'
 import { jaccard, shingles } from './text-similarity.js'
 

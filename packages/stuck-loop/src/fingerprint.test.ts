@@ -1,4 +1,4 @@
-import { canonicalJson } from '@shallot/core/internal'
+import { canonicalJson } from '@shallot/core/kit'
 import { seededRandom } from '@shallot/testing'
 import fc from 'fast-check'
 import { describe, expect, it } from 'vitest'

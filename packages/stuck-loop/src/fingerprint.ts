@@ -1,4 +1,4 @@
-import { hashOf } from '@shallot/core/internal'
+import { hashOf } from '@shallot/core/kit'
 
 /**
  * Identifies a call by what it asks for: the tool's name and its canonical arguments, hashed; the

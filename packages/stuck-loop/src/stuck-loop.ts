@@ -1,5 +1,5 @@
 import { LoopError, type Middleware, sanitize, type ToolContext, ToolError, trustedMiddleware } from '@shallot/core'
-import { callNext, canonicalJson, hashOf, optionsParser } from '@shallot/core/internal'
+import { callNext, canonicalJson, hashOf, optionsParser } from '@shallot/core/kit'
 import { z } from 'zod'
 import { convergence, convergenceOptionsSchema } from './convergence.js'
 import { entryOf, hasTool, judge, ledgerOf, recordFailure, recordSuccess, touch } from './loop-ledger.js'

@@ -1,5 +1,5 @@
 import { type AnyTool, type Clock, defineTool, systemClock, type ToolDefinition, type ToolExecuteContext } from '@shallot/core'
-import { withoutStackTrace } from '@shallot/core/internal'
+import { withoutStackTrace } from '@shallot/core/kit'
 import { seededRandom } from './seeded-random.js'
 
 /** The faults chaos can inject, each thrown in the shape real clients throw it. */

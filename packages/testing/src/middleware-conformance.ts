@@ -1,5 +1,5 @@
 import { LoopError, type Middleware, type MiddlewareDefinition, type MiddlewareEnv, ToolError } from '@shallot/core'
-import { canonicalJson } from '@shallot/core/internal'
+import { canonicalJson } from '@shallot/core/kit'
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest'
 import { ARGS, type Behaviour, deepFreeze, flush, harness, isSuccess, transient } from './conformance-harness.js'
 import { type ModelConformanceCheck, modelConformanceChecks } from './model-conformance.js'

@@ -17,7 +17,7 @@ import {
   onAbort,
   optionsParser,
   startTimer,
-} from '@shallot/core/internal'
+} from '@shallot/core/kit'
 import { z } from 'zod'
 import { errorLabel, type LateOutcome, reportLate, type StopReason } from './report-late.js'
 import { timeoutError } from './timeout-error.js'

@@ -1,6 +1,6 @@
 import { createAnthropic } from '@ai-sdk/anthropic'
 import { createOpenAI } from '@ai-sdk/openai'
-import { closest } from '@shallot/core/internal'
+import { closest } from '@shallot/core/kit'
 import type { LanguageModel } from 'ai'
 import { UsageError } from '../usage.js'
 

@@ -1,5 +1,5 @@
 import type { RunOutcome } from '@shallot/core'
-import { escapeControls } from '@shallot/core/internal'
+import { escapeControls } from '@shallot/core/kit'
 
 /**
  * The `--report` file: for a stopped run, core's failure report (task, completed calls, what failed,

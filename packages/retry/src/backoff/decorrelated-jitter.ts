@@ -1,4 +1,4 @@
-import { optionsParser } from '@shallot/core/internal'
+import { optionsParser } from '@shallot/core/kit'
 import { type Backoff, type ExponentialOptions, exponentialOptionsSchema, unitDraw } from './backoff.js'
 
 const parseDecorrelatedJitterOptions = optionsParser('decorrelatedJitter()', exponentialOptionsSchema)

@@ -1,4 +1,4 @@
-import { optionsParser } from '@shallot/core/internal'
+import { optionsParser } from '@shallot/core/kit'
 import { type Backoff, type ExponentialOptions, exponentialCeiling, exponentialOptionsSchema } from './backoff.js'
 
 const parseExponentialOptions = optionsParser('exponential()', exponentialOptionsSchema)

@@ -1,4 +1,4 @@
-import { optionsParser } from '@shallot/core/internal'
+import { optionsParser } from '@shallot/core/kit'
 import { type Backoff, type ExponentialOptions, exponentialCeiling, exponentialOptionsSchema, unitDraw } from './backoff.js'
 
 const parseFullJitterOptions = optionsParser('fullJitter()', exponentialOptionsSchema)
