@@ -10,6 +10,12 @@ import { usePostgres } from './test-support/postgres-fixture.js'
 const pg = usePostgres()
 let prefixes = 0
 
+/** The run ids with a claim row under `tablePrefix`, sorted. */
+async function claimRows(tablePrefix: string): Promise<string[]> {
+  const { rows } = await pg.pool.query(`SELECT run_id FROM "${tablePrefix}checkpoint_claims" ORDER BY run_id`)
+  return rows.map((r: { run_id: string }) => r.run_id)
+}
+
 describe('postgres checkpoints claim', () => {
   it('refuses a run held by another worker until the holder releases it; a second release is harmless', async () => {
     const tablePrefix = `claim${++prefixes}_`
@@ -73,6 +79,65 @@ describe('postgres checkpoints claim', () => {
     expect(await first.claim('held')).toBeTypeOf('function')
     expect(ran).toEqual(['note'])
   })
+
+  it('sweep() deletes a claim whose lease ran out unrenewed and keeps a live one, to the millisecond', async () => {
+    const tablePrefix = `claim${++prefixes}_`
+    let now = 1_000_000
+    const options = { tablePrefix, claimLeaseMs: 30_000, wallNow: () => now }
+    const dead = await pg.stores(options)
+    const alive = await pg.stores(options)
+    const stale = await dead.checkpoints.claim('lapsed') // its holder dies: never renewed, never released
+    now += 1
+    const held = await alive.checkpoints.claim('live')
+    now += 29_998
+    expect(await alive.sweep()).toMatchObject({ claims: 0 }) // 1 ms of lease left
+    now += 1
+    expect(await alive.sweep()).toMatchObject({ claims: 1 })
+    expect(await claimRows(tablePrefix)).toEqual(['live'])
+    expect(await dead.checkpoints.claim('live')).toBeUndefined()
+    await stale?.() // the dead holder's late release frees nothing and fails nothing
+    expect(await claimRows(tablePrefix)).toEqual(['live'])
+    expect(await dead.checkpoints.claim('lapsed')).toBeTypeOf('function')
+    await held?.()
+  })
+
+  it('sweep() deletes planted claim rows a take would replace (empty holder, lease 0 or negative) and keeps one no take would', async () => {
+    const tablePrefix = `claim${++prefixes}_`
+    const stores = await pg.stores({ tablePrefix, wallNow: () => 1_000_000 })
+    await pg.pool.query(
+      `INSERT INTO "${tablePrefix}checkpoint_claims" (run_id, holder, lease_until) VALUES
+        ('ghost', '', -1), ('zero', 'not a holder', 0), ('__proto__', '', 999999), ('', 'x', 1000000), ('far', '', 9223372036854775807)`,
+    )
+    expect(await stores.sweep()).toEqual({ idempotency: 0, breakers: 0, checkpoints: 0, claims: 4 })
+    // A lease past anything a worker grants is still a lease: only its lapse or a person frees the run.
+    expect(await claimRows(tablePrefix)).toEqual(['far'])
+    expect(await stores.checkpoints.claim('far')).toBeUndefined()
+    const ghost = await stores.checkpoints.claim('ghost')
+    expect(ghost).toBeTypeOf('function')
+    expect(await stores.sweep()).toMatchObject({ claims: 0 })
+    await ghost?.()
+  })
+
+  it('never deletes a live claim while sweeps race the takes of lapsed rows', async () => {
+    const tablePrefix = `claim${++prefixes}_`
+    let now = 1_000_000
+    const fleet = await Promise.all(Array.from({ length: 2 }, () => pg.stores({ tablePrefix, claimLeaseMs: 100, wallNow: () => now })))
+    const runs = Array.from({ length: 16 }, (_, i) => `run-${i}`)
+    await pg.pool.query(
+      `INSERT INTO "${tablePrefix}checkpoint_claims" (run_id, holder, lease_until) SELECT unnest($1::text[]), 'dead', 1000000`,
+      [runs],
+    )
+    now += 1 // every planted claim lapsed a millisecond ago
+    const sweeps = fleet.flatMap((s) => [s.sweep(), s.sweep(), s.sweep()])
+    const releases = await Promise.all(runs.map((run, i) => (fleet[i % fleet.length] as (typeof fleet)[number]).checkpoints.claim(run)))
+    const swept = await Promise.all(sweeps)
+    expect(releases.every((r) => typeof r === 'function')).toBe(true)
+    expect(await fleet[0]?.sweep()).toMatchObject({ claims: 0 })
+    expect(await claimRows(tablePrefix)).toEqual([...runs].sort())
+    expect(swept.reduce((n, s) => n + s.claims, 0)).toBeLessThanOrEqual(runs.length)
+    await Promise.all(releases.map((r) => r?.()))
+    expect(await claimRows(tablePrefix)).toEqual([])
+  }, 30_000)
 
   it('refuses a claim lease that is not a whole number of ms from 100, naming the option', () => {
     for (const claimLeaseMs of [0, 99, Number.NaN, 1.5]) {

@@ -195,7 +195,7 @@ describe('postgres idempotency store: beyond the contract', () => {
     await clock.advance(LEASE + TTL)
     await stores.idempotency.begin('s fresh', 'h', LEASE, TTL)
     expect(await count()).toBe(41 - 16)
-    expect(await stores.sweep()).toEqual({ idempotency: 24, breakers: 0, checkpoints: 0 })
+    expect(await stores.sweep()).toEqual({ idempotency: 24, breakers: 0, checkpoints: 0, claims: 0 })
     expect(await count()).toBe(1)
   })
 

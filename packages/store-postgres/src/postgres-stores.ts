@@ -17,6 +17,8 @@ export interface SweepCounts {
   readonly idempotency: number
   readonly breakers: number
   readonly checkpoints: number
+  /** Claims on runs whose lease ran out unrenewed (holders that died, or runs nobody resumed). */
+  readonly claims: number
 }
 
 /**
@@ -37,7 +39,7 @@ export interface PostgresStores {
   readonly tablePrefix: string
   /** Creates the tables when missing (safe to run from every worker at once). Rejects on a schema newer than this package. */
   migrate(): Promise<void>
-  /** Deletes expired idempotency records and breaker states, and checkpoints older than `checkpointTtlMs`. */
+  /** Deletes expired idempotency records and breaker states, checkpoints older than `checkpointTtlMs`, and lapsed claims on runs. */
   sweep(): Promise<SweepCounts>
   /** Ends the pool if the stores opened it (from `connectionString`); a pool passed in stays open. */
   close(): Promise<void>
@@ -114,6 +116,12 @@ export function postgresStores(options: PostgresStoresOptions): PostgresStores {
         idempotency: await deleted(`DELETE FROM ${names.idempotency} WHERE expires_at <= ${NOW}`, at),
         breakers: await deleted(`DELETE FROM ${names.breakers} WHERE expires_at <= ${NOW}`, at),
         checkpoints: await deleted(`DELETE FROM ${names.checkpoints} WHERE updated_at <= ${NOW} - $2`, [...at, o.checkpointTtlMs]),
+        // Exactly the claims a take would replace, each locked and re-checked first: a live one never matches. A row a
+        // take or another sweep has locked is skipped (it is being made live, or deleted), so sweeps never wait or deadlock.
+        claims: await deleted(
+          `DELETE FROM ${names.claims} WHERE run_id IN (SELECT run_id FROM ${names.claims} WHERE lease_until <= ${NOW} FOR UPDATE SKIP LOCKED)`,
+          at,
+        ),
       }
     } catch (err) {
       throw postgresUnavailable('sweep', 'PostgreSQL refused or lost the query', err)

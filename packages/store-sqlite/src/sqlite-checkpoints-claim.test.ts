@@ -9,9 +9,10 @@ import { join } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { createAgent, defineTool, OptionsError, ResumeError } from '@shallot/core'
 import { scriptedModel } from '@shallot/testing'
+import Database from 'better-sqlite3'
 import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from 'vitest'
 import { z } from 'zod'
-import { sqliteCheckpoints } from './index.js'
+import { type SqliteCheckpoints, sqliteCheckpoints } from './index.js'
 
 const packageDir = fileURLToPath(new URL('..', import.meta.url))
 const dir = mkdtempSync(join(tmpdir(), 'shallot-sqlite-claims-'))
@@ -21,6 +22,12 @@ afterAll(() => rmSync(dir, { recursive: true, force: true }))
 afterEach(() => {
   vi.useRealTimers()
 })
+
+/** The run ids with a claim row in the default claims table, sorted. */
+function claimRows(store: SqliteCheckpoints): string[] {
+  const rows = store.database.prepare('SELECT run_id FROM "shallot_checkpoints_claims" ORDER BY run_id').all() as { run_id: string }[]
+  return rows.map((r) => r.run_id)
+}
 
 beforeAll(() => {
   const tsc = createRequire(import.meta.url).resolve('typescript/bin/tsc')
@@ -118,6 +125,75 @@ describe('sqliteCheckpoints claim', () => {
     const store = sqliteCheckpoints({ path })
     expect(store.claim('run-1')).toBeTypeOf('function')
     store.close()
+  })
+
+  it('deletes lapsed claims whenever a claim is taken, and keeps a renewed one', () => {
+    vi.useFakeTimers({ toFake: ['Date', 'setInterval', 'clearInterval'] })
+    const path = file()
+    const dead = sqliteCheckpoints({ path, claimLeaseMs: 1000 })
+    const live = sqliteCheckpoints({ path, claimLeaseMs: 1000 })
+    const other = sqliteCheckpoints({ path, claimLeaseMs: 1000 })
+    dead.claim('lapsed')
+    const held = live.claim('live')
+    dead.close() // stops renewing without releasing, as a process frozen or killed would (this one's pid still runs)
+    vi.advanceTimersByTime(999)
+    const taken = other.claim('other')
+    expect(claimRows(other)).toEqual(['lapsed', 'live', 'other']) // 1 ms of lease left: kept
+    vi.advanceTimersByTime(1)
+    const again = other.claim('another')
+    expect(claimRows(other)).toEqual(['another', 'live', 'other'])
+    vi.advanceTimersByTime(5000) // the live holders renew
+    expect(other.claim('live')).toBeUndefined()
+    expect(claimRows(other)).toEqual(['another', 'live', 'other'])
+    for (const release of [held, taken, again]) release?.()
+    expect(claimRows(other)).toEqual([])
+    live.close()
+    other.close()
+  })
+
+  it('takes over and sweeps claim rows it did not write: an expiry that is not a number, a pid of 0, -1 or text', () => {
+    vi.useFakeTimers({ toFake: ['Date', 'setInterval', 'clearInterval'] })
+    const path = file()
+    const store = sqliteCheckpoints({ path })
+    store.claim('made') // creates the table
+    const far = Date.now() + 3_600_000
+    const plant = store.database.prepare('INSERT INTO "shallot_checkpoints_claims" (run_id, holder, pid, expires_at) VALUES (?, ?, ?, ?)')
+    plant.run('text-expiry', 'x', process.pid, 'garbage')
+    plant.run('infinite', 'x', process.pid, 'Infinity')
+    plant.run('blob-expiry', 'x', process.pid, Buffer.from('9999999999999'))
+    for (const [run, pid] of [
+      ['pid-0', 0],
+      ['pid-minus-1', -1],
+      ['pid-text', 'me'],
+      ['pid-float', 1.5],
+    ] as const)
+      plant.run(run, 'x', pid, far)
+    const next = store.claim('next') // sweeps the three rows whose expiry is not a number
+    expect(claimRows(store)).toEqual(['made', 'next', 'pid-0', 'pid-float', 'pid-minus-1', 'pid-text'])
+    // A pid that names no single process holds nothing: each of those runs is free to take.
+    const took = ['pid-0', 'pid-minus-1', 'pid-text', 'pid-float'].map((run) => store.claim(run))
+    expect(took.every((release) => typeof release === 'function')).toBe(true)
+    for (const release of [next, ...took]) release?.()
+    expect(claimRows(store)).toEqual(['made'])
+    store.close()
+  })
+
+  it('holds a claim on a connection that reads integers as bigint (safe integers on)', () => {
+    const path = file()
+    const safe = (database: Database.Database) => {
+      database.defaultSafeIntegers(true)
+      return sqliteCheckpoints({ database })
+    }
+    const [a, b] = [safe(new Database(path)), safe(new Database(path))] as const
+    const release = a.claim('run-1')
+    expect(release).toBeTypeOf('function')
+    expect(b.claim('run-1')).toBeUndefined()
+    release?.()
+    expect(b.claim('run-1')).toBeTypeOf('function')
+    a.close()
+    b.close()
+    a.database.close()
+    b.database.close()
   })
 
   it('refuses a claim lease that is not a whole number of ms from 100, naming the option', () => {
