@@ -51,6 +51,8 @@ export interface RetryFacts {
   readonly maxElapsedMs: number
   /** The delay slept before the previous repeat. */
   readonly previousMs: number | undefined
+  /** The longest `Retry-After` waited for; a longer one stops the call (`retry_after_too_long`). Default: the backoff's cap. */
+  readonly maxRetryAfterMs?: number | undefined
 }
 
 /** Repeat after `delayMs`, or stop for `reason`. */
@@ -82,8 +84,10 @@ export function planRetry(backoff: Backoff, facts: RetryFacts, random: () => num
   let delayMs = Math.min(Math.max(decision, 0), MAX_DELAY_MS)
   const remainingMs = facts.maxElapsedMs - facts.elapsedMs
   const retryAfterMs = error.retryAfterMs
+  // One rule for tool and model calls (decision 510): wait max(the backoff's draw, Retry-After), the pushback a floor.
   if (retryAfterMs !== undefined && retryAfterMs > 0) {
-    if (retryAfterMs > (backoff.capMs ?? MAX_DELAY_MS) || retryAfterMs > remainingMs) return stopFor('retry_after_too_long')
+    const longestMs = facts.maxRetryAfterMs ?? backoff.capMs ?? MAX_DELAY_MS
+    if (retryAfterMs > longestMs || retryAfterMs > remainingMs) return stopFor('retry_after_too_long')
     if (retryAfterMs > delayMs) delayMs = retryAfterMs
   }
   if (delayMs > remainingMs) return stopFor('max_elapsed')

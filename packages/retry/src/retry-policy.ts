@@ -42,6 +42,11 @@ export const retryPolicyShape = {
   capMs: delayMsSchema.optional(),
   /** Total calls, counting the original one. Default 3. More than 6 meets the hard ceiling, which ends the run. */
   maxAttempts: maxAttemptsSchema.default(3),
+  /**
+   * The longest `Retry-After` waited for; a longer one gives the call up at once (`retry_after_too_long`) instead of
+   * retrying sooner than the server asked. Default: `capMs` for tool calls, 60,000 for model calls.
+   */
+  maxRetryAfterMs: delayMsSchema.optional(),
   /** Gives up (softly) rather than start a wait that would end past this many ms since the first attempt. Default: no limit. */
   maxElapsedMs: z.number().min(0).optional(),
   /** `maxAttempts` per error code. Default `{ timeout: { maxAttempts: 2 } }` (never more than `maxAttempts`). */

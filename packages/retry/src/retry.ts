@@ -194,6 +194,7 @@ export function retry(options?: RetryOptions | Backoff): Middleware {
           elapsedMs: timed ? ctx.clock.now() - started : 0,
           maxElapsedMs,
           previousMs,
+          maxRetryAfterMs: parsed.maxRetryAfterMs,
         },
         ctx.random,
       )

@@ -1,16 +1,20 @@
 import { defineMiddleware } from '@shallot/core'
 import { timeout, timeoutOptionsSchema } from './timeout.js'
+import { modelDeadlineOf } from './timeout-model.js'
 
 /**
- * `timeout` as a middleware definition, for config files and registries. Every option of the layer
- * is plain data, so a file holds them all.
+ * `timeout` as a middleware definition, for config files and registries, for tool calls (`build`)
+ * and model calls (`buildModel`: the per-attempt model deadline, decision 510). Every option of the
+ * layer is plain data, so a file holds them all.
  *
  * @example
  * const layer = timeoutDefinition.build({ ms: 10_000, tools: { search: 2_000 } })
+ * const modelLayer = timeoutDefinition.buildModel({ ms: 45_000, models: { 'gpt-slow': 90_000 } })
  */
 export const timeoutDefinition = defineMiddleware({
   name: 'timeout',
   description: 'Gives every attempt a deadline; a missed one is a soft, retryable timeout.',
   options: timeoutOptionsSchema,
   create: (options) => timeout(options),
+  createModel: (options) => modelDeadlineOf(options),
 })

@@ -25,15 +25,20 @@ import { timeoutError } from './timeout-error.js'
 /** The longest deadline a JavaScript timer can hold (2^31 − 1 ms, about 24.8 days); longer ones would fire at once. */
 export const MAX_TIMEOUT_MS = 2_147_483_647
 
+/** A tool attempt's deadline when the options give no `ms`. */
+const DEFAULT_TOOL_TIMEOUT_MS = 30_000
+
 const duration = z.number().int().positive().max(MAX_TIMEOUT_MS)
 
 /** Options of {@link timeout}. */
 export const timeoutOptionsSchema = z
   .object({
-    /** Deadline of each attempt, in milliseconds. Default 30,000. */
-    ms: duration.default(30_000),
+    /** Deadline of each attempt, in milliseconds. Default 30,000 for a tool call, 60,000 for a model call. */
+    ms: duration.optional(),
     /** Deadlines for particular tools, by tool name; they replace `ms` for that tool. */
     tools: z.record(z.string().min(1), duration).default({}),
+    /** Deadlines for particular models, by the name the agent gives them; they replace `ms` for that model. */
+    models: z.record(z.string().min(1), duration).default({}),
   })
   .strict()
 
@@ -236,7 +241,7 @@ class TimedAttempt implements Expiring {
  * })
  */
 export function timeout(options?: TimeoutOptions): Middleware {
-  const { ms, tools } = parseTimeoutOptions(options)
+  const { ms = DEFAULT_TOOL_TIMEOUT_MS, tools } = parseTimeoutOptions(options)
   const limits = new Map(Object.entries(tools))
 
   const middleware: Middleware = function timeout(ctx: ToolContext, next: Next): Promise<void> {

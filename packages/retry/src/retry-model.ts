@@ -1,0 +1,162 @@
+import { abortReason, LoopError, type ModelContext, type ModelMiddleware, type ModelNext, ToolError } from '@shallot/core'
+import { createSanitizer, describeModelFailure, isTransientModelError, modelFailureCode, optionsParser } from '@shallot/core/kit'
+import { z } from 'zod'
+import type { Backoff } from './backoff/backoff.js'
+import { backoffFromPolicy } from './backoff-from-policy.js'
+import { memoryRetryBudget } from './memory-retry-budget.js'
+import { planRetry } from './plan-retry.js'
+import { isRetryBudgetStore, type RetryBudgetStore } from './retry-budget-store.js'
+import { type RetryPolicy, type RetryPolicyInput, retryPolicySchema } from './retry-policy.js'
+
+/**
+ * The longest `Retry-After` a model call waits for unless the policy's `maxRetryAfterMs` says
+ * otherwise: core's `modelRetry.maxRetryAfterMs` default. A model call that gives up ends the run,
+ * where a tool call's error goes back to the model, so a model waits longer than the backoff's cap.
+ */
+export const DEFAULT_MODEL_MAX_RETRY_AFTER_MS = 60_000
+
+/** `retryModel()`'s options: the plain-data retry policy, and a token bucket where code has one to share. */
+export type RetryModelOptions = RetryPolicyInput & {
+  /** Token bucket against retry storms; default a fresh `memoryRetryBudget()` per layer; `false` turns it off. */
+  retryBudget?: RetryBudgetStore | false
+}
+
+const budgetSchema = z
+  .union([z.literal(false), z.custom<RetryBudgetStore>(isRetryBudgetStore)], {
+    error: 'must be a RetryBudgetStore (tryTake, refill, available), e.g. memoryRetryBudget(), or false',
+  })
+  .optional()
+const parseBudget = optionsParser('retryModel()', z.object({ retryBudget: budgetSchema }))
+const parsePolicy = optionsParser('retryModel()', retryPolicySchema)
+
+/** A model failure in the planner's words: a ToolError as it is, else retryable exactly when core calls it transient. */
+function asToolError(err: unknown): ToolError {
+  if (ToolError.is(err)) return err
+  const message = err instanceof Error ? err.message : String(err)
+  return isTransientModelError(err)
+    ? new ToolError('upstream_error', message, { category: 'transient', retryable: true, cause: err })
+    : new ToolError('upstream_error', message, { category: 'fatal', retryable: false, cause: err })
+}
+
+// A provider's message can quote a key or an address back: the log line gets it without them, cut at 500.
+const lineText = createSanitizer()
+
+/** The log line and the `model.retry` event of a repeat, in the words of core's own model retry. */
+function tellRetry(ctx: ModelContext, err: unknown, delayMs: number): void {
+  const cause = describeModelFailure(err)
+  const { attempt } = ctx
+  ctx.log.warn(
+    { model: ctx.model.name, attempt, delayMs, code: modelFailureCode(err), error: lineText.text(cause, 500) },
+    'model call failed; retrying',
+  )
+  ctx.emit({
+    type: 'model.retry',
+    at: ctx.clock.now(),
+    runId: ctx.run.id,
+    turn: ctx.turn,
+    model: ctx.model.name,
+    attempt,
+    delayMs,
+    error: cause,
+  })
+}
+
+/**
+ * Repeats a failed model attempt when the failure is transient (a retryable ToolError, 408/429/5xx, a
+ * dropped connection, a timeout: core's `isTransientModelError`), with the policy's backoff (full
+ * jitter by default) and the provider's `Retry-After` as a floor: it waits max(backoff, Retry-After),
+ * the same rule as tool calls (decision 510). A `Retry-After` past `maxRetryAfterMs` (default 60 s
+ * here) gives the call up at once. Each repeat is one more attempt of the terminal, which spends a
+ * step of the run; a `LoopError` (budget, cancel, a fallback's verdict) passes through as it is, and
+ * every wait stops the moment the run is cancelled. What it gives up on leaves as it came, for the
+ * agent to end the run with (`model_failed`).
+ *
+ * `perCode` applies to a ToolError's code (`rate_limited`, `timeout`, …); unlike tool calls, a model
+ * timeout gets `maxAttempts` like any other transient failure unless `perCode.timeout` says otherwise.
+ *
+ * @example
+ * createAgent({ model, tools, modelMiddleware: [retryModel({ maxAttempts: 4 }), timeoutModel({ ms: 30_000 })] })
+ */
+export function retryModel(options?: RetryModelOptions): ModelMiddleware {
+  const { retryBudget, ...policy } = options ?? {}
+  const store = parseBudget({ retryBudget }).retryBudget
+  return modelRetryOf(parsePolicy(policy), store === false ? undefined : (store ?? memoryRetryBudget()))
+}
+
+/** The layer for a parsed policy (what the definition's `createModel` builds), with the bucket it spends from. */
+export function modelRetryOf(policy: RetryPolicy, store: RetryBudgetStore | undefined): ModelMiddleware {
+  const backoff: Backoff = backoffFromPolicy(policy)
+  const maxElapsedMs = policy.maxElapsedMs ?? Number.POSITIVE_INFINITY
+  const maxRetryAfterMs = policy.maxRetryAfterMs ?? DEFAULT_MODEL_MAX_RETRY_AFTER_MS
+  const attemptsByCode = new Map(Object.entries(policy.perCode).map(([code, { maxAttempts }]) => [code, maxAttempts]))
+  const costs = policy.retryBudgetCosts
+
+  /** Whether the bucket allows this repeat; a store that fails is read as no (the safe side), and logged. */
+  async function takeTokens(ctx: ModelContext, error: ToolError): Promise<boolean> {
+    if (store === undefined) return true
+    try {
+      return (await store.tryTake(error.code === 'timeout' ? costs.timeout : costs.retry)) === true
+    } catch (err) {
+      ctx.log.warn({ err }, 'retry budget store failed; not retrying the model call')
+      return false
+    }
+  }
+
+  function giveBack(ctx: ModelContext): void {
+    if (store === undefined || costs.success === 0) return
+    const failed = (err: unknown) => ctx.log.warn({ err }, 'retry budget store failed to refill')
+    try {
+      Promise.resolve(store.refill(costs.success)).then(undefined, failed)
+    } catch (err) {
+      failed(err)
+    }
+  }
+
+  return async function retry(ctx: ModelContext, next: ModelNext): Promise<void> {
+    // Inner layers may swap ctx.signal for a deadline; waits and repeats follow the signal this call came with.
+    const signal = ctx.signal
+    const started = ctx.clock.now()
+    let previousMs: number | undefined
+    for (let calls = 1; ; calls++) {
+      let failure: unknown
+      try {
+        await next()
+        giveBack(ctx)
+        return
+      } catch (err) {
+        failure = err
+      }
+      ctx.signal = signal
+      if (LoopError.is(failure)) throw failure
+      if (signal.aborted) throw abortReason(signal)
+      const error = asToolError(failure)
+      const plan = planRetry(
+        backoff,
+        {
+          error,
+          effect: 'read',
+          calls,
+          totalCalls: calls,
+          maxAttempts: attemptsByCode.get(error.code) ?? policy.maxAttempts,
+          elapsedMs: ctx.clock.now() - started,
+          maxElapsedMs,
+          previousMs,
+          maxRetryAfterMs,
+        },
+        ctx.random,
+      )
+      if (!plan.retry || !(await takeTokens(ctx, error))) throw failure
+      // No step left: the terminal's own budget error ends the run, without waiting a backoff for it.
+      const delayMs = ctx.run.budget.remaining > 0 ? plan.delayMs : 0
+      tellRetry(ctx, failure, delayMs)
+      previousMs = delayMs
+      try {
+        if (delayMs > 0) await ctx.clock.sleep(delayMs, signal)
+      } catch (err) {
+        throw signal.aborted ? abortReason(signal) : err
+      }
+      if (signal.aborted) throw abortReason(signal)
+      ctx.attempt++
+    }
+  }
+}

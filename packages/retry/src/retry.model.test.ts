@@ -1,0 +1,445 @@
+import {
+  type AgentEvent,
+  type AgentOptions,
+  createAgent,
+  createStack,
+  defineTool,
+  LoopError,
+  type ModelAdapter,
+  type ModelMiddleware,
+  type ModelRequest,
+  type ModelResponse,
+  OptionsError,
+  ToolError,
+} from '@shallot/core'
+import { type ManualClock, manualClock } from '@shallot/testing'
+import { timeoutDefinition, timeoutModel } from '@shallot/timeout'
+import { describe, expect, it } from 'vitest'
+import { z } from 'zod'
+import { memoryRetryBudget, retry, retryDefinition, retryModel } from './index.js'
+
+type Step = ModelResponse | Error | 'hang' | 'throw-sync-overloaded'
+
+/** A model on `clock` that plays `steps` in order (the last one again and again), recording when each request came. */
+function scripted(clock: ManualClock, steps: readonly Step[]) {
+  const requests: Array<{ at: number; signal: AbortSignal }> = []
+  let i = 0
+  const adapter: ModelAdapter = {
+    generate(request: ModelRequest) {
+      requests.push({ at: clock.now(), signal: request.signal })
+      const step = steps[Math.min(i++, steps.length - 1)] as Step
+      if (step === 'throw-sync-overloaded') throw overloaded()
+      if (step === 'hang') return new Promise<never>(() => {})
+      return step instanceof Error ? Promise.reject(step) : Promise.resolve(step)
+    },
+  }
+  return { adapter, requests }
+}
+
+const echo = defineTool({
+  name: 'echo',
+  description: 'Echo',
+  input: z.object({ text: z.string() }),
+  effect: 'read',
+  execute: ({ text }) => text,
+})
+const done = (text: string): ModelResponse => ({ text, toolCalls: [] })
+const rateLimited = (retryAfterMs?: number) =>
+  new ToolError('rate_limited', 'the model provider is rate limiting (429 rate_limit_exceeded): slow down', {
+    category: 'transient',
+    retryable: true,
+    safeToRepeat: true,
+    ...(retryAfterMs === undefined ? {} : { retryAfterMs }),
+    details: { status: 429, providerMessage: 'slow down' },
+  })
+const overloaded = () =>
+  new ToolError('overloaded', 'the model provider is overloaded (529 overloaded_error)', { category: 'transient', retryable: true })
+/** What a provider SDK throws: no ToolError, a status, classified by core's one transient list. */
+const status = (code: number, message: string) => Object.assign(new Error(message), { status: code })
+
+/** Core's `modelRetry` defaults, as the layer's policy: the same numbers on both paths. */
+const POLICY = { maxAttempts: 3, baseMs: 250, capMs: 4000, maxRetryAfterMs: 60_000 } as const
+
+/** Runs the agent on `clock` to its end: time moves only when every promise has settled. */
+async function runOn(clock: ManualClock, options: AgentOptions, signal?: AbortSignal) {
+  const events: AgentEvent[] = []
+  const agent = createAgent({ ...options, clock, onEvent: (event) => events.push(event) })
+  let settled = false
+  const run = agent.run(signal === undefined ? { input: 'go' } : { input: 'go', signal })
+  run.then(
+    () => {
+      settled = true
+    },
+    () => {
+      settled = true
+    },
+  )
+  for (let i = 0; i < 100 && !settled; i++) await clock.runAll()
+  return { outcome: await run, events }
+}
+
+/** The events a reader compares across paths: who was asked, how it ended, and when a retry came. */
+function story(events: readonly AgentEvent[]): string[] {
+  return events.flatMap((e) =>
+    e.type === 'model.call' ? [`model.call ${e.attempt} ${e.code ?? 'ok'}`] : e.type === 'model.retry' ? [`model.retry ${e.attempt}`] : [],
+  )
+}
+
+interface Scenario {
+  readonly name: string
+  readonly steps: readonly Step[]
+  readonly limits?: AgentOptions['limits']
+  /** Model deadline on both paths: core's limits.modelTimeoutMs, the layer's timeout ms. */
+  readonly deadlineMs?: number
+  readonly maxRetryAfterMs?: number
+  readonly expect: { status: string; kind?: string; output?: string; requests: number; steps: number; story: string[] }
+  /** The least wait between two requests. */
+  readonly floorMs?: number
+}
+
+const SCENARIOS: Scenario[] = [
+  {
+    name: '429 with Retry-After 2 s, then an answer',
+    steps: [rateLimited(2000), done('ok')],
+    floorMs: 2000,
+    expect: {
+      status: 'completed',
+      output: 'ok',
+      requests: 2,
+      steps: 2,
+      story: ['model.call 1 rate_limited', 'model.retry 1', 'model.call 2 ok'],
+    },
+  },
+  {
+    name: 'two 503s from the SDK, then an answer',
+    steps: [status(503, 'Service Unavailable'), status(503, 'Service Unavailable'), done('ok')],
+    expect: {
+      status: 'completed',
+      output: 'ok',
+      requests: 3,
+      steps: 3,
+      story: ['model.call 1 503', 'model.retry 1', 'model.call 2 503', 'model.retry 2', 'model.call 3 ok'],
+    },
+  },
+  {
+    name: 'a hang cut at the deadline, then an answer',
+    steps: ['hang', done('ok')],
+    deadlineMs: 1000,
+    floorMs: 1000,
+    expect: {
+      status: 'completed',
+      output: 'ok',
+      requests: 2,
+      steps: 2,
+      story: ['model.call 1 timeout', 'model.retry 1', 'model.call 2 ok'],
+    },
+  },
+  {
+    name: 'a generate() that throws an overload before returning a promise',
+    steps: ['throw-sync-overloaded', done('ok')],
+    expect: {
+      status: 'completed',
+      output: 'ok',
+      requests: 2,
+      steps: 2,
+      story: ['model.call 1 overloaded', 'model.retry 1', 'model.call 2 ok'],
+    },
+  },
+  {
+    name: 'a 400 is not transient: one request',
+    steps: [status(400, 'bad field'), done('never')],
+    expect: { status: 'stopped', kind: 'model_failed', requests: 1, steps: 1, story: ['model.call 1 400'] },
+  },
+  {
+    name: 'retries spent on 429s',
+    steps: [rateLimited(2000)],
+    expect: {
+      status: 'stopped',
+      kind: 'model_failed',
+      requests: 3,
+      steps: 3,
+      story: ['model.call 1 rate_limited', 'model.retry 1', 'model.call 2 rate_limited', 'model.retry 2', 'model.call 3 rate_limited'],
+    },
+  },
+  {
+    name: 'a Retry-After past maxRetryAfterMs gives up at once',
+    steps: [rateLimited(90_000), done('never')],
+    maxRetryAfterMs: 10_000,
+    expect: { status: 'stopped', kind: 'model_failed', requests: 1, steps: 1, story: ['model.call 1 rate_limited'] },
+  },
+  {
+    name: "the run's step budget ends the retries",
+    steps: [status(503, 'Service Unavailable')],
+    limits: { maxSteps: 2 },
+    expect: {
+      status: 'stopped',
+      kind: 'budget_exhausted',
+      requests: 2,
+      steps: 2,
+      story: ['model.call 1 503', 'model.retry 1', 'model.call 2 503', 'model.retry 2'],
+    },
+  },
+  {
+    name: 'a LoopError from the adapter ends the run: no retry',
+    steps: [new LoopError('context_exceeded', 'too long'), done('never')],
+    expect: { status: 'stopped', kind: 'context_exceeded', requests: 1, steps: 1, story: ['model.call 1 context_exceeded'] },
+  },
+]
+
+/** The two ways to ask a model: core's own retry and deadline, or the retry and timeout layers' model handlers. */
+const PATHS = {
+  core: (s: Scenario): Partial<AgentOptions> => ({
+    modelRetry: { ...POLICY, maxRetryAfterMs: s.maxRetryAfterMs ?? POLICY.maxRetryAfterMs },
+    limits: { ...s.limits, ...(s.deadlineMs === undefined ? {} : { modelTimeoutMs: s.deadlineMs }) },
+  }),
+  layers: (s: Scenario): Partial<AgentOptions> => ({
+    ...(s.limits === undefined ? {} : { limits: s.limits }),
+    modelMiddleware: [
+      retryDefinition.buildModel({ ...POLICY, maxRetryAfterMs: s.maxRetryAfterMs ?? POLICY.maxRetryAfterMs }),
+      timeoutDefinition.buildModel(s.deadlineMs === undefined ? {} : { ms: s.deadlineMs }),
+    ],
+  }),
+}
+
+describe("core's model-retry scenarios run through both paths and agree", () => {
+  describe.each(Object.entries(PATHS))('%s path', (_path, optionsFor) => {
+    it.each(SCENARIOS)('$name', async (scenario) => {
+      const clock = manualClock()
+      const model = scripted(clock, scenario.steps)
+      const { outcome, events } = await runOn(clock, { model: model.adapter, tools: [echo], random: () => 0.5, ...optionsFor(scenario) })
+      expect(outcome.status).toBe(scenario.expect.status)
+      expect(outcome.steps).toBe(scenario.expect.steps)
+      if (outcome.status === 'completed') expect(outcome.output).toBe(scenario.expect.output)
+      if (outcome.status === 'stopped') expect(outcome.error.kind).toBe(scenario.expect.kind)
+      expect(model.requests).toHaveLength(scenario.expect.requests)
+      expect(story(events)).toEqual(scenario.expect.story)
+      const gaps = model.requests.slice(1).map((r, i) => r.at - (model.requests[i] as { at: number }).at)
+      for (const gap of gaps) expect(gap).toBeGreaterThanOrEqual(scenario.floorMs ?? 0)
+      // Nothing sleeps or waits on the clock once the run ended: no deadline or backoff left behind.
+      expect(clock.pending).toBe(0)
+    })
+  })
+
+  it('name the same failure in the same words when the retries are spent', async () => {
+    const whys: string[] = []
+    for (const optionsFor of Object.values(PATHS)) {
+      const clock = manualClock()
+      const scenario = SCENARIOS.find((s) => s.name === 'retries spent on 429s') as Scenario
+      const { outcome } = await runOn(clock, { model: scripted(clock, scenario.steps).adapter, tools: [echo], ...optionsFor(scenario) })
+      if (outcome.status === 'stopped') whys.push(outcome.report.why)
+    }
+    expect(whys).toEqual([
+      'the model call failed: 429 rate limited by the provider (slow down), Retry-After 2 s',
+      'the model call failed: 429 rate limited by the provider (slow down), Retry-After 2 s',
+    ])
+  })
+})
+
+describe('retryModel: the Retry-After rule (decision 510)', () => {
+  it('waits max(backoff, Retry-After): the pushback exactly when the draw is shorter, with no jitter added above it', async () => {
+    const clock = manualClock()
+    const model = scripted(clock, [rateLimited(2000), rateLimited(2000), done('ok')])
+    const { outcome, events } = await runOn(clock, {
+      model: model.adapter,
+      tools: [echo],
+      random: () => 0.999,
+      modelMiddleware: retryModel(POLICY),
+    })
+    expect(outcome.status).toBe('completed')
+    expect(events.flatMap((e) => (e.type === 'model.retry' ? [e.delayMs] : []))).toEqual([2000, 2000])
+    expect(model.requests.map((r) => r.at)).toEqual([0, 2000, 4000])
+  })
+
+  it('waits the backoff when it is longer than the pushback', async () => {
+    const clock = manualClock()
+    const model = scripted(clock, [rateLimited(100), done('ok')])
+    const { events } = await runOn(clock, {
+      model: model.adapter,
+      tools: [echo],
+      random: () => 0.5,
+      modelMiddleware: retryModel({ baseMs: 1000, capMs: 4000 }),
+    })
+    expect(events.flatMap((e) => (e.type === 'model.retry' ? [e.delayMs] : []))).toEqual([500])
+    expect(model.requests.map((r) => r.at)).toEqual([0, 500])
+  })
+
+  it('reads a tool policy the same way: maxRetryAfterMs lets a tool wait a pushback past capMs', async () => {
+    const clock = manualClock()
+    let calls = 0
+    const flaky = defineTool({
+      name: 'flaky',
+      description: 'Fails once with a 10 s pushback',
+      input: z.object({}),
+      effect: 'read',
+      execute: () => {
+        calls++
+        if (calls === 1) throw rateLimited(10_000)
+        return 'ok'
+      },
+    })
+    const stack = createStack({
+      tools: [flaky],
+      middleware: [retry({ capMs: 8000, maxRetryAfterMs: 20_000, retryBudget: false })],
+      clock,
+      random: () => 0,
+    })
+    const dispatched = stack.dispatch({ id: 'c1', name: 'flaky', args: {} })
+    for (let i = 0; i < 5; i++) await clock.runAll()
+    expect(await dispatched).toMatchObject({ ok: true })
+    expect(calls).toBe(2)
+    expect(clock.now()).toBe(10_000)
+  })
+})
+
+describe('retryModel: the run around it', () => {
+  it('ends promptly when the run is cancelled during a backoff, leaving no timer behind', async () => {
+    const clock = manualClock()
+    const model = scripted(clock, [rateLimited(30_000), done('never')])
+    const controller = new AbortController()
+    const agent = createAgent({ model: model.adapter, tools: [echo], clock, modelMiddleware: [retryModel(), timeoutModel()] })
+    const run = agent.run({ input: 'go', signal: controller.signal })
+    await clock.advance(1000)
+    expect(clock.pending).toBe(1)
+    controller.abort(new Error('user pressed stop'))
+    const outcome = await run
+    expect(outcome).toMatchObject({ status: 'stopped', error: { kind: 'cancelled' } })
+    expect(clock.now()).toBe(1000)
+    expect(clock.pending).toBe(0)
+    expect(model.requests).toHaveLength(1)
+  })
+
+  it('passes a LoopError through as the same object, without a retry', async () => {
+    const clock = manualClock()
+    const thrown = new LoopError('user_input_required', 'the quota is exhausted')
+    const model = scripted(clock, [thrown, done('never')])
+    const { outcome } = await runOn(clock, { model: model.adapter, tools: [echo], modelMiddleware: [retryModel(), timeoutModel()] })
+    expect(outcome.status === 'stopped' && outcome.error).toBe(thrown)
+    expect(model.requests).toHaveLength(1)
+  })
+
+  it('bumps ctx.attempt for the layers inside and the model.call events', async () => {
+    const clock = manualClock()
+    const seen: number[] = []
+    const spy: ModelMiddleware = async (ctx, next) => {
+      seen.push(ctx.attempt)
+      await next()
+    }
+    const model = scripted(clock, [status(502, 'Bad Gateway'), status(504, 'Gateway Timeout'), done('ok')])
+    const { events } = await runOn(clock, { model: model.adapter, tools: [echo], modelMiddleware: [retryModel(), spy] })
+    expect(seen).toEqual([1, 2, 3])
+    expect(events.flatMap((e) => (e.type === 'model.call' ? [e.attempt] : []))).toEqual([1, 2, 3])
+  })
+
+  it('stops retrying when the token bucket is empty, and perCode caps a code', async () => {
+    const clock = manualClock()
+    const starved = scripted(clock, [rateLimited(), done('never')])
+    const first = await runOn(clock, {
+      model: starved.adapter,
+      tools: [echo],
+      modelMiddleware: retryModel({ retryBudget: memoryRetryBudget({ maxTokens: 4 }) }),
+    })
+    expect(first.outcome).toMatchObject({ status: 'stopped', error: { kind: 'model_failed' } })
+    expect(starved.requests).toHaveLength(1)
+    const capped = scripted(clock, [rateLimited()])
+    await runOn(clock, {
+      model: capped.adapter,
+      tools: [echo],
+      modelMiddleware: retryModel({ maxAttempts: 5, perCode: { rate_limited: { maxAttempts: 2 } } }),
+    })
+    expect(capped.requests).toHaveLength(2)
+  })
+
+  it('serves parallel runs of one agent, each with its own attempts', async () => {
+    const clock = manualClock()
+    let calls = 0
+    const adapter: ModelAdapter = {
+      generate: () => (++calls % 2 === 1 ? Promise.reject(overloaded()) : Promise.resolve(done(`answer ${calls}`))),
+    }
+    const agent = createAgent({ model: adapter, tools: [echo], clock, modelMiddleware: retryModel() })
+    const runs = Promise.all([agent.run({ input: 'a' }), agent.run({ input: 'b' }), agent.run({ input: 'c' })])
+    for (let i = 0; i < 10; i++) await clock.runAll()
+    const outcomes = await runs
+    expect(outcomes.map((o) => o.status)).toEqual(['completed', 'completed', 'completed'])
+    expect(calls).toBe(6)
+  })
+
+  it.each([
+    [{ maxAttempts: 0 }, 'maxAttempts'],
+    [{ backoff: 'fulljitter' }, 'backoff'],
+    [{ maxRetryAfterMs: Number.NaN }, 'maxRetryAfterMs'],
+    [{ retryBudget: { tryTake: 1 } }, 'retryBudget'],
+    [{ __proto__: { maxAttempts: 99 }, bogus: 1 }, 'bogus'],
+  ])('refuses %j naming the option', (options, named) => {
+    expect(() => retryModel(options as never)).toThrow(OptionsError)
+    expect(() => retryModel(options as never)).toThrow(named)
+  })
+})
+
+describe('timeoutModel: the per-attempt model deadline', () => {
+  it('cuts a model that ignores its signal, aborts the signal it was handed with the timeout, and gives the outer layers theirs back', async () => {
+    const clock = manualClock()
+    const model = scripted(clock, ['hang', done('ok')])
+    const signals: AbortSignal[] = []
+    const outer: ModelMiddleware = async (ctx, next) => {
+      const mine = ctx.signal
+      await next().finally(() => signals.push(ctx.signal === mine ? mine : ctx.signal))
+    }
+    const { outcome } = await runOn(clock, {
+      model: model.adapter,
+      tools: [echo],
+      modelMiddleware: [retryModel(), outer, timeoutModel({ ms: 5000 })],
+    })
+    expect(outcome).toMatchObject({ status: 'completed', output: 'ok' })
+    expect(model.requests.map((r) => r.at)).toEqual([0, expect.any(Number)])
+    expect(model.requests[0]?.signal.reason).toMatchObject({ code: 'timeout', message: 'the model did not answer within 5000 ms' })
+    for (const signal of signals) expect(signal.aborted).toBe(false)
+  })
+
+  it('gives each model its own deadline by name, else ms', async () => {
+    const clock = manualClock()
+    const slow = { ...scripted(clock, ['hang']).adapter, name: 'slow-model' }
+    const { outcome } = await runOn(clock, {
+      model: slow,
+      tools: [echo],
+      modelMiddleware: timeoutModel({ ms: 1000, models: { 'slow-model': 7000 } }),
+    })
+    expect(outcome).toMatchObject({
+      status: 'stopped',
+      error: { kind: 'model_failed', details: { failure: 'the model did not answer within 7000 ms' } },
+    })
+    expect(clock.now()).toBe(7000)
+  })
+
+  it('outside the retry layer, is one deadline for the whole call, retries included', async () => {
+    const clock = manualClock()
+    const model = scripted(clock, [status(503, 'Service Unavailable')])
+    const { outcome } = await runOn(clock, {
+      model: model.adapter,
+      tools: [echo],
+      modelMiddleware: [timeoutModel({ ms: 1000 }), retryModel({ maxAttempts: 6, baseMs: 400, capMs: 400, backoff: 'constant' })],
+    })
+    expect(outcome).toMatchObject({ status: 'stopped', error: { kind: 'model_failed' } })
+    expect(model.requests.map((r) => r.at)).toEqual([0, 400, 800])
+    expect(clock.now()).toBe(1000)
+    expect(clock.pending).toBe(0)
+  })
+
+  it('the shorter of the layer and limits.modelTimeoutMs wins', async () => {
+    const clock = manualClock()
+    const { outcome } = await runOn(clock, {
+      model: scripted(clock, ['hang']).adapter,
+      tools: [echo],
+      limits: { modelTimeoutMs: 2000 },
+      modelMiddleware: timeoutModel({ ms: 9000 }),
+    })
+    expect(outcome).toMatchObject({ status: 'stopped', error: { details: { failure: 'the model did not answer within 2000 ms' } } })
+    expect(clock.now()).toBe(2000)
+  })
+
+  it.each([[{ ms: -1 }], [{ ms: 2 ** 31 }], [{ models: { 'gpt-x': 'soon' } }], [{ model: 5 }]])(
+    'refuses %j naming the option',
+    (options) => {
+      expect(() => timeoutModel(options as never)).toThrow(OptionsError)
+    },
+  )
+})
