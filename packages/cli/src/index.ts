@@ -13,6 +13,9 @@ export {
   readRecord,
   recordRun,
 } from './report/record.js'
+export { HANDOFF_LIMITS, type HandoffOptions, handoffOf } from './run/handoff.js'
+export { shellQuote } from './run/shell-quote.js'
+export type { StatusStream } from './run/waits.js'
 export { type HerdBackoff, type HerdOptions, type HerdResult, herd } from './sim/herd.js'
 export { plotSvg, type Series } from './sim/plot.js'
 export { type SimOptions, type SimResult, type StackEnv, simulate } from './sim/simulate.js'

@@ -98,7 +98,9 @@ export function timelinePrinter(print: (line: string) => void): TimelinePrinter 
           if (tool.note !== undefined && tool.note !== before.get(tool.name))
             print(`${color.dim(`turn ${String(turn).padStart(2)}`)}  ${color.yellow(`the request marks ${tool.name}: ${tool.note}`)}`)
         }
-        print(`${color.dim(`turn ${String(turn).padStart(2)}`)}  ${color.magenta(`“${short(message.content ?? '', 90)}”`)}`)
+        // A turn of tool calls alone has no words to quote: its number, and nothing where they would be.
+        const words = short(message.content ?? '', 90).trim()
+        print(`${color.dim(`turn ${String(turn).padStart(2)}`)}${words === '' ? '' : `  ${color.magenta(`“${words}”`)}`}`)
         for (const call of message.toolCalls) {
           print(`         → ${color.cyan(call.name)} ${JSON.stringify(call.args)}`)
           eventLines(print, byCall.get(call.id) ?? [])

@@ -1,6 +1,7 @@
 import { randomUUID } from 'node:crypto'
 import { existsSync, statSync } from 'node:fs'
-import { dirname, resolve } from 'node:path'
+import { rm } from 'node:fs/promises'
+import { dirname, join, resolve } from 'node:path'
 import { parseArgs } from 'node:util'
 import { aiSdkModel } from '@shallot/ai-sdk'
 import { ConfigError, createStackFromConfig, loadConfig, type ShallotConfig } from '@shallot/config'
@@ -15,6 +16,7 @@ import {
   type RunOutcome,
   type StackEvent,
   sanitize,
+  systemClock,
   ToolError,
 } from '@shallot/core'
 import type { ServerEnvInherit } from '@shallot/mcp'
@@ -32,11 +34,14 @@ import { approvalHint, approvalsOfFlags } from './approval-flags.js'
 import { askApprovals, MAX_ANSWER_CHARS } from './approval-prompt.js'
 import { withCliNextSteps } from './cli-next-steps.js'
 import { RUN_FLAGS } from './flags.js'
+import { handoffOf } from './handoff.js'
 import { lineReader } from './line-reader.js'
 import { type McpServerSpec, type McpServers, startMcpServers } from './mcp-servers.js'
 import { resolveModel } from './model-spec.js'
 import { runReportText } from './run-report.js'
+import { shellQuote as quote } from './shell-quote.js'
 import { splitCommand } from './split-command.js'
+import { waitLines } from './waits.js'
 
 /** The longest task taken from the command line; longer instructions belong in a file the agent reads. */
 export const MAX_TASK_CHARS = 100_000
@@ -129,7 +134,31 @@ function openStores(file: string): { checkpoints: SqliteCheckpoints; idempotency
   }
 }
 
-const quote = (s: string) => (/^[A-Za-z0-9_./:@=-]+$/.test(s) ? s : `'${s.replace(/'/g, `'\\''`)}'`)
+/**
+ * The handoff file of a run, `<runId>.handoff.md` beside the checkpoints file: written for a stopped
+ * run, removed once the run completes (it would describe a stop that is over).
+ */
+async function writeHandoff(
+  checkpoints: string,
+  outcome: RunOutcome,
+  resume: string | undefined,
+  otherAnswers: string | undefined,
+  secrets: readonly string[],
+): Promise<{ file: string; wrote: boolean; removed: boolean }> {
+  const file = join(dirname(resolve(checkpoints)), `${outcome.runId}.handoff.md`)
+  if (outcome.status === 'completed') {
+    const removed = existsSync(file)
+    if (removed) await rm(file, { force: true })
+    return { file, wrote: false, removed }
+  }
+  // A run that cannot go on (its context is full) names no command: core's report says to start a new one.
+  const command =
+    outcome.report.resume === undefined || resume === undefined
+      ? undefined
+      : `${resume}${otherAnswers === undefined ? '' : `\n# or: ${otherAnswers}`}`
+  await writeOut(file, handoffOf(outcome, { ...(command === undefined ? {} : { resumeCommand: command }), secrets: [...secrets] }))
+  return { file, wrote: true, removed: false }
+}
 
 /** The calls a stopped run waits on a person for (none for any other stop). */
 function pendingOf(outcome: RunOutcome) {
@@ -196,6 +225,7 @@ export async function runAgentCommand(
 
   const stores = values.checkpoints === undefined ? undefined : openStores(values.checkpoints)
   let servers: McpServers | undefined
+  let stopWaits = () => {}
   const stop = new AbortController()
   const onSigint = () => stop.abort(new Error('interrupted (SIGINT)'))
   try {
@@ -233,7 +263,17 @@ export async function runAgentCommand(
 
     const events: StackEvent[] = []
     const requests: Array<Omit<ModelRequest, 'signal'> | undefined> = []
-    const printer = timelinePrinter(io.out)
+    // Each wait (a retry, a long tool call) is shown as it starts; the timeline's lines go round its live line.
+    const waits = waitLines({
+      out: io.out,
+      stream: io.status,
+      clock: io.clock ?? systemClock,
+      env,
+      model: resolved.spec,
+      secrets: [...resolved.secrets],
+    })
+    stopWaits = waits.close
+    const printer = timelinePrinter(waits.out)
     const provider = aiSdkModel(resolved.model, { stream: values.stream === true, errors: { secrets: [...resolved.secrets] } })
     // Each model call carries the transcript so far, so the previous turn (with its results) is printed as it starts.
     const live: ModelAdapter = {
@@ -253,8 +293,13 @@ export async function runAgentCommand(
       limits,
       // Without a file, a run asked about at the terminal is still resumed in this process.
       checkpoints: stores === undefined ? memoryCheckpoints() : stores.checkpoints,
+      onEvent: waits.agentEvent,
+      ...(io.clock === undefined ? {} : { clock: io.clock }),
     })
-    agent.stack.on((event) => events.push(event))
+    agent.stack.on((event) => {
+      events.push(event)
+      waits.stackEvent(event)
+    })
     recorder.listen(agent.stack)
 
     const names = tools.map((t) => t.name)
@@ -283,6 +328,7 @@ export async function runAgentCommand(
     let reader: ReturnType<typeof lineReader> | undefined
     try {
       for (;;) {
+        waits.close()
         printer.upTo(outcome.transcript, events, requests)
         printer.inFlight(outcome, events)
         io.out('')
@@ -301,8 +347,15 @@ export async function runAgentCommand(
       io.out(resume === undefined ? '  (run with --checkpoints run.db to be able to resume a stopped run)' : `  resume: ${resume}`)
     const otherAnswers = resume === undefined || pending.length === 0 ? undefined : approvalHint(pending, quote).others
     if (otherAnswers !== undefined) io.out(`          (${otherAnswers})`)
+    const handoff =
+      values.checkpoints === undefined
+        ? undefined
+        : await writeHandoff(values.checkpoints, told(outcome), resume, otherAnswers, resolved.secrets)
+    if (handoff?.wrote === true) io.out(`  handoff for a person: ${handoff.file}`)
+    if (handoff?.removed === true) io.out(`removed ${handoff.file}: the stop it described is behind this run`)
     if (values.report !== undefined) {
-      await writeOut(values.report, runReportText(told(outcome), resume, otherAnswers))
+      const named = handoff?.wrote === true ? `\nThe handoff for a person: ${handoff.file}\n` : ''
+      await writeOut(values.report, `${runReportText(told(outcome), resume, otherAnswers)}${named}`)
       io.out(`wrote the report to ${values.report}`)
     }
     const files = {
@@ -320,6 +373,7 @@ export async function runAgentCommand(
     }
     return 1
   } finally {
+    stopWaits()
     process.removeListener('SIGINT', onSigint)
     await servers?.close()
     stores?.checkpoints.close()

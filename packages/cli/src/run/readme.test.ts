@@ -2,7 +2,7 @@
 // `npx @shallot/cli` / `npx shallot`, the key of their `export` line, and OPENAI_BASE_URL at a fakeProvider. The MCP
 // server command (`npx -y @modelcontextprotocol/server-filesystem .`) runs verbatim: npx finds the server in this
 // package's node_modules, so it starts offline.
-import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { fakeProvider } from '@shallot/testing'
@@ -89,6 +89,10 @@ describe('packages/cli README: shallot run', { timeout: 90_000 }, () => {
       expect(report).toContain('Unsupported parameter: temperature')
       // The README's resume line, for the id this run printed.
       expect(report).toContain(`shallot resume ${runId} --checkpoints run.db --model openai:gpt-4o-mini --mcp`)
+      // The handoff beside run.db, which the report names.
+      const handoff = join(cwd, `${runId}.handoff.md`)
+      expect(report).toContain(`The handoff for a person: ${handoff}`)
+      expect(readFileSync(handoff, 'utf8')).toContain(`\n    shallot resume ${runId} --checkpoints run.db --model openai:gpt-4o-mini --mcp`)
       fake.script({ text: 'This is @shallot/cli.' })
       const placeholder = resume[1] as string
       const second = await shallot(
@@ -99,6 +103,7 @@ describe('packages/cli README: shallot run', { timeout: 90_000 }, () => {
       expect(second.err).toBe('')
       expect(second.code).toBe(0)
       expect(second.out).toContain('completed: This is @shallot/cli.')
+      expect(existsSync(join(cwd, `${runId}.handoff.md`))).toBe(false)
     } finally {
       await fake.close()
     }

@@ -1,4 +1,5 @@
-import { existsSync, readFileSync, watch, writeFileSync } from 'node:fs'
+import { execFileSync } from 'node:child_process'
+import { existsSync, mkdirSync, readFileSync, watch, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { sqliteCheckpoints, sqliteStore } from '@shallot/store-sqlite'
 import { type FakeProvider, fakeProvider } from '@shallot/testing'
@@ -116,18 +117,38 @@ describe('shallot run against fakeProvider and the real filesystem MCP server', 
     expect(text).toContain(`shallot resume stuck-1 --checkpoints ${db} --model openai:test-model --mcp`)
   })
 
-  it('stops at --max-steps with exit 1, and resume with a larger budget continues the run', async () => {
+  it('stops at --max-steps with exit 1 and a handoff beside the checkpoints, and resume with a larger budget continues the run', async () => {
     const { provider: fake, root } = await setup()
-    const db = join(root, 'run.db')
+    // A folder a shell would misread unquoted: the handoff's command must still name it exactly.
+    const folder = join(root, `Bob's "runs" $(touch pwned) \`x\``)
+    mkdirSync(folder)
+    const db = join(folder, 'run.db')
     const file = (n: number) => join(root, `note-${n}.txt`)
     fake.script(
       { toolCalls: [{ name: 'write_file', args: { path: file(1), content: 'one' } }] },
       { toolCalls: [{ name: 'write_file', args: { path: file(2), content: 'two' } }] },
     )
     const args = ['--model', 'openai:test-model', '--mcp', filesystemMcp(root), '--checkpoints', db]
-    const first = await shallot(['run', ...args, '--max-steps', '3', '--run-id', 'budget-1', 'Write two notes'], openaiEnv(fake)).exited
+    const report = join(root, 'report.md')
+    const first = await shallot(
+      ['run', ...args, '--max-steps', '3', '--run-id', 'budget-1', '--report', report, 'Write two notes'],
+      openaiEnv(fake),
+    ).exited
     expect(first.code).toBe(1)
     expect(first.out).toContain('stopped: budget_exhausted')
+    const handoff = join(folder, 'budget-1.handoff.md')
+    expect(first.out).toContain(`  handoff for a person: ${handoff}`)
+    expect(readFileSync(report, 'utf8')).toContain(`The handoff for a person: ${handoff}`)
+    const text = readFileSync(handoff, 'utf8')
+    expect(text).toMatch(/^# Handoff: run budget-1, stopped \(budget\\_exhausted\)\n\n## Task\n\n {4}Write two notes\n/)
+    expect(text).toContain(`    turn 1  write_file {"path":"${file(1)}","content":"one"}  ok`)
+    expect(text).toContain('## Pending step\n\nTurn 2 did not complete')
+    // The command, pasted into a shell, gives `shallot resume` exactly these arguments.
+    const command = /The command:\n\n {4}(.*)\n/.exec(text)?.[1] as string
+    expect(command.startsWith('shallot resume budget-1 --checkpoints ')).toBe(true)
+    const words = execFileSync('bash', ['-c', `printf '%s\\n' ${command.slice('shallot '.length)}`], { cwd: root, encoding: 'utf8' })
+    expect(words.split('\n').slice(0, -1)).toEqual(['resume', 'budget-1', ...args])
+    expect(existsSync(join(root, 'pwned'))).toBe(false)
     // Turn 2's call would have been step 4: the turn is dropped before it runs, and asked for again on resume.
     expect(readFileSync(file(1), 'utf8')).toBe('one')
     expect(existsSync(file(2))).toBe(false)
@@ -137,6 +158,9 @@ describe('shallot run against fakeProvider and the real filesystem MCP server', 
     expect(second.err).toBe('')
     expect(second.code).toBe(0)
     expect(second.out).toContain('completed: Both written.')
+    // The stop it described is over: the handoff goes.
+    expect(existsSync(handoff)).toBe(false)
+    expect(second.out).toContain(`removed ${handoff}`)
     expect(readFileSync(file(2), 'utf8')).toBe('two')
     expect(readFileSync(file(1), 'utf8')).toBe('one, checked')
   })

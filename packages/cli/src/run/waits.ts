@@ -1,0 +1,203 @@
+import type { AgentEvent, Clock, StackEvent } from '@shallot/core'
+import { sanitize } from '@shallot/core'
+import { terminalText } from '../terminal-text.js'
+
+/** Where `run` draws its live wait line: a terminal (`process.stdout`), or anything else, which gets plain lines. */
+export interface StatusStream {
+  write(text: string): unknown
+  readonly isTTY?: boolean
+  readonly columns?: number
+}
+
+/** A tool call running this long gets a wait of its own: how long it has been running. */
+export const LONG_CALL_MS = 2000
+const TICK_MS = 1000
+const CLEAR = '\r\x1b[2K'
+
+interface Wait {
+  /** The line, given the clock's time now. */
+  readonly text: (now: number) => string
+  readonly stop: AbortController
+}
+
+/** `run`'s timeline printer and event listeners, with the waits shown as they start. */
+export interface WaitLines {
+  /** Prints a timeline line: the live line is taken down first and drawn again after. */
+  out(line: string): void
+  agentEvent(event: AgentEvent): void
+  stackEvent(event: StackEvent): void
+  /** Ends every wait and its timers, and clears the live line; a later event starts new ones. */
+  close(): void
+}
+
+export interface WaitLinesOptions {
+  out: (line: string) => void
+  /** A terminal gets one live line, rewritten in place; without one (or with TERM=dumb), each wait is a plain line as it starts. */
+  stream?: StatusStream | undefined
+  clock: Clock
+  env?: NodeJS.ProcessEnv
+  /** The model's name in the lines (`openai:gpt-4o-mini`); default the name the agent gives it. */
+  model?: string
+  /** Redacted from what a provider or a tool says, with the built-in patterns. */
+  secrets?: readonly string[]
+}
+
+const secondsOf = (ms: number) => `${(Math.max(0, ms) / 1000).toFixed(ms < 10_000 ? 1 : 0)} s`
+
+/**
+ * Shows each wait of a run as it starts: a model retry with its reason (status, `Retry-After`), a
+ * tool retry's delay (with the status and `Retry-After` the error classifier saw), a tool call
+ * running past {@link LONG_CALL_MS}. On a terminal one line counts down or up in place and is
+ * cleared when no wait is left; elsewhere each wait is one plain line. Driven by the events the
+ * agent (`model.retry`, `model.call`) and the stack (`retry.scheduled`, `call.started`,
+ * `call.finished`) already emit.
+ *
+ * @example
+ * const waits = waitLines({ out: console.log, stream: process.stdout, clock: systemClock })
+ * createAgent({ model, tools, onEvent: waits.agentEvent }).stack.on(waits.stackEvent)
+ */
+export function waitLines(options: WaitLinesOptions): WaitLines {
+  const { clock, env = process.env } = options
+  const stream = options.stream
+  let live = stream?.isTTY === true && env.TERM !== 'dumb'
+  const dim = live && env.NO_COLOR === undefined && env.FORCE_COLOR !== '0'
+  const secrets = [...(options.secrets ?? [])]
+  const clean = (text: string) => sanitize(text, { secrets, maxLength: 300 }).replace(/\s+/g, ' ')
+  const waits = new Map<string, Wait>()
+  let drawn = false
+  let ticking: AbortController | undefined
+
+  const write = (text: string) => {
+    try {
+      stream?.write(text)
+    } catch {
+      // A terminal that went away (EPIPE): the waits go on as plain lines.
+      live = false
+    }
+  }
+  const lineNow = (): string => {
+    const now = clock.now()
+    const texts = [...waits.values()].reverse().map((w) => w.text(now))
+    const width = Math.max(20, (stream?.columns ?? 80) - 1)
+    const chars = Array.from(`wait  ${texts.join(' · ')}`)
+    const text = terminalText(chars.length > width ? `${chars.slice(0, width - 1).join('')}…` : chars.join(''))
+    return dim ? `\x1b[2m${text}\x1b[0m` : text
+  }
+  const draw = () => {
+    if (!live) return
+    if (waits.size === 0) {
+      if (drawn) write(CLEAR)
+      drawn = false
+      return
+    }
+    write(`${CLEAR}${lineNow()}`)
+    drawn = true
+    if (ticking === undefined) tick()
+  }
+  // Redraws every second while a wait is shown: the countdown and the elapsed time move.
+  const tick = () => {
+    const stop = new AbortController()
+    ticking = stop
+    clock.sleep(TICK_MS, stop.signal).then(
+      () => {
+        ticking = undefined
+        draw()
+      },
+      () => {},
+    )
+  }
+  const end = (key: string) => {
+    const wait = waits.get(key)
+    if (wait === undefined) return
+    waits.delete(key)
+    wait.stop.abort()
+    if (waits.size === 0) {
+      ticking?.abort()
+      ticking = undefined
+    }
+    draw()
+  }
+  /** Starts a wait: drawn live, or printed once; one with an `until` ends by itself then. */
+  const start = (key: string, text: (now: number) => string, untilMs?: number) => {
+    waits.get(key)?.stop.abort()
+    const wait: Wait = { text, stop: new AbortController() }
+    waits.set(key, wait)
+    if (untilMs !== undefined)
+      clock.sleep(Math.max(0, untilMs - clock.now()), wait.stop.signal).then(
+        () => {
+          if (waits.get(key) === wait) end(key)
+        },
+        () => {},
+      )
+    if (live) draw()
+    else options.out(`wait  ${text(clock.now())}`)
+  }
+
+  // The status and Retry-After of each call's last classified error, for its retry's line.
+  const classified = new Map<number, { status?: unknown; retryAfterMs?: unknown }>()
+  const longCalls = new Map<number, AbortController>()
+
+  return {
+    out(line) {
+      if (drawn) {
+        write(CLEAR)
+        drawn = false
+      }
+      options.out(line)
+      if (waits.size > 0) draw()
+    },
+    agentEvent(event) {
+      if (event.type === 'model.retry') {
+        const until = clock.now() + event.delayMs
+        // The countdown comes first: a narrow terminal cuts the end of the line, never the part that moves.
+        const why = `before attempt ${event.attempt + 1} of the model ${clean(options.model ?? event.model)}: ${clean(event.error)}`
+        start('model', (now) => `${secondsOf(until - now)} ${why}`, until)
+      } else if (event.type === 'model.call' || event.type === 'model.fallback' || event.type === 'run.finished') {
+        end('model')
+      }
+    },
+    stackEvent(event) {
+      const seq = event.callSeq
+      const f = event as unknown as Record<string, unknown>
+      if (event.type === 'call.started') {
+        const stop = new AbortController()
+        longCalls.set(seq, stop)
+        const started = clock.now()
+        const tool = clean(event.tool)
+        clock.sleep(LONG_CALL_MS, stop.signal).then(
+          () => {
+            longCalls.delete(seq)
+            start(`call:${seq}`, (now) => `${tool} running for ${secondsOf(now - started)}`)
+          },
+          () => {},
+        )
+      } else if (event.type === 'error-classifier.classified') {
+        classified.set(seq, { status: f.status, retryAfterMs: f.retryAfterMs })
+      } else if (event.type === 'retry.scheduled') {
+        const delayMs = Number(f.delayMs)
+        const until = clock.now() + (Number.isFinite(delayMs) ? delayMs : 0)
+        const seen = classified.get(seq)
+        const status = typeof seen?.status === 'number' ? `HTTP ${seen.status} ` : ''
+        const after = typeof seen?.retryAfterMs === 'number' ? `, Retry-After ${secondsOf(seen.retryAfterMs)}` : ''
+        const why = `before attempt ${Number(f.attempt)} of ${clean(event.tool)}: ${status}${clean(String(f.code))}${after}`
+        start(`retry:${seq}`, (now) => `${secondsOf(until - now)} ${why}`, until)
+      } else if (event.type === 'call.finished') {
+        longCalls.get(seq)?.abort()
+        longCalls.delete(seq)
+        classified.delete(seq)
+        end(`call:${seq}`)
+        end(`retry:${seq}`)
+      }
+    },
+    close() {
+      for (const stop of longCalls.values()) stop.abort()
+      longCalls.clear()
+      for (const wait of waits.values()) wait.stop.abort()
+      waits.clear()
+      ticking?.abort()
+      ticking = undefined
+      if (drawn) write(CLEAR)
+      drawn = false
+    },
+  }
+}
