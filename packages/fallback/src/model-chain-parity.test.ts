@@ -15,7 +15,7 @@ import {
   type RunOutcome,
   ToolError,
 } from '@shallot/core'
-import { isTransientModelError } from '@shallot/core/kit'
+import { isTransientModelError } from '@shallot/core/internal'
 import { describe, expect, it } from 'vitest'
 import { z } from 'zod'
 import { fallbackModel } from './index.js'
@@ -220,6 +220,18 @@ const scenarios: Scenario[] = [
       })
       expect(seen.asked).toBe(0)
     },
+  },
+  {
+    title: 'a throwing onEvent listener changes nothing',
+    async play(path) {
+      const primary = switchable('a', fail(overloaded))
+      const secondary = switchable('b', answers({ text: 'fine' }))
+      const agent = chainAgent(path, [primary, secondary], virtualClock(), () => {
+        throw new Error('listener down')
+      })
+      return outcomeOf(await agent.run({ input: 'x' }))
+    },
+    expected: (seen: unknown) => expect(seen).toEqual({ status: 'completed', output: 'fine' }),
   },
   {
     title: 'a cancelled half-open probe frees its slot: the next run probes the primary again',
