@@ -15,7 +15,7 @@ import {
   type RunOutcome,
   ToolError,
 } from '@shallot/core'
-import { isTransientModelError } from '@shallot/core/internal'
+import { isTransientModelError } from '@shallot/core/kit'
 import { describe, expect, it } from 'vitest'
 import { z } from 'zod'
 import { fallbackModel } from './index.js'
