@@ -185,7 +185,8 @@ describe('shallot run with a policy that asks first, at a terminal', { timeout: 
   })
 })
 
-describe('shallot run with a policy that asks first, without a terminal', { timeout: 60_000 }, () => {
+// A case starts up to eight CLI processes, each with its MCP server: on a loaded machine one takes 6 s to print a usage error.
+describe('shallot run with a policy that asks first, without a terminal', { timeout: 120_000 }, () => {
   it('stops with the pending call in the report and the exact shallot resume command, which approves it', async () => {
     const { fake, root, target, args } = await setup()
     const report = join(root, 'report.md')

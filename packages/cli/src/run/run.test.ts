@@ -147,7 +147,16 @@ describe('shallot run against fakeProvider and the real filesystem MCP server', 
     const command = /The command:\n\n {4}(.*)\n/.exec(text)?.[1] as string
     expect(command.startsWith('shallot resume budget-1 --checkpoints ')).toBe(true)
     const words = execFileSync('bash', ['-c', `printf '%s\\n' ${command.slice('shallot '.length)}`], { cwd: root, encoding: 'utf8' })
-    expect(words.split('\n').slice(0, -1)).toEqual(['resume', 'budget-1', ...args])
+    expect(words.split('\n').slice(0, -1)).toEqual([
+      'resume',
+      'budget-1',
+      '--checkpoints',
+      db,
+      '--model',
+      'openai:test-model',
+      '--mcp',
+      filesystemMcp(root),
+    ])
     expect(existsSync(join(root, 'pwned'))).toBe(false)
     // Turn 2's call would have been step 4: the turn is dropped before it runs, and asked for again on resume.
     expect(readFileSync(file(1), 'utf8')).toBe('one')
@@ -385,6 +394,24 @@ describe('shallot run: bad usage is one line on stderr and exit 2, before any mo
     expect(code).toBe(2)
     expect(err.trimEnd().split('\n')).toHaveLength(1)
     expect(err).toContain(`shallot: cannot reach the model at ${url}; check OPENAI_BASE_URL (the model call failed after 3 attempts`)
+  })
+
+  it('piped, the built command prints each model retry as a plain wait line with its status and pushback', async () => {
+    const fake = await fakeProvider({
+      script: [{ fault: 'rate_limit', retryAfterMs: 200 }, { fault: 'server_error', status: 503 }, { text: 'Done.' }],
+    })
+    try {
+      const { code, out, err } = await shallot(['run', '--model', 'openai:m', 'Say done'], openaiEnv(fake)).exited
+      expect(err).toBe('')
+      expect(code).toBe(0)
+      const waits = out.split('\n').filter((l) => l.startsWith('wait'))
+      expect(waits).toHaveLength(2)
+      expect(waits[0]).toMatch(/^wait {2}0\.\d s before attempt 2 of the model openai:m: 429 rate limited .*, Retry-After 0\.2 s$/)
+      expect(waits[1]).toMatch(/^wait {2}0\.\d s before attempt 3 of the model openai:m: 503 /)
+      expect(out).not.toContain('\x1b')
+    } finally {
+      await fake.close()
+    }
   })
 
   it('never prints the key, even when the provider quotes it back', async () => {
