@@ -1,4 +1,5 @@
 import { buildLayers, checkTools } from './build-layers.js'
+import { buildModelLayers } from './build-model-layers.js'
 import { ConfigError, type ConfigIssue } from './config-error.js'
 import type { ConfigInput } from './config-schema.js'
 import { createStores } from './config-stores.js'
@@ -46,11 +47,14 @@ export async function checkConfig(pathOrObject: string | URL | ConfigInput, opti
   }
   const named = Object.keys(config.document.tools)
   const issues = tools === undefined ? [] : checkTools(config, tools)
-  try {
-    buildLayers(config, undefined, { stores: createStores(), configDir: config.dir }, new Map())
-  } catch (err) {
-    if (!ConfigError.is(err)) throw err
-    issues.push(...err.issues)
+  const env = { stores: createStores(), configDir: config.dir }
+  for (const build of [() => buildLayers(config, undefined, env, new Map()), () => buildModelLayers(config, env, new Map())]) {
+    try {
+      build()
+    } catch (err) {
+      if (!ConfigError.is(err)) throw err
+      issues.push(...err.issues)
+    }
   }
   if (issues.length > 0) {
     const order = (i: ConfigIssue) => i.line ?? Number.MAX_SAFE_INTEGER

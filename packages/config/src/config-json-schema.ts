@@ -42,6 +42,24 @@ export function editorSchema(definitions: readonly MiddlewareDefinition[]) {
       .record(packageName, z.union([anyOptions, policyRef, z.null()]))
       .meta({ minProperties: 1, maxProperties: 1, description: 'an installed package and its options' }),
   ])
+  // The model stack offers the definitions with a model-call side (createModel), and any installed package. Their
+  // options are checked by loadConfig, not repeated here: the tool stack's entries already carry every schema once.
+  const forModels = definitions.filter((d) => (d as Partial<MiddlewareDefinition>).handles?.models === true).map((d) => d.name)
+  const oneLayer = { minProperties: 1, maxProperties: 1 }
+  const modelEntry = z.union([
+    ...(forModels.length === 0
+      ? []
+      : [
+          z.enum(forModels as [string, ...string[]]).describe('a built-in model middleware, default options'),
+          z
+            .partialRecord(z.enum(forModels as [string, ...string[]]), z.union([anyOptions, policyRef, z.null()]))
+            .meta({ ...oneLayer, description: 'a built-in model middleware and its options' }),
+        ]),
+    packageName.describe('an installed package whose middleware definition has createModel, default options'),
+    z
+      .record(packageName, z.union([anyOptions, policyRef, z.null()]))
+      .meta({ ...oneLayer, description: 'an installed package and its options' }),
+  ])
   const overrides = z
     .object({
       effect: z.enum(TOOL_EFFECTS).optional().describe('overrides the tool definition: read, idempotent or write'),
@@ -53,6 +71,10 @@ export function editorSchema(definitions: readonly MiddlewareDefinition[]) {
     .strictObject({
       $schema: shape.$schema.describe('where editors find this schema'),
       stack: z.array(entry).describe('the layers, outermost first: a name, or one { name: options } pair'),
+      modelMiddleware: z
+        .array(modelEntry)
+        .optional()
+        .describe('the model-call layers (createAgent({ modelMiddleware })), outermost first, written as stack is'),
       policies: z
         .record(z.string().regex(POLICY_NAME), anyOptions)
         .optional()

@@ -104,6 +104,11 @@ export const configSchema = z.strictObject({
   $schema: z.string().optional(),
   /** The layers, outermost first: a name (`panic-catcher`), or one `{ name: options }` pair. */
   stack: z.array(z.unknown().superRefine(checkStackEntry)),
+  /**
+   * The model-call layers (`createAgent({ modelMiddleware })`), outermost first, written as `stack` is:
+   * a name, or one `{ name: options }` pair. Each must have a model-call side (`createModel`).
+   */
+  modelMiddleware: z.array(z.unknown().superRefine(checkStackEntry)).optional(),
   /** Named option sets; a stack entry or tool override names one instead of giving options. */
   policies: z
     .record(

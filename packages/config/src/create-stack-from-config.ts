@@ -1,5 +1,6 @@
-import { createStack, type MiddlewareEnv, type Stack, type StackOptions } from '@shallot/core'
+import { createStack, type MiddlewareEnv, type ModelMiddleware, type Stack, type StackOptions } from '@shallot/core'
 import { type BuiltLayers, buildLayers, type LayerCache } from './build-layers.js'
+import { type BuiltModelLayers, buildModelLayers, type ModelLayerCache, switchableModelOnion } from './build-model-layers.js'
 import { type ConfigStores, createStores } from './config-stores.js'
 import { isShallotConfig, type ShallotConfig } from './load-config.js'
 
@@ -14,6 +15,12 @@ export interface ConfigStack extends Stack {
   readonly config: ShallotConfig
   /** The stores every layer of this stack shares, across reconfigures. */
   readonly stores: ConfigStores
+  /**
+   * The config's `modelMiddleware:` layers as one model middleware, for `createAgent({ model, stack,
+   * modelMiddleware: stack.modelMiddleware })`. A reconfigure swaps them with the tool layers: a call
+   * in flight finishes under the layers it started with, the next model call uses the new ones.
+   */
+  readonly modelMiddleware: ModelMiddleware
   /**
    * Applies a new configuration: calls in flight finish under the layers they started with, new
    * calls use the new ones. Layers whose options did not change are kept with their state. Throws a
@@ -42,15 +49,19 @@ export function createStackFromConfig(config: ShallotConfig, options: ConfigStac
   const stores = createStores(given, stack.clock)
   let current = config
   let cache: LayerCache = new Map()
+  let modelCache: ModelLayerCache = new Map()
 
-  function build(next: ShallotConfig): BuiltLayers {
+  // Every layer of both onions is built before either is switched: a config that fails changes nothing.
+  function build(next: ShallotConfig): { tools: BuiltLayers; models: BuiltModelLayers } {
     const env: MiddlewareEnv = { stores, configDir: next.dir }
-    return buildLayers(next, stack.tools, env, cache)
+    return { tools: buildLayers(next, stack.tools, env, cache), models: buildModelLayers(next, env, modelCache) }
   }
 
   const first = build(config)
-  stack.setMiddleware(first.middleware)
-  cache = first.cache
+  stack.setMiddleware(first.tools.middleware)
+  cache = first.tools.cache
+  const models = switchableModelOnion(first.models.layers)
+  modelCache = first.models.cache
 
   return {
     ...stack,
@@ -58,14 +69,23 @@ export function createStackFromConfig(config: ShallotConfig, options: ConfigStac
       return current
     },
     stores,
+    modelMiddleware: models.middleware,
     reconfigure(next) {
       requireConfig(next, 'reconfigure()')
       const built = build(next)
-      stack.setMiddleware(built.middleware)
-      cache = built.cache
+      stack.setMiddleware(built.tools.middleware)
+      cache = built.tools.cache
+      models.swap(built.models.layers)
+      modelCache = built.models.cache
       current = next
       stack.logger.info(
-        { file: next.file, layers: next.layers.map((l) => l.name), kept: built.kept, created: built.created },
+        {
+          file: next.file,
+          layers: next.layers.map((l) => l.name),
+          modelLayers: next.modelLayers.map((l) => l.name),
+          kept: built.tools.kept,
+          created: built.tools.created,
+        },
         'shallot config applied',
       )
     },

@@ -237,7 +237,7 @@ const malformed: Malformed[] = [
     text: '',
     line: 1,
     path: '',
-    says: ['expected an object with $schema, stack, policies, tools, model, mcpServers, got null'],
+    says: ['expected an object with $schema, stack, modelMiddleware, policies, tools, model, mcpServers, got null'],
   },
 ]
 

@@ -23,6 +23,8 @@ export interface ShallotConfig {
   readonly document: ConfigDocument
   /** The stack's layers, outermost first. */
   readonly layers: readonly LayerPlan[]
+  /** The model-call layers (`modelMiddleware:`), outermost first; empty when the file lists none. */
+  readonly modelLayers: readonly LayerPlan[]
   /** Tools whose effect the config overrides. */
   readonly effects: ReadonlyMap<string, ToolEffect>
   /** Where each value was written, for problems found later (a tool that does not exist). */
@@ -140,14 +142,21 @@ export async function configFromSource(source: ConfigSource, options: LoadConfig
   for (const definition of [...builtinMiddleware, ...(options.middleware ?? [])]) registry.set(definition.name, definition)
   const builtinNames = builtinMiddleware.map((d) => d.name)
 
-  const wanted = new Map<string, number>()
-  for (const [index, entry] of document.stack.entries()) {
-    if (broken?.entries.has(index)) continue
-    const { name } = entryParts(entry)
-    if (!registry.has(name) && !wanted.has(name)) wanted.set(name, index)
+  // Each package once, reported at the first entry that names it, in either list.
+  const wanted = new Map<string, readonly [list: 'stack' | 'modelMiddleware', index: number]>()
+  const lists = [
+    ['stack', document.stack, broken?.entries],
+    ['modelMiddleware', document.modelMiddleware ?? [], broken?.modelEntries],
+  ] as const
+  for (const [list, entries, brokenEntries] of lists) {
+    for (const [index, entry] of entries.entries()) {
+      if (brokenEntries?.has(index)) continue
+      const { name } = entryParts(entry)
+      if (!registry.has(name) && !wanted.has(name)) wanted.set(name, [list, index])
+    }
   }
   await Promise.all(
-    [...wanted].map(async ([name, index]) => {
+    [...wanted].map(async ([name, at]) => {
       try {
         registry.set(name, await loadMiddleware(name, dir, options.conditions))
       } catch (err) {
@@ -162,7 +171,7 @@ export async function configFromSource(source: ConfigSource, options: LoadConfig
                 ? `unknown middleware "${name}": ${(err as Error).message}`
                 : (err as Error).message
         issues.push(
-          makeIssue(['stack', index], lineOf, {
+          makeIssue(at, lineOf, {
             message,
             received: name,
             allowed: `a built-in (${builtinNames.join(', ')}) or an installed package that exports a middleware definition`,
@@ -180,7 +189,15 @@ export async function configFromSource(source: ConfigSource, options: LoadConfig
   const plan = await planLayers(document, registry, lineOf, broken)
   issues.push(...plan.issues)
   if (issues.length > 0) throw new ConfigError(file, byLine(issues))
-  const config: ShallotConfig = Object.freeze({ file, dir, document, layers: plan.layers, effects: plan.effects, source })
+  const config: ShallotConfig = Object.freeze({
+    file,
+    dir,
+    document,
+    layers: plan.layers,
+    modelLayers: plan.modelLayers,
+    effects: plan.effects,
+    source,
+  })
   loaded.add(config)
   return config
 }

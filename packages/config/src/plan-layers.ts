@@ -5,6 +5,7 @@ import { type ConfigDocument, entryParts, OFF, type SlotValue } from './config-s
 import type { PathKey } from './config-source.js'
 import { issuesFromZod, makeIssue } from './describe-issue.js'
 import { jsonSchemaOf } from './describe-schema.js'
+import { planModelLayers } from './plan-model-layers.js'
 import { unusedPolicies } from './unused-policies.js'
 
 /** One set of options for one layer, checked by its middleware's schema. */
@@ -31,6 +32,8 @@ export interface LayerPlan {
 /** What planning found: the layers and effect overrides, or the issues that stop the config. */
 export interface Plan {
   readonly layers: readonly LayerPlan[]
+  /** The model-call layers (`modelMiddleware:`), outermost first; they take no per-tool overrides. */
+  readonly modelLayers: readonly LayerPlan[]
   readonly effects: ReadonlyMap<string, ToolEffect>
   readonly issues: readonly ConfigIssue[]
 }
@@ -41,6 +44,8 @@ type LineOf = (path: readonly PathKey[]) => number | undefined
 export interface Broken {
   /** Indexes of stack entries that failed the structure check. */
   readonly entries: ReadonlySet<number>
+  /** Indexes of `modelMiddleware` entries that failed the structure check. */
+  readonly modelEntries?: ReadonlySet<number>
   /** Policies that failed the structure check. */
   readonly policies: ReadonlySet<string>
   /** True when `policies` itself is unusable, so any name may have been meant. */
@@ -222,6 +227,13 @@ export async function planLayers(
       if (checked.variant !== undefined) candidate.layer?.tools.set(tool, checked.variant)
     }
   }
+  const modelLayers = await planModelLayers(document, registry, {
+    lineOf,
+    broken: broken.modelEntries ?? new Set(),
+    issues,
+    options: (value, at) => slot(value, at, lookup),
+    check: async (definition, written) => (await check(definition, written)).variant,
+  })
   // A policy no layer names is still read, as the options of the middleware it most looks like: a typo in a
   // policy kept for later must not wait for the day someone names it.
   for (const policy of await unusedPolicies(document, registry, broken.policies)) {
@@ -231,7 +243,7 @@ export async function planLayers(
     for (const [i, issue] of issues.entries())
       if (i >= before) issues[i] = { ...issue, hint: issue.hint === undefined ? note : `${issue.hint} (${note})` }
   }
-  return { layers, effects, issues: unique(issues) }
+  return { layers, modelLayers, effects, issues: unique(issues) }
 }
 
 /** The middleware name of a stack entry that failed the structure check, when it has one. */

@@ -13,6 +13,7 @@ const isObject = (value: unknown): value is Record<string, unknown> => typeof va
 export function salvage(data: unknown, issues: readonly z.core.$ZodIssue[]): { document: ConfigDocument; broken: Broken } | undefined {
   if (!isObject(data)) return undefined
   const entries = new Set<number>()
+  const modelEntries = new Set<number>()
   const policies = new Set<string>()
   const toolKeys = new Map<string, Set<string> | 'all'>()
   let stack = !Array.isArray(data.stack)
@@ -23,6 +24,8 @@ export function salvage(data: unknown, issues: readonly z.core.$ZodIssue[]): { d
     if (section === 'stack') {
       if (typeof name === 'number') entries.add(name)
       else stack = true
+    } else if (section === 'modelMiddleware') {
+      if (typeof name === 'number') modelEntries.add(name)
     } else if (section === 'policies') {
       if (name === undefined) allPolicies = true
       else policies.add(String(name))
@@ -58,5 +61,6 @@ export function salvage(data: unknown, issues: readonly z.core.$ZodIssue[]): { d
     policies: keptPolicies,
     tools: keptTools,
   }
-  return { document, broken: { entries, policies, allPolicies, stack } }
+  if (Array.isArray(data.modelMiddleware)) document.modelMiddleware = data.modelMiddleware
+  return { document, broken: { entries, modelEntries, policies, allPolicies, stack } }
 }

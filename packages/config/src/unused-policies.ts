@@ -38,7 +38,7 @@ export async function unusedPolicies(
 /** Every policy name a stack entry or a tool override refers to, whether or not the rest of it is valid. */
 function namedPolicies(document: ConfigDocument): Set<string> {
   const named = new Set<string>()
-  for (const entry of document.stack as unknown[]) {
+  for (const entry of [...(document.stack as unknown[]), ...((document.modelMiddleware ?? []) as unknown[])]) {
     if (typeof entry !== 'object' || entry === null || Array.isArray(entry)) continue
     for (const value of Object.values(entry)) if (typeof value === 'string') named.add(value)
   }

@@ -1,4 +1,4 @@
-export { otelDefinition, otelFileOptionsSchema } from './definition.js'
+export { otelDefinition as definition, otelDefinition, otelFileOptionsSchema } from './definition.js'
 export { type InstrumentAgentOptions, instrumentAgent } from './instrument-agent.js'
 export { type InstrumentModelOptions, instrumentModel } from './instrument-model.js'
 export { DURATION_BUCKETS, TOKEN_BUCKETS } from './instruments.js'
