@@ -1,0 +1,203 @@
+import { type AnyTool, LoopError, type Next, type ToolContext, ToolError } from '@shallot/core'
+import { callNext, canonicalJson } from '@shallot/core/kit'
+import { askReconciler, type Reconciled } from './ask-reconciler.js'
+import { claimKey } from './claim-key.js'
+import { type Claimed, type Guarded, isPromise, type Layer, Reclaim, refuse, replay, storeFailed } from './guarded-call.js'
+import { complete, settleAs, settleFailure } from './record-outcome.js'
+import { notTakenEffect, outcomeUnknown, stillUnknown } from './refusals.js'
+import { settleAction } from './settle-action.js'
+import { awaited, type InFlight, inFlight, landed, waitFor } from './shared-calls.js'
+
+/** Waits for identical calls in flight in this process: replays the first one's success, shares its refusal, or leads once none is left. */
+export async function waitThenLead(layer: Layer, ctx: ToolContext, next: Next, call: Guarded): Promise<void> {
+  const { calls } = layer
+  for (let running = calls.get(call.storeKey); running !== undefined; running = calls.get(call.storeKey)) {
+    ctx.emit('idempotency.waiting', { key: call.key, where: 'in_process' })
+    const outcome = await waitFor(running, ctx.signal)
+    if (outcome?.argsHash !== call.argsHash) continue
+    if (!outcome.ok) throw refuse(ctx, call, outcome.refusal)
+    replay(ctx, call, outcome.json === undefined ? undefined : JSON.parse(outcome.json), 'in_process')
+    return
+  }
+  await lead(layer, ctx, next, call)
+}
+
+/**
+ * Leads the call, the one owner of its key in this process until it settles: claims the key, runs
+ * the inner layers, settles the record, and tells waiting duplicates what to see. With a
+ * synchronous store it has no frame of its own to suspend: the claim runs now, the settling in
+ * reactions on `next()`'s promise.
+ */
+export function lead(layer: Layer, ctx: ToolContext, next: Next, call: Guarded): Promise<void> {
+  const flight = inFlight()
+  layer.calls.set(call.storeKey, flight)
+  let claiming: Claimed | Promise<Claimed>
+  try {
+    claiming = claimKey(layer, ctx, call)
+  } catch (err) {
+    return Promise.reject(notClaimed(layer, call, flight, err))
+  }
+  if (!isPromise(claiming)) return proceed(layer, ctx, next, call, flight, claiming)
+  return claiming.then(
+    (claim) => proceed(layer, ctx, next, call, flight, claim),
+    (err: unknown) => {
+      throw notClaimed(layer, call, flight, err)
+    },
+  )
+}
+
+/** Ends the flight of a call whose claim threw: a refusal is what waiting duplicates share. */
+function notClaimed(layer: Layer, call: Guarded, flight: InFlight, err: unknown): unknown {
+  if (ToolError.is(err)) flight.outcome = { argsHash: call.argsHash, ok: false, refusal: err }
+  land(layer, call, flight)
+  return err
+}
+
+/** The call no longer leads its key: duplicates waiting in this process see its outcome. */
+function land(layer: Layer, call: Guarded, flight: InFlight): void {
+  layer.calls.delete(call.storeKey)
+  landed(flight)
+}
+
+/** Replays a stored result, or runs the inner layers under the claimed token and settles the record. */
+function proceed(layer: Layer, ctx: ToolContext, next: Next, call: Guarded, flight: InFlight, claim: Claimed): Promise<void> {
+  if (claim instanceof Reclaim) return takeOver(layer, ctx, next, call, flight, claim.reason)
+  if (typeof claim !== 'string') {
+    try {
+      const { value } = claim
+      replay(ctx, call, value, 'store')
+      if (awaited(flight))
+        flight.outcome = { argsHash: call.argsHash, ok: true, json: value === undefined ? undefined : JSON.stringify(value) }
+    } catch (err) {
+      return Promise.reject(err)
+    } finally {
+      land(layer, call, flight)
+    }
+    return Promise.resolve()
+  }
+  // The terminal counts every real invocation of the tool: if none happened, nothing reached the world.
+  const executionsBefore = ctx.executions
+  return callNext(next).then(
+    () => succeeded(layer, ctx, call, flight, claim),
+    (err: unknown) => {
+      const reachedTool = ctx.executions !== executionsBefore
+      if (call.reconcilable && !LoopError.is(err) && !ctx.signal.aborted && settleAction(call.effect, err, reachedTool) === 'unknown')
+        return reconcileFailure(layer, ctx, call, flight, claim, err)
+      // The call's own error is what propagates, whatever settling it did.
+      const rethrow = () => {
+        land(layer, call, flight)
+        throw err
+      }
+      return settleFailure(layer, ctx, call, claim, err, reachedTool).then(rethrow, rethrow)
+    },
+  )
+}
+
+/** Stores a success (a promise only for a store that answers later) and lands the flight. */
+function succeeded(layer: Layer, ctx: ToolContext, call: Guarded, flight: InFlight, token: string): Promise<void> | undefined {
+  let json: string | undefined
+  let completing: Promise<void> | undefined
+  try {
+    const value = ctx.result?.value
+    // Serialised once: the store's record and what waiting duplicates replay come from this one text.
+    json = value === undefined ? undefined : canonicalJson(value)
+    completing = complete(layer, ctx, call, token, json)
+  } catch (err) {
+    land(layer, call, flight)
+    throw err
+  }
+  if (completing === undefined) return landSucceeded(layer, call, flight, json)
+  return completing.then(
+    () => landSucceeded(layer, call, flight, json),
+    (err: unknown) => {
+      // complete() reports a store's failure and resolves; should that ever throw, the flight still lands.
+      land(layer, call, flight)
+      throw err
+    },
+  )
+}
+
+/** Lands a call that succeeded: waiting duplicates replay its result from the one serialised text. */
+function landSucceeded(layer: Layer, call: Guarded, flight: InFlight, json: string | undefined): undefined {
+  if (awaited(flight)) flight.outcome = { argsHash: call.argsHash, ok: true, json }
+  land(layer, call, flight)
+  return undefined
+}
+
+/** Asks the tool's reconciler; a stop while asking (cancellation, a hard error) leaves the record unknown, then propagates. */
+async function askOrSettleUnknown(layer: Layer, ctx: ToolContext, call: Guarded, flight: InFlight, token: string): Promise<Reconciled> {
+  try {
+    return await askReconciler(ctx, ctx.tool as AnyTool, call.key, layer.limits)
+  } catch (stop) {
+    await settleAs(layer, ctx, call, token, 'unknown')
+    land(layer, call, flight)
+    throw stop
+  }
+}
+
+/**
+ * A write failed and left its outcome unknown, and its tool can reconcile: asks while the call
+ * still owns the record. Applied: the call succeeds with that result, stored. Not applied: the
+ * record is released and the error says repeating is safe. Unknown: recorded as such, the error
+ * saying what was tried.
+ */
+async function reconcileFailure(
+  layer: Layer,
+  ctx: ToolContext,
+  call: Guarded,
+  flight: InFlight,
+  token: string,
+  err: unknown,
+): Promise<void> {
+  const reconciled = await askOrSettleUnknown(layer, ctx, call, flight, token)
+  if (reconciled.outcome === 'applied') {
+    ctx.result = { value: JSON.parse(reconciled.json) }
+    return succeeded(layer, ctx, call, flight, token)
+  }
+  await settleAs(layer, ctx, call, token, reconciled.outcome === 'not_applied' ? 'release' : 'unknown')
+  land(layer, call, flight)
+  throw reconciled.outcome === 'not_applied' ? notTakenEffect(err) : stillUnknown(err, reconciled)
+}
+
+/**
+ * An identical earlier call's outcome is unknown and the tool can reconcile: takes the record over
+ * (the store's `reclaim`), then asks. Applied: replays that result, now stored. Not applied: runs the
+ * call under the record. Unknown: records it as such again and refuses, saying what was tried.
+ */
+async function takeOver(
+  layer: Layer,
+  ctx: ToolContext,
+  next: Next,
+  call: Guarded,
+  flight: InFlight,
+  reason: Reclaim['reason'],
+): Promise<void> {
+  let token: unknown
+  try {
+    token = await layer.store.reclaim?.(call.storeKey, call.argsHash, layer.leaseMs, layer.ttlMs)
+  } catch (err) {
+    storeFailed(ctx, call, 'reclaim', err)
+    throw notClaimed(layer, call, flight, refuse(ctx, call, outcomeUnknown(call.tool, reason, call.key)))
+  }
+  if (typeof token !== 'string' || token === '') {
+    // Another caller took the record over or settled it first: ask the store once more (and wait, if it is in flight).
+    let claim: Claimed
+    try {
+      claim = await claimKey(layer, ctx, call)
+    } catch (err) {
+      throw notClaimed(layer, call, flight, err)
+    }
+    if (claim instanceof Reclaim)
+      throw notClaimed(layer, call, flight, refuse(ctx, call, outcomeUnknown(call.tool, claim.reason, call.key)))
+    return proceed(layer, ctx, next, call, flight, claim)
+  }
+  ctx.emit('idempotency.reclaimed', { key: call.key, reason })
+  const reconciled = await askOrSettleUnknown(layer, ctx, call, flight, token)
+  if (reconciled.outcome === 'applied') {
+    ctx.result = { value: JSON.parse(reconciled.json), replayed: true }
+    return succeeded(layer, ctx, call, flight, token)
+  }
+  if (reconciled.outcome === 'not_applied') return proceed(layer, ctx, next, call, flight, token)
+  await settleAs(layer, ctx, call, token, 'unknown')
+  throw notClaimed(layer, call, flight, refuse(ctx, call, outcomeUnknown(call.tool, reason, call.key, reconciled)))
+}
