@@ -349,6 +349,35 @@ describe('retryModel: the run around it', () => {
     expect(capped.requests).toHaveLength(2)
   })
 
+  it.each([
+    [
+      'throws',
+      () => ({
+        tryTake: () => {
+          throw new Error('redis down')
+        },
+        refill: () => {},
+        available: () => 0,
+      }),
+    ],
+    ['rejects', () => ({ tryTake: () => Promise.reject(new Error('redis down')), refill: () => {}, available: () => 0 })],
+    ['answers garbage', () => ({ tryTake: () => 'yes' as never, refill: () => {}, available: () => 0 })],
+  ])('reads a token bucket that %s as no retry (the safe side), and says so in the log', async (label, store) => {
+    const clock = manualClock()
+    const warnings: string[] = []
+    const log = { debug() {}, info() {}, error() {}, warn: (_fields: unknown, message: string) => void warnings.push(message) }
+    const model = scripted(clock, [rateLimited(), done('never')])
+    const { outcome } = await runOn(clock, {
+      model: model.adapter,
+      tools: [echo],
+      logger: log as never,
+      modelMiddleware: retryModel({ retryBudget: store() }),
+    })
+    expect(outcome).toMatchObject({ status: 'stopped', error: { kind: 'model_failed' } })
+    expect(model.requests).toHaveLength(1)
+    if (label !== 'answers garbage') expect(warnings).toContain('retry budget store failed; not retrying the model call')
+  })
+
   it('serves parallel runs of one agent, each with its own attempts', async () => {
     const clock = manualClock()
     let calls = 0
