@@ -9,9 +9,8 @@ import {
   parseOptions,
   ToolError,
 } from '@shallot/core'
-import { isTransientModelError } from '@shallot/core/kit'
+import { describeModelFailure, isTransientModelError } from '@shallot/core/kit'
 import { z } from 'zod'
-import { describeModelFailure } from './describe-model-failure.js'
 
 const OWNER = 'fallbackModel()'
 const MAX_MODELS = 10
