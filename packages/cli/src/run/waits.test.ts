@@ -151,7 +151,8 @@ describe('shallot run shows each wait as it starts', { timeout: 30_000 }, () => 
     fake.script({ toolCalls: [{ name: 'wait_for_file', args: { path: flag } }] }, { text: 'It came.' })
     stubEnv(fake, { NO_COLOR: '1' })
     const clock = manualClock()
-    const terminal = fakeTerminal(100)
+    // A pty nobody sized reports 0 columns (as `script` opens one): the line is drawn for 80.
+    const terminal = fakeTerminal(0)
     const done = main(['run', '--model', 'openai:test-model', '--mcp', `"${process.execPath}" "${slowServer}"`, 'Wait for the file'], {
       out: terminal.out,
       err: (line) => expect.fail(line),

@@ -78,7 +78,9 @@ export function waitLines(options: WaitLinesOptions): WaitLines {
   const lineNow = (): string => {
     const now = clock.now()
     const texts = [...waits.values()].reverse().map((w) => w.text(now))
-    const width = Math.max(20, (stream?.columns ?? 80) - 1)
+    // A terminal that reports no width (0: a pty nobody sized, as `script` opens) is taken as 80 columns.
+    const columns = stream?.columns !== undefined && stream.columns > 0 ? stream.columns : 80
+    const width = Math.max(20, columns - 1)
     const chars = Array.from(`wait  ${texts.join(' · ')}`)
     const text = terminalText(chars.length > width ? `${chars.slice(0, width - 1).join('')}…` : chars.join(''))
     return dim ? `\x1b[2m${text}\x1b[0m` : text
