@@ -2,6 +2,7 @@ import { circuitBreakerModel, consecutive } from '@shallot/circuit-breaker'
 import {
   type AgentEvent,
   createAgent,
+  defineTool,
   LoopError,
   type ModelAdapter,
   type ModelMiddleware,
@@ -13,6 +14,7 @@ import {
 } from '@shallot/core'
 import { manualClock } from '@shallot/testing'
 import { describe, expect, it } from 'vitest'
+import { z } from 'zod'
 import { fallbackDefinition, fallbackModel } from './index.js'
 
 type Step = ModelResponse | Error | 'hang'
@@ -181,6 +183,29 @@ describe('fallbackModel()', () => {
     expect(() => fallbackDefinition.buildModel({ models: ['gpt'] })).toThrow(/models/)
     // The tool layer of the same options ignores models.
     expect(typeof fallbackDefinition.build({ models: ['openai:gpt-4o-mini'], default: { from: 'cache' } })).toBe('function')
+  })
+})
+
+describe('fallbackModel() with a run-scoped circuitBreakerModel()', () => {
+  it("keeps the primary's circuit in the run's state: within the run it opens and is skipped; the next run starts closed", async () => {
+    const echo = defineTool({ name: 'echo', description: 'Echo', input: z.object({}), effect: 'read', execute: () => 'echoed' })
+    const turn = (id: string): ModelResponse => ({ toolCalls: [{ id, name: 'echo', args: {} }] })
+    const a = scripted('a', [overloaded()])
+    const b = scripted('b', [turn('c1'), turn('c2'), turn('c3'), answer('b done')])
+    const agent = createAgent({
+      model: a,
+      tools: [echo],
+      clock: manualClock(),
+      modelMiddleware: [fallbackModel({ models: [b] }), circuitBreakerModel({ policy: consecutive({ threshold: 2 }), lifetime: 'run' })],
+    })
+    const outcome = await agent.run({ input: 'go' })
+    expect(outcome).toMatchObject({ status: 'completed', output: 'b done' })
+    // Turns 1 and 2 asked a (and opened its circuit in this run); turns 3 and 4 skipped it.
+    expect(a.requests).toHaveLength(2)
+    // A new run starts closed: a is asked again until the run's own count opens it.
+    b.requests.length = 0
+    expect(await agent.run({ input: 'again' })).toMatchObject({ status: 'completed', output: 'b done' })
+    expect(a.requests).toHaveLength(4)
   })
 })
 
