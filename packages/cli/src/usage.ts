@@ -23,7 +23,8 @@ commands:
       --mcp "COMMAND"             an MCP server over stdio (repeatable)
       --mcp-env all|minimal|VAR,…  the environment MCP servers get: all of yours (default), the MCP SDK's six, or those plus VARs
       --config FILE               the stack (and model:, mcpServers:) of a config file; default: the default stack
-      --checkpoints FILE.db       checkpoints and idempotency records in SQLite, so the run can be resumed
+      --checkpoints FILE.db       checkpoints and idempotency records in SQLite, so the run can be resumed;
+                                  a stop also writes RUN_ID.handoff.md beside it for the person who picks it up
       --report FILE.md            write the report; --html FILE.html the timeline; --record FILE.json the record
       --max-turns N --max-steps N --run-id ID --stream
   resume RUN_ID --checkpoints FILE.db [--model … --config … --mcp …]

@@ -142,6 +142,27 @@ describe('shallot run shows each wait as it starts', { timeout: 30_000 }, () => 
     expect(terminal.raw()).not.toContain('\x1b[2m')
   })
 
+  it.each([
+    ['TERM=dumb', { TERM: 'dumb', NO_COLOR: '1' }, false],
+    ['colours on', { FORCE_COLOR: '1' }, true],
+  ])('a terminal with %s: plain lines where it cannot redraw, a dimmed live line where it can', async (_, env, live) => {
+    const fake = await pushingBack()
+    stubEnv(fake, env)
+    if (live) vi.stubEnv('NO_COLOR', undefined)
+    const clock = manualClock()
+    const terminal = fakeTerminal(80)
+    const done = main(['run', '--model', 'openai:test-model', 'Say done'], {
+      out: terminal.out,
+      err: (line) => expect.fail(line),
+      status: terminal.stream,
+      clock,
+    })
+    await advanceUntil(clock, () => fake.requests.length === 3, 'the third request')
+    expect(await done).toBe(0)
+    expect(terminal.raw().includes('\r\x1b[2K\x1b[2mwait  ')).toBe(live)
+    expect(terminal.screen().filter((row) => row.startsWith('wait'))).toHaveLength(live ? 0 : 2)
+  })
+
   it('a tool call running past 2 s gets a line with its elapsed time; the call ends it', async () => {
     const fake = await fakeProvider()
     cleanups.push(() => fake.close())
