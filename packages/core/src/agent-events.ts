@@ -1,4 +1,4 @@
-import type { AgentLimits } from './agent-options.js'
+import type { AgentLimits } from './agent-limits.js'
 import type { ModelFinishReason, ModelUsage } from './model.js'
 import type { ModelCircuit } from './model-breaker.js'
 import type { Logger } from './types.js'

@@ -1,5 +1,6 @@
 import { z } from 'zod'
 import type { AgentEventListener } from './agent-events.js'
+import type { AgentLimits } from './agent-limits.js'
 import { type CheckpointSeal, checkpointKeyBytes, checkpointSeal, MIN_CHECKPOINT_KEY_BYTES } from './checkpoint-seal.js'
 import type { CheckpointStore } from './checkpoints.js'
 import { guardLogger } from './logger.js'
@@ -14,23 +15,7 @@ import { DEFAULT_MAX_PARK_MS, type ParkSettings } from './park.js'
 import { createStack, type Stack, type StackOptions } from './stack.js'
 import type { Clock, Logger, Middleware } from './types.js'
 
-export interface AgentLimits {
-  /** Model turns per run. Default 20. */
-  maxTurns: number
-  /** Steps per run: every model call and every tool attempt (retries included) spends one. Default 100. */
-  maxSteps: number
-  /** Deadline of one model call. Default 60 s. */
-  modelTimeoutMs: number
-  /** Tool calls of one turn that run at once. Default 4. */
-  maxParallelToolCalls: number
-  /**
-   * Tokens per run, input plus output as the providers report them. The run stops as
-   * `budget_exhausted` right after the model call that goes past it. Default: no limit.
-   */
-  maxTokens?: number | undefined
-  /** US dollars per run, from `prices`; the run stops right after the call that goes past it. Default: no limit. */
-  maxCostUsd?: number | undefined
-}
+export type { AgentLimits } from './agent-limits.js'
 
 /** A model, or a fallback chain of them. */
 export type AgentModel = ModelAdapter | readonly ModelAdapter[]

@@ -1,6 +1,6 @@
 import type { z } from 'zod'
 import { hashOfNamed } from './canonical.js'
-import { invalidArguments, unknownTool } from './dispatcher.js'
+import { invalidArguments, unknownTool } from './tool-refusals.js'
 import type { AnyTool, ToolCall } from './types.js'
 
 /** A call's arguments as its tool's schema parsed them, or what refused them (a soft ToolError, or a schema's throw). */
