@@ -1,5 +1,6 @@
 import { execFileSync } from 'node:child_process'
 import { createAgent, defineTool, memoryCheckpoints, ToolError } from '@shallot/core'
+import { policy } from '@shallot/policy'
 import { manualClock, scriptedModel } from '@shallot/testing'
 import { describe, expect, it } from 'vitest'
 import { z } from 'zod'
@@ -95,6 +96,57 @@ describe('handoffOf', () => {
     const text = handoffOf({ ...outcome, runId: '<b>x</b>' }, { secrets: ['Refund order'] })
     expect(text.split('\n')[0]).toBe('# Handoff: run \\<b\\>x\\</b\\>, stopped (budget\\_exhausted)')
     expect(text).not.toContain('Refund order')
+  })
+})
+
+describe('handoffOf: the pending step of a parked run and of a run waiting for a person', () => {
+  it('parked: the waiting call, its wake time and code, and the command without a stop', async () => {
+    const quotes = defineTool({
+      name: 'fx_rates',
+      description: 'Exchange rates',
+      input: z.object({}),
+      effect: 'read',
+      execute: async () => {
+        throw new ToolError('rate_limited', 'quota exhausted until the next hour', { category: 'transient', retryAfterMs: 3_600_000 })
+      },
+    })
+    const agent = createAgent({
+      model: scriptedModel([{ toolCalls: [{ id: 'call_fx', name: 'fx_rates', args: {} }] }]),
+      tools: [quotes],
+      checkpoints: memoryCheckpoints(),
+      clock: manualClock(),
+      park: { afterMs: 60_000, wallNow: () => Date.UTC(2026, 11, 5, 8, 0, 0) },
+    })
+    const outcome = await agent.run({ runId: 'fx-1', input: 'Convert 10 EUR' })
+    expect(outcome.status).toBe('parked')
+    const text = handoffOf(outcome, { resumeCommand: 'shallot resume fx-1 --checkpoints run.db' })
+    expect(text.split('\n')[0]).toBe('# Handoff: run fx-1, parked until 2026-12-05T09:00:00.000Z')
+    expect(text).toContain('    turn 1: the call call_fx to fx_rates waits until 2026-12-05T09:00:00.000Z (rate_limited, 3600000 ms)')
+    expect(text).toContain('The wait: fx\\_rates answered rate\\_limited.')
+    expect(text).toMatch(/Resume at or after 2026-12-05T09:00:00\.000Z:\n\n {4}shallot resume fx-1 --checkpoints run\.db\n$/)
+  })
+
+  it('waiting for approval: each pending call with its arguments and reason', async () => {
+    const transfer = defineTool({
+      name: 'transfer',
+      description: 'Move money',
+      input: z.object({ cents: z.number() }),
+      effect: 'write',
+      execute: async () => 'moved',
+    })
+    const agent = createAgent({
+      model: scriptedModel([{ toolCalls: [{ id: 'call_t', name: 'transfer', args: { cents: 50_000 } }] }]),
+      tools: [transfer],
+      middleware: [policy({ rules: [{ action: 'approve', effect: 'write', reason: 'writes need a person' }] })],
+      checkpoints: memoryCheckpoints(),
+      clock: manualClock(),
+    })
+    const outcome = await agent.run({ runId: 'pay-1', input: 'Pay the invoice' })
+    expect(outcome.status === 'stopped' && outcome.error.kind).toBe('user_input_required')
+    const text = handoffOf(outcome)
+    expect(text).toContain("Turn 1: 1 call waits for a person's answer (approve, deny, or approve with edited arguments):")
+    expect(text).toMatch(/\n {4}call_t {2}transfer \{"cents":50000\}\n {8}waits for: .*writes need a person/)
+    expect(text).toMatch(/\n {4}agent\.resume\("pay-1", \{ approvals: \{ "call_t": 'approve' \| 'deny' \| \{ args \} \} \}\)\n$/)
   })
 })
 
