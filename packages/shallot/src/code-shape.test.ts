@@ -1,0 +1,85 @@
+import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { dirname, join } from 'node:path'
+import { afterAll, describe, expect, it } from 'vitest'
+import { importCircles, longFunctions } from '../../../.ci/code-shape.mjs'
+
+// Issue 35, "readable over clever": no non-test function in packages/*/src over ~120 lines (failing past 130), and no
+// file-level import circle. `node .ci/code-shape.mjs` lists both; this test fails on anything new.
+const MAX_LINES = 130
+
+// Still over the limit, each at most as long as it is today: shrink an entry or delete it, never add one.
+const PENDING_FUNCTIONS: Readonly<Record<string, number>> = {
+  'packages/policy/src/policy.ts policy': 232,
+  'packages/otel/src/otel.ts otel': 205,
+  'packages/cli/src/run/command.ts runAgentCommand': 197,
+  'packages/testing/src/fake-provider/fake-provider.ts fakeProvider': 197,
+  'packages/idempotency/src/reclaim-cases.ts reclaimCases': 193,
+  'packages/otel/src/agent-spans.ts agentSpans': 182,
+  'packages/retry/src/retry.ts retry': 180,
+  'packages/circuit-breaker/src/breaker-machine.ts breakerMachine': 179,
+  'packages/config/src/plan-layers.ts planLayers': 169,
+  'packages/idempotency/src/memory-idempotency-store.ts memoryIdempotencyStore': 162,
+  'packages/testing/src/middleware-conformance.ts middlewareConformance': 162,
+  'packages/testing/src/middleware-conformance.ts (anonymous)': 153,
+  'packages/config/src/yaml-source.ts parseYamlText': 160,
+  'packages/hedging/src/hedging.ts hedging': 160,
+  'packages/cli/src/run/waits.ts waitLines': 147,
+  'packages/circuit-breaker/src/circuit-breaker.ts circuitBreaker': 144,
+  'packages/core/src/agent.ts createAgent': 144,
+  'packages/idempotency/src/store-contract.ts idempotencyStoreContract': 144,
+  'packages/store-postgres/src/postgres-idempotency-store.ts postgresIdempotencyStore': 137,
+  'packages/otel/src/operator-log.ts operatorLog': 132,
+}
+
+// The one circle left, in the CLI: its files import `CliIO` from cli.ts, which imports them.
+const PENDING_CIRCLE_FOLDERS = ['packages/cli/src/']
+
+describe('the code stays readable: short functions, no import circles', () => {
+  it(`has no new non-test function over ${MAX_LINES} lines, and none of the pending ones grew`, () => {
+    const offenders = longFunctions(MAX_LINES)
+      .filter((f) => {
+        const allowed = PENDING_FUNCTIONS[`${f.file} ${f.name}`]
+        return allowed === undefined || f.lines > allowed
+      })
+      .map((f) => `${f.file}:${f.line} ${f.name}: ${f.lines} lines`)
+    expect(offenders, 'split these into named helpers that each read in one sitting').toEqual([])
+  }, 60_000)
+
+  it('has no file-level import circle in packages/*/src', () => {
+    const circles = importCircles()
+      .filter((files) => !PENDING_CIRCLE_FOLDERS.some((folder) => files.every((file) => file.startsWith(folder))))
+      .map((files) => files.join(' -> '))
+    expect(circles, 'move what both sides need to a leaf file that imports neither').toEqual([])
+  }, 60_000)
+})
+
+describe('the checker finds what it must', () => {
+  const root = mkdtempSync(join(tmpdir(), 'code-shape-'))
+  const write = (path: string, text: string) => {
+    mkdirSync(dirname(join(root, path)), { recursive: true })
+    writeFileSync(join(root, path), text)
+  }
+  afterAll(() => rmSync(root, { recursive: true, force: true }))
+  const body = (n: number) => Array.from({ length: n }, (_, i) => `  total += ${i}`).join('\n')
+  write('packages/x/src/long.ts', `export function long(): number {\n  let total = 0\n${body(140)}\n  return total\n}\n`)
+  write('packages/x/src/method.ts', `export class C {\n  m(): number {\n    let total = 0\n${body(130)}\n    return total\n  }\n}\n`)
+  write('packages/x/src/arrow.ts', `export const arrow = (): number => {\n  let total = 0\n${body(119)}\n  return total\n}\n`)
+  write('packages/x/src/long.test.ts', `export function inTest(): number {\n  let total = 0\n${body(200)}\n  return total\n}\n`)
+  write('packages/x/src/a.ts', "import { b } from './b.js'\nexport const a = () => b\n")
+  write('packages/x/src/b.ts', "import type { C } from './dir/c.js'\nexport const b = 1 as unknown as C\n")
+  write('packages/x/src/dir/c.ts', "export { a } from '../a.js'\nexport type C = number\n")
+  write('packages/x/src/leaf.ts', "import { a } from './a.js'\nexport const leaf = a\n")
+
+  it('lists a long function, method or arrow with its length, and leaves test files out', () => {
+    expect(longFunctions(120, root).map((f) => [f.file, f.name, f.lines])).toEqual([
+      ['packages/x/src/long.ts', 'long', 144],
+      ['packages/x/src/method.ts', 'm', 134],
+      ['packages/x/src/arrow.ts', 'arrow', 123],
+    ])
+  })
+
+  it('finds a circle through a type-only import and a re-export, and not the file that only imports it', () => {
+    expect(importCircles(root)).toEqual([['packages/x/src/a.ts', 'packages/x/src/b.ts', 'packages/x/src/dir/c.ts']])
+  })
+})
