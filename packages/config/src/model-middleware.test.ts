@@ -101,7 +101,7 @@ describe('modelMiddleware: in a config file', () => {
     expect(outcome.status === 'completed' && outcome.output).toBe('hello — acme')
   })
 
-  it('a retry policy swapped in the file mid-run changes the next model call’s retries', async () => {
+  it('a retry policy swapped in the file mid-run changes the next model call’s retries (the built-in retry)', async () => {
     // A model that fails twice with a 503 before every answer; the classifier makes the 503 a retryable ToolError.
     const attempts: number[] = []
     let failuresLeft = 2
@@ -120,7 +120,8 @@ describe('modelMiddleware: in a config file', () => {
       },
     }
     const file = join(workspace, 'swap.yaml')
-    const patient = `modelMiddleware:\n  - "@acme/shallot-model-retry": retries\n  - error-classifier\npolicies:\n  retries: { maxAttempts: 3 }\n`
+    // The built-in retry's model side (decision 510), around the classifier's (decision 520); a 1 ms backoff.
+    const patient = `modelMiddleware:\n  - retry: retries\n  - error-classifier\npolicies:\n  retries: { baseMs: 1, capMs: 1, maxAttempts: 3 }\n`
     const stack = createStackFromConfig(await loadConfig(write(`stack: []\n${patient}`, file)), {
       tools: [
         defineTool({
