@@ -144,39 +144,42 @@ export function fallbackModel(options: FallbackModelOptions): ModelMiddleware {
   const o = parseOptions(OWNER, fallbackModelOptionsSchema, options)
   const spares = sparesOf(o.models, o.resolveModel)
 
-  return async function fallbackModel(ctx, next) {
+  /** What fails over after the primary failed with `failure`: the spares in order, each asked from `first`. */
+  async function fellThrough(ctx: ModelContext, next: () => Promise<void>, first: number, failure: unknown): Promise<void> {
     const primary = ctx.model
-    const first = ctx.attempt
-    // The agent's own model is asked first; a spare that is that model is not asked twice.
-    const chain = [primary, ...spares.filter((s) => s.adapter !== primary.adapter && s.name !== primary.name)]
-    const tried: Tried[] = []
-    for (const [i, model] of chain.entries()) {
-      if (i > 0) {
-        if (ctx.signal.aborted) throw abortReason(ctx.signal)
-        const from = tried[tried.length - 1] as Tried
-        const reason = `${from.model}: ${from.error}`
-        ctx.log.warn({ from: from.model, to: model.name, reason }, 'model fallback')
-        ctx.emit({
-          type: 'model.fallback',
-          at: ctx.clock.now(),
-          runId: ctx.run.id,
-          turn: ctx.turn,
-          from: from.model,
-          to: model.name,
-          reason,
-        })
-        ctx.model = model
-        ctx.attempt = first
-      }
+    // A spare that is the agent's own model is not asked twice.
+    const chain = spares.filter((s) => s.adapter !== primary.adapter && s.name !== primary.name)
+    if (chain.length === 0) throw failure
+    const tried = [triedOf(ctx, primary.name, ctx.attempt - first + 1, failure)]
+    for (const model of chain) {
+      if (ctx.signal.aborted) throw abortReason(ctx.signal)
+      const from = tried[tried.length - 1] as Tried
+      const reason = `${from.model}: ${from.error}`
+      ctx.log.warn({ from: from.model, to: model.name, reason }, 'model fallback')
+      ctx.emit({ type: 'model.fallback', at: ctx.clock.now(), runId: ctx.run.id, turn: ctx.turn, from: from.model, to: model.name, reason })
+      ctx.model = model
+      ctx.attempt = first
       ;(ctx as { circuit?: unknown }).circuit = undefined
       try {
         await next()
         return
       } catch (err) {
-        if (LoopError.is(err) || ctx.signal.aborted || chain.length === 1 || !movesOn(err)) throw err
+        if (LoopError.is(err) || ctx.signal.aborted || !movesOn(err)) throw err
         tried.push(triedOf(ctx, model.name, ctx.attempt - first + 1, err))
       }
     }
     throw exhausted(tried)
+  }
+
+  // The happy path (the agent's own model answers) allocates nothing here.
+  return async function fallbackModel(ctx, next) {
+    const first = ctx.attempt
+    ;(ctx as { circuit?: unknown }).circuit = undefined
+    try {
+      await next()
+    } catch (err) {
+      if (LoopError.is(err) || ctx.signal.aborted || !movesOn(err)) throw err
+      return fellThrough(ctx, next, first, err)
+    }
   }
 }
