@@ -11,7 +11,7 @@
 // dist. The rows are measured as bench/src/measure.ts's paired(): short rounds back to back, the
 // order rotated, each ratio taken within a round, the median of the ratios reported.
 import { execFileSync } from 'node:child_process'
-import { existsSync, mkdirSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs'
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
 import { createRequire } from 'node:module'
 import { tmpdir } from 'node:os'
 import { dirname, join, resolve } from 'node:path'
@@ -84,6 +84,7 @@ async function bundle(name, storeFile) {
 
 const sides = { now: (await bundle('now')).rows() }
 for (const [i, ref] of oldRefs.entries()) sides[ref] = (await bundle(`old-${i}`, extract(ref, join(work, `old-${i}`)))).rows()
+rmSync(work, { recursive: true, force: true }) // the extracted sources; the bundles stay in dist/ for a profiler
 const cases = Object.entries(sides).flatMap(([side, r]) => [
   { name: `${side} read`, fn: r.read },
   { name: `${side} write`, fn: r.write },
