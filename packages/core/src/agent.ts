@@ -1,6 +1,6 @@
 import { agentEvents, agentScope, noScope } from './agent-events.js'
 import { agentLoop, type ParkedOutcome, type ParkingOutcome, type RunOutcome } from './agent-loop.js'
-import { type AgentModel, type AgentOptions, agentSettings } from './agent-options.js'
+import { type AgentModel, type AgentOptions, type AgentSettings, agentSettings } from './agent-options.js'
 import { type ApprovalAnswer, resumeOptions, withApprovals } from './approvals.js'
 import {
   type CheckpointStore,
@@ -116,7 +116,7 @@ export function createAgent(options: AgentOptions<AgentModel> & { park: NonNulla
 export function createAgent(options: AgentOptions<AgentModel>): Agent
 export function createAgent(options: AgentOptions<AgentModel>): Agent<ParkingOutcome> {
   const settings = agentSettings(options)
-  const { stack, checkpoints, seal, park, clock } = settings
+  const { stack, checkpoints } = settings
   const within = agentScope(settings.logger, settings.onEvent)
   const loop = agentLoop(settings, agentEvents(settings.logger, settings.onEvent), within)
   // The whole run inside the listener's context, so what the model and the tools start sees it.
@@ -125,59 +125,6 @@ export function createAgent(options: AgentOptions<AgentModel>): Agent<ParkingOut
       ? loop
       : (snapshot: RunSnapshot, signal: AbortSignal | undefined, resumed: boolean) =>
           within({ type: 'run', at: settings.clock.now(), runId: snapshot.runId }, () => loop(snapshot, signal, resumed))
-
-  const parkedOutcome = (snapshot: RunSnapshot, record: ParkRecord): ParkedOutcome => ({
-    status: 'parked',
-    runId: snapshot.runId,
-    wakeAt: record.wakeAt,
-    reason: record.reason,
-    turns: snapshot.turns.length,
-    steps: snapshot.stepsUsed,
-    transcript: snapshot.transcript,
-    usage: usageOfSnapshot(snapshot.usage, snapshot.runId),
-  })
-
-  const newRun = ({ input, runId }: { input: string; runId?: string }): RunSnapshot => {
-    if (typeof input !== 'string') throw new TypeError('agent.run(): input must be a string (the task)')
-    return {
-      version: 1,
-      runId: runId ?? newRunId(),
-      input,
-      status: 'running',
-      turn: 0,
-      stepsUsed: 0,
-      state: {},
-      transcript: [{ role: 'user', content: input }],
-      turns: [],
-    }
-  }
-
-  /** A run on a checkpoint store: its first checkpoint, and a hold on its id when the caller named it. */
-  const startHeld = async (
-    store: CheckpointStore,
-    snapshot: RunSnapshot,
-    anonymous: boolean,
-    signal: AbortSignal | undefined,
-  ): Promise<ParkingOutcome> => {
-    const release = anonymous ? undefined : await hold(store, snapshot.runId, 'agent.run()', settings.logger)
-    const start = async () => {
-      try {
-        await store.save(seal === undefined ? snapshot : seal.seal(snapshot))
-      } catch (err) {
-        throw checkpointSaveFailed(store, snapshot.runId, 'the first checkpoint', err)
-      }
-    }
-    if (release === undefined) {
-      await start()
-      return drive(snapshot, signal, false)
-    }
-    try {
-      await start()
-      return await drive(snapshot, signal, false)
-    } finally {
-      await release()
-    }
-  }
 
   return {
     stack,
@@ -193,7 +140,7 @@ export function createAgent(options: AgentOptions<AgentModel>): Agent<ParkingOut
       const { signal, runId } = options
       // A run with a given id is held like a resume, so a resume of it cannot start while it goes.
       if (checkpoints === undefined) return drive(snapshot, signal, false)
-      return startHeld(checkpoints, snapshot, runId === undefined, signal)
+      return startHeld(settings, drive, checkpoints, snapshot, runId === undefined, signal)
     },
     async resume(runId, options = {}) {
       const { signal, approvals } = resumeOptions(options)
@@ -201,60 +148,139 @@ export function createAgent(options: AgentOptions<AgentModel>): Agent<ParkingOut
         throw new TypeError('agent.resume(): this agent has no checkpoints store; pass createAgent({ checkpoints })')
       const release = await hold(checkpoints, runId, 'agent.resume()', settings.logger)
       try {
-        return await resumeHeld(checkpoints, runId, signal, approvals)
+        return await resumeHeld(settings, drive, checkpoints, runId, signal, approvals)
       } finally {
         await release()
       }
     },
   }
+}
 
-  async function resumeHeld(
-    checkpoints: CheckpointStore,
-    runId: string,
-    signal: AbortSignal | undefined,
-    approvals: ReadonlyMap<string, ApprovalAnswer> | undefined,
-  ): Promise<ParkingOutcome> {
-    // Loaded only once the run is held: what another resume saved before it let go is what this one continues.
-    const snapshot = await checkpoints.load(runId)
-    if (snapshot === undefined) throw new TypeError(`agent.resume(): no checkpoint for run "${runId}"`)
-    seal?.verify(snapshot, runId)
-    if (snapshot.status === 'completed') {
-      return {
-        status: 'completed',
-        runId,
-        output: snapshot.output ?? '',
-        turns: snapshot.turn,
-        steps: snapshot.stepsUsed,
-        transcript: snapshot.transcript,
-        usage: usageOfSnapshot(snapshot.usage, runId),
-      }
-    }
-    if (snapshot.status === 'parked') {
-      const wallNow = park?.wallNow ?? Date.now
-      const record = parkRecordOf(snapshot, wallNow(), park?.maxWaitMs ?? DEFAULT_MAX_PARK_MS)
-      const restMs = record.wakeAt - wallNow()
-      if (restMs > 0) {
-        // Early (a queue's clock ahead of ours, a caller too eager): a rest shorter than the park
-        // threshold is what the agent would have waited anyway; a longer one stays parked.
-        if (park === undefined) throw new ParkedError(runId, record.wakeAt, restMs)
-        if (restMs >= park.afterMs) return parkedOutcome(snapshot, record)
-        try {
-          await clock.sleep(restMs, signal)
-        } catch {
-          // Cancelled before anything ran: the run is still parked, as the checkpoint says.
-          return parkedOutcome(snapshot, record)
-        }
-      }
-    }
-    checkPendingTurn(snapshot, new Set(stack.tools.keys()))
-    if (approvals === undefined) return drive(snapshot, signal, true)
-    const answered = withApprovals(snapshot, approvals)
-    // Saved before the replay: a process that dies during it resumes with the answers given.
-    try {
-      await checkpoints.save(seal === undefined ? answered : seal.seal(answered))
-    } catch (err) {
-      throw checkpointSaveFailed(checkpoints, runId, 'the approvals', err)
-    }
-    return drive(answered, signal, true)
+/** One run of the agent's loop, inside the listener's context when there is one. */
+type Drive = (snapshot: RunSnapshot, signal: AbortSignal | undefined, resumed: boolean) => Promise<ParkingOutcome>
+
+function parkedOutcome(snapshot: RunSnapshot, record: ParkRecord): ParkedOutcome {
+  return {
+    status: 'parked',
+    runId: snapshot.runId,
+    wakeAt: record.wakeAt,
+    reason: record.reason,
+    turns: snapshot.turns.length,
+    steps: snapshot.stepsUsed,
+    transcript: snapshot.transcript,
+    usage: usageOfSnapshot(snapshot.usage, snapshot.runId),
   }
+}
+
+function newRun({ input, runId }: { input: string; runId?: string }): RunSnapshot {
+  if (typeof input !== 'string') throw new TypeError('agent.run(): input must be a string (the task)')
+  return {
+    version: 1,
+    runId: runId ?? newRunId(),
+    input,
+    status: 'running',
+    turn: 0,
+    stepsUsed: 0,
+    state: {},
+    transcript: [{ role: 'user', content: input }],
+    turns: [],
+  }
+}
+
+/** A run on a checkpoint store: its first checkpoint, and a hold on its id when the caller named it. */
+async function startHeld(
+  settings: AgentSettings,
+  drive: Drive,
+  store: CheckpointStore,
+  snapshot: RunSnapshot,
+  anonymous: boolean,
+  signal: AbortSignal | undefined,
+): Promise<ParkingOutcome> {
+  const { seal } = settings
+  const release = anonymous ? undefined : await hold(store, snapshot.runId, 'agent.run()', settings.logger)
+  const start = async () => {
+    try {
+      await store.save(seal === undefined ? snapshot : seal.seal(snapshot))
+    } catch (err) {
+      throw checkpointSaveFailed(store, snapshot.runId, 'the first checkpoint', err)
+    }
+  }
+  if (release === undefined) {
+    await start()
+    return drive(snapshot, signal, false)
+  }
+  try {
+    await start()
+    return await drive(snapshot, signal, false)
+  } finally {
+    await release()
+  }
+}
+
+/**
+ * A parked run resumed before its time: still parked (its outcome) when the rest is at least the
+ * park threshold or the wait is cancelled, else waited out here; undefined once it may go on.
+ */
+async function earlyWake(
+  settings: AgentSettings,
+  runId: string,
+  snapshot: RunSnapshot,
+  signal: AbortSignal | undefined,
+): Promise<ParkedOutcome | undefined> {
+  const { park, clock } = settings
+  const wallNow = park?.wallNow ?? Date.now
+  const record = parkRecordOf(snapshot, wallNow(), park?.maxWaitMs ?? DEFAULT_MAX_PARK_MS)
+  const restMs = record.wakeAt - wallNow()
+  if (restMs <= 0) return undefined
+  // Early (a queue's clock ahead of ours, a caller too eager): a rest shorter than the park
+  // threshold is what the agent would have waited anyway; a longer one stays parked.
+  if (park === undefined) throw new ParkedError(runId, record.wakeAt, restMs)
+  if (restMs >= park.afterMs) return parkedOutcome(snapshot, record)
+  try {
+    await clock.sleep(restMs, signal)
+  } catch {
+    // Cancelled before anything ran: the run is still parked, as the checkpoint says.
+    return parkedOutcome(snapshot, record)
+  }
+  return undefined
+}
+
+async function resumeHeld(
+  settings: AgentSettings,
+  drive: Drive,
+  checkpoints: CheckpointStore,
+  runId: string,
+  signal: AbortSignal | undefined,
+  approvals: ReadonlyMap<string, ApprovalAnswer> | undefined,
+): Promise<ParkingOutcome> {
+  const { seal, stack } = settings
+  // Loaded only once the run is held: what another resume saved before it let go is what this one continues.
+  const snapshot = await checkpoints.load(runId)
+  if (snapshot === undefined) throw new TypeError(`agent.resume(): no checkpoint for run "${runId}"`)
+  seal?.verify(snapshot, runId)
+  if (snapshot.status === 'completed') {
+    return {
+      status: 'completed',
+      runId,
+      output: snapshot.output ?? '',
+      turns: snapshot.turn,
+      steps: snapshot.stepsUsed,
+      transcript: snapshot.transcript,
+      usage: usageOfSnapshot(snapshot.usage, runId),
+    }
+  }
+  if (snapshot.status === 'parked') {
+    const stillParked = await earlyWake(settings, runId, snapshot, signal)
+    if (stillParked !== undefined) return stillParked
+  }
+  checkPendingTurn(snapshot, new Set(stack.tools.keys()))
+  if (approvals === undefined) return drive(snapshot, signal, true)
+  const answered = withApprovals(snapshot, approvals)
+  // Saved before the replay: a process that dies during it resumes with the answers given.
+  try {
+    await checkpoints.save(seal === undefined ? answered : seal.seal(answered))
+  } catch (err) {
+    throw checkpointSaveFailed(checkpoints, runId, 'the approvals', err)
+  }
+  return drive(answered, signal, true)
 }
