@@ -139,7 +139,7 @@ describe("the README's parking block: the switch's parked case", () => {
     expect(logged[0]).toMatch(
       /^waiting 60000 ms \(rate_limited from read_file\); agent\.resume\('[^']+'\) after \d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$/,
     )
-  })
+  }, 60_000)
 })
 
 describe("the umbrella README's Usage", () => {
