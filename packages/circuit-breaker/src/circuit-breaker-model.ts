@@ -81,6 +81,10 @@ export function modelCircuitOpenError(facts: {
 
 const isPromise = <T>(value: T | Promise<T>): value is Promise<T> => typeof (value as { then?: unknown })?.then === 'function'
 
+const noEvent = () => {}
+/** What a state home is handed: the run and its logger; a store's failure is logged, as a model call has no event for it. */
+const hostOf = (ctx: ModelContext): BreakerHost => ({ run: ctx.run, log: ctx.log, emit: noEvent })
+
 /**
  * A circuit breaker for model calls: one breaker per model (per agent, unless a shared `store` says
  * otherwise), the same machine, policies and store as {@link circuitBreaker}. After repeated
@@ -149,21 +153,14 @@ export function circuitBreakerModel(options?: CircuitBreakerModelOptions): Model
     }
   }
 
-  async function settle(
-    ctx: ModelContext,
-    host: BreakerHost,
-    judged: { readonly model: string; readonly key: string },
-    ticket: Ticket,
-    outcome: Outcome,
-    error: unknown,
-    attempts: number,
-  ): Promise<void> {
-    const { model, key } = judged
+  async function settle(ctx: ModelContext, model: string, key: string, ticket: Ticket, outcome: Outcome, error: unknown, attempts: number) {
     const home = homeOf(ctx.stackKey)
     if (!home.quiet(ctx.run, key, ticket, outcome)) {
       const now = ctx.clock.now()
       const retryAfterMs = outcome === 'failure' && ToolError.is(error) ? error.retryAfterMs : undefined
-      const step = home.apply(host, key, ctx.signal, (current) => machine.settle(current, ticket, outcome, now, retryAfterMs, attempts))
+      const step = home.apply(hostOf(ctx), key, ctx.signal, (current) =>
+        machine.settle(current, ticket, outcome, now, retryAfterMs, attempts),
+      )
       const { change } = isPromise(step) ? await step : step
       if (change !== undefined) report(ctx, model, key, [change])
     }
@@ -177,12 +174,10 @@ export function circuitBreakerModel(options?: CircuitBreakerModelOptions): Model
     if (ctx.signal.aborted) throw abortReason(ctx.signal)
     const model = ctx.model.name
     const home = homeOf(ctx.stackKey)
-    // Only the store's own failures are told about as events; a model call has no event for them, the log says it.
-    const host: BreakerHost = { run: ctx.run, log: ctx.log, emit: () => {} }
     let admission: Admission | undefined = home.admitClosed(ctx.run, key)
     if (admission === undefined) {
       const now = ctx.clock.now()
-      const pending = home.apply(host, key, ctx.signal, (current) => machine.admit(current, now))
+      const pending = home.apply(hostOf(ctx), key, ctx.signal, (current) => machine.admit(current, now))
       admission = isPromise(pending) ? await pending : pending
       if (admission.changes.length > 0) report(ctx, model, key, admission.changes)
     }
@@ -196,9 +191,11 @@ export function circuitBreakerModel(options?: CircuitBreakerModelOptions): Model
     try {
       await next()
     } catch (err) {
-      await settle(ctx, host, { model, key }, admission, judge(ctx, key, err), err, ctx.attempt - first + 1)
+      await settle(ctx, model, key, admission, judge(ctx, key, err), err, ctx.attempt - first + 1)
       throw err
     }
-    await settle(ctx, host, { model, key }, admission, 'success', undefined, 1)
+    // The happy path: a success that changes nothing (a closed circuit with nothing counted) writes nothing.
+    if (home.quiet(ctx.run, key, admission, 'success')) ctx.circuit = { model, key, circuit: 'closed', refused: false }
+    else await settle(ctx, model, key, admission, 'success', undefined, 1)
   }
 }
