@@ -13,8 +13,6 @@ export { hashOfNamed } from './canonical.js'
 export type { EscalationPolicy } from './channel.js'
 /** @deprecated `trustedMiddleware` (main entry) marks a layer; goes with `@shallot/core/internal` in 0.3. */
 export { isTrustedMiddleware, TRUSTED_MIDDLEWARE } from './compose.js'
-/** @deprecated not part of the author kit (decision 535); goes with `@shallot/core/internal` in 0.3. */
-export { unknownTool } from './dispatcher.js'
 export * from './kit.js'
 /** @deprecated not part of the author kit (decision 535); goes with `@shallot/core/internal` in 0.3. */
 export { renderValue } from './render.js'
@@ -26,3 +24,5 @@ export { describeShape, jsonSchemaOf } from './shape.js'
 export { stripInvisible } from './text/invisible.js'
 /** @deprecated not part of the author kit (decision 535); goes with `@shallot/core/internal` in 0.3. */
 export { REDACTED } from './text/redacted.js'
+/** @deprecated not part of the author kit (decision 535); goes with `@shallot/core/internal` in 0.3. */
+export { unknownTool } from './tool-refusals.js'

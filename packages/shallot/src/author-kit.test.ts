@@ -178,10 +178,11 @@ describe('the author kit (docs/author-kit.md)', { timeout: 30_000 }, () => {
     ).toEqual([])
   })
 
-  it('gives every section a sample, and names each of its names under the heading', () => {
+  it('gives every section a signature and a sample, and describes each of its names under the heading', () => {
     expect(documented.length).toBeGreaterThan(20)
     for (const section of documented) {
       expect(section.body, `${DOC} "### ${section.heading}" has no ts sample`).toContain('```ts')
+      expect(section.body, `${DOC} "### ${section.heading}" gives no signature`).toMatch(/Signatures?:/)
       for (const name of section.names) expect(section.body, `${DOC} "### ${section.heading}": ${name} is not described`).toContain(name)
     }
   })
