@@ -1,17 +1,6 @@
-import {
-  type AnyTool,
-  abortReason,
-  type DeferredSignal,
-  LoopError,
-  type Middleware,
-  type Next,
-  parseOptions,
-  type ToolContext,
-  ToolError,
-} from '@shallot/core'
-import { startTimer } from '@shallot/core/kit'
+import { abortReason, type Middleware, type Next, parseOptions, type ToolContext } from '@shallot/core'
 import { z } from 'zod'
-import { AttemptSignal } from './attempt-signal.js'
+import { type HedgeLayer, hedged } from './hedge-attempts.js'
 import { LatencySample } from './latency-sample.js'
 import { type HedgeBudgetStore, isHedgeBudgetStore, tokenBucket } from './token-bucket.js'
 
@@ -80,35 +69,6 @@ export const hedgingFileOptionsSchema = z.strictObject(optionsShape).superRefine
 /** What {@link hedging} accepts. */
 export type HedgingOptions = z.input<typeof hedgingOptionsSchema>
 
-/** Emits from a callback outside the layer's own flow: a throwing listener must not leave the call unsettled. */
-function tell(ctx: ToolContext, type: string, fields: Record<string, unknown>): void {
-  try {
-    ctx.emit(type, fields)
-  } catch (err) {
-    warn(ctx, err, `hedging: a listener of ${type} threw`)
-  }
-}
-
-/** Logs from a callback; a throwing logger is swallowed, since nobody is left to tell. */
-function warn(ctx: ToolContext, err: unknown, message: string): void {
-  try {
-    ctx.log.warn({ err }, message)
-  } catch {
-    // Nowhere left to report to.
-  }
-}
-
-const NONE = Symbol('none')
-const SKIPPED = Symbol('skipped: no step left')
-
-/** The reason a losing attempt's signal aborts with; never shown to the model. */
-const lost = () =>
-  new ToolError('hedge_lost', 'another attempt of this call answered first', {
-    category: 'transient',
-    retryable: false,
-    safeToRepeat: true,
-  })
-
 /**
  * For a `read` or `idempotent` tool that has not answered within a delay (a fixed `delayMs`, or
  * the tool's recent p95), starts a second attempt beside the first and takes whichever succeeds
@@ -153,138 +113,13 @@ export function hedging(options?: HedgingOptions): Middleware {
     sample.add(ms)
   }
 
-  function settle(ctx: ToolContext, call: () => unknown, what: string): void {
-    try {
-      const done = call()
-      if (typeof (done as PromiseLike<unknown> | undefined)?.then === 'function')
-        (done as PromiseLike<unknown>).then(undefined, (err: unknown) => warn(ctx, err, what))
-    } catch (err) {
-      warn(ctx, err, what)
-    }
-  }
-
-  async function take(ctx: ToolContext): Promise<boolean> {
-    try {
-      const taken = budget.tryTake(o.hedgeCost)
-      return typeof taken === 'boolean' ? taken : await taken
-    } catch (err) {
-      // A budget that cannot be read fails closed: no hedge beats an unbounded storm.
-      warn(ctx, err, 'hedging: retry budget store failed; not hedging')
-      return false
-    }
-  }
-
-  /** The hedge: the stack's own run of the tool beside next() (the call's one parse, one step, one execution counted). */
-  async function runHedge(ctx: ToolContext, _tool: AnyTool, signal: AbortSignal): Promise<unknown> {
-    if (ctx.run.budget.remaining <= 0) throw SKIPPED
-    return ctx.runTool(signal)
-  }
-
-  function hedged(ctx: ToolContext, next: Next, tool: AnyTool, outer: AbortSignal | DeferredSignal): Promise<void> {
-    const clock = ctx.clock
-    const started = clock.now()
-    const delayMs = delayFor(tool.name)
-    const first = new AttemptSignal(outer)
-    return new Promise<void>((resolve, reject) => {
-      let primaryDone = false
-      let primaryError: unknown = NONE
-      let hedge: { controller: AbortController; startedAt: number; done: boolean } | undefined
-      let hedgeValue: unknown = NONE
-      let finished = false
-      const finish = (error: unknown) => {
-        if (finished) return
-        finished = true
-        cancelTimer()
-        if (error === NONE) {
-          if (refill > 0) settle(ctx, () => budget.refill(refill), 'hedging: retry budget store failed to refill')
-          resolve()
-        } else reject(error)
-      }
-
-      const launch = async () => {
-        if (primaryDone || outer.aborted) return
-        if (ctx.run.budget.remaining <= 0) return tell(ctx, 'hedging.skipped', { reason: 'step_budget', delayMs })
-        if (!(await take(ctx))) return tell(ctx, 'hedging.skipped', { reason: 'retry_budget', delayMs })
-        if (primaryDone || outer.aborted) {
-          settle(ctx, () => budget.refill(o.hedgeCost), 'hedging: retry budget store failed to refill')
-          return
-        }
-        const controller = new AbortController()
-        const attempt = { controller, startedAt: clock.now(), done: false }
-        hedge = attempt
-        tell(ctx, 'hedging.started', { delayMs })
-        const signal = AbortSignal.any([outer instanceof AbortSignal ? outer : outer.signal, controller.signal])
-        runHedge(ctx, tool, signal).then(
-          (value) => onHedge(attempt, true, value),
-          (err: unknown) => onHedge(attempt, false, err),
-        )
-      }
-
-      const onHedge = (attempt: NonNullable<typeof hedge>, ok: boolean, outcome: unknown) => {
-        attempt.done = true
-        if (finished) return
-        if (!ok) {
-          if (outcome === SKIPPED) tell(ctx, 'hedging.skipped', { reason: 'step_budget', delayMs })
-          else tell(ctx, 'hedging.failed', { code: ToolError.is(outcome) ? outcome.code : 'thrown' })
-          if (primaryDone) finish(outer.aborted ? abortReason(outer) : primaryError)
-          return
-        }
-        record(tool.name, clock.now() - attempt.startedAt)
-        tell(ctx, 'hedging.won', { by: 'hedge', afterMs: clock.now() - started })
-        if (primaryDone) {
-          ctx.result = { value: outcome }
-          finish(NONE)
-          return
-        }
-        // The onion settles a layer only after its next(): stop the first attempt and wait for it.
-        hedgeValue = outcome
-        first.lose(lost())
-      }
-
-      const onPrimary = (error: unknown) => {
-        primaryDone = true
-        if (outer instanceof AbortSignal) ctx.signal = outer
-        else ctx.deferSignal(outer)
-        if (hedgeValue !== NONE) {
-          ctx.result = { value: hedgeValue }
-          return finish(NONE)
-        }
-        if (error === NONE) {
-          hedge?.controller.abort(lost())
-          record(tool.name, clock.now() - started)
-          if (hedge !== undefined) tell(ctx, 'hedging.won', { by: 'first', afterMs: clock.now() - started })
-          return finish(NONE)
-        }
-        // A hedge still running may yet succeed; anything that ends the call ends it now.
-        if (hedge === undefined || hedge.done || LoopError.is(error) || outer.aborted) {
-          hedge?.controller.abort(lost())
-          return finish(outer.aborted ? abortReason(outer) : error)
-        }
-        primaryError = error
-      }
-
-      const cancelTimer = startTimer(clock, delayMs, () => {
-        launch().catch((err: unknown) => warn(ctx, err, 'hedging: could not start a hedge'))
-      })
-      ctx.deferSignal(first)
-      let work: Promise<void>
-      try {
-        work = next()
-      } catch (err) {
-        work = Promise.reject(err)
-      }
-      work.then(
-        () => onPrimary(NONE),
-        (err: unknown) => onPrimary(err),
-      )
-    })
-  }
+  const layer: HedgeLayer = { budget, hedgeCost: o.hedgeCost, refill, delayFor, record }
 
   return function hedging(ctx: ToolContext, next: Next): Promise<void> {
     const tool = ctx.tool
     if (tool === undefined || !effects.has(tool.effect)) return next()
     const outer = ctx.currentSignal()
     if (outer.aborted) return Promise.reject(abortReason(outer))
-    return hedged(ctx, next, tool, outer)
+    return hedged(layer, ctx, next, tool, outer)
   }
 }

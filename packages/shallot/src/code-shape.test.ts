@@ -23,7 +23,6 @@ const PENDING_FUNCTIONS: Readonly<Record<string, number>> = {
   'packages/testing/src/middleware-conformance.ts middlewareConformance': 162,
   'packages/testing/src/middleware-conformance.ts (anonymous)': 153,
   'packages/config/src/yaml-source.ts parseYamlText': 160,
-  'packages/hedging/src/hedging.ts hedging': 160,
   'packages/cli/src/run/waits.ts waitLines': 147,
   'packages/circuit-breaker/src/circuit-breaker.ts circuitBreaker': 144,
   'packages/idempotency/src/store-contract.ts idempotencyStoreContract': 144,
