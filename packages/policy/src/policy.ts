@@ -1,26 +1,22 @@
 import {
   type AnyTool,
-  abortReason,
   type Middleware,
   type Next,
   parseOptions,
   type RunContext,
-  sanitize,
   silentLogger,
   systemClock,
-  type ToolCall,
   type ToolContext,
-  ToolError,
 } from '@shallot/core'
-import { APPROVAL_CHECK, type ApprovalCheck, canonicalJson, invalidArguments } from '@shallot/core/kit'
+import { APPROVAL_CHECK, type ApprovalCheck } from '@shallot/core/kit'
 import { z } from 'zod'
-import { answerIn, askInProcess, digestOf, isNoAnswer, type OnApproval, readDecision, staleAnswerProblem, whyNoAnswer } from './approval.js'
+import { answerIn, type OnApproval } from './approval.js'
 import { describeRules, hintFor } from './describe-rules.js'
-import { approvalRequired, approvalUsed, blockedByPolicy, deniedByUser, type PendingApproval } from './policy-errors.js'
-import { consumedAs, markConsumed } from './policy-state.js'
-import { type CompiledRule, compileRules, policyCodeRuleSchema, type RuleVerdict } from './rules.js'
-import { peekSlots, RunSlots, type SlotTaker } from './run-slots.js'
-import { settleWithin, TIMED_OUT } from './settle-within.js'
+import { approve, consume, runInward } from './policy-approve.js'
+import { decide, type PolicyLayer } from './policy-decide.js'
+import { blockedByPolicy, deniedByUser } from './policy-errors.js'
+import { type CompiledRule, compileRules, policyCodeRuleSchema } from './rules.js'
+import { peekSlots, RunSlots } from './run-slots.js'
 
 /** The longest an in-process approval may wait: the longest a JavaScript timer holds. */
 const MAX_WAIT_MS = 2_147_483_647
@@ -48,23 +44,6 @@ export const policyOptionsSchema = z.strictObject({
 
 /** What {@link policy} accepts. */
 export type PolicyOptions = z.input<typeof policyOptionsSchema>
-
-type Decision =
-  | { readonly action: 'pass' }
-  | { readonly action: 'allow' | 'approve'; readonly rule: CompiledRule | undefined }
-  | { readonly action: 'deny'; readonly rule: CompiledRule | undefined; readonly reason: string }
-
-async function parsedArgs(tool: AnyTool, args: unknown): Promise<{ ok: true; args: unknown } | { ok: false }> {
-  let parsed: z.ZodSafeParseResult<unknown>
-  try {
-    parsed = tool.input.safeParse(args)
-  } catch {
-    parsed = await tool.input.safeParseAsync(args)
-  }
-  return parsed.success ? { ok: true, args: parsed.data } : { ok: false }
-}
-
-const argumentsText = (args: unknown) => sanitize(canonicalJson(args) ?? 'null', { maxLength: 2000 })
 
 /**
  * Guardrails for tool calls. Rules (data or code) allow, deny, or send for a human's approval,
@@ -118,174 +97,7 @@ export function policy(options?: PolicyOptions): Middleware {
     return list
   }
 
-  function refused(ctx: ToolContext, rule: CompiledRule | undefined, reason: string): Decision {
-    ctx.emit('policy.undecidable', { rule: rule?.id, reason })
-    return { action: 'deny', rule, reason: `the call cannot be checked (${reason}), so it is refused` }
-  }
-
-  /** A rule's verdict on the call; an async `when` is waited for at most `whenTimeoutMs`, and only while the call stands. */
-  async function verdictOf(ctx: ToolContext, rule: CompiledRule, args: unknown): Promise<RuleVerdict> {
-    let verdict: RuleVerdict | typeof TIMED_OUT
-    try {
-      const answer = rule.conditions(args, ctx)
-      verdict = answer instanceof Promise ? await settleWithin(ctx, answer, whenTimeoutMs) : answer
-    } catch (err) {
-      const signal = ctx.currentSignal()
-      // A cancelled run ends the call as cancelled, not as a broken rule.
-      if (signal.aborted) throw abortReason(signal)
-      ctx.log.error({ err, rule: rule.id }, 'policy: a rule check threw; the call is denied')
-      return { undecidable: `rule ${rule.id}'s check failed` }
-    }
-    if (verdict !== TIMED_OUT) return verdict
-    ctx.log.error({ rule: rule.id, timeoutMs: whenTimeoutMs }, 'policy: a rule check did not answer in time; the call is denied')
-    return { undecidable: `rule ${rule.id}'s check did not answer within ${whenTimeoutMs} ms` }
-  }
-
-  /** Decides the call; a `maxPerRun` slot is taken from `slots` the moment its rule is read, before any await. */
-  async function decide(ctx: ToolContext, tool: AnyTool, slots: SlotTaker): Promise<Decision> {
-    const applicable = rulesFor(tool)
-    let args: unknown = ctx.call.args
-    if (applicable.some((rule) => rule.needsArgs)) {
-      const parsed = await parsedArgs(tool, args)
-      // The terminal refuses these arguments with the tool's schema before anything runs.
-      if (!parsed.ok) return { action: 'pass' }
-      args = parsed.args
-    }
-    for (const rule of applicable) {
-      const verdict = await verdictOf(ctx, rule, args)
-      if (typeof verdict === 'object') return refused(ctx, rule, verdict.undecidable)
-      if (verdict === 'no') continue
-      if (rule.maxPerRun !== undefined && slots.take(rule.id, rule.maxPerRun)) continue
-      if (rule.action === 'deny') return { action: 'deny', rule, reason: rule.reason ?? `rule ${rule.id} denies it` }
-      return { action: rule.action, rule }
-    }
-    if (fallback === 'deny') return { action: 'deny', rule: undefined, reason: 'no rule allows it' }
-    return { action: 'allow', rule: undefined }
-  }
-
-  function pending(ctx: ToolContext, rule: CompiledRule, problem?: string): PendingApproval {
-    const entry = {
-      callId: ctx.call.id,
-      tool: ctx.call.name,
-      arguments: argumentsText(ctx.call.args),
-      reason: rule.reason ?? `rule ${rule.id} asks for approval`,
-      rule: rule.id,
-      digest: digestOf(ctx.call),
-    }
-    return problem === undefined ? entry : { ...entry, problem }
-  }
-
-  async function run(ctx: ToolContext, slots: RunSlots, next: Next, args?: unknown): Promise<void> {
-    const current = ctx.currentSignal()
-    if (current.aborted) throw abortReason(current)
-    // Counted on the way in: a write that later fails may still have reached the world.
-    slots.keep()
-    if (args === undefined) return next()
-    const original = ctx.call
-    const edited: ToolCall = { id: original.id, name: original.name, args }
-    // The inner layers (idempotency's key, the terminal's validation) must see the arguments the human approved.
-    ;(ctx as { call: ToolCall }).call = edited
-    try {
-      await next()
-    } finally {
-      ;(ctx as { call: ToolCall }).call = original
-    }
-  }
-
-  async function approve(ctx: ToolContext, tool: AnyTool, rule: CompiledRule, slots: RunSlots, next: Next): Promise<void> {
-    const { run: runContext, call } = ctx
-    const used = consumedAs(runContext, call.id)
-    if (typeof used === 'object' && used !== null && !Array.isArray(used) && used.turn === runContext.turn) {
-      ctx.emit('policy.approval_used', { rule: rule.id })
-      throw approvalUsed(call.name, call.id)
-    }
-    let answer: unknown = answerIn(runContext, call)
-    const fromState = answer !== undefined
-    const reason = rule.reason ?? `rule ${rule.id} asks for approval`
-    if (!fromState) {
-      if (onApproval === undefined) {
-        ctx.emit('policy.approval_required', { rule: rule.id })
-        throw approvalRequired([pending(ctx, rule, staleAnswerProblem(runContext, call))])
-      }
-      ctx.emit('policy.approval_requested', { rule: rule.id })
-      const request = {
-        runId: runContext.id,
-        turn: runContext.turn,
-        callId: call.id,
-        tool: call.name,
-        args: call.args,
-        reason,
-        rule: rule.id,
-      }
-      answer = await askInProcess(ctx, onApproval, { ...request, arguments: argumentsText(call.args) }, approvalTimeoutMs)
-      if (isNoAnswer(answer)) {
-        const why = whyNoAnswer(answer)
-        if (why === 'failed')
-          ctx.log.error({ err: (answer as { error?: unknown }).error, rule: rule.id }, 'policy: onApproval threw; the call is denied')
-        ctx.emit('policy.approval_denied', { rule: rule.id, by: why })
-        consume(runContext, call.id, 'deny')
-        throw deniedByUser(
-          call.name,
-          why === 'timeout' ? `no answer within ${Math.round(approvalTimeoutMs / 1000)}s` : 'the approval could not be asked',
-        )
-      }
-    }
-    const read = readDecision(answer)
-    if (read.kind === 'none') {
-      if (fromState)
-        throw approvalRequired([pending(ctx, rule, "the answer in the run state is not 'approve', 'deny', { deny } or { args }")])
-      ctx.log.error({ rule: rule.id }, 'policy: onApproval answered something that is not a decision; the call is denied')
-      ctx.emit('policy.approval_denied', { rule: rule.id, by: 'invalid_answer' })
-      consume(runContext, call.id, 'deny')
-      throw deniedByUser(call.name, 'the approval answer was not understood')
-    }
-    if (read.kind === 'refused_args') {
-      consume(runContext, call.id, 'edit')
-      throw new ToolError('invalid_arguments', `Invalid arguments for ${tool.name}: the edited arguments are refused: ${read.problem}`, {
-        category: 'recoverable',
-        safeToRepeat: true,
-      })
-    }
-    const value = read.decision
-    if (value === 'deny' || (typeof value === 'object' && 'deny' in value)) {
-      ctx.emit('policy.approval_denied', { rule: rule.id, by: 'user' })
-      consume(runContext, call.id, 'deny')
-      throw deniedByUser(call.name, value === 'deny' || value.deny.trim() === '' ? undefined : value.deny)
-    }
-    if (value === 'approve') {
-      ctx.emit('policy.approved', { rule: rule.id, edited: false })
-      consume(runContext, call.id, 'approve')
-      return run(ctx, slots, next)
-    }
-    // A plain copy (readDecision): what is validated is what the tool receives.
-    const edited = value.args
-    const parsed = tool.input.safeParse(edited)
-    consume(runContext, call.id, 'edit')
-    if (!parsed.success) throw invalidArguments(tool, parsed.error)
-    ctx.emit('policy.approved', { rule: rule.id, edited: true })
-    return run(ctx, slots, next, edited)
-  }
-
-  function consume(runContext: RunContext, callId: string, as: 'approve' | 'deny' | 'edit'): void {
-    markConsumed(runContext, callId, as)
-  }
-
-  async function decided(ctx: ToolContext, tool: AnyTool, slots: RunSlots, next: Next): Promise<void> {
-    const decision = await decide(ctx, tool, slots)
-    if (decision.action === 'pass') return next()
-    if (decision.action === 'deny') {
-      ctx.emit('policy.denied', { rule: decision.rule?.id, reason: decision.reason })
-      throw blockedByPolicy(
-        tool.name,
-        decision.reason,
-        decision.rule?.id ?? 'default',
-        hintFor(decision.rule, tool, rulesFor(tool), fallback),
-      )
-    }
-    if (decision.action === 'approve' && decision.rule !== undefined) return approve(ctx, tool, decision.rule, slots, next)
-    if (decision.rule !== undefined) ctx.emit('policy.allowed', { rule: decision.rule.id })
-    return run(ctx, slots, next)
-  }
+  const shared: PolicyLayer = { rulesFor, fallback, onApproval, approvalTimeoutMs, whenTimeoutMs }
 
   const layer: Middleware = async function policy(ctx: ToolContext, next: Next): Promise<void> {
     const tool = ctx.tool
@@ -300,7 +112,7 @@ export function policy(options?: PolicyOptions): Middleware {
     }
     const slots = new RunSlots(ctx.run)
     try {
-      return await decided(ctx, tool, slots, next)
+      return await decided(shared, ctx, tool, slots, next)
     } finally {
       // Kept by a call that went inward; given back by one refused, stopped or cancelled before it did.
       slots.release()
@@ -319,9 +131,27 @@ export function policy(options?: PolicyOptions): Middleware {
       clock: systemClock,
       currentSignal: () => runContext.signal,
     } as unknown as ToolContext
-    const decision = await decide(probe, tool, peekSlots(runContext))
+    const decision = await decide(shared, probe, tool, peekSlots(runContext))
     return decision.action === 'approve'
   }
   Object.defineProperty(layer, APPROVAL_CHECK, { value: check })
   return layer
+}
+
+/** Acts on the call's decision: passes it on, refuses it, asks for approval, or lets it go inward. */
+async function decided(layer: PolicyLayer, ctx: ToolContext, tool: AnyTool, slots: RunSlots, next: Next): Promise<void> {
+  const decision = await decide(layer, ctx, tool, slots)
+  if (decision.action === 'pass') return next()
+  if (decision.action === 'deny') {
+    ctx.emit('policy.denied', { rule: decision.rule?.id, reason: decision.reason })
+    throw blockedByPolicy(
+      tool.name,
+      decision.reason,
+      decision.rule?.id ?? 'default',
+      hintFor(decision.rule, tool, layer.rulesFor(tool), layer.fallback),
+    )
+  }
+  if (decision.action === 'approve' && decision.rule !== undefined) return approve(layer, ctx, tool, decision.rule, slots, next)
+  if (decision.rule !== undefined) ctx.emit('policy.allowed', { rule: decision.rule.id })
+  return runInward(ctx, slots, next)
 }

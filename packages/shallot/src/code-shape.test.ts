@@ -10,7 +10,6 @@ const MAX_LINES = 130
 
 // Still over the limit, each at most as long as it is today: shrink an entry or delete it, never add one.
 const PENDING_FUNCTIONS: Readonly<Record<string, number>> = {
-  'packages/policy/src/policy.ts policy': 232,
   'packages/otel/src/otel.ts otel': 205,
   'packages/cli/src/run/command.ts runAgentCommand': 197,
   'packages/testing/src/fake-provider/fake-provider.ts fakeProvider': 197,
