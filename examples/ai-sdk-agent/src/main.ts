@@ -23,6 +23,15 @@ const readFileTool = tool({
   execute: ({ path }, { abortSignal }) => readFile(join(root, path), { encoding: 'utf8', ...(abortSignal ? { signal: abortSignal } : {}) }),
 })
 
+/** Whether a tool result the model reads is an error: the stack's JSON with an `error` code, whatever the output's type. */
+function readsAsError(value: unknown): boolean {
+  try {
+    return typeof JSON.parse(String(value)).error === 'string'
+  } catch {
+    return false
+  }
+}
+
 const hide = (text: string) => text.replaceAll(root, '<project>').trim()
 
 function printStep<T extends ToolSet>(step: StepResult<T>): void {
@@ -44,7 +53,7 @@ console.log('━━ Scene 1 · A mistyped path, healed by a soft error')
   const model = scriptedModel([
     { call: { name: 'read_file', input: { path: 'src/mian.rs' } } },
     (prompt) =>
-      lastOutputs(prompt)[0]?.type === 'error-text' ? { call: { name: 'read_file', input: { path: 'src/main.rs' } } } : { text: 'read it' },
+      readsAsError(lastOutputs(prompt)[0]?.value) ? { call: { name: 'read_file', input: { path: 'src/main.rs' } } } : { text: 'read it' },
     (prompt) => ({ text: `main.rs prints a greeting: ${String(lastOutputs(prompt)[0]?.value).trim()}` }),
   ])
   const shallot = shallotTools({ read_file: readFileTool }, { middleware: defaultMiddleware(), effects: { read_file: 'read' } })

@@ -130,8 +130,11 @@ describe('a 429 on a write tool', () => {
     provider.script({ fault: 'rate_limit', retryAfterSeconds: 2 })
     const { stack } = defaultStack(sdkTool(sdk, 'write', 0), { timeout: { ms: 10_000 } })
     const result = await stack.dispatch(call, { run: createRun() })
-    // Every attempt was refused at the door, so shallot repeated the write, each time no sooner than asked.
-    expect(result).toMatchObject({ ok: false, attempts: 3, error: { code: 'rate_limited', safeToRepeat: true, retryAfterMs: 2000 } })
+    // Every attempt was refused at the door, so shallot repeated the write, each time no sooner than asked. Every
+    // attempt failed the same way, so the model is not invited back (decision 410): no retryAfterMs, a hint saying why.
+    expect(result).toMatchObject({ ok: false, attempts: 3, error: { code: 'rate_limited', safeToRepeat: true, retryable: false } })
+    expect(result.error?.retryAfterMs).toBeUndefined()
+    expect(result.error?.hint).toMatch(/failed all 3 attempts/)
     expect(provider.requests).toHaveLength(3)
     const gaps = provider.requests.slice(1).map((r, i) => r.at - (provider.requests[i]?.at ?? 0))
     expect(gaps).toHaveLength(2)
