@@ -12,7 +12,6 @@ const MAX_LINES = 130
 const PENDING_FUNCTIONS: Readonly<Record<string, number>> = {
   'packages/otel/src/otel.ts otel': 205,
   'packages/cli/src/run/command.ts runAgentCommand': 197,
-  'packages/testing/src/fake-provider/fake-provider.ts fakeProvider': 197,
   'packages/idempotency/src/reclaim-cases.ts reclaimCases': 193,
   'packages/otel/src/agent-spans.ts agentSpans': 182,
   'packages/retry/src/retry.ts retry': 180,

@@ -1,4 +1,4 @@
-import { createServer, type IncomingMessage, type ServerResponse } from 'node:http'
+import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http'
 import type { AddressInfo, Socket } from 'node:net'
 import { parseOptions } from '@shallot/core'
 import { anthropicMessages } from './anthropic-messages.js'
@@ -24,6 +24,145 @@ function checkStep(step: unknown, where: string): FakeStep {
   return typeof step === 'function' ? (step as FakeStep) : checkTurn(step, where)
 }
 
+function sendError(res: ServerResponse, wire: WireFormat | undefined, status: number, message: string): void {
+  const body =
+    wire?.api === 'anthropic-messages'
+      ? {
+          type: 'error',
+          error: { type: status === 404 ? 'not_found_error' : status === 413 ? 'request_too_large' : 'api_error', message },
+        }
+      : { error: { message, type: status >= 500 ? 'server_error' : 'invalid_request_error', param: null, code: null } }
+  res.writeHead(status, { 'content-type': 'application/json' }).end(JSON.stringify(body))
+}
+
+/** The script as it plays: its steps (more may be added), how many were played, what a request past the end gets. */
+interface Script {
+  readonly steps: FakeStep[]
+  played: number
+  readonly onEnd: 'fail' | 'repeat'
+}
+
+/** The turn that answers a request: the next step of the script, or a message saying why there is none. */
+async function nextTurn(script: Script, entry: MutableRequest): Promise<FakeTurn | string> {
+  const { steps, onEnd } = script
+  if (script.played >= steps.length && (onEnd === 'fail' || steps.length === 0)) {
+    return `fakeProvider: the script has ${steps.length} steps and request ${entry.index} (${entry.method} ${entry.path}) asked for step ${script.played + 1}`
+  }
+  const stepNumber = Math.min(script.played, steps.length - 1) + 1
+  script.played++
+  entry.turn = stepNumber
+  const step = steps[stepNumber - 1] as FakeStep
+  if (typeof step !== 'function') return step
+  try {
+    return checkTurn(await step(entry), `the function of step ${stepNumber}`)
+  } catch (error) {
+    return `fakeProvider: step ${stepNumber} threw: ${error instanceof Error ? error.message : String(error)}`
+  }
+}
+
+/** A request's body as text (empty past `maxBodyBytes`), its size, and the JSON it holds. */
+async function readBody(req: IncomingMessage, maxBodyBytes: number) {
+  const chunks: Buffer[] = []
+  let size = 0
+  let tooLarge = false
+  for await (const chunk of req as AsyncIterable<Buffer>) {
+    size += chunk.length
+    if (size > maxBodyBytes) tooLarge = true
+    else chunks.push(chunk)
+  }
+  const text = tooLarge ? '' : Buffer.concat(chunks).toString('utf8')
+  let body: unknown
+  let parseFailed = false
+  try {
+    body = text.length === 0 ? undefined : JSON.parse(text)
+  } catch {
+    parseFailed = true
+  }
+  return { text, size, tooLarge, body, parseFailed }
+}
+
+function headersOf(req: IncomingMessage): Record<string, string> {
+  const headers: Record<string, string> = {}
+  for (const [name, value] of Object.entries(req.headers))
+    if (value !== undefined) headers[name] = Array.isArray(value) ? value.join(', ') : value
+  return headers
+}
+
+function listenLocally(server: Server): Promise<void> {
+  return new Promise<void>((resolve, reject) => {
+    server.once('error', reject)
+    server.listen(0, '127.0.0.1', () => {
+      server.off('error', reject)
+      resolve()
+    })
+  })
+}
+
+/** The record of a request as it arrived, before the script answers it. */
+function entryOf(
+  req: IncomingMessage,
+  index: number,
+  wire: WireFormat | undefined,
+  path: string,
+  body: unknown,
+  at: number,
+  receivedAt: number,
+): MutableRequest {
+  const api = wire?.api
+  return {
+    index,
+    api,
+    method: req.method ?? 'GET',
+    path,
+    headers: headersOf(req),
+    body,
+    stream: typeof body === 'object' && body !== null && (body as { stream?: unknown }).stream === true,
+    at,
+    receivedAt,
+    turn: undefined,
+    outcome: 'pending',
+    ...viewOf(api, body),
+  }
+}
+
+/** Why a request is refused before the script plays (no route, too large, not a JSON object), or undefined. */
+function refusalOf(
+  wire: WireFormat | undefined,
+  entry: MutableRequest,
+  read: { size: number; tooLarge: boolean; body: unknown; parseFailed: boolean },
+  maxBodyBytes: number,
+): { status: number; message: string } | undefined {
+  if (wire === undefined) {
+    const routes = [...ROUTES.keys()].join(', ')
+    return { status: 404, message: `fakeProvider: no route for ${entry.method} ${entry.path}; it serves ${routes}` }
+  }
+  if (read.tooLarge)
+    return { status: 413, message: `fakeProvider: the body has ${read.size} bytes, more than maxBodyBytes (${maxBodyBytes})` }
+  const { body } = read
+  if (read.parseFailed || typeof body !== 'object' || body === null || Array.isArray(body))
+    return { status: 400, message: 'We could not parse the JSON body of your request: it must be a JSON object.' }
+  return undefined
+}
+
+type ArrivalWaiters = Map<number, Array<{ resolve: (r: FakeRequest) => void; reject: (e: Error) => void }>>
+
+/** Request `index` once it has arrived; rejected if the provider closes first. */
+function arrival(
+  requests: readonly FakeRequest[],
+  waiting: ArrivalWaiters,
+  closing: Promise<void> | undefined,
+  index: number,
+): Promise<FakeRequest> {
+  const arrived = requests[index]
+  if (arrived !== undefined) return Promise.resolve(arrived)
+  if (closing) return Promise.reject(new Error(`fakeProvider: closed before request ${index} arrived`))
+  return new Promise<FakeRequest>((resolve, reject) => {
+    const waiters = waiting.get(index) ?? []
+    waiters.push({ resolve, reject })
+    waiting.set(index, waiters)
+  })
+}
+
 /**
  * A local HTTP server (127.0.0.1, an ephemeral port) that speaks OpenAI Chat Completions, OpenAI
  * Responses and Anthropic Messages, as JSON and as SSE streams. It plays a script of turns (text,
@@ -42,11 +181,11 @@ export async function fakeProvider(options: FakeProviderOptions = {}): Promise<F
   const onEnd = parsed.onEnd ?? 'fail'
   const maxBodyBytes = parsed.maxBodyBytes ?? 8 * 1024 * 1024
   const steps: FakeStep[] = (parsed.script ?? []).map((step, i) => checkStep(step, `option script[${i}]`))
-  let played = 0
+  const script: Script = { steps, played: 0, onEnd }
   const requests: MutableRequest[] = []
   const sockets = new Set<Socket>()
   const inFlight = new Set<ServerResponse>()
-  const arrivalWaiters = new Map<number, Array<{ resolve: (r: FakeRequest) => void; reject: (e: Error) => void }>>()
+  const arrivalWaiters: ArrivalWaiters = new Map()
   let idleWaiters: Array<() => void> = []
   let closing: Promise<void> | undefined
 
@@ -69,98 +208,34 @@ export async function fakeProvider(options: FakeProviderOptions = {}): Promise<F
     for (const waiter of waiters ?? []) waiter.resolve(entry)
   }
 
-  const sendError = (res: ServerResponse, wire: WireFormat | undefined, status: number, message: string) => {
-    const body =
-      wire?.api === 'anthropic-messages'
-        ? {
-            type: 'error',
-            error: { type: status === 404 ? 'not_found_error' : status === 413 ? 'request_too_large' : 'api_error', message },
-          }
-        : { error: { message, type: status >= 500 ? 'server_error' : 'invalid_request_error', param: null, code: null } }
-    res.writeHead(status, { 'content-type': 'application/json' }).end(JSON.stringify(body))
-  }
-
-  async function nextTurn(entry: MutableRequest): Promise<FakeTurn | string> {
-    if (played >= steps.length && (onEnd === 'fail' || steps.length === 0)) {
-      return `fakeProvider: the script has ${steps.length} steps and request ${entry.index} (${entry.method} ${entry.path}) asked for step ${played + 1}`
-    }
-    const stepNumber = Math.min(played, steps.length - 1) + 1
-    played++
-    entry.turn = stepNumber
-    const step = steps[stepNumber - 1] as FakeStep
-    if (typeof step !== 'function') return step
-    try {
-      return checkTurn(await step(entry), `the function of step ${stepNumber}`)
-    } catch (error) {
-      return `fakeProvider: step ${stepNumber} threw: ${error instanceof Error ? error.message : String(error)}`
-    }
-  }
-
   async function handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
     const at = now()
     const receivedAt = Date.now()
     const path = (req.url ?? '/').split('?')[0] as string
     const wire = ROUTES.get(`${req.method} ${path}`)
-    const chunks: Buffer[] = []
-    let size = 0
-    let tooLarge = false
-    for await (const chunk of req as AsyncIterable<Buffer>) {
-      size += chunk.length
-      if (size > maxBodyBytes) tooLarge = true
-      else chunks.push(chunk)
-    }
-    const text = tooLarge ? '' : Buffer.concat(chunks).toString('utf8')
-    let body: unknown
-    let parseFailed = false
-    try {
-      body = text.length === 0 ? undefined : JSON.parse(text)
-    } catch {
-      parseFailed = true
-    }
-    const headers: Record<string, string> = {}
-    for (const [name, value] of Object.entries(req.headers))
-      if (value !== undefined) headers[name] = Array.isArray(value) ? value.join(', ') : value
-    const api = wire?.api
-    const entry: MutableRequest = {
-      index: requests.length,
-      api,
-      method: req.method ?? 'GET',
-      path,
-      headers,
-      body,
-      stream: typeof body === 'object' && body !== null && (body as { stream?: unknown }).stream === true,
-      at,
-      receivedAt,
-      turn: undefined,
-      outcome: 'pending',
-      ...viewOf(api, body),
-    }
+    const read = await readBody(req, maxBodyBytes)
+    const { text, body } = read
+    const entry = entryOf(req, requests.length, wire, path, body, at, receivedAt)
     record(entry)
     res.on('close', () => {
       settle(entry, closing ? 'closed_by_server' : 'client_closed')
       leave(res)
     })
-    if (wire === undefined) {
+    const refused = refusalOf(wire, entry, read, maxBodyBytes)
+    if (refused !== undefined) {
       entry.outcome = 'rejected'
-      const routes = [...ROUTES.keys()].join(', ')
-      return sendError(res, undefined, 404, `fakeProvider: no route for ${entry.method} ${path}; it serves ${routes}`)
+      return sendError(res, wire, refused.status, refused.message)
     }
-    if (tooLarge) {
-      entry.outcome = 'rejected'
-      return sendError(res, wire, 413, `fakeProvider: the body has ${size} bytes, more than maxBodyBytes (${maxBodyBytes})`)
-    }
-    if (parseFailed || typeof body !== 'object' || body === null || Array.isArray(body)) {
-      entry.outcome = 'rejected'
-      return sendError(res, wire, 400, 'We could not parse the JSON body of your request: it must be a JSON object.')
-    }
-    const turn = await nextTurn(entry)
+    // refusalOf refuses a request with no route.
+    const served = wire as WireFormat
+    const turn = await nextTurn(script, entry)
     if (res.destroyed) return
     if (typeof turn === 'string') {
       entry.outcome = 'faulted'
-      return sendError(res, wire, 500, turn)
+      return sendError(res, served, 500, turn)
     }
-    const reply = (r: FakeReply) => planReply(r, wire, entry, text)
-    await play({ turn, wire, entry, res, reply })
+    const reply = (r: FakeReply) => planReply(r, served, entry, text)
+    await play({ turn, wire: served, entry, res, reply })
   }
 
   const server = createServer((req, res) => {
@@ -176,13 +251,7 @@ export async function fakeProvider(options: FakeProviderOptions = {}): Promise<F
     sockets.add(socket)
     socket.on('close', () => sockets.delete(socket))
   })
-  await new Promise<void>((resolve, reject) => {
-    server.once('error', reject)
-    server.listen(0, '127.0.0.1', () => {
-      server.off('error', reject)
-      resolve()
-    })
-  })
+  await listenLocally(server)
   const { port } = server.address() as AddressInfo
   const url = `http://127.0.0.1:${port}`
 
@@ -192,7 +261,7 @@ export async function fakeProvider(options: FakeProviderOptions = {}): Promise<F
     anthropicBaseURL: `${url}/v1`,
     requests,
     get remaining() {
-      return Math.max(0, steps.length - played)
+      return Math.max(0, steps.length - script.played)
     },
     get listening() {
       return server.listening
@@ -208,14 +277,7 @@ export async function fakeProvider(options: FakeProviderOptions = {}): Promise<F
       if (!Number.isSafeInteger(index) || index < 0) {
         return Promise.reject(new TypeError(`fakeProvider.waitForRequest(): index must be a whole number >= 0 (got ${String(index)})`))
       }
-      const arrived = requests[index]
-      if (arrived !== undefined) return Promise.resolve(arrived)
-      if (closing) return Promise.reject(new Error(`fakeProvider: closed before request ${index} arrived`))
-      return new Promise<FakeRequest>((resolve, reject) => {
-        const waiters = arrivalWaiters.get(index) ?? []
-        waiters.push({ resolve, reject })
-        arrivalWaiters.set(index, waiters)
-      })
+      return arrival(requests, arrivalWaiters, closing, index)
     },
     whenIdle() {
       if (inFlight.size === 0) return Promise.resolve()
