@@ -24,7 +24,6 @@ const PENDING_FUNCTIONS: Readonly<Record<string, number>> = {
   'packages/cli/src/run/waits.ts waitLines': 147,
   'packages/circuit-breaker/src/circuit-breaker.ts circuitBreaker': 144,
   'packages/idempotency/src/store-contract.ts idempotencyStoreContract': 144,
-  'packages/store-postgres/src/postgres-idempotency-store.ts postgresIdempotencyStore': 137,
   'packages/otel/src/operator-log.ts operatorLog': 132,
 }
 

@@ -9,20 +9,8 @@ const SWEEP_BATCH = 16
 /** A token is a positive bigint; anything else can own no row (and must not reach a `::bigint` cast). */
 const TOKEN = /^[1-9]\d{0,18}$/
 
-/**
- * The idempotency store of `postgresStores()`: `begin` is one transaction that claims the key or
- * locks its row (`FOR UPDATE`) and decides on it; every settle is one guarded statement. Tokens come
- * from one sequence, so they only grow. A worker whose lease ran out is fenced out once anyone was
- * told so (the row becomes `lapsed`). Leases and TTLs run on the server's clock. Every row read is
- * validated: a corrupt record answers `unknown (corrupt)` and stays, so `idempotency()` refuses the
- * call with `outcome_unknown` until the row expires or someone deletes it; never replayed, never run again.
- *
- * @example
- * const { idempotency: store } = postgresStores({ pool })
- * createStack({ tools, middleware: [idempotency({ store, scope: 'tenant-a' })] })
- */
-export function postgresIdempotencyStore(context: PostgresStoreContext): IdempotencyStore {
-  const { pool, tables, bounded, log, nowParam } = context
+/** The store's statements on its tables: claim, lock, replace, lapse, retake, sweep and the three settles. */
+function idempotencySql(tables: PostgresStoreContext['tables']) {
   const t = tables.idempotency
   const fresh = `nextval('${tables.tokens.replaceAll("'", "''")}')`
 
@@ -41,12 +29,30 @@ export function postgresIdempotencyStore(context: PostgresStoreContext): Idempot
   const completeSql = `UPDATE ${t} SET state = 'done', result = $4, expires_at = ${NOW} + $5 WHERE ${owner}`
   const unknownSql = `UPDATE ${t} SET state = 'unknown', expires_at = ${NOW} + $4 WHERE ${owner}`
   const releaseSql = `DELETE FROM ${t} WHERE ${owner}`
+  return { claimSql, lockSql, replaceSql, lapseSql, retakeSql, sweepSql, completeSql, unknownSql, releaseSql }
+}
 
-  const tokenOf = (rows: Array<Record<string, unknown>>) => {
-    const token = rows[0]?.token
-    if (typeof token !== 'string' || !TOKEN.test(token)) throw new TypeError('the server answered no token')
-    return token
-  }
+function tokenOf(rows: Array<Record<string, unknown>>): string {
+  const token = rows[0]?.token
+  if (typeof token !== 'string' || !TOKEN.test(token)) throw new TypeError('the server answered no token')
+  return token
+}
+
+/**
+ * The idempotency store of `postgresStores()`: `begin` is one transaction that claims the key or
+ * locks its row (`FOR UPDATE`) and decides on it; every settle is one guarded statement. Tokens come
+ * from one sequence, so they only grow. A worker whose lease ran out is fenced out once anyone was
+ * told so (the row becomes `lapsed`). Leases and TTLs run on the server's clock. Every row read is
+ * validated: a corrupt record answers `unknown (corrupt)` and stays, so `idempotency()` refuses the
+ * call with `outcome_unknown` until the row expires or someone deletes it; never replayed, never run again.
+ *
+ * @example
+ * const { idempotency: store } = postgresStores({ pool })
+ * createStack({ tools, middleware: [idempotency({ store, scope: 'tenant-a' })] })
+ */
+export function postgresIdempotencyStore(context: PostgresStoreContext): IdempotencyStore {
+  const { pool, tables, bounded, log, nowParam } = context
+  const { claimSql, lockSql, replaceSql, lapseSql, retakeSql, sweepSql, completeSql, unknownSql, releaseSql } = idempotencySql(tables)
 
   function corrupt(key: string, problem: string): BeginResult {
     log.warn({ key, problem }, 'idempotency record in PostgreSQL is corrupt; identical calls are refused until it expires or is deleted')
