@@ -3,7 +3,7 @@ import { createRequire } from 'node:module'
 import { tmpdir } from 'node:os'
 import { dirname, join } from 'node:path'
 import { createAgent, defineTool, type ModelAdapter, type ModelResponse } from '@shallot/core'
-import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest'
 import { z } from 'zod'
 import { ConfigError, checkConfig, createStackFromConfig, loadConfig } from './index.js'
 
@@ -145,6 +145,35 @@ describe('modelMiddleware: in a config file', () => {
     expect(outcome.error.kind).toBe('model_failed')
     expect(outcome.error.message).toBe('the model call failed after 2 attempts: HTTP 503: Service Unavailable')
     expect(outcome.error.details.failure).toBe('503 the provider failed')
+  })
+
+  it('a new file that cannot be built changes neither onion; a call in flight keeps the layers it started with', async () => {
+    const stack = createStackFromConfig(await loadConfig(write('stack: []\nmodelMiddleware:\n  - "@acme/shallot-sign": { by: one }\n')), {
+      tools: [],
+    })
+    // Its model layers are fine; a tool it names does not exist, so the whole file is refused.
+    const broken = await loadConfig(
+      write('stack: [retry]\nmodelMiddleware:\n  - "@acme/shallot-sign": { by: two }\ntools:\n  nosuch: { retry: none }\n'),
+    )
+    expect(() => stack.reconfigure(broken)).toThrow(/no tool named "nosuch"/)
+    let release: (() => void) | undefined
+    const model: ModelAdapter = {
+      name: 'm',
+      generate: () =>
+        release === undefined
+          ? new Promise((resolve) => {
+              release = () => resolve(done('slow'))
+            })
+          : Promise.resolve(done('fast')),
+    }
+    const agent = createAgent({ model, stack, modelMiddleware: stack.modelMiddleware })
+    const slow = agent.run({ input: 'a' })
+    await vi.waitFor(() => expect(release).toBeDefined())
+    stack.reconfigure(await loadConfig(write('stack: []\nmodelMiddleware:\n  - "@acme/shallot-sign": { by: three }\n')))
+    const fast = await agent.run({ input: 'b' })
+    release?.()
+    const outputs = [await slow, fast].map((o) => (o.status === 'completed' ? o.output : o.status))
+    expect(outputs).toEqual(['slow — one', 'fast — three'])
   })
 
   it('without modelMiddleware the stack’s model middleware is a pass-through', async () => {
