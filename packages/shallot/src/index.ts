@@ -93,3 +93,4 @@ export {
 export { type ConvergenceOptions, resetConvergence, resetStuckLoop, type StuckLoopOptions, stuckLoop } from '@shallot/stuck-loop'
 export { type TimeoutOptions, timeout } from '@shallot/timeout'
 export { DEFAULT_ORDER, type DefaultMiddlewareOptions, defaultMiddleware } from './default-middleware.js'
+export { DEFAULT_MODEL_ORDER, type DefaultModelMiddlewareOptions, defaultModelMiddleware } from './default-model-middleware.js'

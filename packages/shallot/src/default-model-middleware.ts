@@ -1,0 +1,47 @@
+import { type CircuitBreakerModelOptions, circuitBreakerModel, consecutive } from '@shallot/circuit-breaker'
+import { type ModelMiddleware, parseOptions } from '@shallot/core'
+import { type ErrorClassifierOptions, errorClassifierModel } from '@shallot/error-classifier'
+import { type RetryModelOptions, retryModel } from '@shallot/retry'
+import { type TimeoutOptions, timeoutModel } from '@shallot/timeout'
+import { z } from 'zod'
+
+/** Options for each layer of the default model stack, by name; `false` leaves a layer out. */
+export interface DefaultModelMiddlewareOptions {
+  readonly circuitBreaker?: CircuitBreakerModelOptions | false
+  readonly retry?: RetryModelOptions | false
+  readonly errorClassifier?: ErrorClassifierOptions | false
+  readonly timeout?: TimeoutOptions | false
+}
+
+/** The layers of the default model stack, outermost first (docs/onion.md, "Both onions"). */
+export const DEFAULT_MODEL_ORDER = Object.freeze(['circuitBreaker', 'retry', 'errorClassifier', 'timeout'] as const)
+
+// Each layer checks its own options; here only the names and "options or false", so `timeOut` is an error.
+const entry = z
+  .custom<object | false>((v) => v === false || (typeof v === 'object' && v !== null && !Array.isArray(v)), {
+    message: "expected the layer's options object, or false to leave it out",
+  })
+  .optional()
+const schema = z.strictObject({ circuitBreaker: entry, retry: entry, errorClassifier: entry, timeout: entry })
+
+/**
+ * The model calls' counterpart of `defaultMiddleware()`: a breaker per model, retry of transient failures
+ * (full jitter, Retry-After as a floor), the provider's failure classified once, and a deadline per attempt —
+ * with the figures core's own model path uses (3 attempts from 250 ms to 4 s, a circuit open after 3 failures
+ * for 30 s, 60 s per attempt), so `createAgent({ modelMiddleware: defaultModelMiddleware() })` behaves as
+ * today's agent does, through layers a config file and a third party can reach (issue 35, decision 500).
+ * Every call builds fresh layers (fresh breaker and budget state).
+ *
+ * @example
+ * const agent = createAgent({ model, tools, modelMiddleware: defaultModelMiddleware({ timeout: { ms: 20_000 } }) })
+ */
+export function defaultModelMiddleware(options: DefaultModelMiddlewareOptions = {}): ModelMiddleware[] {
+  parseOptions('defaultModelMiddleware()', schema, options)
+  const layers: ModelMiddleware[] = []
+  if (options.circuitBreaker !== false)
+    layers.push(circuitBreakerModel({ policy: consecutive({ threshold: 3 }), cooldownMs: 30_000, ...options.circuitBreaker }))
+  if (options.retry !== false) layers.push(retryModel({ maxAttempts: 3, baseMs: 250, capMs: 4000, ...options.retry }))
+  if (options.errorClassifier !== false) layers.push(errorClassifierModel(options.errorClassifier || undefined))
+  if (options.timeout !== false) layers.push(timeoutModel({ ms: 60_000, ...options.timeout }))
+  return layers
+}
