@@ -11,14 +11,7 @@ import {
   TOOL_EFFECTS,
   type ToolResult,
 } from '@shallot/core'
-import {
-  approvalCheckOf,
-  maxStepsFrom,
-  onlyWithoutStack,
-  runBudgetRefinement,
-  stackFromSource,
-  stackSourceShape,
-} from '@shallot/core/kit'
+import { approvalCheckOf, maxStepsFrom, onlyWithoutStack, runBudgetRefinement, stackFromSource, stackSourceShape } from '@shallot/core/kit'
 import { type AgentMiddleware, createMiddleware, type ModelRequest, type ToolCallRequest } from 'langchain'
 import { z } from 'zod'
 import { interruptForApprovals } from './approval-interrupt.js'
@@ -100,6 +93,25 @@ function toolMessageOf(value: unknown, request: ToolCallRequest): HandlerResult 
   return new ToolMessage({ content, tool_call_id: callId, name })
 }
 
+/** Per thread: its run, and the argument text of its last model turn's malformed calls by call id. */
+type ThreadRun = { run: MutableRun; stop: AbortController; malformed: Map<string, string> }
+type ThreadRuns = Map<string, ThreadRun>
+
+/** The thread's run (made on first use), now the most recently used; past `maxRuns`, the least recently used is forgotten. */
+function threadRun(runs: ThreadRuns, key: string, maxSteps: number | undefined, maxRuns: number): ThreadRun {
+  let entry = runs.get(key)
+  if (entry !== undefined) {
+    runs.delete(key)
+  } else {
+    const stop = new AbortController()
+    const run = createRun({ id: key, signal: stop.signal, ...(maxSteps === undefined ? {} : { maxSteps }) })
+    entry = { run, stop, malformed: new Map<string, string>() }
+    if (runs.size >= maxRuns) runs.delete(runs.keys().next().value as string)
+  }
+  runs.set(key, entry)
+  return entry
+}
+
 /**
  * A LangChain agent middleware that runs every tool call through a shallot stack: one line gives a
  * `createAgent` user shallot's layers. Soft errors come back as `ToolMessage`s with `status: 'error'`
@@ -119,7 +131,7 @@ export function shallotMiddleware(options?: ShallotMiddlewareOptions): AgentMidd
   // Per thread: its run, and the argument text of its last model turn's calls that were not complete
   // JSON, by call id, from that turn to their dispatch. Kept with the run, so two threads whose calls
   // got the same id (`malformed_0`) never read each other's text, and forgotten with it.
-  const runs = new Map<string, { run: MutableRun; stop: AbortController; malformed: Map<string, string> }>()
+  const runs: ThreadRuns = new Map()
   const runKey = o.runKey ?? defaultRunKey
   const maxSteps = maxStepsFrom(o)
   const clock = o.clock ?? systemClock
@@ -147,19 +159,7 @@ export function shallotMiddleware(options?: ShallotMiddlewareOptions): AgentMidd
     return next
   }
 
-  function runFor(key: string) {
-    let entry = runs.get(key)
-    if (entry !== undefined) {
-      runs.delete(key)
-    } else {
-      const stop = new AbortController()
-      const run = createRun({ id: key, signal: stop.signal, ...(maxSteps === undefined ? {} : { maxSteps }) })
-      entry = { run, stop, malformed: new Map<string, string>() }
-      if (runs.size >= o.maxRuns) runs.delete(runs.keys().next().value as string)
-    }
-    runs.set(key, entry)
-    return entry
-  }
+  const runFor = (key: string) => threadRun(runs, key, maxSteps, o.maxRuns)
 
   /**
    * The model's message with its malformed calls surfaced, their text noted for the thread's dispatch.
