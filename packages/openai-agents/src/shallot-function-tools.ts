@@ -97,6 +97,27 @@ const parametersOf = (schema: z.ZodType) => {
   return { additionalProperties: true, ...json } as FunctionTool['parameters']
 }
 
+/** The specs as shallot tools: each runs its `execute` with the SDK's run context of the call. */
+// biome-ignore lint/suspicious/noExplicitAny: each spec has its own argument type; the stack validates them
+function definitionsOf(specs: readonly ShallotFunctionToolSpec<any>[]): AnyTool[] {
+  return specs.map(
+    (spec) =>
+      defineTool({
+        name: spec.name,
+        description: spec.description,
+        input: spec.parameters as z.ZodType,
+        effect: spec.effect ?? 'write',
+        execute: (args, ctx) =>
+          (spec.execute as ShallotFunctionToolSpec['execute'])(args, {
+            signal: ctx.signal,
+            idempotencyKey: ctx.idempotencyKey,
+            attempt: ctx.attempt,
+            runContext: agentsCall.getStore(),
+          }),
+      }) as AnyTool,
+  )
+}
+
 /**
  * Builds OpenAI Agents SDK function tools whose every call goes through a shallot stack. The raw
  * argument text goes to `stack.dispatch` (which parses and validates it, so malformed JSON is a soft
@@ -116,22 +137,7 @@ export function shallotFunctionTools(
   if (!Array.isArray(specs))
     throw new TypeError('shallotFunctionTools() takes an array of tool specs [{ name, description, parameters, execute }]')
   const o = parseOptions('shallotFunctionTools()', shallotFunctionToolsOptionsSchema.superRefine(onlyWithoutStack([])), options)
-  const definitions: AnyTool[] = specs.map(
-    (spec) =>
-      defineTool({
-        name: spec.name,
-        description: spec.description,
-        input: spec.parameters as z.ZodType,
-        effect: spec.effect ?? 'write',
-        execute: (args, ctx) =>
-          (spec.execute as ShallotFunctionToolSpec['execute'])(args, {
-            signal: ctx.signal,
-            idempotencyKey: ctx.idempotencyKey,
-            attempt: ctx.attempt,
-            runContext: agentsCall.getStore(),
-          }),
-      }) as AnyTool,
-  )
+  const definitions = definitionsOf(specs)
   const stack = o.stack ?? stackFromSource(o, definitions)
   const maxSteps = maxStepsFrom(o)
   const run = o.run ?? createRun(maxSteps === undefined ? {} : { maxSteps })
