@@ -82,6 +82,15 @@ function charging(store: IdempotencyStore, clock: { t: number }, answer: () => R
 
 const call = (id: string) => ({ id, name: 'charge_card', args: { amount: 5 } })
 
+type Claim = (store: IdempotencyStore, key: string) => Promise<string>
+
+/** Claims `s k1` and records its outcome as unknown; the token it held. */
+async function markedUnknown(claim: Claim, store: IdempotencyStore): Promise<string> {
+  const token = await claim(store, 's k1')
+  assert.equal(await store.markUnknown('s k1', token, TTL), true)
+  return token
+}
+
 /**
  * The contract's cases for the optional `reclaim`: it takes over only a well-formed unknown outcome
  * of the same arguments, atomically, fencing out any earlier token; and through `idempotency()` a
@@ -92,11 +101,7 @@ const call = (id: string) => ({ id, name: 'charge_card', args: { amount: 5 } })
  * reclaimCases(contract, claim) // called by idempotencyStoreContract() unless { reclaim: false }
  */
 export function reclaimCases(contract: Contract, claim: (store: IdempotencyStore, key: string) => Promise<string>): void {
-  const unknownRecord = async (store: IdempotencyStore) => {
-    const token = await claim(store, 's k1')
-    assert.equal(await store.markUnknown('s k1', token, TTL), true)
-    return token
-  }
+  const unknownRecord = (store: IdempotencyStore) => markedUnknown(claim, store)
 
   contract('reclaim takes over a recorded unknown outcome: a new token, pending again, the old token fenced out', async (store) => {
     const old = await unknownRecord(store)
@@ -179,7 +184,18 @@ export function reclaimCases(contract: Contract, claim: (store: IdempotencyStore
     clock.t += TTL - 1
     assert.deepEqual(await store.begin('s k1', 'h1', LEASE, TTL), { status: 'unknown', reason: 'recorded' })
   })
+  reclaimThroughLayerCases(contract)
+}
 
+/**
+ * The reclaim cases through `idempotency()`: a later identical call reconciles the unknown outcome
+ * (also from a second process after a crash), once for 50 parallel callers, and a reconciler that
+ * misbehaves leaves the record unknown.
+ *
+ * @example
+ * reclaimThroughLayerCases(contract) // called by reclaimCases()
+ */
+function reclaimThroughLayerCases(contract: Contract): void {
   contract(
     'through idempotency(): a later identical call learns the write landed, replays it, and never runs it again',
     async (store, clock) => {

@@ -12,7 +12,6 @@ const MAX_LINES = 130
 const PENDING_FUNCTIONS: Readonly<Record<string, number>> = {
   'packages/otel/src/otel.ts otel': 205,
   'packages/cli/src/run/command.ts runAgentCommand': 197,
-  'packages/idempotency/src/reclaim-cases.ts reclaimCases': 193,
   'packages/otel/src/agent-spans.ts agentSpans': 182,
   'packages/retry/src/retry.ts retry': 180,
   'packages/circuit-breaker/src/breaker-machine.ts breakerMachine': 179,
@@ -23,7 +22,6 @@ const PENDING_FUNCTIONS: Readonly<Record<string, number>> = {
   'packages/config/src/yaml-source.ts parseYamlText': 160,
   'packages/cli/src/run/waits.ts waitLines': 147,
   'packages/circuit-breaker/src/circuit-breaker.ts circuitBreaker': 144,
-  'packages/idempotency/src/store-contract.ts idempotencyStoreContract': 144,
   'packages/otel/src/operator-log.ts operatorLog': 132,
 }
 
