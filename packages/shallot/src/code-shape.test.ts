@@ -17,8 +17,6 @@ const PENDING_FUNCTIONS: Readonly<Record<string, number>> = {
   'packages/circuit-breaker/src/breaker-machine.ts breakerMachine': 179,
   'packages/config/src/plan-layers.ts planLayers': 169,
   'packages/idempotency/src/memory-idempotency-store.ts memoryIdempotencyStore': 162,
-  'packages/testing/src/middleware-conformance.ts middlewareConformance': 162,
-  'packages/testing/src/middleware-conformance.ts (anonymous)': 153,
   'packages/config/src/yaml-source.ts parseYamlText': 160,
   'packages/cli/src/run/waits.ts waitLines': 147,
   'packages/circuit-breaker/src/circuit-breaker.ts circuitBreaker': 144,
