@@ -78,10 +78,11 @@ describe('a fleet of 8 worker processes on one Redis', () => {
     expect(refused).toMatchObject({ ok: false, code: 'circuit_open' })
     expect(effects(config.effects, 'lookup b1')).toBe(0)
 
-    // The cooldown is real time in Redis; B was told how long is left.
+    // The cooldown is real time in Redis; B was told how long is left. The probe holds 2 s so every worker's calls
+    // arrive while it runs even on a loaded machine (at 800 ms, the Node 24 pass on a busy machine counted two probes).
     await new Promise((resolve) => setTimeout(resolve, (refused.retryAfterMs ?? 0) + 20))
     const replies = await Promise.all(
-      spread(100, 8).map((calls, i) => fleet[i]?.send({ tool: 'lookup', args: { q: 'probe' }, calls, lookupFails: false, holdMs: 800 })),
+      spread(100, 8).map((calls, i) => fleet[i]?.send({ tool: 'lookup', args: { q: 'probe' }, calls, lookupFails: false, holdMs: 2000 })),
     )
     const results = replies.flat() as Result[]
     expect(results).toHaveLength(100)
