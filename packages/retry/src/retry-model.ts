@@ -41,24 +41,40 @@ function asToolError(err: unknown): ToolError {
 // A provider's message can quote a key or an address back: the log line gets it without them, cut at 500.
 const lineText = createSanitizer()
 
-/** The log line and the `model.retry` event of a repeat, in the words of core's own model retry. */
-function tellRetry(ctx: ModelContext, err: unknown, delayMs: number): void {
+/**
+ * The log line and the `model.retry` event of a repeat, in the words of core's own model retry, with
+ * what core's event lacks: `maxAttempts` (of how many the policy allows for this failure's code), and
+ * the failure's `retryAfterMs` and HTTP `status` when it carried them (a classifier's `details.status`).
+ */
+function tellRetry(ctx: ModelContext, err: unknown, error: ToolError, delayMs: number, maxAttempts: number): void {
   const cause = describeModelFailure(err)
   const { attempt } = ctx
   ctx.log.warn(
     { model: ctx.model.name, attempt, delayMs, code: modelFailureCode(err), error: lineText.text(cause, 500) },
     'model call failed; retrying',
   )
-  ctx.emit({
-    type: 'model.retry',
+  const event = {
+    type: 'model.retry' as const,
     at: ctx.clock.now(),
     runId: ctx.run.id,
     turn: ctx.turn,
     model: ctx.model.name,
     attempt,
+    maxAttempts,
     delayMs,
     error: cause,
-  })
+    ...(error.retryAfterMs === undefined ? {} : { retryAfterMs: error.retryAfterMs }),
+    ...statusOf(error),
+  }
+  ctx.emit(event)
+}
+
+/** `{ status }` when the failure names an HTTP status: a classifier's `details.status`, or the provider error's own. */
+function statusOf(error: ToolError): { status?: number } {
+  const cause = error.cause as { statusCode?: unknown; status?: unknown } | null | undefined
+  const candidates = [error.details?.status, cause?.statusCode, cause?.status]
+  const status = candidates.find((s): s is number => typeof s === 'number' && Number.isInteger(s) && s >= 100 && s <= 599)
+  return status === undefined ? {} : { status }
 }
 
 /**
@@ -148,7 +164,7 @@ export function modelRetryOf(policy: RetryPolicy, store: RetryBudgetStore | unde
       if (!plan.retry || !(await takeTokens(ctx, error))) throw failure
       // No step left: the terminal's own budget error ends the run, without waiting a backoff for it.
       const delayMs = ctx.run.budget.remaining > 0 ? plan.delayMs : 0
-      tellRetry(ctx, failure, delayMs)
+      tellRetry(ctx, failure, error, delayMs, attemptsByCode.get(error.code) ?? policy.maxAttempts)
       previousMs = delayMs
       try {
         if (delayMs > 0) await ctx.clock.sleep(delayMs, signal)

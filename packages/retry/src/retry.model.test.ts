@@ -472,3 +472,42 @@ describe('timeoutModel: the per-attempt model deadline', () => {
     },
   )
 })
+
+describe('retryModel: what model.retry tells a person waiting', () => {
+  const retries = (events: readonly AgentEvent[]) => events.filter((e) => e.type === 'model.retry') as unknown as Record<string, unknown>[]
+
+  it('names the attempts the policy allows for the code, the Retry-After and the HTTP status of each failure', async () => {
+    const clock = manualClock()
+    const model = scripted(clock, [rateLimited(2000), status(503, 'Service Unavailable'), done('ok')])
+    const { outcome, events } = await runOn(clock, {
+      model: model.adapter,
+      tools: [echo],
+      random: () => 0.5,
+      modelMiddleware: retryModel({ ...POLICY, perCode: { rate_limited: { maxAttempts: 5 } } }),
+    })
+    expect(outcome.status).toBe('completed')
+    const [first, second] = retries(events)
+    expect(first).toMatchObject({ attempt: 1, maxAttempts: 5, delayMs: 2000, retryAfterMs: 2000, status: 429 })
+    expect(second).toMatchObject({ attempt: 2, maxAttempts: 3, status: 503 })
+    expect(second).not.toHaveProperty('retryAfterMs')
+  })
+
+  it.each([
+    ['NaN', Number.NaN],
+    ['a string', '503'],
+    ['out of range', 1e9],
+    ['a fraction', 503.5],
+  ])('leaves status out when the failure names %s as its status', async (_name, bad) => {
+    const clock = manualClock()
+    const odd = new ToolError('upstream_error', 'odd', { category: 'transient', retryable: true, details: { status: bad } })
+    const { events } = await runOn(clock, {
+      model: scripted(clock, [odd, done('ok')]).adapter,
+      tools: [echo],
+      modelMiddleware: retryModel(POLICY),
+    })
+    const [only] = retries(events)
+    expect(only).toMatchObject({ attempt: 1, maxAttempts: 3 })
+    expect(only).not.toHaveProperty('status')
+    expect(only).not.toHaveProperty('retryAfterMs')
+  })
+})

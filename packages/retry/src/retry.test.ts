@@ -492,3 +492,38 @@ describe('retry: the layer contract', () => {
     ])
   })
 })
+
+describe('retry: what retry.scheduled tells a person waiting', () => {
+  const withStatus = (status: unknown, retryAfterMs?: number) =>
+    new ToolError('rate_limited', 'upstream answered 429', {
+      safeToRepeat: true,
+      details: { status },
+      ...(retryAfterMs === undefined ? {} : { retryAfterMs }),
+    })
+
+  it("names the attempts allowed for the code, the server's Retry-After and the classifier's HTTP status", async () => {
+    const { dispatch, events } = setup('read', [withStatus(429, 1500), unavailable(), 'ok'], {
+      maxAttempts: 4,
+      perCode: { rate_limited: { maxAttempts: 6 } },
+    })
+    expect(await dispatch()).toMatchObject({ ok: true, attempts: 3 })
+    const [first, second] = events.filter((e) => e.type === 'retry.scheduled')
+    expect(first).toMatchObject({ attempt: 2, maxAttempts: 6, delayMs: 1500, retryAfterMs: 1500, status: 429, code: 'rate_limited' })
+    expect(second).toMatchObject({ attempt: 3, maxAttempts: 4, code: 'upstream_error' })
+    expect(second).not.toHaveProperty('retryAfterMs')
+    expect(second).not.toHaveProperty('status')
+  })
+
+  it.each([
+    ['NaN', Number.NaN],
+    ['a string', '429'],
+    ['a fraction', 429.5],
+    ['an object', { toString: () => '429' }],
+  ])('leaves status out when details.status is %s', async (_name, bad) => {
+    const { dispatch, events } = setup('read', [withStatus(bad), 'ok'])
+    await dispatch()
+    const scheduled = events.find((e) => e.type === 'retry.scheduled')
+    expect(scheduled).toMatchObject({ attempt: 2, maxAttempts: 3, code: 'rate_limited' })
+    expect(scheduled).not.toHaveProperty('status')
+  })
+})

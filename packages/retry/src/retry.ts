@@ -92,6 +92,19 @@ const DEFAULT_TIMEOUT_ATTEMPTS = 2
  * createStack({ middleware: [retry({ maxAttempts: 4, perCode: { rate_limited: { maxAttempts: 5 } } }), timeout({ ms: 5000 })], tools })
  * createStack({ middleware: [retry(decorrelatedJitter({ baseMs: 100, capMs: 2000 }))], tools })
  */
+/**
+ * The fields of `retry.scheduled`: the attempt about to run, of how many the policy allows for this
+ * code, the delay, the code, and, when the failure carried them, the server's `retryAfterMs` and
+ * the HTTP `status` an error classifier put in its details.
+ */
+function scheduledFields(err: ToolError, attempt: number, delayMs: number, maxAttempts: number): Record<string, unknown> {
+  const fields: Record<string, unknown> = { attempt, maxAttempts, delayMs, code: err.code }
+  if (err.retryAfterMs !== undefined) fields.retryAfterMs = err.retryAfterMs
+  const status = err.details?.status
+  if (typeof status === 'number' && Number.isInteger(status)) fields.status = status
+  return fields
+}
+
 export function retry(options?: RetryOptions | Backoff): Middleware {
   const parsed = parseRetryOptions(isBackoff(options) ? { backoff: options } : options)
   const backoff = isBackoff(parsed.backoff) ? parsed.backoff : backoffFromPolicy({ ...parsed, backoff: parsed.backoff })
@@ -226,7 +239,7 @@ export function retry(options?: RetryOptions | Backoff): Middleware {
         stopSoftly(ctx, err, 'retry_budget_empty')
       }
       const attempt = ctx.attempt + 1
-      ctx.emit('retry.scheduled', { attempt, delayMs, code: err.code })
+      ctx.emit('retry.scheduled', scheduledFields(err, attempt, delayMs, attemptsByCode.get(err.code) ?? maxAttempts))
       ctx.log.info({ attempt, delayMs, code: err.code }, 'retrying tool call')
       await wait(ctx, delayMs, signal)
       previousMs = delayMs
