@@ -9,7 +9,8 @@ import type { RunRecord } from './record.js'
 
 // Debian's chromium, installed by .ci/services; playwright-core never downloads a browser.
 const CHROMIUM = '/usr/bin/chromium'
-const SCREENSHOT = resolve(import.meta.dirname, '../../../../docs/run-timeline.png')
+// The README's picture is refreshed only on request (SHALLOT_SCREENSHOT=1), so a test run leaves the tree clean.
+const SCREENSHOT = process.env.SHALLOT_SCREENSHOT === '1' ? resolve(import.meta.dirname, '../../../../docs/run-timeline.png') : undefined
 const PAYLOAD = `<script>window.__pwned=1</script><img src=x onerror="window.__pwned=2">"onerror=window.__pwned=3 x="`
 
 const dir = mkdtempSync(join(tmpdir(), 'shallot-timeline-'))
@@ -86,7 +87,8 @@ describe('the HTML timeline in a real browser', () => {
       expect(await page.locator('g.call[data-soft="true"]').count()).toBe(calls.filter((c) => c.result?.ok === false).length)
       expect(await page.locator('.hard-stop-label').textContent()).toBe('■ hard stop: loop_detected')
       expect(await page.locator('#failure-report pre').textContent()).toContain('Why: the model kept repeating a call')
-      await page.screenshot({ path: SCREENSHOT, fullPage: true })
+      const shot = await page.screenshot({ fullPage: true, ...(SCREENSHOT === undefined ? {} : { path: SCREENSHOT }) })
+      expect(shot.byteLength).toBeGreaterThan(10_000)
     } finally {
       await page.close()
     }
