@@ -1,0 +1,156 @@
+import {
+  abortReason,
+  type Middleware,
+  MiddlewareUsageError,
+  type Next,
+  parseOptions,
+  type ToolContext,
+  type ToolOutput,
+} from '@shallot/core'
+import { type AbortSource, callNext } from '@shallot/core/kit'
+import { z } from 'zod'
+import { Flight } from './flight.js'
+
+/** Names the scope of a call (its tenant, say): only calls of one scope share an execution. */
+export type CoalesceScopeFunction = (ctx: ToolContext) => string
+
+/** The options a config file can hold too: everything but `scope`. */
+export const coalesceDataShape = {
+  /**
+   * Also coalesce `idempotent` tools. Default false: the shared execution carries the first caller's
+   * call id and idempotency key, so the others' keys never reach the upstream (decision 596).
+   */
+  idempotent: z.boolean().default(false),
+}
+
+/**
+ * Options of {@link coalesce}.
+ *
+ * @example
+ * coalesceOptionsSchema.parse({}).idempotent // false
+ */
+export const coalesceOptionsSchema = z.strictObject({
+  ...coalesceDataShape,
+  /**
+   * The scope of a call, e.g. its tenant: only calls of the same scope (and stack) share an
+   * execution. Code, so not in a config file. Default: every run of the stack shares.
+   */
+  scope: z
+    .custom<CoalesceScopeFunction>((v) => typeof v === 'function', {
+      message: 'must be a function (ctx) => string, e.g. (ctx) => tenantOf(ctx.run)',
+    })
+    .optional(),
+})
+
+/** What {@link coalesce} accepts. */
+export type CoalesceOptions = z.input<typeof coalesceOptionsSchema>
+
+const SCOPE = /^[\x21-\x7e]{1,128}$/
+
+/** Why a scope function's answer is no scope (the rule of fallback's `cacheScope` and idempotency's `scope`), or `undefined`. */
+function scopeProblem(scope: () => unknown): string | undefined {
+  let value: unknown
+  try {
+    value = scope()
+  } catch (err) {
+    return `threw: ${err instanceof Error ? String(err.message).slice(0, 200) : typeof err}`
+  }
+  if (typeof value === 'string' && SCOPE.test(value)) return undefined
+  const got = typeof value === 'string' ? JSON.stringify(value.slice(0, 40)) : typeof value
+  return `must be 1-128 printable ASCII characters without spaces, got ${got}`
+}
+
+function restore(ctx: ToolContext, signal: AbortSource): void {
+  if (signal instanceof AbortSignal) ctx.signal = signal
+  else ctx.deferSignal(signal)
+}
+
+/** Each caller but the first gets its own copy, so no caller can change what another reads; a value that cannot be copied is shared. */
+function copyOf(output: ToolOutput): ToolOutput {
+  const value = output.value
+  if (value === null || typeof value !== 'object') return { ...output }
+  try {
+    return { ...output, value: structuredClone(value) }
+  } catch {
+    return { ...output }
+  }
+}
+
+/**
+ * Identical concurrent calls of a `read` tool (same tool, same parsed arguments as canonical JSON,
+ * same stack and scope) share one execution, and every caller gets its result. The first caller's
+ * inner layers and tool run on a signal of their own: a caller that cancels or times out leaves at
+ * once with its own reason while the others keep waiting, and the execution is aborted only when
+ * every caller has gone. Only running calls are shared; nothing is kept once the execution settled,
+ * so a failure reaches each caller's own retry, which repeats it on its own (place coalesce inside
+ * retry). Writes never coalesce; `idempotent` tools only with `idempotent: true`.
+ *
+ * @example
+ * const stack = createStack({ tools, middleware: [retry(), coalesce({ scope: (ctx) => tenantOf(ctx.run) }), timeout()] })
+ */
+export function coalesce(options?: CoalesceOptions): Middleware {
+  const { idempotent, scope } = parseOptions('coalesce()', coalesceOptionsSchema, options)
+  const byStack = new WeakMap<object, Map<string, Flight>>()
+
+  function keyOf(ctx: ToolContext): string | undefined {
+    if (scope === undefined) return ctx.fingerprint
+    let value: unknown
+    const problem = scopeProblem(() => {
+      value = scope(ctx)
+      return value
+    })
+    if (problem === undefined) return `${value as string} ${ctx.fingerprint}`
+    ctx.emit('coalesce.scope_failed', { problem })
+    ctx.log.error({ tool: ctx.call.name, problem }, 'coalesce: scope gave no scope; this call runs on its own')
+    return undefined
+  }
+
+  /** Starts the shared execution: this caller's inner layers and tool, on the flight's own signal. */
+  function lead(ctx: ToolContext, next: Next, flights: Map<string, Flight>, key: string): Flight {
+    const flight = new Flight((done) => {
+      if (flights.get(key) === done) flights.delete(key)
+    })
+    flights.set(key, flight)
+    ctx.signal = flight.controller.signal
+    flight.running = callNext(next).then(() => {
+      const output = ctx.result
+      if (output === undefined) throw new MiddlewareUsageError('the layers inside coalesce() settled without a result')
+      return output
+    })
+    return flight
+  }
+
+  return async function coalesce(ctx: ToolContext, next: Next): Promise<void> {
+    const tool = ctx.tool
+    if (tool === undefined || !(tool.effect === 'read' || (idempotent && tool.effect === 'idempotent'))) return next()
+    const stack = ctx.stackKey
+    // A context not made by a stack has no stack to be kept apart from: it runs on its own.
+    if (typeof stack !== 'object' || stack === null) return next()
+    const entry = ctx.currentSignal()
+    if (entry.aborted) throw abortReason(entry)
+    try {
+      void ctx.args
+    } catch {
+      // Arguments that do not parse are the terminal's to answer, call by call.
+      return next()
+    }
+    const key = keyOf(ctx)
+    if (key === undefined) return next()
+    let flights = byStack.get(stack)
+    if (flights === undefined) {
+      flights = new Map()
+      byStack.set(stack, flights)
+    }
+    let flight = flights.get(key)
+    const first = flight === undefined
+    if (flight === undefined) flight = lead(ctx, next, flights, key)
+    else ctx.emit('coalesce.joined', { callers: flight.callers + 1 })
+    let output: ToolOutput
+    try {
+      output = await flight.wait(ctx, entry)
+    } finally {
+      if (first) restore(ctx, entry)
+    }
+    ctx.result = first ? output : copyOf(output)
+  }
+}
