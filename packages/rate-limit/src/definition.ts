@@ -1,0 +1,39 @@
+import { defineMiddleware, type MiddlewareEnv } from '@shallot/core'
+import { z } from 'zod'
+import { rateLimit } from './rate-limit.js'
+import { rateLimitModel } from './rate-limit-model.js'
+import { rateLimitDataShape } from './rate-limit-options.js'
+import { isRateLimitStore, type RateLimitStore } from './rate-limit-store.js'
+
+/**
+ * The rate limit as a config file writes it: every option but `key` (a function cannot be written in
+ * a file) and `store` (the host's, `env.stores.rateLimit`).
+ *
+ * @example
+ * rateLimitFileOptionsSchema.parse({ limit: 60, perMs: 60_000, maxWaitMs: 2_000 })
+ */
+export const rateLimitFileOptionsSchema = z.strictObject(rateLimitDataShape)
+
+/** The host's shared store, when it gave one that is a store. */
+function storeOf(env: MiddlewareEnv): { store?: RateLimitStore } {
+  const store = (env.stores as { rateLimit?: unknown } | undefined)?.rateLimit
+  return isRateLimitStore(store) ? { store } : {}
+}
+
+/**
+ * `rateLimit` as a middleware definition, for config files and registries: one options schema for
+ * tool calls (`create`) and model calls (`createModel`). A host that limits a fleet passes a shared
+ * store as `env.stores.rateLimit` (`redisRateLimitStore`, `postgresRateLimitStore`).
+ *
+ * @example
+ * const layer = rateLimitDefinition.build({ limit: 10, perMs: 1_000 })
+ * const modelLayer = rateLimitDefinition.buildModel({ limit: 50, perMs: 60_000 })
+ */
+export const rateLimitDefinition = defineMiddleware({
+  name: 'rate-limit',
+  description:
+    'A GCRA rate limit per tool (or model, or per key): waits up to maxWaitMs for a turn, else refuses softly with rate_limited and retryAfterMs.',
+  options: rateLimitFileOptionsSchema,
+  create: (options, env) => rateLimit({ ...options, ...storeOf(env) }),
+  createModel: (options, env) => rateLimitModel({ ...options, ...storeOf(env) }),
+})

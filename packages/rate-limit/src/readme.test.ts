@@ -1,0 +1,40 @@
+import { readFileSync } from 'node:fs'
+import { createRun, defineTool } from '@shallot/core'
+import { manualClock } from '@shallot/testing'
+import { describe, expect, it } from 'vitest'
+import { z } from 'zod'
+import { searchStack } from './readme-example.js'
+
+const read = (file: string) => readFileSync(new URL(file, import.meta.url), 'utf8')
+
+describe('README', () => {
+  it('shows the type-checked example verbatim (importing the published name)', () => {
+    const example = read('./readme-example.ts').replace("from './index.js'", "from '@shallot/rate-limit'")
+    expect(read('../README.md')).toContain(example)
+  })
+
+  it('runs: 40 searches of one tenant at once: 20 at once, 10 more within a second, 10 refused; another tenant is not held up', async () => {
+    const clock = manualClock()
+    const ran: number[] = []
+    const search = defineTool({
+      name: 'search',
+      description: 'Search the docs',
+      input: z.object({ q: z.string() }),
+      effect: 'read',
+      execute: ({ q }) => {
+        ran.push(clock.now())
+        return `results for ${q}`
+      },
+    })
+    const stack = searchStack(search, (runId) => runId.split('/')[0] ?? '', clock)
+    const acme = createRun({ id: 'acme/1' })
+    const calls = Array.from({ length: 40 }, (_, i) => stack.dispatch({ id: `a${i}`, name: 'search', args: { q: `${i}` } }, { run: acme }))
+    const other = await stack.dispatch({ id: 'b', name: 'search', args: { q: 'b' } }, { run: createRun({ id: 'globex/1' }) })
+    expect(other.ok).toBe(true)
+    await clock.runAll()
+    const results = await Promise.all(calls)
+    expect(results.filter((r) => r.ok)).toHaveLength(30)
+    expect(results.filter((r) => r.error?.code === 'rate_limited')).toHaveLength(10)
+    expect(Math.max(...ran)).toBe(1000)
+  })
+})
