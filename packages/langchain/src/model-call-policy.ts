@@ -1,8 +1,21 @@
-import { type Clock, LoopError, ToolError } from '@shallot/core'
-import { isTransientModelError } from '@shallot/core/kit'
-import { retryAfterFromHeaders } from '@shallot/error-classifier'
+import {
+  abortReason,
+  type Clock,
+  composeModel,
+  createRun,
+  type Logger,
+  LoopError,
+  type ModelAdapter,
+  type ModelContext,
+  type ModelMiddleware,
+  type ModelNext,
+  type RunContext,
+  ToolError,
+} from '@shallot/core'
+import { errorClassifierModel } from '@shallot/error-classifier'
+import { retryModel } from '@shallot/retry'
 
-/** How `shallotMiddleware` bounds and repeats each model call. */
+/** How `shallotMiddleware` bounds and repeats each model call (`modelCall`: sugar over `@shallot/retry`'s `retryModel`). */
 export interface ModelCallPolicy {
   /** Deadline of one attempt; the request is aborted when it passes. */
   timeoutMs: number
@@ -15,79 +28,123 @@ export interface ModelCallPolicy {
   maxRetryAfterMs: number
 }
 
-const noop = () => {}
+// The classifier hands the retry layer the server's whole pushback (up to its own ceiling, a day), so the
+// retry policy's `maxRetryAfterMs` is the one that decides whether it is waited for.
+const CLASSIFIER_MAX_RETRY_AFTER_MS = 24 * 3600 * 1000
 
 /**
- * The server's pushback in ms (`retry-after-ms`, `retry-after` as seconds or an HTTP date), from the error or its
- * causes, read by `@shallot/error-classifier`'s one parser; unclamped, so the policy's `maxRetryAfterMs` sees it whole.
+ * The model layers `modelCall` stands for: `retryModel` (full jitter, wait max(backoff, Retry-After), no token
+ * bucket: the one retry loop and the one Retry-After rule of decision 510) around `errorClassifierModel` (the one
+ * reading of a provider's failure: status, type, `retry-after-ms` / `Retry-After`, decision 520).
  */
-export function retryAfterMsOf(error: unknown, nowMs: number = Date.now()): number | undefined {
-  for (let current = error, depth = 0; typeof current === 'object' && current !== null && depth < 5; depth++) {
-    const headers = (current as { headers?: unknown }).headers ?? (current as { response?: { headers?: unknown } }).response?.headers
-    const ms = retryAfterFromHeaders(headers, { now: nowMs, maxMs: Number.POSITIVE_INFINITY })
-    if (ms !== undefined) return ms
-    current = (current as { cause?: unknown }).cause
-  }
-  return undefined
+export function modelCallLayers(policy: ModelCallPolicy): ModelMiddleware[] {
+  return [
+    retryModel({
+      backoff: 'full-jitter',
+      maxAttempts: policy.maxAttempts,
+      // The old option allowed a base above the cap (the cap won); the layer's schema asks base ≤ cap.
+      baseMs: Math.min(policy.baseMs, policy.capMs),
+      capMs: policy.capMs,
+      maxRetryAfterMs: policy.maxRetryAfterMs,
+      retryBudget: false,
+    }),
+    errorClassifierModel({ maxRetryAfterMs: CLASSIFIER_MAX_RETRY_AFTER_MS }),
+  ]
 }
 
-// Anthropic reports overload mid-stream as an SSE error event, so the error has a type but no status.
-const isOverloaded = (error: unknown) =>
-  typeof error === 'object' && error !== null && (error as { error?: { type?: unknown } }).error?.type === 'overloaded_error'
+/** Where LangChain's model sits in the onion's context: LangChain asks it, the terminal below never calls this. */
+const LANGCHAIN_ADAPTER: ModelAdapter = {
+  generate: () => Promise.reject(new Error('a LangChain model is asked through its handler, not through ctx.model.adapter')),
+}
+
+/** What one model call through the onion needs from `shallotMiddleware`. */
+export interface OnionCallEnv {
+  readonly onion: (ctx: ModelContext, last: ModelNext) => Promise<void>
+  readonly timeoutMs: number
+  readonly clock: Clock
+  readonly random: () => number
+  readonly log: Logger
+  /** The thread's run (its id and state); the model call spends none of its steps. */
+  readonly run: RunContext
+  readonly model: string
+  /** The caller's cancellation (`agent.invoke(input, { signal })`). */
+  readonly parent: AbortSignal | undefined
+}
+
+const noop = () => {}
+const never = new AbortController().signal
+const plural = (n: number) => `${n} attempt${n === 1 ? '' : 's'}`
+
+/** Composes the model layers once per middleware. */
+export const composeModelLayers = (layers: readonly ModelMiddleware[]) => composeModel(layers)
 
 /**
- * Runs `attempt(signal)` under the policy: each attempt gets a signal that aborts at its deadline (or
- * when `parent` aborts); transient failures (core's `isTransientModelError`: timeouts, 408, 429, 5xx
- * including 529, dropped connections) are retried after a full-jitter backoff, never shorter than the
- * server's `Retry-After`. Ends as `LoopError('model_failed')` past the attempts, or the abort reason
- * of `parent` when the caller cancels.
+ * Runs `attempt(signal)` as the terminal of the model onion: each attempt gets a signal that aborts at its
+ * deadline (`timeoutMs`, a transient `ToolError('timeout')`) or when `parent` aborts, and the layers (retry,
+ * the classifier, your own) decide what is repeated. Ends as `LoopError('model_failed')` with the attempts, a
+ * `LoopError` as it is, or the abort reason of `parent` when the caller cancels.
  */
-export async function callWithPolicy<T>(
-  attempt: (signal: AbortSignal) => Promise<T>,
-  env: { policy: ModelCallPolicy; clock: Clock; random: () => number; parent: AbortSignal | undefined },
-): Promise<T> {
-  const { policy, clock, random, parent } = env
-  for (let n = 1; ; n++) {
-    if (parent?.aborted) throw cancelled(parent)
+export async function callThroughOnion<T>(attempt: (signal: AbortSignal) => Promise<T>, env: OnionCallEnv): Promise<T> {
+  const { clock, parent, timeoutMs } = env
+  const signal = parent ?? never
+  // The model call's own run view: the thread's id and state, the caller's signal, and a budget no model call spends.
+  const run = createRun({ id: env.run.id, signal, state: env.run.state, turn: env.run.turn })
+  let answer: { value: T } | undefined
+  async function askOnce(ctx: ModelContext): Promise<void> {
+    if (ctx.signal.aborted) throw abortReason(ctx.signal)
     const controller = new AbortController()
-    const onAbort = () => controller.abort(parent?.reason)
-    parent?.addEventListener('abort', onAbort, { once: true })
+    const outer = ctx.signal
+    const onAbort = () => controller.abort(outer.reason)
+    outer.addEventListener('abort', onAbort, { once: true })
     const timer = new AbortController()
-    const deadline = clock.sleep(policy.timeoutMs, timer.signal).then(() => {
-      const error = new ToolError('timeout', `the model did not answer within ${policy.timeoutMs} ms`, { category: 'transient' })
+    const deadline = clock.sleep(timeoutMs, timer.signal).then(() => {
+      const error = new ToolError('timeout', `the model did not answer within ${timeoutMs} ms`, { category: 'transient' })
       controller.abort(error)
       throw error
     }, noop) as Promise<never>
-    let failure: unknown
     try {
-      return await Promise.race([attempt(controller.signal), deadline])
+      answer = { value: await Promise.race([attempt(controller.signal), deadline]) }
+      ctx.response = { toolCalls: [] }
     } catch (error) {
-      failure = ToolError.is(controller.signal.reason) ? controller.signal.reason : error
+      throw ToolError.is(controller.signal.reason) ? controller.signal.reason : error
     } finally {
       timer.abort()
-      parent?.removeEventListener('abort', onAbort)
-    }
-    if (parent?.aborted) throw cancelled(parent)
-    if (LoopError.is(failure)) throw failure
-    const message = failure instanceof Error ? failure.message : String(failure)
-    const transient = isTransientModelError(failure) || isOverloaded(failure)
-    const pushback = retryAfterMsOf(failure)
-    if (!transient || n >= policy.maxAttempts || (pushback !== undefined && pushback > policy.maxRetryAfterMs)) {
-      throw new LoopError('model_failed', `the model call failed after ${n} attempt${n === 1 ? '' : 's'}: ${message}`, {
-        cause: failure,
-        details: { attempts: n },
-      })
-    }
-    const backoff = Math.floor(random() * Math.min(policy.capMs, policy.baseMs * 2 ** (n - 1)))
-    try {
-      await clock.sleep(Math.max(backoff, pushback ?? 0), parent)
-    } catch {
-      throw cancelled(parent)
+      outer.removeEventListener('abort', onAbort)
     }
   }
+  const ctx: ModelContext = {
+    run,
+    turn: env.run.turn,
+    model: { name: env.model, adapter: LANGCHAIN_ADAPTER },
+    request: { messages: [], tools: [] },
+    signal,
+    attempt: 1,
+    log: env.log,
+    clock,
+    random: env.random,
+    stackKey: env.onion,
+    emit: noop,
+  }
+  try {
+    await env.onion(ctx, askOnce as unknown as ModelNext)
+  } catch (failure) {
+    if (LoopError.is(failure)) throw failure
+    if (parent?.aborted) throw cancelled(parent)
+    const message = failure instanceof Error ? failure.message : String(failure)
+    throw new LoopError('model_failed', `the model call failed after ${plural(ctx.attempt)}: ${message}`, {
+      cause: failure,
+      details: { attempts: ctx.attempt, model: env.model },
+    })
+  }
+  if (answer === undefined) {
+    throw new LoopError('model_failed', 'the model onion settled without an answer: a model middleware returned without calling next()', {
+      details: { model: env.model, fix: 'call `await next()` in every model middleware' },
+    })
+  }
+  return answer.value
 }
 
-function cancelled(parent: AbortSignal | undefined): LoopError {
-  const reason: unknown = parent?.reason
+function cancelled(parent: AbortSignal): LoopError {
+  const reason: unknown = parent.reason
   return LoopError.is(reason) ? reason : new LoopError('cancelled', 'the run was cancelled', { cause: reason })
 }

@@ -7,6 +7,7 @@ import {
   parseOptions,
   type Stack,
   type StackEvent,
+  silentLogger,
   systemClock,
   TOOL_EFFECTS,
   type ToolResult,
@@ -18,8 +19,9 @@ import { interruptForApprovals } from './approval-interrupt.js'
 import { type HandlerResult, handlerCall } from './handler-call.js'
 import { surfaceMalformedCalls } from './malformed-tool-calls.js'
 import { markErrorResults, speaksAnthropic } from './mark-error-results.js'
-import { callWithPolicy } from './model-call-policy.js'
+import { callThroughOnion, composeModelLayers, modelCallLayers, type OnionCallEnv } from './model-call-policy.js'
 import { modelToolTextOf } from './model-tool-text.js'
+import { newTurnLedger, observeCompletedTurn, type TurnLedger } from './observe-turns.js'
 import { type LangChainTool, toShallotTool } from './to-shallot-tool.js'
 
 const custom = <T>(what: string, check: (v: unknown) => boolean) => z.custom<T>(check, { message: `must be ${what}` })
@@ -48,6 +50,7 @@ export const shallotMiddlewareOptionsSchema = z
      * Deadline and backoff of every model call: `timeoutMs` per attempt (the request is aborted),
      * `maxAttempts` counting the first, full-jitter backoff from `baseMs` capped at `capMs`, never
      * shorter than the server's `Retry-After` (up to `maxRetryAfterMs`; a longer one is not waited for).
+     * Sugar for the model layers `retryModel()` and `errorClassifierModel()` (decision 510's one rule).
      */
     modelCall: z
       .strictObject({
@@ -93,8 +96,68 @@ function toolMessageOf(value: unknown, request: ToolCallRequest): HandlerResult 
   return new ToolMessage({ content, tool_call_id: callId, name })
 }
 
-/** Per thread: its run, and the argument text of its last model turn's malformed calls by call id. */
-type ThreadRun = { run: MutableRun; stop: AbortController; malformed: Map<string, string> }
+/** How events and logs name a LangChain chat model: its `model` id (`claude-sonnet-4-5`), else its type. */
+function modelNameOf(model: unknown): string {
+  const id = isObject(model) ? (model as { model?: unknown; _llmType?: unknown }).model : undefined
+  if (typeof id === 'string' && id !== '') return id
+  return 'langchain'
+}
+
+/**
+ * The stack of the tools the agent has shown so far: `register` adds a LangChain tool (the stack is rebuilt on
+ * next use when one is new), `stack()` is the ready stack given, or the one built from the options.
+ */
+function toolStack(o: z.output<typeof shallotMiddlewareOptionsSchema>): { register(source: LangChainTool): void; stack(): Stack } {
+  const registry = new Map<string, { source: LangChainTool; tool: AnyTool }>()
+  let built: Stack | undefined = o.stack
+  return {
+    register(source) {
+      if (o.stack !== undefined || registry.get(source.name)?.source === source) return
+      const effect = o.effects[source.name]
+      registry.set(source.name, { source, tool: toShallotTool(source, effect === undefined ? {} : { effect }) })
+      built = undefined
+    },
+    stack() {
+      if (built !== undefined) return built
+      const next = stackFromSource(
+        o,
+        [...registry.values()].map((entry) => entry.tool),
+      )
+      if (o.onEvent !== undefined) next.on(o.onEvent)
+      built = next
+      return next
+    },
+  }
+}
+
+type ModelEnv = Omit<OnionCallEnv, 'run' | 'model' | 'parent'> & { toolText: (tools: ModelRequest['tools']) => ModelRequest['tools'] }
+
+/**
+ * One model call of a thread, through the model onion: the request as the model reads it (error results
+ * marked `is_error` for Anthropic, the tools' text cleaned and capped), each attempt bound to its signal.
+ */
+function askModel(request: ModelRequest, handler: (request: ModelRequest) => unknown, env: ModelEnv, run: MutableRun): Promise<unknown> {
+  const messages = speaksAnthropic(request.model) ? markErrorResults(request.messages) : request.messages
+  const withSignal = (request.model as { withConfig?: unknown }).withConfig
+  const { toolText, ...onion } = env
+  return callThroughOnion(
+    (signal) =>
+      Promise.resolve(
+        handler({
+          ...request,
+          messages,
+          // What the model reads of each tool, cleaned and capped (a third-party tool's text comes through here raw).
+          tools: toolText(request.tools),
+          // The handler takes no signal; a model bound to one is how the deadline aborts the request.
+          ...(typeof withSignal === 'function' ? { model: withSignal.call(request.model, { signal }) } : {}),
+        }),
+      ),
+    { ...onion, run, model: modelNameOf(request.model), parent: request.runtime.signal },
+  )
+}
+
+/** Per thread: its run, the argument text of its last model turn's malformed calls by call id, and its turns. */
+type ThreadRun = { run: MutableRun; stop: AbortController; malformed: Map<string, string>; ledger: TurnLedger }
 type ThreadRuns = Map<string, ThreadRun>
 
 /** The thread's run (made on first use), now the most recently used; past `maxRuns`, the least recently used is forgotten. */
@@ -105,7 +168,7 @@ function threadRun(runs: ThreadRuns, key: string, maxSteps: number | undefined, 
   } else {
     const stop = new AbortController()
     const run = createRun({ id: key, signal: stop.signal, ...(maxSteps === undefined ? {} : { maxSteps }) })
-    entry = { run, stop, malformed: new Map<string, string>() }
+    entry = { run, stop, malformed: new Map<string, string>(), ledger: newTurnLedger() }
     if (runs.size >= maxRuns) runs.delete(runs.keys().next().value as string)
   }
   runs.set(key, entry)
@@ -127,39 +190,40 @@ function threadRun(runs: ThreadRuns, key: string, maxSteps: number | undefined, 
  */
 export function shallotMiddleware(options?: ShallotMiddlewareOptions): AgentMiddleware {
   const o = parseOptions('shallotMiddleware()', shallotMiddlewareOptionsSchema, options)
-  const registry = new Map<string, { source: LangChainTool; tool: AnyTool }>()
   // Per thread: its run, and the argument text of its last model turn's calls that were not complete
   // JSON, by call id, from that turn to their dispatch. Kept with the run, so two threads whose calls
   // got the same id (`malformed_0`) never read each other's text, and forgotten with it.
   const runs: ThreadRuns = new Map()
   const runKey = o.runKey ?? defaultRunKey
   const maxSteps = maxStepsFrom(o)
-  const clock = o.clock ?? systemClock
-  const random = o.random ?? Math.random
-  let built: Stack | undefined = o.stack
-  const modelToolText = modelToolTextOf(isClientTool)
+  // Every model call goes through one onion of model layers: retry (one loop, one Retry-After rule) and the classifier.
+  const modelEnv: ModelEnv = {
+    onion: composeModelLayers(modelCallLayers(o.modelCall)),
+    timeoutMs: o.modelCall.timeoutMs,
+    clock: o.clock ?? systemClock,
+    random: o.random ?? Math.random,
+    log: o.logger ?? silentLogger,
+    toolText: modelToolTextOf(isClientTool),
+  }
+  const { register, stack } = toolStack(o)
   // The policy's question "will this call wait for a person?", asked after each model turn.
   const check = o.stack === undefined ? approvalCheckOf(o.middleware) : undefined
 
-  function register(source: LangChainTool): void {
-    if (o.stack !== undefined || registry.get(source.name)?.source === source) return
-    const effect = o.effects[source.name]
-    registry.set(source.name, { source, tool: toShallotTool(source, effect === undefined ? {} : { effect }) })
-    built = undefined
-  }
-
-  function stack(): Stack {
-    if (built !== undefined) return built
-    const next = stackFromSource(
-      o,
-      [...registry.values()].map((entry) => entry.tool),
-    )
-    if (o.onEvent !== undefined) next.on(o.onEvent)
-    built = next
-    return next
-  }
-
   const runFor = (key: string) => threadRun(runs, key, maxSteps, o.maxRuns)
+
+  /** The thread's run is over: its other calls are cancelled, and its next invocation starts afresh. */
+  function endThread(key: string, thread: ThreadRun, hard: LoopError): LoopError {
+    thread.stop.abort(hard)
+    if (runs.get(key)?.run === thread.run) runs.delete(key)
+    return hard
+  }
+
+  /** The thread of a model call: `runKey` asked as for the tool calls of the conversation's last reply. */
+  function modelRunKey(request: ModelRequest): string {
+    const last = request.state.messages.at(-1)
+    const toolCall = AIMessage.isInstance(last) ? last.tool_calls?.[0] : undefined
+    return runKey({ state: request.state, runtime: request.runtime, toolCall } as unknown as ToolCallRequest)
+  }
 
   /**
    * The model's message with its malformed calls surfaced, their text noted for the thread's dispatch.
@@ -179,23 +243,18 @@ export function shallotMiddleware(options?: ShallotMiddlewareOptions): AgentMidd
     name: 'shallot',
     async wrapModelCall(request, handler) {
       for (const tool of request.tools) if (isClientTool(tool)) register(tool)
-      const messages = speaksAnthropic(request.model) ? markErrorResults(request.messages) : request.messages
-      const withSignal = (request.model as { withConfig?: unknown }).withConfig
-      const response = await callWithPolicy(
-        (signal) =>
-          Promise.resolve(
-            handler({
-              ...request,
-              messages,
-              // What the model reads of each tool, cleaned and capped (a third-party tool's text comes through here raw).
-              tools: modelToolText(request.tools),
-              // The handler takes no signal; a model bound to one is how the deadline aborts the request.
-              ...(typeof withSignal === 'function' ? { model: withSignal.call(request.model, { signal }) } : {}),
-            }),
-          ),
-        { policy: o.modelCall, clock, random, parent: request.runtime.signal },
-      )
-      return AIMessage.isInstance(response) ? surfaceFor(request, response) : response
+      const key = modelRunKey(request)
+      const thread = runFor(key)
+      // The turn whose calls all settled is shown to the layers that watch turns (convergence), as createAgent does.
+      if (thread.ledger.settled.size > 0) {
+        try {
+          observeCompletedTurn(stack(), thread.run, thread.ledger, request.state.messages)
+        } catch (err) {
+          throw endThread(key, thread, LoopError.is(err) ? err : new LoopError('tool_crashed', String(err), { cause: err }))
+        }
+      }
+      const response = await askModel(request, handler as (request: ModelRequest) => unknown, modelEnv, thread.run)
+      return (AIMessage.isInstance(response) ? surfaceFor(request, response) : response) as never
     },
     ...(check === undefined
       ? {}
@@ -212,7 +271,8 @@ export function shallotMiddleware(options?: ShallotMiddlewareOptions): AgentMidd
     async wrapToolCall(request, handler) {
       if (isClientTool(request.tool)) register(request.tool)
       const key = runKey(request as ToolCallRequest)
-      const { run, stop, malformed } = runFor(key)
+      const thread = runFor(key)
+      const { run, malformed, ledger } = thread
       const { toolCall } = request
       const signal = request.runtime.signal
       const id = toolCall.id ?? ''
@@ -227,14 +287,15 @@ export function shallotMiddleware(options?: ShallotMiddlewareOptions): AgentMidd
           ),
         )
       } catch (err) {
-        const hard = LoopError.is(err) ? err : new LoopError('tool_crashed', `${toolCall.name}: ${String(err)}`, { cause: err })
-        // The run is over: cancel its other calls, and let the next invocation of this thread start afresh.
-        stop.abort(hard)
-        if (runs.get(key)?.run === run) runs.delete(key)
-        throw hard
+        throw endThread(
+          key,
+          thread,
+          LoopError.is(err) ? err : new LoopError('tool_crashed', `${toolCall.name}: ${String(err)}`, { cause: err }),
+        )
       } finally {
         malformed.delete(id)
       }
+      ledger.settled.set(id, { call: { id, name: toolCall.name, args: bad ?? toolCall.args }, result })
       if (result.ok) return toolMessageOf(result.value, request as ToolCallRequest) as never
       return new ToolMessage({ content: result.content, tool_call_id: toolCall.id ?? '', name: toolCall.name, status: 'error' })
     },
