@@ -34,6 +34,7 @@ import {
 } from 'ai'
 import { z } from 'zod'
 import { hardStopTransform } from './hard-stop-transform.js'
+import { newStepLedger, observeLastStep } from './observe-steps.js'
 import { repairMalformedInput } from './repair-tool-call.js'
 import { type SdkExecutionOptions, sdkCall } from './sdk-call.js'
 import { softErrorOutput } from './soft-error-output.js'
@@ -88,7 +89,11 @@ export interface ShallotToolSet<T extends ToolSet> {
    * With `streamText`, pass it only together with `streamTransform`, which turns that abort back into an error.
    */
   readonly abortSignal: AbortSignal
-  /** Add to `stopWhen`: throws the `LoopError` after the step that hit it, even if it was the last step. */
+  /**
+   * Add to `stopWhen`: throws the `LoopError` after the step that hit it, even if it was the last step. It also
+   * shows each step with tool calls to the layers that watch turns (`stuckLoop({ convergence })`), as
+   * `createAgent` shows its turns, and throws the `LoopError` such a layer ends the run with.
+   */
   // biome-ignore lint/suspicious/noExplicitAny: like the SDK's own stepCountIs(), it fits every tool set
   readonly stopOnHardError: StopCondition<any>
   /**
@@ -179,6 +184,8 @@ export function shallotTools<T extends ToolSet>(tools: T, options?: ShallotTools
   const check = o.stack === undefined ? approvalCheckOf(o.middleware) : undefined
   // Filled only once a tracer is wrapped, and emptied as each tool-call span ends.
   let softFailures: Map<string, SoftFailure> | undefined
+  // The calls of the current step that settled, shown with the step to the layers that watch turns.
+  const ledger = newStepLedger()
 
   const stop = (hard: LoopError) => {
     if (error !== undefined) return
@@ -215,6 +222,7 @@ export function shallotTools<T extends ToolSet>(tools: T, options?: ShallotTools
           stop(hard)
           throw hard
         }
+        ledger.settled.set(sdkOptions.toolCallId, { call: { id: sdkOptions.toolCallId, name, args: input }, result })
         if (result.ok) return result.value
         const failure = softFailure(result)
         softFailures?.set(sdkOptions.toolCallId, failure)
@@ -236,8 +244,15 @@ export function shallotTools<T extends ToolSet>(tools: T, options?: ShallotTools
   return {
     tools: wrapped as ShallotTools<T>,
     abortSignal,
-    stopOnHardError: () => {
+    stopOnHardError: ({ steps }) => {
       if (error !== undefined) throw error
+      try {
+        observeLastStep(stack, run, ledger, steps)
+      } catch (err) {
+        // Only a LoopError gets here (the stack logs any other throw of a layer): it ends the generation.
+        stop(LoopError.is(err) ? err : new LoopError('tool_crashed', String(err), { cause: err }))
+        throw error
+      }
       return false
     },
     streamTransform: hardStopTransform(() => error),
