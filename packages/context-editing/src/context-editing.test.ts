@@ -1,0 +1,107 @@
+import { createRun, LoopError, type Message, OptionsError, ToolError } from '@shallot/core'
+import { describe, expect, it } from 'vitest'
+import { ask, frozen, tooLong, turn } from './ask.test-helper.js'
+import { contextEditing, estimateTokens } from './index.js'
+
+const task: Message = { role: 'user', content: 'summarise the files' }
+const answer = { text: 'done', toolCalls: [] }
+const conversation = () => frozen([task, ...turn('a'), ...turn('b'), ...turn('c'), ...turn('d')])
+
+describe('contextEditing: when it edits', () => {
+  it('under the budget: the request goes as it came, the estimate counted, no event', async () => {
+    const messages = conversation()
+    const asked = await ask(contextEditing({ maxInputTokens: 10_000 }), messages, () => answer)
+    expect(asked.requests).toHaveLength(1)
+    expect(asked.requests[0]?.messages).toBe(messages)
+    expect(asked.events).toEqual([])
+  })
+
+  it('over the budget: edits before the first request, and the model is asked once', async () => {
+    const asked = await ask(contextEditing({ maxInputTokens: 20, keep: 1 }), conversation(), () => answer)
+    expect(asked.requests).toHaveLength(1)
+    expect(asked.requests[0]?.messages.filter((m) => m.role === 'tool' && m.content === '[cleared]')).toHaveLength(3)
+    expect(asked.events).toMatchObject([{ type: 'model.context_edited', reason: 'over_budget', attempt: 1, clearedToolResults: 3 }])
+  })
+
+  it('a budget per model name replaces maxInputTokens', async () => {
+    const layer = contextEditing({ maxInputTokens: 20, models: { roomy: 1_000_000 } })
+    expect((await ask(layer, conversation(), () => answer, { name: 'roomy' })).events).toEqual([])
+    expect((await ask(layer, conversation(), () => answer, { name: 'small' })).events).toHaveLength(1)
+  })
+
+  it("learns the provider's count from the last response's usage: a model that counts 3× the estimate is edited sooner", async () => {
+    const run = createRun({ id: 'r-usage' })
+    const messages = conversation()
+    const estimate = estimateTokens({ messages, tools: [] })
+    const layer = contextEditing({ maxInputTokens: Math.round(estimate * 2) })
+    const first = await ask(layer, messages, () => ({ ...answer, usage: { inputTokens: estimate * 3 } }), { run })
+    expect(first.events).toEqual([])
+    const second = await ask(layer, messages, () => answer, { run })
+    expect(second.events).toMatchObject([{ reason: 'over_budget' }])
+    // Garbage usage is ignored, and another run starts from the plain estimate.
+    const other = createRun({ id: 'r-other' })
+    await ask(layer, messages, () => ({ ...answer, usage: { inputTokens: Number.NaN } }), { run: other })
+    expect((await ask(layer, messages, () => answer, { run: other })).events).toEqual([])
+  })
+
+  it('countTokens replaces the estimate; one that throws or answers NaN falls back to it', async () => {
+    const seen: number[] = []
+    const counted = contextEditing({ maxInputTokens: 100, countTokens: (request) => seen.push(request.messages.length) * 1_000 })
+    expect((await ask(counted, conversation(), () => answer)).events).toMatchObject([{ reason: 'over_budget' }])
+    for (const countTokens of [
+      () => Number.NaN,
+      () => -1,
+      () => {
+        throw new Error('tokenizer down')
+      },
+    ]) {
+      const asked = await ask(contextEditing({ maxInputTokens: 10_000, countTokens }), conversation(), () => answer)
+      expect(asked.outcome.response).toEqual(answer)
+      expect(asked.events).toEqual([])
+    }
+  })
+
+  it('without a budget nothing is estimated: only a context_exceeded makes it edit', async () => {
+    let counts = 0
+    const layer = contextEditing({ countTokens: () => counts++ })
+    await ask(layer, conversation(), () => answer)
+    expect(counts).toBe(0)
+  })
+})
+
+describe('contextEditing: what passes through', () => {
+  it('other failures pass as the same object, with no edit and no second request', async () => {
+    for (const failure of [new LoopError('fatal', 'no'), new ToolError('rate_limited', '429'), new Error('boom')]) {
+      const asked = await ask(contextEditing(), conversation(), () => {
+        throw failure
+      })
+      expect(asked.outcome.error).toBe(failure)
+      expect(asked.requests).toHaveLength(1)
+      expect(asked.events).toEqual([])
+    }
+  })
+
+  it('cancelled while the refused request was out: no edit, no second request, the run’s reason', async () => {
+    const controller = new AbortController()
+    const asked = await ask(
+      contextEditing(),
+      conversation(),
+      () => {
+        controller.abort(new LoopError('cancelled', 'the caller cancelled'))
+        throw tooLong()
+      },
+      { signal: controller.signal },
+    )
+    expect(asked.requests).toHaveLength(1)
+    expect(asked.outcome.error).toMatchObject({ kind: 'cancelled' })
+  })
+
+  it('refuses bad options naming the option and the fix', () => {
+    expect(() => contextEditing({ keep: -1 })).toThrow(OptionsError)
+    expect(() => contextEditing({ strategy: 'summarize' as 'keepLast' })).toThrow(/strategy/)
+    expect(() => contextEditing({ strategy: 'keepLast', excludeTools: ['search'] })).toThrow(
+      /excludeTools: applies to strategy clearToolResults only/,
+    )
+    expect(() => contextEditing({ countTokens: 'tiktoken' as never })).toThrow(/countTokens: must be a function/)
+  })
+})
