@@ -172,7 +172,7 @@ export interface AgentSettings {
 }
 
 /** Checks `modelMiddleware` and composes it; undefined when none was given. */
-function modelOnionOf(given: unknown, chain: readonly ModelLink[]): ModelOnionSettings | undefined {
+function modelOnionOf(given: unknown, chain: readonly ModelLink[], prices: AgentOptions['prices']): ModelOnionSettings | undefined {
   if (given === undefined) return undefined
   const list = typeof given === 'function' ? [given] : given
   const fix = 'pass a model middleware (ctx, next) => Promise<void>, or an array of them, outermost first'
@@ -193,7 +193,9 @@ function modelOnionOf(given: unknown, chain: readonly ModelLink[]): ModelOnionSe
       },
     ])
   }
-  return { onion: composeModel(list as ModelMiddleware[]), chain, stackKey: Object.freeze({}) }
+  // Checked by modelChain: a plain object of prices, without reserved names.
+  const table = new Map(Object.entries(prices ?? {}))
+  return { onion: composeModel(list as ModelMiddleware[]), chain, prices: table, stackKey: Object.freeze({}) }
 }
 
 /** The seal of `checkpointKey`, checked: never echoed in an error, since it is a secret. */
@@ -249,7 +251,7 @@ export function agentSettings(options: AgentOptions<AgentModel>): AgentSettings 
   if (within !== undefined && typeof within !== 'function') {
     throw new OptionsError('createAgent()', [{ path: 'onEvent.within', message: 'must be a function (scope, fn) => fn()' }])
   }
-  const chain = modelChain(options.model, options.prices, limits.maxCostUsd !== undefined)
+  const chain = modelChain(options.model, options.prices, limits.maxCostUsd !== undefined, options.modelMiddleware !== undefined)
   if (options.stack === undefined && options.tools === undefined) throw new TypeError('createAgent(): pass either stack or tools')
   if (options.stack !== undefined && options.escalate !== undefined) {
     // Silently ignoring it would leave a run going on that the caller asked to stop.
@@ -281,6 +283,6 @@ export function agentSettings(options: AgentOptions<AgentModel>): AgentSettings 
     seal,
     park: park === undefined ? undefined : { afterMs: park.afterMs, maxWaitMs: park.maxWaitMs, wallNow: park.wallNow ?? Date.now },
     onEvent: options.onEvent,
-    modelOnion: modelOnionOf(options.modelMiddleware, chain),
+    modelOnion: modelOnionOf(options.modelMiddleware, chain, options.prices),
   }
 }

@@ -63,8 +63,9 @@ function checkPrice(name: string, value: unknown): ModelPrice {
 /**
  * The chain from `createAgent({ model, prices })`: one adapter or an array of them, in fallback
  * order, each named by its `name` (else `model 1`, `model 2`, …) and priced from `prices` by that name.
+ * `layered` (the agent has model layers): `prices` may also price models a layer asks instead.
  */
-export function modelChain(model: unknown, prices: unknown, needPrices: boolean): ModelLink[] {
+export function modelChain(model: unknown, prices: unknown, needPrices: boolean, layered = false): ModelLink[] {
   const list: unknown[] = Array.isArray(model) ? model : [model]
   if (list.length === 0) {
     throw new OptionsError(OWNER, [
@@ -113,7 +114,8 @@ export function modelChain(model: unknown, prices: unknown, needPrices: boolean)
         throw new OptionsError(OWNER, [
           { path: `prices.${key}`, message: `"${key}" names no model; key prices by the models' names (${names.join(', ')})` },
         ])
-      if (!names.includes(key)) {
+      // With model layers, a price may be for a model a layer asks instead (a fallback layer's spare).
+      if (!names.includes(key) && !layered) {
         const guess = closest(key, names)
         throw new OptionsError(OWNER, [
           {

@@ -2,7 +2,7 @@ import { abortReason } from './channel.js'
 import { LoopError } from './errors.js'
 import type { ModelResponse } from './model.js'
 import { askOnce, called, describeModelFailure, type ModelCallEnv } from './model-call.js'
-import type { ModelLink } from './model-chain.js'
+import type { ModelLink, ModelPrice } from './model-chain.js'
 import type { ModelCallRequest, ModelContext, ModelInfo, ModelNext } from './model-context.js'
 import type { RunContext } from './types.js'
 
@@ -18,10 +18,10 @@ function infoOf(link: ModelLink): ModelInfo {
     : { name: link.name, adapter: link.adapter }
 }
 
-/** The chain's link for the model a layer left in the context: its price, or none for a model the agent was not given. */
-function linkOf(chain: readonly ModelLink[], model: ModelInfo): ModelLink {
-  for (const link of chain) if (link.adapter === model.adapter && link.name === model.name) return link
-  return { name: model.name, adapter: model.adapter, price: undefined, breaker: undefined }
+/** The chain's link for the model a layer left in the context; another model (a spare) is priced by its name from `prices`. */
+function linkOf(settings: ModelOnionSettings, model: ModelInfo): ModelLink {
+  for (const link of settings.chain) if (link.adapter === model.adapter && link.name === model.name) return link
+  return { name: model.name, adapter: model.adapter, price: settings.prices.get(model.name), breaker: undefined }
 }
 
 /**
@@ -29,12 +29,12 @@ function linkOf(chain: readonly ModelLink[], model: ModelInfo): ModelLink {
  * run's 'model' step, asks the adapter with the deadline of `limits.modelTimeoutMs`, checks the
  * answer, and tells the `model.call` event and log line of it, answered or failed.
  */
-function terminalOf(env: ModelCallEnv, chain: readonly ModelLink[]) {
+function terminalOf(env: ModelCallEnv, settings: ModelOnionSettings) {
   // compose hands its final `next` the call's context.
   return async function askModel(ctx: ModelContext): Promise<void> {
     if (ctx.signal.aborted) throw abortReason(ctx.signal)
     env.budget.spend('model')
-    const link = linkOf(chain, ctx.model)
+    const link = linkOf(settings, ctx.model)
     const started = env.clock.now()
     // The attempt follows the context's signal: an outer layer's deadline or the run's cancellation.
     const attemptEnv: ModelCallEnv = ctx.signal === env.signal ? env : { ...env, signal: ctx.signal }
@@ -66,6 +66,8 @@ function hardFailure(err: unknown, ctx: ModelContext, env: ModelCallEnv): unknow
 export interface ModelOnionSettings {
   readonly onion: ModelOnion
   readonly chain: readonly ModelLink[]
+  /** What each model costs by name, for a model a layer asks instead of the agent's own. */
+  readonly prices: ReadonlyMap<string, ModelPrice>
   readonly stackKey: object
 }
 
@@ -94,7 +96,7 @@ export async function callModelOnion(
     emit: env.emit,
   }
   try {
-    await settings.onion(ctx, terminalOf(env, settings.chain) as unknown as ModelNext)
+    await settings.onion(ctx, terminalOf(env, settings) as unknown as ModelNext)
   } catch (err) {
     throw hardFailure(err, ctx, env)
   }
@@ -104,5 +106,5 @@ export async function callModelOnion(
       details: { model: ctx.model.name, fix: 'call `await next()` in every model middleware, or set ctx.response yourself' },
     })
   }
-  return { response, link: linkOf(settings.chain, ctx.model) }
+  return { response, link: linkOf(settings, ctx.model) }
 }

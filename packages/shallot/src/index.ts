@@ -21,7 +21,6 @@ export {
   type CheckpointStore,
   type Clock,
   compose,
-  createAgent,
   createRun,
   createStack,
   defineMiddleware,
@@ -92,5 +91,6 @@ export {
 } from '@shallot/retry'
 export { type ConvergenceOptions, resetConvergence, resetStuckLoop, type StuckLoopOptions, stuckLoop } from '@shallot/stuck-loop'
 export { type TimeoutOptions, timeout } from '@shallot/timeout'
+export { createAgent } from './create-agent.js'
 export { DEFAULT_ORDER, type DefaultMiddlewareOptions, defaultMiddleware } from './default-middleware.js'
 export { DEFAULT_MODEL_ORDER, type DefaultModelMiddlewareOptions, defaultModelMiddleware } from './default-model-middleware.js'

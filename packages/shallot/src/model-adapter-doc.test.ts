@@ -146,15 +146,19 @@ describe('docs/model-adapter.md', () => {
     expect(outcome).toMatchObject({ status: 'completed', output: 'fine', steps: 2 })
   })
 
-  it('ends the run as model_failed on a 401, without the API key in the error or the report', async () => {
+  it('ends the run on a 401 as user_input_required (credentials), without the API key in the error or the report', async () => {
     const chatCompletionsModel = await adapter()
     handlers = [(_b, _r, res) => reply(res, 401, { error: 'bad key' })]
     const model = chatCompletionsModel({ baseUrl, apiKey: 'sk-secret-123', model: 'm' })
     const outcome = await createAgent({ model, tools: [weather], middleware: defaultMiddleware() }).run({ input: 'hi' })
     expect(outcome.status).toBe('stopped')
     if (outcome.status !== 'stopped') return
-    expect(outcome.error.kind).toBe('model_failed')
-    expect(outcome.error.message).toBe('the model call failed after 1 attempt: chat completions answered HTTP 401')
+    // The default model stack's error classifier names the fix (decision 520); core alone said model_failed.
+    expect(outcome.error).toMatchObject({
+      kind: 'user_input_required',
+      message: 'the model provider refused the credentials (401)',
+      details: { status: 401, reason: 'credentials' },
+    })
     expect(`${outcome.error.message} ${outcome.report.text}`).not.toContain('sk-secret-123')
     expect(handlers).toEqual([])
   })
