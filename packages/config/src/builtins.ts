@@ -1,4 +1,5 @@
 import { builtinDefinitions } from '@shallot/builtins'
+import { contextEditingDefinition } from '@shallot/context-editing'
 import type { MiddlewareDefinition } from '@shallot/core'
 import './config-stores.js'
 
@@ -12,3 +13,12 @@ import './config-stores.js'
  * builtinMiddleware.find((d) => d.name === 'retry')?.build({ maxAttempts: 4 })
  */
 export const builtinMiddleware: readonly MiddlewareDefinition[] = builtinDefinitions
+
+/**
+ * The built-ins that wrap model calls only, named under `modelMiddleware:` without installing anything:
+ * `context-editing`. Not in {@link builtinMiddleware}, whose every entry also builds a tool layer.
+ *
+ * @example
+ * builtinModelMiddleware.find((d) => d.name === 'context-editing')?.buildModel({ keep: 3 })
+ */
+export const builtinModelMiddleware: readonly MiddlewareDefinition[] = Object.freeze([contextEditingDefinition])
