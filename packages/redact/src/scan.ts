@@ -1,0 +1,100 @@
+import { createHmac } from 'node:crypto'
+import { createSanitizer } from '@shallot/core/kit'
+import type { Detector } from './detectors.js'
+
+/** What happens to a value a detector found. */
+export type Strategy = 'redact' | 'mask' | 'hash' | 'block'
+
+/** A detector with the strategy it applies. */
+export interface Rule {
+  readonly detector: Detector
+  readonly strategy: Strategy
+}
+
+/** What a scan found: counts by detector, and the detectors whose strategy is `block`. */
+export class Findings {
+  readonly counts = new Map<string, number>()
+  readonly blocking = new Set<string>()
+
+  add(name: string, strategy: Strategy): void {
+    this.counts.set(name, (this.counts.get(name) ?? 0) + 1)
+    if (strategy === 'block') this.blocking.add(name)
+  }
+
+  get empty(): boolean {
+    return this.counts.size === 0
+  }
+}
+
+interface Span {
+  start: number
+  end: number
+  rule: Rule
+}
+
+/** Compiles the rules once into a function that rewrites one text, noting what it found. */
+export function textScanner(rules: readonly Rule[], secret: Strategy | undefined, hashKey: string) {
+  const core = secret === undefined ? undefined : createSanitizer()
+  const hashOf = (name: string, value: string) =>
+    `[${name}:${createHmac('sha256', hashKey).update(name).update('\0').update(value).digest('hex').slice(0, 16)}]`
+
+  function spansOf(text: string): Span[] {
+    const spans: Span[] = []
+    for (const rule of rules) {
+      const pattern = rule.detector.pattern
+      pattern.lastIndex = 0
+      for (let match = pattern.exec(text); match !== null; match = pattern.exec(text)) {
+        const start = match.index
+        const length = match[0].length === 0 ? 0 : rule.detector.accept(match[0])
+        if (length > 0) {
+          spans.push({ start, end: start + length, rule })
+          pattern.lastIndex = start + length
+        } else {
+          // The next candidate may start inside this one (a shorter card, an IBAN after a rejected one).
+          pattern.lastIndex = start + 1
+        }
+      }
+    }
+    return spans
+  }
+
+  function replacement(rule: Rule, value: string): string {
+    const { name } = rule.detector
+    switch (rule.strategy) {
+      case 'mask':
+        return rule.detector.mask(value)
+      case 'hash':
+        return hashOf(name, value)
+      default:
+        return `[redacted:${name}]`
+    }
+  }
+
+  /** The text with every value found replaced by its rule's strategy (a `block` value is redacted too). */
+  return function scan(text: string, findings: Findings): string {
+    let out = text
+    const spans = spansOf(text)
+    if (spans.length > 0) {
+      spans.sort((a, b) => a.start - b.start || b.end - a.end)
+      const parts: string[] = []
+      let at = 0
+      for (const span of spans) {
+        if (span.start < at) continue
+        parts.push(text.slice(at, span.start), replacement(span.rule, text.slice(span.start, span.end)))
+        findings.add(span.rule.detector.name, span.rule.strategy)
+        at = span.end
+      }
+      parts.push(text.slice(at))
+      out = parts.join('')
+    }
+    if (core !== undefined && secret !== undefined) {
+      // Core's secret patterns last, over what is left: a JWT, a bearer token, `password=`, a private key, ...
+      const redacted = core.output(out, Number.POSITIVE_INFINITY, true)
+      if (redacted !== core.output(out, Number.POSITIVE_INFINITY, false)) {
+        findings.add('secret', secret)
+        return redacted
+      }
+    }
+    return out
+  }
+}
