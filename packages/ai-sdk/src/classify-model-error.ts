@@ -1,6 +1,6 @@
 import { LoopError, sanitize, ToolError } from '@shallot/core'
 import type { SanitizeOptions } from '@shallot/core/kit'
-import { retryAfterFromHeaders } from '@shallot/error-classifier'
+import { modelRunEnding, modelRunEndingError, retryAfterFromHeaders } from '@shallot/error-classifier'
 import { type ModelErrorFacts, modelErrorFacts } from './model-error-facts.js'
 
 /** Longest server pushback a model error carries by default: past this the run's own ceiling decides. */
@@ -20,12 +20,6 @@ export interface ClassifyModelErrorOptions {
 /** Longest provider message quoted in an error. */
 const MAX_QUOTE = 500
 
-const CONTEXT_CODES = new Set(['context_length_exceeded', 'request_too_large', 'string_above_max_length'])
-const CONTEXT_TEXT =
-  /prompt is too long|context[ _]length|maximum context|context window|exceeds the maximum number of tokens|input token count .* exceeds|too many tokens/i
-const QUOTA_CODES = new Set(['insufficient_quota', 'billing_hard_limit_reached', 'billing_not_active'])
-const QUOTA_TEXT = /credit balance is too low|exceeded your current quota|insufficient[_ ]quota|billing (hard limit|is not active)/i
-const AUTH_TYPES = new Set(['authentication_error', 'permission_error', 'invalid_api_key', 'permission_denied'])
 const RATE_TYPES = new Set(['rate_limit_error', 'rate_limit_exceeded', 'rate_limited', 'tokens', 'requests'])
 const OVERLOADED_TYPES = new Set(['overloaded_error', 'overloaded', 'service_unavailable', 'server_is_overloaded'])
 const SERVER_TYPES = new Set(['server_error', 'api_error', 'internal_error', 'internal_server_error', 'timeout', 'upstream_error'])
@@ -67,9 +61,9 @@ function transientCode(f: ModelErrorFacts): TransientCode | undefined {
   if (f.status === 425 || (f.status !== undefined && f.status >= 500) || has(SERVER_TYPES, f.type, f.code)) return 'upstream_error'
   if (f.status === undefined && f.sdkRetryable === true) return 'network_error'
   if (f.chain.some((c) => UNREADABLE.has(c))) return 'upstream_error'
-  // An error event inside a stream arrives as a plain object, typed by the provider or not at all.
-  if (f.plainObject && f.status === undefined && !has(AUTH_TYPES, f.type, f.code) && f.type !== 'invalid_request_error')
-    return 'upstream_error'
+  // An error event inside a stream arrives as a plain object, typed by the provider or not at all (a refusal of
+  // the credentials never gets here: the run-ending table answered it first).
+  if (f.plainObject && f.status === undefined && f.type !== 'invalid_request_error') return 'upstream_error'
   return undefined
 }
 
@@ -121,23 +115,10 @@ export function classifyModelError(error: unknown, options: ClassifyModelErrorOp
   const details: Record<string, unknown> = { status: facts.status, type: facts.type, code: facts.code, providerMessage: quote }
   for (const key of Object.keys(details)) if (details[key] === undefined) delete details[key]
 
-  if (has(CONTEXT_CODES, facts.code, facts.type) || (facts.status !== 429 && CONTEXT_TEXT.test(facts.message))) {
-    return new LoopError('context_exceeded', `the request does not fit the model's context window${label(facts)}${said}`, {
-      cause: error,
-      details,
-    })
-  }
-  if (facts.status === 402 || has(QUOTA_CODES, facts.code, facts.type) || QUOTA_TEXT.test(facts.message)) {
-    return new LoopError('user_input_required', `the model provider's quota or billing is exhausted${label(facts)}${said}`, {
-      cause: error,
-      details: { ...details, reason: 'quota' },
-    })
-  }
-  if (facts.status === 401 || facts.status === 403 || has(AUTH_TYPES, facts.type, facts.code)) {
-    return new LoopError('user_input_required', `the model provider refused the credentials${label(facts)}${said}`, {
-      cause: error,
-      details: { ...details, reason: 'credentials' },
-    })
+  // The failures that end the run: @shallot/error-classifier's one table, shared with errorClassifierModel (decision 525).
+  const ending = modelRunEnding({ status: facts.status, labels: [facts.code, facts.type], text: facts.message })
+  if (ending !== undefined) {
+    return modelRunEndingError(ending, { status: facts.status, label: facts.code ?? facts.type, quote, details, cause: error })
   }
   if (facts.chain.includes('AbortError')) {
     return new ToolError('cancelled', 'the model call was aborted', { category: 'fatal', retryable: false, cause: error, details })

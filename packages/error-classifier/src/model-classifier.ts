@@ -1,12 +1,8 @@
 import { LoopError, type ModelMiddleware, sanitize, ToolError } from '@shallot/core'
 import type { Classifier } from './create-classifier.js'
 import { type ErrorFacts, errorFacts } from './error-facts.js'
+import { modelRunEnding, modelRunEndingError } from './model-run-ending.js'
 
-// What a provider says when the request does not fit the model's window (OpenAI, Anthropic, Gemini, vLLM words).
-const CONTEXT_CODES = new Set(['context_length_exceeded', 'request_too_large', 'string_above_max_length'])
-const CONTEXT_TEXT =
-  /prompt is too long|context[ _]length|maximum context|context window|exceeds the maximum number of tokens|input token count .* exceeds|too many tokens/i
-const CREDENTIAL_TYPES = new Set(['authentication_error', 'permission_error', 'invalid_api_key', 'permission_denied'])
 /** Longest provider message quoted in a model failure (the report reads it, not the model). */
 const MAX_QUOTE = 500
 
@@ -18,31 +14,10 @@ function factsOf(error: unknown): ErrorFacts | undefined {
   }
 }
 
-const saysAny = (set: ReadonlySet<string>, facts: ErrorFacts) => facts.codes.some((c) => set.has(c)) || facts.types.some((t) => set.has(t))
-
-/** The text that may name the context window: the provider's own message and the messages along the chain, bounded. */
+/** The text that may name the context window or the quota: the provider's own message and the messages along the chain. */
 function textOf(facts: ErrorFacts): string {
   return [facts.provider?.message ?? '', ...facts.messages].join('\n').slice(0, 4096)
 }
-
-type Ending = { readonly kind: 'context_exceeded' | 'user_input_required'; readonly reason: keyof typeof ENDING_TEXT }
-
-/** Why a failure ends the run whatever is retried: the request does not fit, or a person must fix the account. */
-function runEnding(facts: ErrorFacts, classified: ToolError | undefined): Ending | undefined {
-  // A 429 that mentions tokens is a rate limit on tokens per minute, not a request too long.
-  if (saysAny(CONTEXT_CODES, facts) || (facts.status !== 429 && CONTEXT_TEXT.test(textOf(facts))))
-    return { kind: 'context_exceeded', reason: 'context' }
-  if (facts.status === 402 || classified?.code === 'quota_exceeded') return { kind: 'user_input_required', reason: 'quota' }
-  if (facts.status === 401 || facts.status === 403 || saysAny(CREDENTIAL_TYPES, facts))
-    return { kind: 'user_input_required', reason: 'credentials' }
-  return undefined
-}
-
-const ENDING_TEXT = {
-  context: "the request does not fit the model's context window",
-  quota: "the model provider's quota or billing is exhausted",
-  credentials: 'the model provider refused the credentials',
-} as const
 
 /**
  * What a model call's failure means, in the words core and the model layers (retry, circuit
@@ -75,15 +50,16 @@ export function classifyModelFailure(error: unknown, classifier: Classifier, sec
   if (facts.provider?.type !== undefined) details.type = facts.provider.type
   if (facts.provider?.code !== undefined) details.code = facts.provider.code
   if (quote !== '') details.providerMessage = quote
-  const ending = runEnding(facts, classified)
+  // The one table of failures that end the run (model-run-ending.ts), shared with @shallot/ai-sdk's classifyModelError.
+  const ending = modelRunEnding({
+    status: facts.status,
+    labels: [...facts.codes, ...facts.types],
+    text: textOf(facts),
+    quota: classified?.code === 'quota_exceeded',
+  })
   if (ending !== undefined) {
-    const text = ENDING_TEXT[ending.reason]
-    const label = [facts.status, facts.provider?.code ?? facts.provider?.type].filter((p) => p !== undefined).join(' ')
-    const message = `${text}${label === '' ? '' : ` (${label})`}${quote === '' ? '' : `: ${quote}`}`
-    return new LoopError(ending.kind, message, {
-      cause: error,
-      details: ending.kind === 'context_exceeded' ? details : { ...details, reason: ending.reason },
-    })
+    const label = facts.provider?.code ?? facts.provider?.type
+    return modelRunEndingError(ending, { status: facts.status, label, quote, details, cause: error })
   }
   if (classified === undefined || !classified.retryable) return error
   return new ToolError(classified.code, classified.message, {
