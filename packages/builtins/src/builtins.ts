@@ -1,11 +1,13 @@
 import { bulkhead, bulkheadDefinition } from '@shallot/bulkhead'
 import { circuitBreaker, circuitBreakerDefinition } from '@shallot/circuit-breaker'
+import { coalesce, coalesceDefinition } from '@shallot/coalesce'
 import type { Middleware, MiddlewareDefinition } from '@shallot/core'
 import { errorClassifier, errorClassifierDefinition } from '@shallot/error-classifier'
 import { fallback, fallbackDefinition } from '@shallot/fallback'
 import { hedging, hedgingDefinition } from '@shallot/hedging'
 import { idempotency, idempotencyDefinition } from '@shallot/idempotency'
 import { panicCatcher, panicCatcherDefinition } from '@shallot/panic-catcher'
+import { redact, redactDefinition } from '@shallot/redact'
 import { retry, retryDefinition } from '@shallot/retry'
 import { stuckLoop, stuckLoopDefinition } from '@shallot/stuck-loop'
 import { timeout, timeoutDefinition } from '@shallot/timeout'
@@ -20,7 +22,7 @@ const builtin = <const Option extends string, Options, const InDefault extends b
 
 /**
  * Every built-in layer, outermost first: the order in which the ones a stack uses should stand. The seven with
- * `inDefaultStack` are `defaultMiddleware()`; fallback, bulkhead and hedging are available by name only.
+ * `inDefaultStack` are `defaultMiddleware()`; redact, fallback, bulkhead, coalesce and hedging are available by name only.
  *
  * @example
  * builtins.filter((b) => b.inDefaultStack).map((b) => b.definition.name)
@@ -28,12 +30,14 @@ const builtin = <const Option extends string, Options, const InDefault extends b
  */
 export const builtins = Object.freeze([
   builtin({ option: 'panicCatcher', definition: panicCatcherDefinition, create: panicCatcher, inDefaultStack: true }),
+  builtin({ option: 'redact', definition: redactDefinition, create: redact, inDefaultStack: false }),
   builtin({ option: 'stuckLoop', definition: stuckLoopDefinition, create: stuckLoop, inDefaultStack: true }),
   builtin({ option: 'fallback', definition: fallbackDefinition, create: fallback, inDefaultStack: false }),
   builtin({ option: 'idempotency', definition: idempotencyDefinition, create: idempotency, inDefaultStack: true }),
   builtin({ option: 'bulkhead', definition: bulkheadDefinition, create: bulkhead, inDefaultStack: false }),
   builtin({ option: 'circuitBreaker', definition: circuitBreakerDefinition, create: circuitBreaker, inDefaultStack: true }),
   builtin({ option: 'retry', definition: retryDefinition, create: retry, inDefaultStack: true }),
+  builtin({ option: 'coalesce', definition: coalesceDefinition, create: coalesce, inDefaultStack: false }),
   builtin({ option: 'errorClassifier', definition: errorClassifierDefinition, create: errorClassifier, inDefaultStack: true }),
   builtin({ option: 'timeout', definition: timeoutDefinition, create: timeout, inDefaultStack: true }),
   builtin({ option: 'hedging', definition: hedgingDefinition, create: hedging, inDefaultStack: false }),

@@ -6,12 +6,14 @@ describe('builtinMiddleware', () => {
   it('lists every built-in layer once, in the recommended order', () => {
     expect(builtinMiddleware.map((d) => d.name)).toEqual([
       'panic-catcher',
+      'redact',
       'stuck-loop',
       'fallback',
       'idempotency',
       'bulkhead',
       'circuit-breaker',
       'retry',
+      'coalesce',
       'error-classifier',
       'timeout',
       'hedging',

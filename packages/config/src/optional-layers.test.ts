@@ -79,3 +79,43 @@ describe('hedging in a config file', () => {
     await expect(loadConfig({ stack: [{ hedging: { effects: ['write'] } }] })).rejects.toThrow(/effects/)
   })
 })
+
+describe('redact in a config file', () => {
+  it('is named in the stack with strategies and literal patterns, and refuses bad ones naming the option', async () => {
+    const customer = defineTool({
+      name: 'customer',
+      description: 'customer',
+      input: z.object({}),
+      effect: 'read',
+      execute: () => ({ email: 'ada@example.com', card: '4111 1111 1111 1111', note: 'Project Nightjar' }),
+    })
+    const file = { stack: [{ redact: { strategies: { card: 'mask' }, patterns: [{ name: 'codename', pattern: 'Project Nightjar' }] } }] }
+    const stack = createStackFromConfig(await loadConfig(file), { tools: [customer] })
+    const result = await stack.dispatch({ id: '1', name: 'customer', args: {} })
+    expect(result.content).toBe('{"email":"[redacted:email]","card":"**** **** **** 1111","note":"[redacted:codename]"}')
+    await expect(loadConfig({ stack: [{ redact: { strategy: 'erase' } }] })).rejects.toThrow(/strategy/)
+  })
+})
+
+describe('coalesce in a config file', () => {
+  it('is named in the stack: identical concurrent reads run once', async () => {
+    const clock = manualClock()
+    let runs = 0
+    const search = defineTool({
+      name: 'search',
+      description: 'search',
+      input: z.object({ q: z.string() }),
+      effect: 'read',
+      execute: (_args, { signal }) => {
+        runs++
+        return clock.sleep(100, signal).then(() => 'hits')
+      },
+    })
+    const stack = createStackFromConfig(await loadConfig({ stack: ['retry', 'coalesce', 'timeout'] }), { tools: [search], clock })
+    const calls = [1, 2, 3].map((n) => stack.dispatch({ id: `${n}`, name: 'search', args: { q: 'x' } }))
+    await clock.runAll()
+    expect((await Promise.all(calls)).map((r) => r.value)).toEqual(['hits', 'hits', 'hits'])
+    expect(runs).toBe(1)
+    await expect(loadConfig({ stack: [{ coalesce: { scope: 'tenant' } }] })).rejects.toThrow(/scope/)
+  })
+})
