@@ -1,0 +1,91 @@
+import { createStack, defineTool, OptionsError } from '@shallot/core'
+import { rateLimit } from '@shallot/rate-limit'
+import { rateLimitStoreContract } from '@shallot/rate-limit/contract'
+import { manualClock } from '@shallot/testing'
+import pg from 'pg'
+import { describe, expect, it } from 'vitest'
+import { z } from 'zod'
+import { postgresRateLimitStore } from './index.js'
+import { usePostgres } from './test-support/postgres-fixture.js'
+
+const fixture = usePostgres()
+let prefixes = 0
+const freshPrefix = () => `rl${++prefixes}_`
+
+async function migrated(options: Omit<Parameters<typeof postgresRateLimitStore>[0], 'pool'> = {}) {
+  const store = postgresRateLimitStore({ pool: fixture.pool, tablePrefix: freshPrefix(), timeoutMs: 10_000, ...options })
+  await store.migrate()
+  return store
+}
+
+describe('postgresRateLimitStore keeps the store contract (one statement, server time replaced by the contract clock)', () => {
+  for (const c of rateLimitStoreContract((clock) => migrated({ wallNow: () => clock.now() }))) it(c.name, () => c.run())
+})
+
+const rule = { intervalMs: 1000, burst: 1, maxWaitMs: 0 }
+
+describe('postgresRateLimitStore', () => {
+  it.each(['NaN', 'Infinity', '-Infinity'])('reads a TAT of %s as a key at rest, and overwrites it', async (corrupt) => {
+    const tablePrefix = freshPrefix()
+    const store = postgresRateLimitStore({ pool: fixture.pool, tablePrefix })
+    await store.migrate()
+    await fixture.pool.query(`INSERT INTO "${tablePrefix}rate_limits" VALUES ('k', $1::double precision, true, 0)`, [corrupt])
+    expect(await store.acquire('k', rule)).toEqual({ admitted: true, waitMs: 0 })
+    expect((await store.acquire('k', rule)).admitted).toBe(false)
+  })
+
+  it('takes a key that looks like SQL as a key', async () => {
+    const store = await migrated()
+    const key = `'); DROP TABLE "x"; --`
+    expect(await store.acquire(key, rule)).toEqual({ admitted: true, waitMs: 0 })
+    expect((await store.acquire(key, rule)).admitted).toBe(false)
+  })
+
+  it('refuses options it cannot use, naming them', () => {
+    expect(() => postgresRateLimitStore({} as never)).toThrow(OptionsError)
+    expect(() => postgresRateLimitStore({} as never)).toThrow(/option pool: is required/)
+    expect(() => postgresRateLimitStore({ pool: fixture.pool, tablePrefix: 'Bad-Prefix' })).toThrow(/option tablePrefix/)
+  })
+
+  it('says how to create its table when it was never migrated', async () => {
+    const store = postgresRateLimitStore({ pool: fixture.pool, tablePrefix: freshPrefix() })
+    await expect(store.acquire('k', rule)).rejects.toMatchObject({ code: 'store_unavailable', hint: expect.stringContaining('migrate()') })
+  })
+
+  it('rejects with a soft store_unavailable past timeoutMs when the server is silent', async () => {
+    const clock = manualClock()
+    const tablePrefix = freshPrefix()
+    const store = await migrated({ clock, timeoutMs: 100, tablePrefix })
+    const holder = await fixture.pool.connect()
+    try {
+      await holder.query('BEGIN')
+      await holder.query(`LOCK TABLE "${tablePrefix}rate_limits" IN ACCESS EXCLUSIVE MODE`)
+      const refused = expect(store.acquire('k', rule)).rejects.toMatchObject({ code: 'store_unavailable', safeToRepeat: true })
+      await clock.advance(100)
+      await refused
+    } finally {
+      await holder.query('ROLLBACK')
+      holder.release()
+    }
+  })
+
+  it('with the server gone, a layer failing open runs the call and one failing closed refuses it softly', async () => {
+    const dead = new pg.Pool({ connectionString: 'postgres://nobody@127.0.0.1:1/none', connectionTimeoutMillis: 500 })
+    dead.on('error', () => {})
+    let runs = 0
+    const tool = defineTool({ name: 'lookup', description: 'L', input: z.object({}), effect: 'read', execute: () => ++runs })
+    const store = postgresRateLimitStore({ pool: dead, timeoutMs: 2000 })
+    const open = createStack({ tools: [tool], middleware: [rateLimit({ limit: 1, store, storeTimeoutMs: 3000 })] })
+    const closed = createStack({
+      tools: [tool],
+      middleware: [rateLimit({ limit: 1, store, storeTimeoutMs: 3000, onStoreFailure: 'closed' })],
+    })
+    try {
+      expect((await open.dispatch({ id: 'a', name: 'lookup', args: {} })).trace.map((e) => e.type)).toEqual(['rate-limit.store_failed'])
+      expect((await closed.dispatch({ id: 'b', name: 'lookup', args: {} })).error).toMatchObject({ code: 'store_unavailable' })
+      expect(runs).toBe(1)
+    } finally {
+      await dead.end()
+    }
+  })
+})

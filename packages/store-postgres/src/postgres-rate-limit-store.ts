@@ -1,0 +1,100 @@
+import { parseOptions, silentLogger, systemClock } from '@shallot/core'
+import { boundedCall, refineWallNow, wallNowOf } from '@shallot/core/kit'
+import type { RateDecision, RateLimitStore, RateRule } from '@shallot/rate-limit'
+import { z } from 'zod'
+import { statement } from './postgres-store-context.js'
+import { postgresStoresOptionsSchema } from './postgres-stores-options.js'
+import { postgresUnavailable } from './store-unavailable.js'
+
+const { pool, tablePrefix, timeoutMs, logger, clock, wallNow, now } = postgresStoresOptionsSchema.shape
+
+/**
+ * Options of {@link postgresRateLimitStore}: `postgresStores()`'s, for the rate limit, with a `pool` (yours to end).
+ *
+ * @example
+ * postgresRateLimitStoreOptionsSchema.safeParse({ pool, tablePrefix: 'billing_' }).success // true
+ */
+export const postgresRateLimitStoreOptionsSchema = z
+  .strictObject({ pool, tablePrefix, timeoutMs, logger, clock, wallNow, now })
+  .superRefine(refineWallNow)
+  .refine((o) => o.pool !== undefined, { message: 'is required: a pg.Pool (new Pool(...) from "pg")', path: ['pool'] })
+
+/** What {@link postgresRateLimitStore} accepts. */
+export type PostgresRateLimitStoreOptions = z.input<typeof postgresRateLimitStoreOptionsSchema>
+
+/** The rate limit's store in PostgreSQL: `acquire` for the layer, `migrate()` to create its table once. */
+export interface PostgresRateLimitStore extends RateLimitStore {
+  acquire(key: string, rule: RateRule): Promise<RateDecision>
+  /** Creates the table `<tablePrefix>rate_limits` if it does not exist. */
+  migrate(): Promise<void>
+}
+
+// The key's TAT as the row holds it, unless it is not a finite number (a hand-edited or corrupt row): then a key at rest.
+const OLD = `(CASE WHEN r.tat = 'NaN' OR r.tat = 'Infinity' OR r.tat = '-Infinity' THEN NULL ELSE r.tat END)`
+// EXCLUDED.tat is now + interval (the row a new key would get); GREATEST skips a NULL.
+const NOW = `(EXCLUDED.tat - $3)`
+const WAIT = `GREATEST(GREATEST(${OLD}, ${NOW}) - ($4 - 1) * $3 - ${NOW}, 0)`
+
+/** The one statement of a decision: a new key is admitted at once; an existing row is decided under its row lock. */
+function acquireSql(table: string): string {
+  return `INSERT INTO ${table} AS r (key, tat, admitted, wait_ms)
+    VALUES ($2, COALESCE($1::double precision, extract(epoch FROM clock_timestamp()) * 1000) + $3, true, 0)
+    ON CONFLICT (key) DO UPDATE SET
+      tat = CASE WHEN ${WAIT} <= $5 THEN GREATEST(${OLD}, ${NOW}) + $3 ELSE GREATEST(${OLD}, ${NOW}) END,
+      admitted = ${WAIT} <= $5,
+      wait_ms = ${WAIT}
+    RETURNING admitted, wait_ms`
+}
+
+const rowSchema = z.object({ admitted: z.boolean(), wait_ms: z.number().min(0) })
+
+/**
+ * One rate limit for a fleet of workers (`rateLimit({ store })`), in one table: a row per key with its
+ * theoretical arrival time, decided by ONE statement (`INSERT … ON CONFLICT DO UPDATE … RETURNING`), atomic
+ * under the row's lock, on the server's clock (`clock_timestamp()`), so admissions are spaced by one clock
+ * whichever worker asks. The row also keeps its last decision, which the statement returns. Each decision
+ * gives up after `timeoutMs` with a soft `store_unavailable`; the layer then fails open or closed as its
+ * `onStoreFailure` says. A TAT that is not a finite number is read as a key at rest. Rows of keys at rest
+ * are harmless and small; delete them at will (`DELETE … WHERE tat < now`).
+ *
+ * @example
+ * const store = postgresRateLimitStore({ pool })
+ * await store.migrate()
+ * createStack({ tools, middleware: [rateLimit({ limit: 10, store })] })
+ */
+export function postgresRateLimitStore(options: PostgresRateLimitStoreOptions): PostgresRateLimitStore {
+  const o = parseOptions('postgresRateLimitStore()', postgresRateLimitStoreOptionsSchema, options)
+  const db = o.pool as NonNullable<typeof o.pool>
+  const test = wallNowOf(o)
+  const log = o.logger ?? silentLogger
+  const bounded = boundedCall(o.clock ?? systemClock, o.timeoutMs, postgresUnavailable, 'PostgreSQL refused or lost the query')
+  const table = `"${o.tablePrefix}rate_limits"`
+  const sql = acquireSql(table)
+
+  return {
+    acquire(key, rule) {
+      return bounded('rateLimit.acquire', async () => {
+        const nowParam = test === undefined ? null : String(test())
+        const { rows } = await statement(db, sql, [nowParam, key, rule.intervalMs, rule.burst, rule.maxWaitMs])
+        const parsed = rowSchema.safeParse(rows[0])
+        if (!parsed.success) {
+          log.warn({ key }, 'rate limit: PostgreSQL answered something the store does not understand')
+          throw postgresUnavailable('rateLimit.acquire', 'PostgreSQL answered something the store does not understand', parsed.error)
+        }
+        return { admitted: parsed.data.admitted, waitMs: parsed.data.wait_ms }
+      })
+    },
+    async migrate() {
+      await statement(
+        db,
+        `CREATE TABLE IF NOT EXISTS ${table} (
+          key text PRIMARY KEY,
+          tat double precision NOT NULL,
+          admitted boolean NOT NULL,
+          wait_ms double precision NOT NULL
+        )`,
+        [],
+      )
+    },
+  }
+}
