@@ -61,6 +61,17 @@ describe('contextEditing: when it edits', () => {
     }
   })
 
+  it('the estimate follows a transcript that grows, and one whose last message was replaced in place', () => {
+    const messages: Message[] = [task]
+    const first = estimateTokens({ messages, tools: [] })
+    messages.push(...turn('a'))
+    const grown = estimateTokens({ messages, tools: [] })
+    expect(grown).toBeGreaterThan(first)
+    messages[2] = { role: 'tool', callId: 'a', name: 'read', content: 'x'.repeat(4_000), ok: true }
+    expect(estimateTokens({ messages, tools: [] })).toBeGreaterThanOrEqual(grown + 990)
+    expect(estimateTokens({ messages: [...messages], tools: [], system: 'y'.repeat(400) })).toBeGreaterThanOrEqual(grown + 1_090)
+  })
+
   it('without a budget nothing is estimated: only a context_exceeded makes it edit', async () => {
     let counts = 0
     const layer = contextEditing({ countTokens: () => counts++ })

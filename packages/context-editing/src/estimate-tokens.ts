@@ -35,6 +35,27 @@ export function messageChars(message: Message): number {
   return chars
 }
 
+/** What was counted of a transcript array the last time: an agent's transcript only grows, so the next count adds its new messages. */
+interface Counted {
+  count: number
+  chars: number
+  /** The last message counted: if it is no longer at its place, the array was edited and is counted again. */
+  last: Message | undefined
+}
+const countedArrays = new WeakMap<readonly Message[], Counted>()
+
+function transcriptChars(messages: readonly Message[]): number {
+  let counted = countedArrays.get(messages)
+  if (counted === undefined || counted.count > messages.length || messages[counted.count - 1] !== counted.last) {
+    counted = { count: 0, chars: 0, last: undefined }
+    countedArrays.set(messages, counted)
+  }
+  for (let i = counted.count; i < messages.length; i++) counted.chars += messageChars(messages[i] as Message)
+  counted.count = messages.length
+  counted.last = messages[messages.length - 1]
+  return counted.chars
+}
+
 function toolChars(tool: ModelTool): number {
   if (typeof tool !== 'object' || tool === null) return 0
   const cached = charsByObject.get(tool)
@@ -49,13 +70,14 @@ function toolChars(tool: ModelTool): number {
  * text, tool calls' names and JSON arguments, the system prompt, each tool's name, description and
  * JSON schema) divided by `charsPerToken` (4: English text in the GPT and Claude tokenizers; code and
  * non-Latin scripts run denser, so lower it for those), plus {@link TOKENS_PER_MESSAGE} per message.
- * Each message's and tool's characters are counted once and cached by the object, so a long run pays
- * only for its new messages.
+ * Each message's and tool's characters are counted once and cached by the object, and a transcript
+ * array's total by the array (an agent's transcript only grows), so a long run pays only for its new
+ * messages.
  */
 export function estimateTokens(request: ModelCallRequest, charsPerToken = 4): number {
   let chars = textLength(request.system)
   const messages = Array.isArray(request.messages) ? request.messages : []
-  for (const message of messages) chars += messageChars(message)
+  chars += transcriptChars(messages)
   if (Array.isArray(request.tools)) for (const tool of request.tools) chars += toolChars(tool)
   return Math.ceil(chars / charsPerToken) + TOKENS_PER_MESSAGE * messages.length
 }
