@@ -9,6 +9,7 @@ export {
   memoryBreakerStore,
   sampling,
 } from '@shallot/circuit-breaker'
+export { type CoalesceOptions, coalesce } from '@shallot/coalesce'
 export {
   type Agent,
   type AgentEvent,
@@ -75,6 +76,7 @@ export {
   memoryStore,
 } from '@shallot/idempotency'
 export { type PanicCatcherOptions, panicCatcher } from '@shallot/panic-catcher'
+export { type RedactOptions, type RedactStrategy, redact } from '@shallot/redact'
 export {
   type Backoff,
   constant,
