@@ -92,6 +92,11 @@ export async function callThroughOnion<T>(attempt: (signal: AbortSignal) => Prom
   let answer: { value: T } | undefined
   async function askOnce(ctx: ModelContext): Promise<void> {
     if (ctx.signal.aborted) throw abortReason(ctx.signal)
+    if (ctx.model.adapter !== LANGCHAIN_ADAPTER) {
+      throw new TypeError(
+        `a model layer asked for model "${ctx.model.name}" instead of the agent's: under LangChain the agent's model is the one asked; put LangChain's modelFallbackMiddleware outside shallotMiddleware for a chain`,
+      )
+    }
     const controller = new AbortController()
     const outer = ctx.signal
     const onAbort = () => controller.abort(outer.reason)

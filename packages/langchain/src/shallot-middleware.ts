@@ -3,6 +3,7 @@ import {
   type AnyTool,
   createRun,
   LoopError,
+  type ModelMiddleware,
   type MutableRun,
   parseOptions,
   type Stack,
@@ -55,17 +56,56 @@ export const shallotMiddlewareOptionsSchema = z
     modelCall: z
       .strictObject({
         timeoutMs: z.number().positive().max(3_600_000).default(60_000),
-        maxAttempts: z.number().int().min(1).max(10).default(3),
-        baseMs: z.number().nonnegative().max(60_000).default(250),
-        capMs: z.number().nonnegative().max(300_000).default(4000),
-        maxRetryAfterMs: z.number().nonnegative().max(3_600_000).default(60_000),
+        maxAttempts: z.number().int().min(1).max(10).optional(),
+        baseMs: z.number().nonnegative().max(60_000).optional(),
+        capMs: z.number().nonnegative().max(300_000).optional(),
+        maxRetryAfterMs: z.number().nonnegative().max(3_600_000).optional(),
       })
-      .default({ timeoutMs: 60_000, maxAttempts: 3, baseMs: 250, capMs: 4000, maxRetryAfterMs: 60_000 }),
+      .default({ timeoutMs: 60_000 }),
+    /**
+     * The model layers every model call goes through, outermost first (`retryModel()`, `errorClassifierModel()`,
+     * `circuitBreakerModel()`, your own), as `createAgent({ modelMiddleware })` takes them. Default: the layers
+     * `modelCall` stands for. `modelCall.timeoutMs` stays the deadline of each attempt.
+     */
+    modelMiddleware: custom<ModelMiddleware | readonly ModelMiddleware[]>(
+      'a model middleware (ctx, next) => Promise<void> or an array of them',
+      (v) => isFunction(v) || (Array.isArray(v) && v.every(isFunction)),
+    ).optional(),
   })
   .superRefine(onlyWithoutStack(['onEvent']))
+  .superRefine(retryOnlyOnce)
   .superRefine(runBudgetRefinement)
 
 export type ShallotMiddlewareOptions = z.input<typeof shallotMiddlewareOptionsSchema>
+
+const RETRY_FIELDS = ['maxAttempts', 'baseMs', 'capMs', 'maxRetryAfterMs'] as const
+
+/** With `modelMiddleware` the layers decide: `modelCall`'s retry fields would be a second retry loop, so they are refused. */
+function retryOnlyOnce(options: { modelCall: Record<string, unknown>; modelMiddleware?: unknown }, issues: z.RefinementCtx): void {
+  if (options.modelMiddleware === undefined) return
+  for (const field of RETRY_FIELDS) {
+    if (options.modelCall[field] === undefined) continue
+    issues.addIssue({
+      code: 'custom',
+      path: ['modelCall', field],
+      message: 'belongs to the retry layer; with modelMiddleware, give it to retryModel() there (only timeoutMs stays here)',
+    })
+  }
+}
+
+/** The model onion: the layers given, else the ones `modelCall` stands for, with its figures or core's defaults. */
+function modelLayersOf(o: z.output<typeof shallotMiddlewareOptionsSchema>): ModelMiddleware[] {
+  if (o.modelMiddleware !== undefined)
+    return Array.isArray(o.modelMiddleware) ? [...o.modelMiddleware] : [o.modelMiddleware as ModelMiddleware]
+  const { modelCall } = o
+  return modelCallLayers({
+    timeoutMs: modelCall.timeoutMs,
+    maxAttempts: modelCall.maxAttempts ?? 3,
+    baseMs: modelCall.baseMs ?? 250,
+    capMs: modelCall.capMs ?? 4000,
+    maxRetryAfterMs: modelCall.maxRetryAfterMs ?? 60_000,
+  })
+}
 
 const isClientTool = (tool: unknown): tool is LangChainTool =>
   isObject(tool) && typeof (tool as LangChainTool).name === 'string' && isFunction((tool as LangChainTool).invoke)
@@ -198,7 +238,7 @@ export function shallotMiddleware(options?: ShallotMiddlewareOptions): AgentMidd
   const maxSteps = maxStepsFrom(o)
   // Every model call goes through one onion of model layers: retry (one loop, one Retry-After rule) and the classifier.
   const modelEnv: ModelEnv = {
-    onion: composeModelLayers(modelCallLayers(o.modelCall)),
+    onion: composeModelLayers(modelLayersOf(o)),
     timeoutMs: o.modelCall.timeoutMs,
     clock: o.clock ?? systemClock,
     random: o.random ?? Math.random,
