@@ -35,7 +35,12 @@ export async function ask(
   layer: ModelMiddleware,
   messages: readonly Message[],
   model: (request: ModelCallRequest, asked: number) => ModelResponse | Promise<ModelResponse>,
-  extra: { readonly signal?: AbortSignal; readonly name?: string; readonly run?: RunContext } = {},
+  extra: {
+    readonly signal?: AbortSignal
+    readonly name?: string
+    readonly run?: RunContext
+    readonly emit?: (event: AgentEvent) => void
+  } = {},
 ): Promise<Asked> {
   const requests: ModelCallRequest[] = []
   const events: Array<Record<string, unknown>> = []
@@ -52,7 +57,7 @@ export async function ask(
     clock: systemClock,
     random: Math.random,
     stackKey: {},
-    emit: (event: AgentEvent) => void events.push(event as unknown as Record<string, unknown>),
+    emit: extra.emit ?? ((event: AgentEvent) => void events.push(event as unknown as Record<string, unknown>)),
   }
   const terminal = async () => {
     requests.push(ctx.request)

@@ -107,6 +107,37 @@ describe('contextEditing: what passes through', () => {
     expect(asked.outcome.error).toMatchObject({ kind: 'cancelled' })
   })
 
+  it('a listener that throws costs the event, never the call', async () => {
+    const asked = await ask(contextEditing({ maxInputTokens: 20 }), conversation(), () => answer, {
+      emit: () => {
+        throw new Error('listener down')
+      },
+    })
+    expect(asked.outcome.response).toEqual(answer)
+    expect(asked.requests[0]?.messages.filter((m) => m.role === 'tool' && m.content === '[cleared]')).toHaveLength(1)
+  })
+
+  it('one layer serves concurrent calls of many runs, each edited on its own', async () => {
+    const layer = contextEditing({ keep: 0 })
+    const runs = await Promise.all(
+      Array.from({ length: 20 }, (_, i) =>
+        ask(layer, frozen([task, ...turn(`a${i}`), ...turn(`b${i}`)]), async (_request, asked) => {
+          await new Promise((resolve) => setImmediate(resolve))
+          if (asked === 1) throw tooLong()
+          return answer
+        }),
+      ),
+    )
+    runs.forEach((run, i) => {
+      expect(run.requests[1]?.messages.flatMap((m) => (m.role === 'tool' ? [m.callId, m.content] : []))).toEqual([
+        `a${i}`,
+        '[cleared]',
+        `b${i}`,
+        '[cleared]',
+      ])
+    })
+  })
+
   it('refuses bad options naming the option and the fix', () => {
     expect(() => contextEditing({ keep: -1 })).toThrow(OptionsError)
     expect(() => contextEditing({ strategy: 'summarize' as 'keepLast' })).toThrow(/strategy/)

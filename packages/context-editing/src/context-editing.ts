@@ -221,9 +221,14 @@ function summary(strategy: ContextEditingStrategy, applied: Applied) {
   }
 }
 
+/** The log line and the event of an edit. A logger or listener that throws costs the line or the event, never the call. */
 function tell(ctx: ModelContext, strategy: ContextEditingStrategy, applied: Applied): void {
   const fields = summary(strategy, applied)
-  ctx.log.info({ model: ctx.model.name, ...fields }, 'model request shortened by context editing')
+  try {
+    ctx.log.info({ model: ctx.model.name, ...fields }, 'model request shortened by context editing')
+  } catch {
+    // the log line is lost; the edit stands
+  }
   // Not yet in core's AgentEvent union: the agent hands every event to onEvent as it is (see the README).
   const event = {
     type: CONTEXT_EDITED,
@@ -234,7 +239,11 @@ function tell(ctx: ModelContext, strategy: ContextEditingStrategy, applied: Appl
     attempt: ctx.attempt,
     ...fields,
   }
-  ctx.emit(event as unknown as AgentEvent)
+  try {
+    ctx.emit(event as unknown as AgentEvent)
+  } catch {
+    // the event is lost; the edit stands
+  }
 }
 
 const plural = (n: number, word: string) => `${n} ${word}${n === 1 ? '' : 's'}`
