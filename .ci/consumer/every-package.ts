@@ -22,6 +22,8 @@ import * as openaiAgentsTesting from '@shallot/openai-agents/testing'
 import * as otel from '@shallot/otel'
 import * as panicCatcher from '@shallot/panic-catcher'
 import * as policy from '@shallot/policy'
+import * as rateLimit from '@shallot/rate-limit'
+import * as rateLimitContract from '@shallot/rate-limit/contract'
 import * as retry from '@shallot/retry'
 import * as storePostgres from '@shallot/store-postgres'
 import * as storeRedis from '@shallot/store-redis'
@@ -54,6 +56,8 @@ const modules = {
   otel,
   panicCatcher,
   policy,
+  rateLimit,
+  rateLimitContract,
   retry,
   storePostgres,
   storeRedis,

@@ -7,6 +7,7 @@ import { fallback, fallbackDefinition } from '@shallot/fallback'
 import { hedging, hedgingDefinition } from '@shallot/hedging'
 import { idempotency, idempotencyDefinition } from '@shallot/idempotency'
 import { panicCatcher, panicCatcherDefinition } from '@shallot/panic-catcher'
+import { rateLimit, rateLimitDefinition } from '@shallot/rate-limit'
 import { redact, redactDefinition } from '@shallot/redact'
 import { retry, retryDefinition } from '@shallot/retry'
 import { stuckLoop, stuckLoopDefinition } from '@shallot/stuck-loop'
@@ -22,7 +23,7 @@ const builtin = <const Option extends string, Options, const InDefault extends b
 
 /**
  * Every built-in layer, outermost first: the order in which the ones a stack uses should stand. The seven with
- * `inDefaultStack` are `defaultMiddleware()`; redact, fallback, bulkhead, coalesce and hedging are available by name only.
+ * `inDefaultStack` are `defaultMiddleware()`; redact, fallback, bulkhead, rate-limit, coalesce and hedging are available by name only.
  *
  * @example
  * builtins.filter((b) => b.inDefaultStack).map((b) => b.definition.name)
@@ -35,6 +36,7 @@ export const builtins = Object.freeze([
   builtin({ option: 'fallback', definition: fallbackDefinition, create: fallback, inDefaultStack: false }),
   builtin({ option: 'idempotency', definition: idempotencyDefinition, create: idempotency, inDefaultStack: true }),
   builtin({ option: 'bulkhead', definition: bulkheadDefinition, create: bulkhead, inDefaultStack: false }),
+  builtin({ option: 'rateLimit', definition: rateLimitDefinition, create: rateLimit, inDefaultStack: false }),
   builtin({ option: 'circuitBreaker', definition: circuitBreakerDefinition, create: circuitBreaker, inDefaultStack: true }),
   builtin({ option: 'retry', definition: retryDefinition, create: retry, inDefaultStack: true }),
   builtin({ option: 'coalesce', definition: coalesceDefinition, create: coalesce, inDefaultStack: false }),

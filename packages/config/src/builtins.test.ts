@@ -11,6 +11,7 @@ describe('builtinMiddleware', () => {
       'fallback',
       'idempotency',
       'bulkhead',
+      'rate-limit',
       'circuit-breaker',
       'retry',
       'coalesce',
@@ -24,7 +25,9 @@ describe('builtinMiddleware', () => {
 
   it('builds every one of them from file options alone, with the stack’s stores', () => {
     const stores = createStores()
-    for (const definition of builtinMiddleware) expect(typeof definition.build({}, { stores })).toBe('function')
+    // A rate limit has no default limit: the file names it.
+    const options = (name: string) => (name === 'rate-limit' ? { limit: 10 } : {})
+    for (const definition of builtinMiddleware) expect(typeof definition.build(options(definition.name), { stores })).toBe('function')
   })
 
   it('lets a file name the optional layers without installing anything', async () => {

@@ -5,7 +5,7 @@ import './config-stores.js'
 
 /**
  * The built-in middlewares a config file names without installing anything, outermost first:
- * `panic-catcher`, `redact`, `stuck-loop`, `fallback`, `idempotency`, `bulkhead`, `circuit-breaker`, `retry`,
+ * `panic-catcher`, `redact`, `stuck-loop`, `fallback`, `idempotency`, `bulkhead`, `rate-limit`, `circuit-breaker`, `retry`,
  * `coalesce`, `error-classifier`, `timeout`, `hedging`. Each is its package's own definition; its options are what
  * a file can hold, and stores come from `env.stores`.
  *

@@ -16,6 +16,20 @@ export interface ConfigStores {
   readonly breaker?: BreakerStore
   /** The token bucket every retry layer draws from. Default: one `memoryRetryBudget()` per stack; `false` turns it off. */
   readonly retryBudget?: RetryBudgetStore | false
+  /**
+   * Where every `rate-limit` layer keeps its buckets: a `RateLimitStore` of `@shallot/rate-limit`
+   * (`redisRateLimitStore`, `postgresRateLimitStore`) limits a fleet. Default: none (each layer keeps its own, in memory).
+   */
+  readonly rateLimit?: RateLimitStoreShape
+}
+
+/** A `RateLimitStore` of `@shallot/rate-limit`, by its shape (config does not depend on the layer). */
+export interface RateLimitStoreShape {
+  acquire(
+    key: string,
+    rule: { readonly intervalMs: number; readonly burst: number; readonly maxWaitMs: number },
+    now: number,
+  ): { readonly admitted: boolean; readonly waitMs: number } | Promise<{ readonly admitted: boolean; readonly waitMs: number }>
 }
 
 declare module '@shallot/core' {
@@ -39,5 +53,6 @@ export function createStores(given: ConfigStores = {}, clock?: Clock): ConfigSto
     retryBudget: given.retryBudget ?? memoryRetryBudget(),
   }
   if (given.breaker !== undefined) stores.breaker = given.breaker
+  if (given.rateLimit !== undefined) stores.rateLimit = given.rateLimit
   return Object.freeze(stores)
 }
