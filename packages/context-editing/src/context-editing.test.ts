@@ -72,6 +72,15 @@ describe('contextEditing: when it edits', () => {
     expect(estimateTokens({ messages: [...messages], tools: [], system: 'y'.repeat(400) })).toBeGreaterThanOrEqual(grown + 1_090)
   })
 
+  it("counts the tools offered: their names, descriptions (a layer's note too) and JSON schemas", () => {
+    const inputSchema = { type: 'object', properties: { path: { type: 'string', description: 'p'.repeat(4_000) } } }
+    const bare = estimateTokens({ messages: [task], tools: [] })
+    const offered = estimateTokens({ messages: [task], tools: [{ name: 'read', description: 'Reads', inputSchema }] })
+    expect(offered - bare).toBeGreaterThanOrEqual(1_000)
+    const noted = { name: 'read', description: `UNAVAILABLE: circuit open ${'n'.repeat(400)} Reads`, inputSchema }
+    expect(estimateTokens({ messages: [task], tools: [noted] })).toBeGreaterThanOrEqual(offered + 100)
+  })
+
   it('without a budget nothing is estimated: only a context_exceeded makes it edit', async () => {
     let counts = 0
     const layer = contextEditing({ countTokens: () => counts++ })

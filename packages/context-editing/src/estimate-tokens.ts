@@ -56,13 +56,19 @@ function transcriptChars(messages: readonly Message[]): number {
   return counted.chars
 }
 
+/**
+ * A tool's characters. The agent builds its tool list afresh for every request (a layer's note may change) but keeps
+ * each tool's JSON schema object, so the schema's length is what is cached, by that object.
+ */
 function toolChars(tool: ModelTool): number {
   if (typeof tool !== 'object' || tool === null) return 0
-  const cached = charsByObject.get(tool)
-  if (cached !== undefined) return cached
-  const chars = textLength(tool.name) + textLength(tool.description) + jsonLength(tool.inputSchema)
-  charsByObject.set(tool, chars)
-  return chars
+  const schema: unknown = tool.inputSchema
+  let schemaChars = typeof schema === 'object' && schema !== null ? charsByObject.get(schema) : undefined
+  if (schemaChars === undefined) {
+    schemaChars = jsonLength(schema)
+    if (typeof schema === 'object' && schema !== null) charsByObject.set(schema, schemaChars)
+  }
+  return textLength(tool.name) + textLength(tool.description) + schemaChars
 }
 
 /**
