@@ -3,17 +3,22 @@ import { createRun, type Middleware, type ToolResult } from '@shallot/core'
 import { fallback } from '@shallot/fallback'
 import { hedging } from '@shallot/hedging'
 import { bulkhead as cockatielBulkhead, fallback as cockatielFallback, handleAll } from 'cockatiel'
-import { circuitBreaker, constant, retry, stuckLoop } from 'shallot'
+import { circuitBreaker, constant, rateLimit, retry, stuckLoop } from 'shallot'
 import { distinctCall, flakyTool, readTool, stackOf } from './fixtures.js'
 import type { Case } from './measure.js'
 import { work } from './peers.js'
 
-/** 9: the bulkhead, fallback and hedging layers alone on the happy path, beside cockatiel's bulkhead and fallback. */
+/**
+ * 9: the bulkhead, rate-limit, fallback and hedging layers alone on the happy path, beside cockatiel's bulkhead and
+ * fallback. Cockatiel has no rate limiter: the rate-limit row's cost is read against the stack with no layers (scenario 4).
+ */
 export function resilienceCases(): Case[] {
   const peerBulkhead = cockatielBulkhead(10, 10)
   const peerFallback = cockatielFallback(handleAll, 0)
   const layers = {
     bulkhead: [bulkhead({ limit: 10, queue: 10 })],
+    // Never over the limit: the path every admitted call takes (one GCRA step in memory, no timer).
+    'rate-limit (under the limit)': [rateLimit({ limit: 1_000_000, perMs: 1 })],
     'fallback (no source for the tool)': [fallback({ tools: { other_tool: { from: 'cache' } } })],
     'fallback (caching every result)': [fallback({ default: { from: 'cache' } })],
     'fallback (fixed value)': [fallback({ default: { from: 'value', value: 0 } })],
