@@ -23,6 +23,19 @@ describe('contextEditing: when it edits', () => {
     expect(asked.events).toMatchObject([{ type: 'model.context_edited', reason: 'over_budget', attempt: 1, clearedToolResults: 3 }])
   })
 
+  it('shortened before sending and still refused: the run ends, the model asked once, the edit named', async () => {
+    const asked = await ask(contextEditing({ maxInputTokens: 20, keep: 1 }), conversation(), () => {
+      throw tooLong()
+    })
+    expect(asked.requests).toHaveLength(1)
+    expect(asked.events).toHaveLength(1)
+    expect(asked.outcome.error).toMatchObject({
+      kind: 'context_exceeded',
+      message: expect.stringContaining('even after context editing (clearToolResults: 3 tool results cleared'),
+      details: { contextEditing: { reason: 'over_budget', clearedToolResults: 3 } },
+    })
+  })
+
   it('a budget per model name replaces maxInputTokens', async () => {
     const layer = contextEditing({ maxInputTokens: 20, models: { roomy: 1_000_000 } })
     expect((await ask(layer, conversation(), () => answer, { name: 'roomy' })).events).toEqual([])
