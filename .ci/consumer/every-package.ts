@@ -7,6 +7,7 @@ import * as bullmq from '@shallot/bullmq'
 import * as circuitBreaker from '@shallot/circuit-breaker'
 import * as cli from '@shallot/cli'
 import * as config from '@shallot/config'
+import * as contextEditing from '@shallot/context-editing'
 import * as core from '@shallot/core'
 import * as coreInternal from '@shallot/core/internal'
 import * as coreKit from '@shallot/core/kit'
@@ -41,6 +42,7 @@ const modules = {
   circuitBreaker,
   cli,
   config,
+  contextEditing,
   core,
   coreInternal,
   coreKit,
