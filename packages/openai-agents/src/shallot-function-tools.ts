@@ -1,5 +1,11 @@
 import { AsyncLocalStorage } from 'node:async_hooks'
-import { type RunContext as AgentsRunContext, type FunctionTool, type ToolErrorFormatter, tool } from '@openai/agents'
+import {
+  type RunContext as AgentsRunContext,
+  type CallModelInputFilter,
+  type FunctionTool,
+  type ToolErrorFormatter,
+  tool,
+} from '@openai/agents'
 import {
   type AnyTool,
   createRun,
@@ -23,6 +29,7 @@ import {
   stackSourceShape,
 } from '@shallot/core/kit'
 import { z } from 'zod'
+import { newTurnLedger, observeCompletedTurn, type TurnLedger } from './observe-turns.js'
 
 /** One tool, written as you would pass it to the SDK's `tool()`, plus what repeating it does to the world. */
 export interface ShallotFunctionToolSpec<Args = unknown> {
@@ -78,6 +85,13 @@ export interface ShallotFunctionToolSet {
    * which the SDK sends as it is). Other messages are the SDK's own.
    */
   readonly toolErrorFormatter: ToolErrorFormatter
+  /**
+   * Pass as `run(agent, input, { callModelInputFilter })`: before each model call it shows the turn that just
+   * completed (the model's text, its calls, their results) to the layers that watch turns, as `createAgent`
+   * does, so `stuckLoop({ convergence })` stops a model that keeps repeating itself; `run()` rejects with the
+   * `LoopError`. The model input goes on unchanged (with a filter of your own, call it on what this returns).
+   */
+  readonly callModelInputFilter: CallModelInputFilter
 }
 
 /** The SDK hands invoke the argument text; the policy's check reads values (text that is not JSON is left to the stack to refuse). */
@@ -119,6 +133,31 @@ function definitionsOf(specs: readonly ShallotFunctionToolSpec<any>[]): AnyTool[
 }
 
 /**
+ * The `callModelInputFilter` of a set: before each model call, the turn that completed is shown to the layers
+ * that watch turns; a `LoopError` from them stops the set (its `signal` aborts) and is thrown; the input goes on as it is.
+ */
+function turnFilter(
+  stack: Stack,
+  run: RunContext,
+  ledger: TurnLedger,
+  set: { stopped(): LoopError | undefined; stop(hard: LoopError): void },
+): CallModelInputFilter {
+  return ({ modelData }) => {
+    const stopped = set.stopped()
+    if (stopped !== undefined) throw stopped
+    try {
+      observeCompletedTurn(stack, run, ledger, modelData.input)
+    } catch (err) {
+      // Only a LoopError gets here (the stack logs any other throw of a layer): it ends the run.
+      const hard = LoopError.is(err) ? err : new LoopError('tool_crashed', String(err), { cause: err })
+      set.stop(hard)
+      throw hard
+    }
+    return modelData
+  }
+}
+
+/**
  * Builds OpenAI Agents SDK function tools whose every call goes through a shallot stack. The raw
  * argument text goes to `stack.dispatch` (which parses and validates it, so malformed JSON is a soft
  * `invalid_arguments` that stuck-loop counts); a soft error is the tool output the model reads; a hard
@@ -149,6 +188,8 @@ export function shallotFunctionTools(
   const check = o.stack === undefined ? approvalCheckOf(o.middleware) : undefined
   // The arguments of calls the SDK was told need approval, so a rejection can go through the stack.
   const askedFor = new Map<string, { name: string; args: unknown }>()
+  // The calls of the current turn that settled, shown with the turn to the layers that watch turns.
+  const ledger = newTurnLedger()
 
   const toolErrorFormatter: ToolErrorFormatter = async (args) => {
     const asked = args.kind === 'approval_rejected' ? askedFor.get(args.callId) : undefined
@@ -208,6 +249,7 @@ export function shallotFunctionTools(
         try {
           const call = { id: callId, name: spec.name, args: input }
           const result = await agentsCall.run(runContext, () => stack.dispatch(call, { run, signal: callSignal }))
+          ledger.settled.set(callId, { call, result })
           if (!result.ok && result.error !== undefined) softErrors.push(result.error)
           return result.content
         } catch (err) {
@@ -234,5 +276,12 @@ export function shallotFunctionTools(
       return error
     },
     toolErrorFormatter,
+    callModelInputFilter: turnFilter(stack, run, ledger, {
+      stopped: () => error,
+      stop: (hard) => {
+        error = hard
+        stopper.abort(hard)
+      },
+    }),
   }
 }
