@@ -22,6 +22,7 @@ import {
   type IdempotencyStore,
   idempotency,
   panicCatcher,
+  rateLimit,
   retry,
   stuckLoop,
   timeout,
@@ -173,6 +174,12 @@ const scenarios: Record<string, () => Promise<string>> = {
       [circuitBreaker({ policy: consecutive({ threshold: 2 }), cooldownMs: 30_000 }), errorClassifier()],
       [failing('server_error')],
       [{ name: 'search' }, { name: 'search', args: { q: 'b' } }, { name: 'search', args: { q: 'c' } }],
+    ),
+  rate_limited: () =>
+    soft(
+      [rateLimit({ limit: 10, perMs: 60_000, burst: 1, maxWaitMs: 2_000 })],
+      [tool('search', 'read', () => 'hits')],
+      [{ name: 'search' }, { name: 'search', args: { q: 'b' } }],
     ),
   repeated_failure: () => soft([stuckLoop()], [readFile], Array(3).fill({ args: { path: 'src/mian.rs' } })),
   'repeated_failure, flailing': () => {
