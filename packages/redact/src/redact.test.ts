@@ -227,4 +227,11 @@ describe('redact: options', () => {
     const { call } = setup({ detectors: ['card'], patterns: [{ name: 'codename', pattern: 'Project (Nightjar)' }] })
     expect((await call('Project (Nightjar) and ada@example.com')).content).toBe('[redacted:codename] and ada@example.com')
   })
+
+  it('your patterns read short plain words too, keys included (the built-ins skip them: none can match there)', async () => {
+    const { call } = setup({ patterns: [{ name: 'codename', pattern: 'Nightjar' }, { name: 'badge', pattern: /\bB\d{4}\b/ }] })
+    expect((await call({ Nightjar: 'B1234', other: 'Nightjar_2' })).content).toBe(
+      '{"[redacted:codename]":"[redacted:badge]","other":"[redacted:codename]_2"}',
+    )
+  })
 })

@@ -121,7 +121,7 @@ export function redact(options?: RedactOptions): Middleware {
     if (name === 'secret' || !o.detectors.includes(name)) continue
     for (const detector of DETECTORS[name]) rules.push({ detector, strategy: strategyOf(name) })
   }
-  for (const p of o.patterns) rules.push({ detector: userDetector(p.name, p.pattern), strategy: strategyOf(p.name, p.strategy) })
+  for (const p of o.patterns) rules.push({ detector: userDetector(p.name, p.pattern), strategy: strategyOf(p.name, p.strategy), own: true })
   const secret = o.detectors.includes('secret') ? strategyOf('secret') : undefined
   const scan = textScanner(rules, secret, o.hashKey ?? randomBytes(32).toString('hex'))
   const tools = o.tools === undefined ? undefined : new Set(o.tools)
@@ -144,15 +144,17 @@ export function redact(options?: RedactOptions): Middleware {
     }
     const output = ctx.result
     if (output === undefined) return
-    const findings = new Findings()
+    let findings = new Findings()
     let value: unknown
     try {
+      // A first look builds nothing: a result with nothing to find goes on as it is, its types and identity kept.
+      walkValue(output.value, scan, findings, limits, false)
+      if (findings.empty) return
+      findings = new Findings()
       value = walkValue(output.value, scan, findings, limits)
     } catch (err) {
       throw withhold(ctx, [err instanceof Unreadable ? err.why : 'unreadable'], output.value)
     }
-    // Nothing found: the tool's own value goes on, its types and identity kept.
-    if (findings.empty) return
     if (findings.blocking.size > 0) throw withhold(ctx, [...findings.blocking], output.value)
     const found = Object.fromEntries(findings.counts)
     ctx.emit('redact.applied', o.rawInEvents ? { found, in: 'result', raw: output.value } : { found, in: 'result' })

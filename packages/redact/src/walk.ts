@@ -36,6 +36,7 @@ export function walkValue(
   scan: (text: string, findings: Findings) => string,
   findings: Findings,
   limits: WalkLimits,
+  build = true,
 ): unknown {
   const ancestors = new Set<object>()
   let chars = 0
@@ -46,11 +47,11 @@ export function walkValue(
     return scan(s, findings)
   }
 
-  function visit(input: unknown, key: string, depth: number): unknown {
+  function visit(input: unknown, key: string | number, depth: number): unknown {
     let item = input
     if (item !== null && (typeof item === 'object' || typeof item === 'bigint')) {
       const toJSON = (item as { toJSON?: unknown }).toJSON
-      if (typeof toJSON === 'function') item = toJSON.call(item, key)
+      if (typeof toJSON === 'function') item = toJSON.call(item, String(key))
     }
     switch (typeof item) {
       case 'string':
@@ -75,9 +76,19 @@ export function walkValue(
     if (ancestors.has(item)) return CIRCULAR
     ancestors.add(item)
     try {
+      if (!build) {
+        // Looking only: nothing is built, so a result with nothing to find costs no copy.
+        if (Array.isArray(item)) for (let i = 0; i < item.length; i++) visit(item[i], i, depth + 1)
+        else
+          for (const name of Object.keys(item)) {
+            text(name)
+            visit((item as Record<string, unknown>)[name], name, depth + 1)
+          }
+        return item
+      }
       if (Array.isArray(item)) {
         const out: unknown[] = new Array(item.length)
-        for (let i = 0; i < item.length; i++) out[i] = visit(item[i], String(i), depth + 1)
+        for (let i = 0; i < item.length; i++) out[i] = visit(item[i], i, depth + 1)
         return out
       }
       const out: Record<string, unknown> = {}
