@@ -99,6 +99,16 @@ describe('rateLimit: over the limit', () => {
     expect((await call('z')).ok).toBe(true)
   })
 
+  it("with per: 'all' every tool takes from one bucket", async () => {
+    const clock = manualClock()
+    const tools = ['a', 'b'].map((name) =>
+      defineTool({ name, description: name, input: z.object({}), effect: 'read', execute: () => name }),
+    )
+    const stack = createStack({ tools, clock, middleware: [rateLimit({ limit: 1, maxWaitMs: 0, per: 'all' })] })
+    expect((await stack.dispatch({ id: '1', name: 'a', args: {} })).ok).toBe(true)
+    expect((await stack.dispatch({ id: '2', name: 'b', args: {} })).error?.code).toBe('rate_limited')
+  })
+
   it('treats __proto__ and constructor keys as keys like any other', async () => {
     for (const key of ['__proto__', 'constructor', 'toString']) {
       const { call } = setup({ limit: 1, maxWaitMs: 0, key: () => key })
