@@ -3,6 +3,7 @@ import { cpus, loadavg, totalmem } from 'node:os'
 import { configLoad, printConfigLoad } from './config-load.js'
 import { CONTEXT_BARE, CONTEXT_BUDGET, CONTEXT_REACTIVE, CONTEXT_TURNS, contextEditingCases } from './context-editing.js'
 import { concurrentRuns, heapRetained, simPerCall, sustained } from './endurance.js'
+import { guardCases, REDACT_1MB, REDACT_2MB } from './guards.js'
 import { type Case, formatNs, interleave, paired, printTable, type Row } from './measure.js'
 import { resilienceCases, resilienceOptionCases } from './resilience.js'
 import {
@@ -34,7 +35,7 @@ const agent = await agentCase()
 // One long-lived signal for every run, as a server's shutdown signal would be.
 const agentSignal = await agentCase(1, new AbortController().signal)
 const layers = eachLayerCases()
-const resilience = [...resilienceCases(), ...resilienceOptionCases(), ...contextEditingCases()]
+const resilience = [...resilienceCases(), ...resilienceOptionCases(), ...contextEditingCases(), ...guardCases()]
 const all: Case[] = [...peers, ...full, agent, agentSignal, ...layers, ...resilience]
 const measured = await interleave(all, rounds)
 const pick = (cases: readonly Case[]) => cases.map((c) => measured.find((r) => r.name === c.name) as Row)
@@ -54,7 +55,7 @@ printTable('peers', peerRows, 'bare await')
 printTable('scenarios 1, 2, 3, 5: the full default stack', [...peerRows, ...fullRows], KOA)
 printTable('scenario 4: each layer alone', [...headline, ...layerRows], KOA)
 printTable(
-  'scenario 9: bulkhead, fallback, hedging alone; half-open sampling, retry hooks, convergence; context editing',
+  'scenario 9: bulkhead, fallback, hedging alone; half-open sampling, retry hooks, convergence; context editing; redact, coalesce',
   [...headline, ...resilienceRows],
   KOA,
 )
@@ -229,11 +230,13 @@ ${table([...peerRows, ...fullRows], koa, KOA)}
 
 ${table([...headline, ...layerRows], koa, KOA)}
 
-## Bulkhead, fallback and hedging alone; half-open sampling, retry hooks and convergence; context editing (scenario 9)
+## Bulkhead, fallback and hedging alone; half-open sampling, retry hooks and convergence; context editing; redact and coalesce (scenario 9)
 
 ${table([...headline, ...resilienceRows], koa, KOA)}
 
 contextEditing() per model call when nothing is trimmed, over the bare model onion ((row − bare row) ÷ ${CONTEXT_TURNS + 1} model calls): **${formatNs((p50(CONTEXT_BUDGET) - p50(CONTEXT_BARE)) / (CONTEXT_TURNS + 1))}** with a budget (the request estimated), **${formatNs((p50(CONTEXT_REACTIVE) - p50(CONTEXT_BARE)) / (CONTEXT_TURNS + 1))}** without one.
+
+redact() on a 2 MB result against a 1 MB one: **${fmt(p50(REDACT_2MB) / p50(REDACT_1MB))}×** the time (linear work is 2×; target < 2.5×).
 
 ## Endurance (scenarios 6, 7, 12, 13)
 
