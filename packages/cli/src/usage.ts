@@ -25,6 +25,8 @@ commands:
       --config FILE               the stack (and model:, mcpServers:) of a config file; default: the default stack
       --checkpoints FILE.db       checkpoints and idempotency records in SQLite, so the run can be resumed;
                                   a stop also writes RUN_ID.handoff.md beside it for the person who picks it up
+      --park-after MS             a tool wait of MS or more (an open circuit, a long Retry-After) parks the run in
+                                  its checkpoint: exit 75 and the resume command to run at the time it names
       --report FILE.md            write the report; --html FILE.html the timeline; --record FILE.json the record
       --max-turns N --max-steps N --run-id ID --stream
   resume RUN_ID --checkpoints FILE.db [--model … --config … --mcp …]

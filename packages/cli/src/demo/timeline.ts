@@ -1,4 +1,4 @@
-import type { Message, ModelRequest, RunOutcome, StackEvent } from '@shallot/core'
+import type { Message, ModelRequest, ParkingOutcome, RunOutcome, StackEvent } from '@shallot/core'
 import { color } from './paint.js'
 
 function short(text: string, max = 120): string {
@@ -61,7 +61,7 @@ export interface TimelinePrinter {
    */
   upTo(transcript: readonly Message[], events: readonly StackEvent[], requests?: Requests): void
   /** For a stopped run: the events of the calls of the turn the run dropped. */
-  inFlight(outcome: RunOutcome, events: readonly StackEvent[]): void
+  inFlight(outcome: ParkingOutcome, events: readonly StackEvent[]): void
 }
 
 function eventLines(print: (line: string) => void, events: readonly StackEvent[]): void {
@@ -110,13 +110,14 @@ export function timelinePrinter(print: (line: string) => void): TimelinePrinter 
       }
     },
     inFlight(outcome, events) {
-      // The turn that stopped the run is not in the transcript (it was dropped); its events still tell what happened.
-      if (outcome.status !== 'stopped') return
+      // The turn that stopped or parked the run is not in the transcript; its events still tell what happened.
+      if (outcome.status === 'completed') return
       const seen = new Set<string>()
       for (const message of outcome.transcript) if (message.role === 'tool') seen.add(message.callId)
       const dropped = events.filter((e) => !seen.has(e.callId))
       if (dropped.length === 0) return
-      print(`${color.dim(`turn ${String(turn + 1).padStart(2)}`)}  ${color.dim('(in flight when the run stopped)')}`)
+      const state = outcome.status === 'parked' ? 'parked: its waiting calls run again on resume' : 'in flight when the run stopped'
+      print(`${color.dim(`turn ${String(turn + 1).padStart(2)}`)}  ${color.dim(`(${state})`)}`)
       eventLines(print, dropped)
     },
   }

@@ -71,6 +71,9 @@ interface Row {
   readonly svg: string
 }
 
+/** A wake time as ISO text; a record's number that is no date shows as it is. */
+const parkedAt = (wakeAt: number) => (Number.isFinite(new Date(wakeAt).getTime()) ? new Date(wakeAt).toISOString() : String(wakeAt))
+
 /**
  * Renders a run record as one self-contained HTML page: no script, no network, a strict CSP, every
  * string from the run escaped. `shallot report` and `shallot demo --html` write what it returns.
@@ -78,6 +81,7 @@ interface Row {
  * @example
  * await writeFile('run.html', renderHtml(await readRecord('run.json')))
  */
+
 export function renderHtml(record: RunRecord): string {
   const end = Math.max(record.durationMs, ...record.events.map((e) => e.at), ...record.turns.map((t) => t.endAt ?? 0), 1)
   const x = (t: number) => LABEL + (Math.min(Math.max(t, 0), end) / end) * AXIS
@@ -136,9 +140,11 @@ export function renderHtml(record: RunRecord): string {
   const aside =
     record.stop !== undefined
       ? `<aside class="stopped" id="failure-report"><h2>Failure report: ${escapeHtml(record.stop.kind)}</h2><pre>${escapeHtml(record.stop.report.text)}</pre></aside>`
-      : `<aside id="outcome"><h2>Completed</h2><pre>${escapeHtml(record.output ?? '')}</pre></aside>`
+      : record.parked !== undefined
+        ? `<aside id="outcome"><h2>Parked until ${escapeHtml(parkedAt(record.parked.wakeAt))}</h2><pre>${escapeHtml(`${record.parked.reason.tool} (call ${record.parked.reason.callId}) answered ${record.parked.reason.code}; it runs again when the run is resumed`)}</pre></aside>`
+        : `<aside id="outcome"><h2>Completed</h2><pre>${escapeHtml(record.output ?? '')}</pre></aside>`
   const softErrors = calls.filter(({ call }) => call.result?.ok === false).length
-  const body = `<header><h1>shallot run ${escapeHtml(record.runId)}</h1><div class="meta"><span class="status-${record.status}">${record.status === 'stopped' ? `stopped: ${escapeHtml(record.stop?.kind ?? '')}` : 'completed'}</span> · ${turns.length} turns · ${calls.length} tool calls · ${softErrors} soft errors · ${record.steps} steps · ${seconds(record.durationMs)}</div><div class="meta">task: ${escapeHtml(record.task)}</div></header>
+  const body = `<header><h1>shallot run ${escapeHtml(record.runId)}</h1><div class="meta"><span class="status-${record.status}">${record.status === 'stopped' ? `stopped: ${escapeHtml(record.stop?.kind ?? '')}` : record.status === 'parked' ? 'parked' : 'completed'}</span> · ${turns.length} turns · ${calls.length} tool calls · ${softErrors} soft errors · ${record.steps} steps · ${seconds(record.durationMs)}</div><div class="meta">task: ${escapeHtml(record.task)}</div></header>
 <main><section class="timeline"><h2>Timeline</h2>${svg}<ul class="legend"><li><i class="k-retry"></i>retry / backoff wait (dashed)</li><li><i class="k-timeout"></i>timeout</li><li><i class="k-breaker"></i>breaker state</li><li><i class="k-refusal"></i>refusal</li><li><i class="k-replay"></i>replay</li><li><i class="k-other"></i>other layer event</li></ul>${table}</section>${aside}</main>`
   const hash = createHash('sha256').update(CSS).digest('base64')
   return `<!doctype html>

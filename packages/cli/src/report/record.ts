@@ -1,5 +1,5 @@
 import { readFile, stat } from 'node:fs/promises'
-import { type Clock, type ModelAdapter, type RunOutcome, type Stack, type StackEvent, systemClock } from '@shallot/core'
+import { type Clock, type ModelAdapter, type ParkingOutcome, type Stack, type StackEvent, systemClock } from '@shallot/core'
 import { z } from 'zod'
 
 /** A layer event as recorded: its type, time, call, and its own fields flattened to scalars. */
@@ -47,7 +47,7 @@ export interface RunRecord {
   readonly version: 1
   readonly runId: string
   readonly task: string
-  readonly status: 'completed' | 'stopped'
+  readonly status: 'completed' | 'stopped' | 'parked'
   /** Milliseconds from the start to the end of the run. */
   readonly durationMs: number
   readonly steps: number
@@ -59,6 +59,11 @@ export interface RunRecord {
     readonly kind: string
     readonly message: string
     readonly report: { readonly text: string; readonly why: string; readonly nextSteps: string }
+  }
+  /** A parked run: when it may go on (wall-clock epoch ms) and the call it waits for. */
+  readonly parked?: {
+    readonly wakeAt: number
+    readonly reason: { readonly code: string; readonly tool: string; readonly callId: string; readonly waitMs: number }
   }
 }
 
@@ -105,7 +110,7 @@ export interface RunRecorder {
   /** Subscribes to the stack's events; `finish` unsubscribes. */
   listen(stack: Stack): void
   /** Builds the record from the outcome and what was heard, and stops listening. */
-  finish(outcome: RunOutcome): RunRecord
+  finish(outcome: ParkingOutcome): RunRecord
 }
 
 /**
@@ -180,7 +185,7 @@ interface ModelCall {
 }
 
 function buildRecord(
-  outcome: RunOutcome,
+  outcome: ParkingOutcome,
   events: readonly RecordedEvent[],
   modelCalls: readonly ModelCall[],
   durationMs: number,
@@ -256,6 +261,11 @@ function buildRecord(
         : events,
   }
   if (outcome.status === 'completed') return { ...base, status: 'completed', output: cut(outcome.output, MAX_TEXT) }
+  if (outcome.status === 'parked') {
+    const { code, tool, callId, waitMs } = outcome.reason
+    const reason = { code: cut(code, MAX_FIELD), tool: cut(tool, MAX_FIELD), callId: cut(callId, MAX_FIELD), waitMs }
+    return { ...base, status: 'parked', parked: { wakeAt: outcome.wakeAt, reason } }
+  }
   const { report, error } = outcome
   return {
     ...base,
@@ -277,7 +287,7 @@ const recordSchema = z.strictObject({
   version: z.literal(1),
   runId: text(500),
   task: text(MAX_TEXT),
-  status: z.enum(['completed', 'stopped']),
+  status: z.enum(['completed', 'stopped', 'parked']),
   durationMs: time,
   steps: z.number().int().min(0).max(1e9),
   output: text(MAX_TEXT).optional(),
@@ -321,6 +331,12 @@ const recordSchema = z.strictObject({
       kind: text(200),
       message: text(MAX_TEXT),
       report: z.strictObject({ text: text(MAX_TEXT * 4), why: text(MAX_TEXT), nextSteps: text(MAX_TEXT) }),
+    })
+    .optional(),
+  parked: z
+    .strictObject({
+      wakeAt: time,
+      reason: z.strictObject({ code: text(MAX_FIELD), tool: text(MAX_FIELD), callId: text(MAX_FIELD), waitMs: time }),
     })
     .optional(),
 })

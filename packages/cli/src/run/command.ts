@@ -6,12 +6,15 @@ import { parseArgs } from 'node:util'
 import { aiSdkModel } from '@shallot/ai-sdk'
 import { ConfigError, createStackFromConfig, loadConfig, type ShallotConfig } from '@shallot/config'
 import {
+  type Agent,
   type AgentOptions,
   type ApprovalAnswer,
   createAgent,
   type ModelAdapter,
   type ModelRequest,
   memoryCheckpoints,
+  ParkedError,
+  type ParkingOutcome,
   ResumeError,
   type RunOutcome,
   type StackEvent,
@@ -38,6 +41,7 @@ import { handoffOf } from './handoff.js'
 import { lineReader } from './line-reader.js'
 import { type McpServerSpec, type McpServers, startMcpServers } from './mcp-servers.js'
 import { resolveModel } from './model-spec.js'
+import { EXIT_PARKED, parkedLines, parkedWhy, parkOf } from './park.js'
 import { runReportText } from './run-report.js'
 import { shellQuote as quote } from './shell-quote.js'
 import { splitCommand } from './split-command.js'
@@ -140,7 +144,7 @@ function openStores(file: string): { checkpoints: SqliteCheckpoints; idempotency
  */
 async function writeHandoff(
   checkpoints: string,
-  outcome: RunOutcome,
+  outcome: ParkingOutcome,
   resume: string | undefined,
   otherAnswers: string | undefined,
   secrets: readonly string[],
@@ -153,7 +157,7 @@ async function writeHandoff(
   }
   // A run that cannot go on (its context is full) names no command: core's report says to start a new one.
   const command =
-    outcome.report.resume === undefined || resume === undefined
+    (outcome.status === 'stopped' && outcome.report.resume === undefined) || resume === undefined
       ? undefined
       : `${resume}${otherAnswers === undefined ? '' : `\n# or: ${otherAnswers}`}`
   await writeOut(file, handoffOf(outcome, { ...(command === undefined ? {} : { resumeCommand: command }), secrets: [...secrets] }))
@@ -161,7 +165,7 @@ async function writeHandoff(
 }
 
 /** The calls a stopped run waits on a person for (none for any other stop). */
-function pendingOf(outcome: RunOutcome) {
+function pendingOf(outcome: ParkingOutcome) {
   return outcome.status === 'stopped' && outcome.error.kind === 'user_input_required' ? outcome.report.pending : []
 }
 
@@ -171,6 +175,7 @@ function resumeLine(runId: string, values: Values, model: string, pending: Retur
   if (values.config !== undefined) parts.push('--config', quote(values.config))
   for (const line of values.mcp ?? []) parts.push('--mcp', quote(line))
   if (values['mcp-env'] !== undefined) parts.push('--mcp-env', quote(values['mcp-env']))
+  if (values['park-after'] !== undefined) parts.push('--park-after', quote(values['park-after']))
   if (values.stream === true) parts.push('--stream')
   if (pending.length > 0) parts.push(approvalHint(pending, quote).approveAll)
   return parts.join(' ')
@@ -216,6 +221,7 @@ export async function runAgentCommand(
     throw new UsageError(`the run id "${runId.slice(0, 60)}" must be letters, digits, "_", "-" and "." (at most 128)`)
   const maxTurns = positiveInt(values['max-turns'], 'max-turns')
   const maxSteps = positiveInt(values['max-steps'], 'max-steps')
+  const park = parkOf(values['park-after'], values.checkpoints, io.clock)
 
   const config = await configOf(values.config)
   const modelSpec = values.model ?? config?.document.model
@@ -228,6 +234,8 @@ export async function runAgentCommand(
   let stopWaits = () => {}
   const stop = new AbortController()
   const onSigint = () => stop.abort(new Error('interrupted (SIGINT)'))
+  // A parked run being resumed: when it may go on, and what it waits for.
+  let parkedAt: { wakeAt: number; why: string } | undefined
   try {
     if (stores !== undefined) {
       let snapshot: ReturnType<SqliteCheckpoints['load']>
@@ -244,6 +252,10 @@ export async function runAgentCommand(
           `no run "${runId}" in ${values.checkpoints}${known.length === 0 ? ' (it holds no runs)' : `; it holds ${known.join(', ')}`}`,
         )
       }
+      if (mode === 'resume' && snapshot?.status === 'parked' && typeof snapshot.parked?.wakeAt === 'number') {
+        const { wakeAt, reason } = snapshot.parked
+        parkedAt = { wakeAt, why: `${reason.tool} answered ${reason.code}` }
+      }
       if (mode === 'run' && snapshot !== undefined)
         throw new UsageError(
           `${values.checkpoints} already holds run "${runId}" (${snapshot.status}); resume it with shallot resume ${runId}, or pick another --run-id`,
@@ -252,9 +264,13 @@ export async function runAgentCommand(
     servers = await startMcpServers(specs)
     const tools = servers.tools
     let stack: AgentOptions['stack']
+    // The file's modelMiddleware: layers, when it has them; without, core's own model retry stays on.
+    let modelLayers: AgentOptions['modelMiddleware']
     if (config !== undefined) {
       try {
-        stack = createStackFromConfig(config, { tools, ...(stores === undefined ? {} : { stores: { idempotency: stores.idempotency } }) })
+        const built = createStackFromConfig(config, { tools, ...(stores === undefined ? {} : { stores: { idempotency: stores.idempotency } }) })
+        stack = built
+        if (config.document.modelMiddleware !== undefined) modelLayers = built.modelMiddleware
       } catch (err) {
         if (ConfigError.is(err)) throw new UsageError(err.message.split('\n'))
         throw err
@@ -285,7 +301,8 @@ export async function runAgentCommand(
     }
     const recorder = recordRun()
     const limits = { ...(maxTurns === undefined ? {} : { maxTurns }), ...(maxSteps === undefined ? {} : { maxSteps }) }
-    const agent = createAgent({
+    // An agent created with park answers parked outcomes too; one without never does.
+    const agent: Agent<ParkingOutcome> = createAgent({
       model: recorder.model(live),
       ...(stack === undefined
         ? { tools, middleware: defaultMiddleware(stores === undefined ? {} : { idempotency: { store: stores.idempotency } }) }
@@ -295,6 +312,8 @@ export async function runAgentCommand(
       checkpoints: stores === undefined ? memoryCheckpoints() : stores.checkpoints,
       onEvent: waits.agentEvent,
       ...(io.clock === undefined ? {} : { clock: io.clock }),
+      ...(park === undefined ? {} : { park }),
+      ...(modelLayers === undefined ? {} : { modelMiddleware: modelLayers }),
     })
     agent.stack.on((event) => {
       events.push(event)
@@ -314,14 +333,29 @@ export async function runAgentCommand(
         return await agent.resume(runId, approvals === undefined ? { signal: stop.signal } : { signal: stop.signal, approvals })
       } catch (err) {
         // An answer to a call that is not pending, a malformed one, a checkpoint that cannot be replayed, a run busy elsewhere.
-        if (err instanceof TypeError || ResumeError.is(err)) throw new UsageError(err.message)
+        if (!ParkedError.is(err) && (err instanceof TypeError || ResumeError.is(err))) throw new UsageError(err.message)
         throw err
       }
     }
-    let outcome: RunOutcome = mode === 'run' ? await agent.run({ runId, input: given, signal: stop.signal }) : await resumeWith(flagged)
-    const resumeOf = (o: RunOutcome) => (values.checkpoints === undefined ? undefined : resumeLine(runId, values, modelSpec, pendingOf(o)))
+    const wallNow = park?.wallNow ?? Date.now
+    const restMs = parkedAt === undefined ? 0 : parkedAt.wakeAt - wallNow()
+    // Resumed a little early, the agent waits out the rest: shown as a wait, like any other.
+    if (parkedAt !== undefined && park !== undefined && restMs > 0 && restMs < park.afterMs) waits.waking(parkedAt.why, restMs)
+    let outcome: ParkingOutcome
+    try {
+      outcome = mode === 'run' ? await agent.run({ runId, input: given, signal: stop.signal }) : await resumeWith(flagged)
+    } catch (err) {
+      // Resumed before its time without --park-after: nothing ran; the same command works once the time has come.
+      if (!ParkedError.is(err)) throw err
+      io.out(
+        `run ${runId} is parked until ${new Date(err.wakeAt).toISOString()} (${Math.ceil((err.wakeAt - wallNow()) / 1000)} s from now)${parkedAt === undefined ? '' : `: ${parkedAt.why}`}; nothing ran. Run this command again then, or add --park-after <ms> to wait a shorter rest here`,
+      )
+      return EXIT_PARKED
+    }
+    const resumeOf = (o: ParkingOutcome) =>
+      values.checkpoints === undefined ? undefined : resumeLine(runId, values, modelSpec, pendingOf(o))
     // The report as the command line tells it: `shallot resume …`, and a provider's refusal naming what to fix.
-    const told = (o: RunOutcome) => withCliNextSteps(o, resumeOf(o), resolved)
+    const told = (o: ParkingOutcome): ParkingOutcome => (o.status === 'parked' ? o : withCliNextSteps(o, resumeOf(o), resolved))
     // At a terminal a person answers now, and the run goes on in this process; elsewhere it stops with the command.
     const input = io.inputIsTerminal === true ? io.input : undefined
     // Opened at the first question, not before: the terminal is not read while the run goes.
@@ -331,8 +365,10 @@ export async function runAgentCommand(
         waits.close()
         printer.upTo(outcome.transcript, events, requests)
         printer.inFlight(outcome, events)
+        if (outcome.status === 'parked') waits.parked(parkedWhy(outcome), outcome.wakeAt - wallNow())
         io.out('')
-        printOutcome(io.out, told(outcome))
+        if (outcome.status === 'parked') for (const line of parkedLines(outcome, resumeOf(outcome) ?? '', wallNow())) io.out(line)
+        else printOutcome(io.out, withCliNextSteps(outcome, resumeOf(outcome), resolved))
         const pending = pendingOf(outcome)
         if (input === undefined || pending.length === 0 || stop.signal.aborted) break
         reader ??= lineReader(input, MAX_ANSWER_CHARS)
@@ -364,6 +400,7 @@ export async function runAgentCommand(
     }
     await writeRunFiles(recorder.finish(told(outcome)), files, io.out)
     if (outcome.status === 'completed') return 0
+    if (outcome.status === 'parked') return EXIT_PARKED
     if (outcome.turns === 0 && neverConnected(outcome)) {
       // No answer ever came: a wrong base URL or no server, which is the caller's to fix, not the run's.
       io.err(

@@ -4,6 +4,7 @@ export const RUN_FLAGS = {
   config: { type: 'string' },
   mcp: { type: 'string', multiple: true },
   'mcp-env': { type: 'string' },
+  'park-after': { type: 'string' },
   checkpoints: { type: 'string' },
   report: { type: 'string' },
   html: { type: 'string' },

@@ -1,4 +1,4 @@
-import type { RunOutcome } from '@shallot/core'
+import type { ParkingOutcome } from '@shallot/core'
 import { escapeControls } from '@shallot/core/kit'
 
 /**
@@ -9,16 +9,21 @@ import { escapeControls } from '@shallot/core/kit'
  * @example
  * await writeFile('report.md', runReportText(outcome, 'shallot resume run-1 --checkpoints run.db --model openai:gpt-4o-mini'))
  */
-export function runReportText(outcome: RunOutcome, resume: string | undefined, otherAnswers?: string): string {
+export function runReportText(outcome: ParkingOutcome, resume: string | undefined, otherAnswers?: string): string {
   // A report is read with cat and less too: what the task, the model or a tool said is shown, never obeyed.
   return escapeControls(reportText(outcome, resume, otherAnswers))
 }
 
-function reportText(outcome: RunOutcome, resume: string | undefined, otherAnswers?: string): string {
+function reportText(outcome: ParkingOutcome, resume: string | undefined, otherAnswers?: string): string {
   const task = outcome.transcript.find((m) => m.role === 'user')?.content ?? ''
   const spent = `${outcome.turns} turn${outcome.turns === 1 ? '' : 's'}, ${outcome.steps} step${outcome.steps === 1 ? '' : 's'}`
   if (outcome.status === 'completed') {
     return `# Run ${outcome.runId}: completed\n\nTask: ${task}\n\n${spent}.\n\n## Answer\n\n${outcome.output}\n`
+  }
+  if (outcome.status === 'parked') {
+    const at = new Date(outcome.wakeAt).toISOString()
+    const { tool, callId, code, waitMs } = outcome.reason
+    return `# Run ${outcome.runId}: parked until ${at}\n\nTask: ${task}\n\n${spent}.\n\n${tool} (call ${callId}) answered ${code} and may be called again after ${Math.ceil(waitMs / 1000)} s. Nothing runs until the run is resumed; the calls of the parked turn that completed are kept, the waiting one runs again.\n\nResume it at or after ${at}:\n\n    ${resume ?? '(no command: the run has no checkpoints file)'}\n`
   }
   const how =
     resume === undefined

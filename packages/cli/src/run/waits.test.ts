@@ -1,10 +1,12 @@
 import { writeFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { fileURLToPath } from 'node:url'
+import type { StackEvent } from '@shallot/core'
 import { type FakeProvider, fakeProvider, type ManualClock, manualClock } from '@shallot/testing'
 import { afterEach, describe, expect, it, vi } from 'vitest'
 import { main } from '../cli.js'
 import { tempDir } from './run.test-helper.js'
+import { waitLines } from './waits.js'
 
 const slowServer = fileURLToPath(new URL('../../fixtures/slow-mcp-server.mjs', import.meta.url))
 
@@ -207,7 +209,7 @@ describe('shallot run shows each wait as it starts', { timeout: 30_000 }, () => 
     // (Under load the call may also outlast 2 s of the clock this test moves, and get its running line.)
     const retries = out.filter((l) => l.startsWith('wait') && !l.includes('running for'))
     expect(retries).toHaveLength(1)
-    expect(retries[0]).toMatch(/^wait {2}\d\.\d s before attempt 2 of flaky_read: rate_limited$/)
+    expect(retries[0]).toMatch(/^wait {2}\d\.\d s before attempt 2 \(of 3\) of flaky_read: rate_limited$/)
     const wait = out.indexOf(retries[0] as string)
     expect(out.findIndex((l) => l.includes('completed: Read: answered on call 2'))).toBeGreaterThan(wait)
   })
@@ -222,5 +224,55 @@ describe('shallot run shows each wait as it starts', { timeout: 30_000 }, () => 
     expect(out).toContain('turn  1')
     expect(out.join('\n')).not.toContain('“”')
     expect(out).toContain('turn  2  “Gave up.”')
+  })
+})
+
+describe('the wait lines read what the retry events name', () => {
+  const scheduled = (fields: Record<string, unknown>) =>
+    ({ type: 'retry.scheduled', at: 0, callId: 'c1', callSeq: 1, tool: 'search', ...fields }) as unknown as StackEvent
+
+  it("a tool retry's own status, Retry-After and attempts allowed, without a classifier's event", () => {
+    const out: string[] = []
+    const waits = waitLines({ out: (l) => out.push(l), clock: manualClock(), env: {} })
+    waits.stackEvent(scheduled({ attempt: 2, maxAttempts: 3, delayMs: 2000, code: 'rate_limited', status: 429, retryAfterMs: 2000 }))
+    waits.close()
+    expect(out).toEqual(['wait  2.0 s before attempt 2 (of 3) of search: HTTP 429 rate_limited, Retry-After 2.0 s'])
+  })
+
+  it.each([
+    ['NaN counts', { maxAttempts: Number.NaN, status: Number.NaN, retryAfterMs: Number.NaN }],
+    ['strings', { maxAttempts: '3', status: '429', retryAfterMs: '2000' }],
+    ['a fraction and a negative', { maxAttempts: 2.5, status: Number.POSITIVE_INFINITY, retryAfterMs: Number.NEGATIVE_INFINITY }],
+  ])('leaves out what is not a number it can show: %s', (_name, fields) => {
+    const out: string[] = []
+    const waits = waitLines({ out: (l) => out.push(l), clock: manualClock(), env: {} })
+    waits.stackEvent(scheduled({ attempt: 2, delayMs: 100, code: 'rate_limited', ...fields }))
+    waits.close()
+    expect(out).toEqual(['wait  0.1 s before attempt 2 of search: rate_limited'])
+  })
+})
+
+describe("a config's modelMiddleware: runs in shallot run, and its retry says how many attempts it allows", { timeout: 30_000 }, () => {
+  it('retry: { maxAttempts: 4 } around the model: "attempt 2 (of 4)" with the status and the Retry-After', async () => {
+    const fake = await pushingBack()
+    stubEnv(fake, { NO_COLOR: '1' })
+    const dir = await tempDir()
+    cleanups.push(dir.remove)
+    const config = join(dir.root, 'shallot.yaml')
+    writeFileSync(config, 'stack:\n  - retry\nmodelMiddleware:\n  - retry: { maxAttempts: 4 }\n')
+    const clock = manualClock()
+    const out: string[] = []
+    const done = main(['run', '--model', 'openai:test-model', '--config', config, 'Say done'], {
+      out: (line) => out.push(line),
+      err: (line) => expect.fail(line),
+      clock,
+    })
+    await advanceUntil(clock, () => fake.requests.length === 3, 'the third request')
+    expect(await done).toBe(0)
+    const waits = out.filter((l) => l.startsWith('wait'))
+    expect(waits[0]).toMatch(
+      /^wait {2}2\.\d s before attempt 2 \(of 4\) of the model openai:test-model: 429 rate limited .*Retry-After 2 s$/,
+    )
+    expect(waits[1]).toMatch(/^wait {2}\d\.\d s before attempt 3 \(of 4\) of the model openai:test-model: 503 /)
   })
 })

@@ -26,6 +26,10 @@ export interface WaitLines {
   out(line: string): void
   agentEvent(event: AgentEvent): void
   stackEvent(event: StackEvent): void
+  /** A run that parks: one plain `wait  parked …` line, live line or not (the process is about to end). */
+  parked(why: string, restMs: number): void
+  /** A parked run resumed a little early: the rest the agent waits out, counted down until the run goes on. */
+  waking(why: string, restMs: number): void
   /** Ends every wait and its timers, and clears the live line; a later event starts new ones. */
   close(): void
 }
@@ -41,6 +45,9 @@ export interface WaitLinesOptions {
   /** Redacted from what a provider or a tool says, with the built-in patterns. */
   secrets?: readonly string[]
 }
+
+/** ` (of 3)` for an event that names the attempts allowed; nothing for one that does not, or a value that is no count. */
+const ofMax = (max: unknown) => (typeof max === 'number' && Number.isInteger(max) && max > 0 ? ` (of ${max})` : '')
 
 const secondsOf = (ms: number) => `${(Math.max(0, ms) / 1000).toFixed(ms < 10_000 ? 1 : 0)} s`
 
@@ -139,23 +146,30 @@ export function waitLines(options: WaitLinesOptions): WaitLines {
   const classified = new Map<number, { status?: unknown; retryAfterMs?: unknown }>()
   const longCalls = new Map<number, AbortController>()
 
+  const print = (line: string) => {
+    if (drawn) {
+      write(CLEAR)
+      drawn = false
+    }
+    options.out(line)
+    if (waits.size > 0) draw()
+  }
+
   return {
-    out(line) {
-      if (drawn) {
-        write(CLEAR)
-        drawn = false
-      }
-      options.out(line)
-      if (waits.size > 0) draw()
-    },
+    out: print,
     agentEvent(event) {
       if (event.type === 'model.retry') {
         const until = clock.now() + event.delayMs
         // The countdown comes first: a narrow terminal cuts the end of the line, never the part that moves.
-        const why = `before attempt ${event.attempt + 1} of the model ${clean(options.model ?? event.model)}: ${clean(event.error)}`
+        // retryModel's event names the attempts allowed; core's own does not (yet).
+        const of = ofMax((event as { maxAttempts?: unknown }).maxAttempts)
+        const why = `before attempt ${event.attempt + 1}${of} of the model ${clean(options.model ?? event.model)}: ${clean(event.error)}`
         start('model', (now) => `${secondsOf(until - now)} ${why}`, until)
       } else if (event.type === 'model.call' || event.type === 'model.fallback' || event.type === 'run.finished') {
         end('model')
+        end('park')
+      } else if (event.type === 'run.started') {
+        end('park')
       }
     },
     stackEvent(event) {
@@ -178,10 +192,13 @@ export function waitLines(options: WaitLinesOptions): WaitLines {
       } else if (event.type === 'retry.scheduled') {
         const delayMs = Number(f.delayMs)
         const until = clock.now() + (Number.isFinite(delayMs) ? delayMs : 0)
+        // The event's own status and Retry-After (retry names them); a classifier's for an older retry.
         const seen = classified.get(seq)
-        const status = typeof seen?.status === 'number' ? `HTTP ${seen.status} ` : ''
-        const after = typeof seen?.retryAfterMs === 'number' ? `, Retry-After ${secondsOf(seen.retryAfterMs)}` : ''
-        const why = `before attempt ${Number(f.attempt)} of ${clean(event.tool)}: ${status}${clean(String(f.code))}${after}`
+        const statusOf = typeof f.status === 'number' ? f.status : seen?.status
+        const afterMs = typeof f.retryAfterMs === 'number' ? f.retryAfterMs : seen?.retryAfterMs
+        const status = typeof statusOf === 'number' && Number.isFinite(statusOf) ? `HTTP ${statusOf} ` : ''
+        const after = typeof afterMs === 'number' && Number.isFinite(afterMs) ? `, Retry-After ${secondsOf(afterMs)}` : ''
+        const why = `before attempt ${Number(f.attempt)}${ofMax(f.maxAttempts)} of ${clean(event.tool)}: ${status}${clean(String(f.code))}${after}`
         start(`retry:${seq}`, (now) => `${secondsOf(until - now)} ${why}`, until)
       } else if (event.type === 'call.finished') {
         longCalls.get(seq)?.abort()
@@ -190,6 +207,13 @@ export function waitLines(options: WaitLinesOptions): WaitLines {
         end(`call:${seq}`)
         end(`retry:${seq}`)
       }
+    },
+    parked(why, restMs) {
+      print(`wait  parked for ${secondsOf(restMs)}: ${clean(why)}`)
+    },
+    waking(why, restMs) {
+      const until = clock.now() + restMs
+      start('park', (now) => `${secondsOf(until - now)} until the parked run wakes: ${clean(why)}`, until)
     },
     close() {
       for (const stop of longCalls.values()) stop.abort()

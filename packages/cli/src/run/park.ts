@@ -1,0 +1,59 @@
+import type { Clock, ParkedOutcome } from '@shallot/core'
+import { UsageError } from '../usage.js'
+
+/** The longest park: core's default `park.maxWaitMs`, one day. */
+const MAX_PARK_MS = 86_400_000
+
+/**
+ * The exit code of a parked run (and of a resume that came before its time): sysexits' EX_TEMPFAIL,
+ * "try again later", so a script or a cron job can tell it from a stop (1) and bad usage (2).
+ */
+export const EXIT_PARKED = 75
+
+/** What `createAgent({ park })` gets from `--park-after`. */
+export interface CliPark {
+  readonly afterMs: number
+  /** The wall clock; from the injected clock when the run has one (tests), else the agent's default (`Date.now`). */
+  readonly wallNow?: () => number
+}
+
+/**
+ * `--park-after MS`: a tool call that must wait at least MS (an open circuit's cooldown, a long
+ * `Retry-After`) parks the run in its checkpoint instead of holding the process. Needs
+ * `--checkpoints`: a parked run lives only there. With an injected clock, the wall clock moves with it.
+ */
+export function parkOf(value: string | undefined, checkpoints: string | undefined, clock: Clock | undefined): CliPark | undefined {
+  if (value === undefined) return undefined
+  if (!/^\d{1,9}$/.test(value) || Number(value) < 1 || Number(value) > MAX_PARK_MS)
+    throw new UsageError(
+      `--park-after takes milliseconds from 1 to ${MAX_PARK_MS} (one day), e.g. --park-after 10000; not "${value.slice(0, 40)}"`,
+    )
+  if (checkpoints === undefined)
+    throw new UsageError('--park-after needs --checkpoints FILE.db: a parked run lives in its checkpoint until shallot resume wakes it')
+  const afterMs = Number(value)
+  if (clock === undefined) return { afterMs }
+  const wallStart = Date.now()
+  const clockStart = clock.now()
+  return { afterMs, wallNow: () => wallStart + (clock.now() - clockStart) }
+}
+
+const secondsOf = (ms: number) => `${Math.max(0, Math.ceil(ms / 1000))} s`
+
+/** What the parked run waits on, in one line: the call, the tool, its code and the wait. */
+export function parkedWhy(outcome: ParkedOutcome): string {
+  const { tool, code, waitMs, callId } = outcome.reason
+  return `${tool} (call ${callId}) answered ${code}: it may be called again after ${secondsOf(waitMs)}`
+}
+
+/**
+ * The lines `run` and `resume` print for a parked outcome: when it may go on, and the command that
+ * continues it (nothing runs it for you: a cron job, `at`, a queue or a person).
+ */
+export function parkedLines(outcome: ParkedOutcome, resume: string, nowMs: number): string[] {
+  const at = new Date(outcome.wakeAt).toISOString()
+  return [
+    `parked until ${at} (in ${secondsOf(outcome.wakeAt - nowMs)}): ${parkedWhy(outcome)}`,
+    `  nothing runs until you resume it at or after ${at}; the calls already done are kept, the waiting one runs again`,
+    `  resume: ${resume}`,
+  ]
+}
