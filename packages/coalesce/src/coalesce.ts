@@ -111,7 +111,7 @@ export function coalesce(options?: CoalesceOptions): Middleware {
       if (flights.get(key) === done) flights.delete(key)
     })
     flights.set(key, flight)
-    ctx.signal = flight.controller.signal
+    ctx.deferSignal(flight.signal)
     flight.running = callNext(next).then(() => {
       const output = ctx.result
       if (output === undefined) throw new MiddlewareUsageError('the layers inside coalesce() settled without a result')

@@ -1,4 +1,4 @@
-import { abortReason, type ToolContext, type ToolOutput } from '@shallot/core'
+import { abortReason, type DeferredSignal, type ToolContext, type ToolOutput } from '@shallot/core'
 import { type AbortSource, onAbort } from '@shallot/core/kit'
 
 const noop = () => {}
@@ -20,12 +20,67 @@ export function tell(ctx: ToolContext, type: string, fields: Record<string, unkn
 }
 
 /**
+ * The shared execution's signal, created only if something reads it: the happy path (every caller
+ * stays) allocates no AbortController. The layer that hands it inward stops waiting itself (each
+ * caller races its own signal), so the terminal need not watch it (decision 211).
+ */
+export class FlightSignal implements DeferredSignal {
+  #controller: AbortController | undefined
+  #aborted = false
+  #reason: unknown
+  #listeners: Set<() => void> | undefined
+
+  get aborted(): boolean {
+    return this.#aborted
+  }
+
+  get reason(): unknown {
+    return this.#reason
+  }
+
+  get signal(): AbortSignal {
+    if (this.#controller === undefined) {
+      this.#controller = new AbortController()
+      if (this.#aborted) this.#controller.abort(this.#reason)
+    }
+    return this.#controller.signal
+  }
+
+  onAbort(callback: () => void): () => void {
+    if (this.#aborted) {
+      callback()
+      return noop
+    }
+    const listeners = this.#listeners ?? new Set()
+    this.#listeners = listeners
+    listeners.add(callback)
+    return () => listeners.delete(callback)
+  }
+
+  abort(reason: unknown): void {
+    if (this.#aborted) return
+    this.#aborted = true
+    this.#reason = reason
+    this.#controller?.abort(reason)
+    const listeners = this.#listeners
+    this.#listeners = undefined
+    for (const callback of listeners ?? []) {
+      try {
+        callback()
+      } catch {
+        // A listener of an execution nobody waits for any more has no one to tell.
+      }
+    }
+  }
+}
+
+/**
  * One shared execution: the first caller's inner layers and tool, run on a signal of its own that
  * aborts only when every caller has gone. `callers` counts the callers still waiting for it.
  */
 export class Flight {
   callers = 0
-  readonly controller = new AbortController()
+  readonly signal = new FlightSignal()
   #promise: Promise<ToolOutput> | undefined
 
   constructor(private readonly forget: (flight: Flight) => void) {}
@@ -54,7 +109,7 @@ export class Flight {
         reject(abortReason(source))
         if (left === 0) {
           this.forget(this)
-          this.controller.abort(abortReason(source))
+          this.signal.abort(abortReason(source))
         }
         tell(ctx, 'coalesce.left', { callers: left, stopped: left === 0 })
       })
