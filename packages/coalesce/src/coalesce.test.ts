@@ -218,6 +218,63 @@ describe('coalesce', () => {
     expect(seen).toMatchObject({ executions: 1, aborted: 0 })
   })
 
+  it('in the documented order (retry → coalesce → timeout) the shared deadline reaches every caller, each retries, the repeats share again', async () => {
+    const { clock, seen, call } = setup(
+      () => [retry({ maxAttempts: 2, backoff: constant(0), retryBudget: false }), coalesce(), timeout({ ms: 50 })],
+      {
+        ms: 100,
+      },
+    )
+    const calls = [call({ q: 'x' }), call({ q: 'x' })]
+    await clock.advance(50) // the first attempt's deadline: both callers read timeout, both retry, the repeats share again
+    await clock.runAll()
+    const results = await Promise.all(calls)
+    expect(results.map((r) => r.error?.code ?? 'ok')).toEqual(['timeout', 'timeout'])
+    expect(results.map((r) => r.attempts)).toEqual([2, 2])
+    expect(seen.executions).toBe(2)
+    expect(seen.aborted).toBe(2)
+  })
+
+  it('a tool that never settles: once every caller left, the next identical call starts afresh', async () => {
+    const clock = manualClock()
+    let started = 0
+    const stuck = defineTool({
+      name: 'stuck',
+      description: 'never answers',
+      input: z.object({}),
+      effect: 'read',
+      execute: () => {
+        started++
+        return new Promise(() => {})
+      },
+    })
+    const stack = createStack({ middleware: [coalesce()], tools: [stuck], clock })
+    const controllers = [new AbortController(), new AbortController()]
+    const calls = controllers.map((c, i) => settle(stack.dispatch({ id: `s${i}`, name: 'stuck', args: {} }, { signal: c.signal })))
+    await flush()
+    for (const c of controllers) c.abort()
+    await flush()
+    expect(calls.every((c) => c.done && (c.error as { kind?: string }).kind === 'cancelled')).toBe(true)
+    const again = new AbortController()
+    const third = settle(stack.dispatch({ id: 's3', name: 'stuck', args: {} }, { signal: again.signal }))
+    await flush()
+    expect(started).toBe(2)
+    again.abort()
+    await flush()
+    expect(third.done).toBe(true)
+  })
+
+  it('a listener that throws on every event changes no caller’s outcome', async () => {
+    const { clock, seen, stack, call } = setup(() => [coalesce()])
+    stack.on(() => {
+      throw new Error('listener bug')
+    })
+    const calls = [call({ q: 'x' }), call({ q: 'x' }), call({ q: 'x' })]
+    await clock.advance(100)
+    expect((await Promise.all(calls)).every((r) => r.ok)).toBe(true)
+    expect(seen.executions).toBe(1)
+  })
+
   it('a caller whose retry has given up keeps its failure while the others retry', async () => {
     const { clock, seen, call } = setup(() => [retry({ maxAttempts: 3, backoff: constant(10), retryBudget: false }), coalesce()])
     seen.failNext = 3
