@@ -10,7 +10,7 @@ middlewareConformance(redactDefinition, {
     { patterns: [{ name: 'email', pattern: 'abcd' }] },
     { patterns: [{ name: 'x', pattern: 'ab' }] },
     { hashKey: 'short' },
-    { maxDepth: 0 },
+    { maxNesting: 0 },
   ],
   abortOnEntry: false,
 })

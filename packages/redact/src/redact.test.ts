@@ -120,8 +120,8 @@ describe('redact: hostile results', () => {
     expect(({} as Record<string, unknown>).email).toBeUndefined()
   })
 
-  it('cycles and nesting past maxDepth are replaced, unread', async () => {
-    const { call } = setup({ maxDepth: 5 })
+  it('cycles and nesting past maxNesting are replaced, unread', async () => {
+    const { call } = setup({ maxNesting: 5 })
     const cyclic: Record<string, unknown> = { mail: 'ann@example.com' }
     cyclic.self = cyclic
     let deep: unknown = 'zed@example.com'

@@ -26,7 +26,7 @@ export const redactDataShape = {
   /** Only these tools. Default: every tool. */
   tools: z.array(toolName).min(1).optional(),
   /** Nesting past this depth is replaced, unread, by `[redacted: nested too deep]`. Default 64. */
-  maxDepth: z.number().int().min(1).max(1000).default(64),
+  maxNesting: z.number().int().min(1).max(1000).default(64),
   /** Most characters (strings and keys) read from one result; a larger result is withheld. Default 10,000,000. */
   maxChars: z.number().int().min(1).max(1_000_000_000).default(10_000_000),
 }
@@ -125,7 +125,7 @@ export function redact(options?: RedactOptions): Middleware {
   const secret = o.detectors.includes('secret') ? strategyOf('secret') : undefined
   const scan = textScanner(rules, secret, o.hashKey ?? randomBytes(32).toString('hex'))
   const tools = o.tools === undefined ? undefined : new Set(o.tools)
-  const limits = { maxDepth: o.maxDepth, maxChars: o.maxChars }
+  const limits = { maxNesting: o.maxNesting, maxChars: o.maxChars }
 
   function withhold(ctx: ToolContext, detectors: string[], raw: unknown): ToolError {
     ctx.emit('redact.blocked', o.rawInEvents ? { detectors, raw } : { detectors })

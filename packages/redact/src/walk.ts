@@ -1,6 +1,6 @@
 import type { Findings } from './scan.js'
 
-/** What stands in for a part of a result the walk will not read: deeper than `maxDepth`, or a cycle. */
+/** What stands in for a part of a result the walk will not read: deeper than `maxNesting`, or a cycle. */
 export const TOO_DEEP = '[redacted: nested too deep]'
 export const CIRCULAR = '[circular]'
 
@@ -12,7 +12,7 @@ export class Unreadable extends Error {
 }
 
 export interface WalkLimits {
-  readonly maxDepth: number
+  readonly maxNesting: number
   readonly maxChars: number
 }
 
@@ -28,7 +28,7 @@ function define(target: Record<string, unknown>, key: string, value: unknown): v
  * Rewrites a tool's value the way the model will read it (`JSON.stringify`'s view: `toJSON` applied,
  * own enumerable keys, boxed primitives unwrapped): every string and every object key through `scan`,
  * integers long enough to be card numbers too. Returns a new value built of plain objects and arrays;
- * `__proto__` keys stay own keys, a cycle becomes `[circular]`, anything deeper than `maxDepth`
+ * `__proto__` keys stay own keys, a cycle becomes `[circular]`, anything deeper than `maxNesting`
  * `[redacted: nested too deep]`.
  */
 export function walkValue(
@@ -72,7 +72,7 @@ export function walkValue(
     if (item instanceof String || item instanceof Number || item instanceof Boolean || item instanceof BigInt) {
       return visit(item.valueOf(), key, depth)
     }
-    if (depth >= limits.maxDepth) return TOO_DEEP
+    if (depth >= limits.maxNesting) return TOO_DEEP
     if (ancestors.has(item)) return CIRCULAR
     ancestors.add(item)
     try {
