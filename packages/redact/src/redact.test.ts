@@ -229,7 +229,12 @@ describe('redact: options', () => {
   })
 
   it('your patterns read short plain words too, keys included (the built-ins skip them: none can match there)', async () => {
-    const { call } = setup({ patterns: [{ name: 'codename', pattern: 'Nightjar' }, { name: 'badge', pattern: /\bB\d{4}\b/ }] })
+    const { call } = setup({
+      patterns: [
+        { name: 'codename', pattern: 'Nightjar' },
+        { name: 'badge', pattern: /\bB\d{4}\b/ },
+      ],
+    })
     expect((await call({ Nightjar: 'B1234', other: 'Nightjar_2' })).content).toBe(
       '{"[redacted:codename]":"[redacted:badge]","other":"[redacted:codename]_2"}',
     )
