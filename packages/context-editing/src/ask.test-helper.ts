@@ -20,6 +20,8 @@ export interface Asked {
   readonly requests: ModelCallRequest[]
   readonly events: Array<Record<string, unknown>>
   readonly attempts: number[]
+  /** `ctx.attempt` once the layer returned. */
+  readonly finalAttempt: number
   /** The request the context held once the layer returned. */
   readonly after: ModelCallRequest
   readonly outcome: { readonly response?: ModelResponse; readonly error?: unknown }
@@ -71,7 +73,7 @@ export async function ask(
   } catch (err) {
     outcome.error = err
   }
-  return { requests, events, attempts, after: ctx.request, outcome }
+  return { requests, events, attempts, finalAttempt: ctx.attempt, after: ctx.request, outcome }
 }
 
 /** A tool turn: an assistant message with these calls, then their results (content `result of <id>`). */

@@ -170,10 +170,13 @@ export function contextEditingOf(options: ParsedContextEditingOptions): ModelMid
         if (applied !== undefined) throw stillTooLong(err, strategy, applied)
         ctx.signal = signal
         if (signal.aborted) throw abortReason(signal)
-        // The event names the attempt that sends the shortened request.
+        // The event names the attempt that sends the shortened request; with nothing to shorten there is none.
         ctx.attempt++
         applied = apply(ctx, original, 'context_exceeded', sent ?? rawEstimate(ctx, original))
-        if (applied === undefined) throw nothingToShorten(err, strategy, settings.keep)
+        if (applied === undefined) {
+          ctx.attempt--
+          throw nothingToShorten(err, strategy, settings.keep)
+        }
       }
       ctx.request = applied.request
       try {

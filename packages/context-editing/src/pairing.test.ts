@@ -157,6 +157,8 @@ describe('what an edit may not do', () => {
       throw tooLong()
     })
     expect(asked.requests).toHaveLength(1)
+    expect(asked.events).toEqual([])
+    expect(asked.finalAttempt).toBe(1)
     expect(asked.outcome.error).toMatchObject({
       kind: 'context_exceeded',
       message: expect.stringContaining('context editing (clearToolResults, keep 3) found nothing to shorten'),
