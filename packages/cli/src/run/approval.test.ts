@@ -195,9 +195,9 @@ describe('shallot run with a policy that asks first, without a terminal', { time
     expect(first.code).toBe(1)
     expect(first.out).toContain('stopped: user_input_required')
     expect(first.out).toContain(`call_w: write_file {"content":"from the model","path":"${target}"} (writing a file needs a person)`)
-    const line = /^ {2}resume: (shallot resume .*)$/m.exec(first.out)?.[1] as string
+    const line = /^ {2}resume: (npx shallot resume .*)$/m.exec(first.out)?.[1] as string
     expect(line).toMatch(
-      /^shallot resume wait-1 --checkpoints \S+run\.db --model openai:test-model --config \S+ --mcp .* --approve call_w$/,
+      /^npx shallot resume wait-1 --checkpoints \S+run\.db --model openai:test-model --config \S+ --mcp .* --approve call_w$/,
     )
     expect(first.out).toContain(`(or --deny call_w, or --edit 'call_w=<arguments as JSON>', per call)`)
     const text = readFileSync(report, 'utf8')
@@ -206,7 +206,7 @@ describe('shallot run with a policy that asks first, without a terminal', { time
     expect(existsSync(target)).toBe(false)
 
     // The printed command, as a person pastes it into a shell.
-    const [, ...resumeArgs] = splitCommand(line, 'the resume line')
+    const [, , ...resumeArgs] = splitCommand(line, 'the resume line')
     const resumed = await shallot(resumeArgs, openaiEnv(fake)).exited
     expect(resumed.err).toBe('')
     expect(resumed.code).toBe(0)

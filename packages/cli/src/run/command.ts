@@ -36,6 +36,7 @@ import { UsageError } from '../usage.js'
 import { approvalHint, approvalsOfFlags } from './approval-flags.js'
 import { askApprovals, MAX_ANSWER_CHARS } from './approval-prompt.js'
 import { withCliNextSteps } from './cli-next-steps.js'
+import { commandWord } from './command-word.js'
 import { RUN_FLAGS } from './flags.js'
 import { handoffOf } from './handoff.js'
 import { lineReader } from './line-reader.js'
@@ -170,8 +171,8 @@ function pendingOf(outcome: ParkingOutcome) {
 }
 
 /** The command line that continues this run, with the same model, config and servers (and the approvals it waits for). */
-function resumeLine(runId: string, values: Values, model: string, pending: ReturnType<typeof pendingOf>): string {
-  const parts = ['shallot', 'resume', quote(runId), '--checkpoints', quote(values.checkpoints as string), '--model', quote(model)]
+function resumeLine(runId: string, values: Values, model: string, pending: ReturnType<typeof pendingOf>, command: string): string {
+  const parts = [command, 'resume', quote(runId), '--checkpoints', quote(values.checkpoints as string), '--model', quote(model)]
   if (values.config !== undefined) parts.push('--config', quote(values.config))
   for (const line of values.mcp ?? []) parts.push('--mcp', quote(line))
   if (values['mcp-env'] !== undefined) parts.push('--mcp-env', quote(values['mcp-env']))
@@ -268,7 +269,10 @@ export async function runAgentCommand(
     let modelLayers: AgentOptions['modelMiddleware']
     if (config !== undefined) {
       try {
-        const built = createStackFromConfig(config, { tools, ...(stores === undefined ? {} : { stores: { idempotency: stores.idempotency } }) })
+        const built = createStackFromConfig(config, {
+          tools,
+          ...(stores === undefined ? {} : { stores: { idempotency: stores.idempotency } }),
+        })
         stack = built
         if (config.document.modelMiddleware !== undefined) modelLayers = built.modelMiddleware
       } catch (err) {
@@ -353,7 +357,7 @@ export async function runAgentCommand(
       return EXIT_PARKED
     }
     const resumeOf = (o: ParkingOutcome) =>
-      values.checkpoints === undefined ? undefined : resumeLine(runId, values, modelSpec, pendingOf(o))
+      values.checkpoints === undefined ? undefined : resumeLine(runId, values, modelSpec, pendingOf(o), commandWord(env))
     // The report as the command line tells it: `shallot resume …`, and a provider's refusal naming what to fix.
     const told = (o: ParkingOutcome): ParkingOutcome => (o.status === 'parked' ? o : withCliNextSteps(o, resumeOf(o), resolved))
     // At a terminal a person answers now, and the run goes on in this process; elsewhere it stops with the command.

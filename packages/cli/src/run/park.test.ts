@@ -88,7 +88,7 @@ describe('shallot run --park-after: a long wait parks the run in its checkpoint'
     expect(text).toMatch(/^parked until \d{4}-\d\d-\d\dT[\d:.]+Z \(in 60 s\): busy_read/m)
     const resume = text.match(/^ {2}resume: (.*)$/m)?.[1]
     expect(resume).toBe(
-      `shallot resume busy-1 --checkpoints ${db} --model openai:test-model --config ${config} --mcp '${busyMcp}' --park-after 10000`,
+      `npx shallot resume busy-1 --checkpoints ${db} --model openai:test-model --config ${config} --mcp '${busyMcp}' --park-after 10000`,
     )
     const handoff = join(root, 'busy-1.handoff.md')
     expect(text).toContain(`handoff for a person: ${handoff}`)
@@ -158,12 +158,12 @@ describe('shallot run --park-after, as a user runs it', { timeout: 60_000 }, () 
     expect(parked.err).toBe('')
     expect(parked.code).toBe(75)
     const wakeAt = Date.parse(parked.out.match(/^parked until (\S+) /m)?.[1] ?? '')
-    const resume = parked.out.match(/^ {2}resume: (shallot resume .*)$/m)?.[1] ?? ''
+    const resume = parked.out.match(/^ {2}resume: (npx shallot resume .*)$/m)?.[1] ?? ''
     expect(resume).toContain('--park-after 1000')
     writeFileSync(flag, 'ok')
     await new Promise((resolve) => setTimeout(resolve, Math.max(0, wakeAt - Date.now() + 50)))
-    // As pasted: the shell reads the quotes; `shallot` is the built bin.
-    const script = `shallot() { "${process.execPath}" "${binPath}" "$@"; }\n${resume}`
+    // As pasted: the shell reads the quotes; `npx shallot` is the built bin (npx itself is tested by the walk-through).
+    const script = `npx() { shift; "${process.execPath}" "${binPath}" "$@"; }\n${resume}`
     const resumed = await promisify(execFile)('bash', ['-c', script], { env, cwd: root }).catch((err) => err)
     expect(resumed.stderr).toBe('')
     expect(resumed.stdout).toContain(`completed: Done: ${flag} is back`)

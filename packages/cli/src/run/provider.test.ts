@@ -56,7 +56,7 @@ describe("a provider's refusal is named, with what to fix and the command that r
     expect(why).not.toContain('a tool needs something')
     expect(why.split('the model').length).toBe(2)
     const next = lineOf(out, 'Next: ')
-    const resume = `shallot resume refused-1 --checkpoints ${db} --model openai:m`
+    const resume = `npx shallot resume refused-1 --checkpoints ${db} --model openai:m`
     expect(next).toBe(`Next: ${advice.replace('URL', fake.openaiBaseURL)}, then resume it with ${resume}.`)
     expect(out).not.toContain('agent.resume(')
     expect(out).not.toContain('Provide what the tool asks for')
@@ -89,7 +89,7 @@ describe('every stop gives the command line, not the library call', { timeout: 6
     expect(code).toBe(1)
     expect(out).toContain('stopped: budget_exhausted')
     expect(lineOf(out, 'Next: ')).toMatch(
-      new RegExp(`raise limits.maxTurns .*then resume it with shallot resume turns-1 --checkpoints ${db} --model openai:m.$`),
+      new RegExp(`raise limits.maxTurns .*then resume it with npx shallot resume turns-1 --checkpoints ${db} --model openai:m.$`),
     )
     expect(out).not.toContain('agent.resume(')
   })

@@ -92,7 +92,9 @@ describe('packages/cli README: shallot run', { timeout: 90_000 }, () => {
       // The handoff beside run.db, which the report names.
       const handoff = join(cwd, `${runId}.handoff.md`)
       expect(report).toContain(`The handoff for a person: ${handoff}`)
-      expect(readFileSync(handoff, 'utf8')).toContain(`\n    shallot resume ${runId} --checkpoints run.db --model openai:gpt-4o-mini --mcp`)
+      expect(readFileSync(handoff, 'utf8')).toContain(
+        `\n    npx shallot resume ${runId} --checkpoints run.db --model openai:gpt-4o-mini --mcp`,
+      )
       fake.script({ text: 'This is @shallot/cli.' })
       const placeholder = resume[1] as string
       const second = await shallot(

@@ -143,10 +143,10 @@ describe('shallot run against fakeProvider and the real filesystem MCP server', 
     expect(text).toMatch(/^# Handoff: run budget-1, stopped \(budget\\_exhausted\)\n\n## Task\n\n {4}Write two notes\n/)
     expect(text).toContain(`    turn 1  write_file {"path":"${file(1)}","content":"one"}  ok`)
     expect(text).toContain('## Pending step\n\nTurn 2 did not complete')
-    // The command, pasted into a shell, gives `shallot resume` exactly these arguments.
+    // The command, pasted into a shell, gives `npx shallot resume` exactly these arguments (shallot is not on PATH here).
     const command = /The command:\n\n {4}(.*)\n/.exec(text)?.[1] as string
-    expect(command.startsWith('shallot resume budget-1 --checkpoints ')).toBe(true)
-    const words = execFileSync('bash', ['-c', `printf '%s\\n' ${command.slice('shallot '.length)}`], { cwd: root, encoding: 'utf8' })
+    expect(command.startsWith('npx shallot resume budget-1 --checkpoints ')).toBe(true)
+    const words = execFileSync('bash', ['-c', `printf '%s\\n' ${command.slice('npx shallot '.length)}`], { cwd: root, encoding: 'utf8' })
     expect(words.split('\n').slice(0, -1)).toEqual([
       'resume',
       'budget-1',
