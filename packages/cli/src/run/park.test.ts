@@ -113,6 +113,13 @@ describe('shallot run --park-after: a long wait parks the run in its checkpoint'
     expect(early.out.at(-1)).toMatch(/^run busy-1 is parked until \S+ \(\d+ s from now\): busy_read answered circuit_open; nothing ran\./)
     expect(fake.requests).toHaveLength(2)
 
+    // Too early with --park-after below the rest: the same parked lines, exit 75, nothing asked of the model.
+    const still = await mainOn(['resume', 'busy-1', ...common, '--park-after', '10000'], fake, manualClock())
+    expect(still.code).toBe(75)
+    expect(still.out.join('\n')).toMatch(/^parked until \S+ \(in \d+ s\): busy_read/m)
+    expect(still.out.join('\n')).toContain(`  resume: ${resume}`)
+    expect(fake.requests).toHaveLength(2)
+
     // With a park threshold above the rest, resume waits it out (a wait line counting it) and the waiting call runs again.
     writeFileSync(flag, 'ok')
     const clock = manualClock()
