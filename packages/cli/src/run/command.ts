@@ -182,11 +182,59 @@ function resumeLine(runId: string, values: Values, model: string, pending: Retur
   return parts.join(' ')
 }
 
+/** What `leaveRun` needs besides the outcome. */
+interface Leaving {
+  /** The outcome as the command line tells it (`withCliNextSteps`). */
+  readonly told: ParkingOutcome
+  readonly resume: string | undefined
+  readonly values: Values
+  readonly resolved: ReturnType<typeof resolveModel>
+  readonly recorder: ReturnType<typeof recordRun>
+  readonly io: CliIO
+}
+
+/**
+ * What a finished `run`/`resume` leaves behind: the resume line (and the other answers to pending
+ * approvals), the handoff file, the report and the run files; resolves to the exit code (0
+ * completed, 75 parked, 2 when the model was never reached, 1 for any other stop).
+ */
+async function leaveRun(outcome: ParkingOutcome, { told, resume, values, resolved, recorder, io }: Leaving): Promise<number> {
+  const pending = pendingOf(outcome)
+  if (outcome.status === 'stopped')
+    io.out(resume === undefined ? '  (run with --checkpoints run.db to be able to resume a stopped run)' : `  resume: ${resume}`)
+  const otherAnswers = resume === undefined || pending.length === 0 ? undefined : approvalHint(pending, quote).others
+  if (otherAnswers !== undefined) io.out(`          (${otherAnswers})`)
+  const handoff =
+    values.checkpoints === undefined ? undefined : await writeHandoff(values.checkpoints, told, resume, otherAnswers, resolved.secrets)
+  if (handoff?.wrote === true) io.out(`  handoff for a person: ${handoff.file}`)
+  if (handoff?.removed === true) io.out(`removed ${handoff.file}: the stop it described is behind this run`)
+  if (values.report !== undefined) {
+    const named = handoff?.wrote === true ? `\nThe handoff for a person: ${handoff.file}\n` : ''
+    await writeOut(values.report, `${runReportText(told, resume, otherAnswers)}${named}`)
+    io.out(`wrote the report to ${values.report}`)
+  }
+  const files = {
+    ...(values.record !== undefined ? { record: values.record } : {}),
+    ...(values.html !== undefined ? { html: values.html } : {}),
+  }
+  await writeRunFiles(recorder.finish(told), files, io.out)
+  if (outcome.status === 'completed') return 0
+  if (outcome.status === 'parked') return EXIT_PARKED
+  if (outcome.turns === 0 && neverConnected(outcome)) {
+    // No answer ever came: a wrong base URL or no server, which is the caller's to fix, not the run's.
+    io.err(
+      `shallot: cannot reach the model at ${resolved.endpoint}; check ${resolved.urlVar} (${sanitize(String(outcome.error.message)).slice(0, 300)})`,
+    )
+    return 2
+  }
+  return 1
+}
+
 /**
  * `shallot run "<task>"` and `shallot resume <runId>`: a real agent (`createAgent`) over a provider
  * model (`aiSdkModel`), the tools of MCP servers, the config's stack or the default one, checkpoints
  * and idempotency records in SQLite. Prints the timeline as the run goes and the report at the end.
- * Resolves to 0 completed, 1 stopped; bad usage (a missing key, an unknown provider, a server that
+ * Resolves to 0 completed, 1 stopped, 75 parked; bad usage (a missing key, an unknown provider, a server that
  * does not start) is a `UsageError` before any model call.
  */
 export async function runAgentCommand(
@@ -381,38 +429,7 @@ export async function runAgentCommand(
     } finally {
       reader?.close()
     }
-    const pending = pendingOf(outcome)
-    const resume = resumeOf(outcome)
-    if (outcome.status === 'stopped')
-      io.out(resume === undefined ? '  (run with --checkpoints run.db to be able to resume a stopped run)' : `  resume: ${resume}`)
-    const otherAnswers = resume === undefined || pending.length === 0 ? undefined : approvalHint(pending, quote).others
-    if (otherAnswers !== undefined) io.out(`          (${otherAnswers})`)
-    const handoff =
-      values.checkpoints === undefined
-        ? undefined
-        : await writeHandoff(values.checkpoints, told(outcome), resume, otherAnswers, resolved.secrets)
-    if (handoff?.wrote === true) io.out(`  handoff for a person: ${handoff.file}`)
-    if (handoff?.removed === true) io.out(`removed ${handoff.file}: the stop it described is behind this run`)
-    if (values.report !== undefined) {
-      const named = handoff?.wrote === true ? `\nThe handoff for a person: ${handoff.file}\n` : ''
-      await writeOut(values.report, `${runReportText(told(outcome), resume, otherAnswers)}${named}`)
-      io.out(`wrote the report to ${values.report}`)
-    }
-    const files = {
-      ...(values.record !== undefined ? { record: values.record } : {}),
-      ...(values.html !== undefined ? { html: values.html } : {}),
-    }
-    await writeRunFiles(recorder.finish(told(outcome)), files, io.out)
-    if (outcome.status === 'completed') return 0
-    if (outcome.status === 'parked') return EXIT_PARKED
-    if (outcome.turns === 0 && neverConnected(outcome)) {
-      // No answer ever came: a wrong base URL or no server, which is the caller's to fix, not the run's.
-      io.err(
-        `shallot: cannot reach the model at ${resolved.endpoint}; check ${resolved.urlVar} (${sanitize(String(outcome.error.message)).slice(0, 300)})`,
-      )
-      return 2
-    }
-    return 1
+    return await leaveRun(outcome, { told: told(outcome), resume: resumeOf(outcome), values, resolved, recorder, io })
   } finally {
     stopWaits()
     process.removeListener('SIGINT', onSigint)
