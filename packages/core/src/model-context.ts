@@ -1,7 +1,7 @@
 import type { AgentEvent } from './agent-events.js'
 import { compose } from './compose.js'
 import type { Message, ModelAdapter, ModelResponse, ModelTool } from './model.js'
-import type { Clock, Logger, Middleware, RunContext } from './types.js'
+import type { Clock, DeferredSignal, Logger, Middleware, RunContext } from './types.js'
 
 /** The model a call is asking. A layer (fallback) may swap it for the layers inside it. */
 export interface ModelInfo {
@@ -29,8 +29,16 @@ export interface ModelContext {
   readonly turn: number
   model: ModelInfo
   request: ModelCallRequest
-  /** The run's cancellation, and whatever deadline an outer layer set. */
+  /** The run's cancellation, and whatever deadline an outer layer set (made real when read). */
   signal: AbortSignal
+  /**
+   * Optional seam (createAgent's contexts have it; a host that builds its own may not): hands the
+   * inner layers a signal without creating it, as `ToolContext.deferSignal` does. The timeout layer
+   * gives its deadline this way, so a model call whose adapter never reads its signal makes none.
+   */
+  deferSignal?(deferred: DeferredSignal | AbortSignal): void
+  /** The signal as it stands, without creating a deferred one (with {@link deferSignal}). */
+  currentSignal?(): AbortSignal | DeferredSignal
   /** 1-based, bumped by a layer that repeats the call (retry). */
   attempt: number
   response?: ModelResponse

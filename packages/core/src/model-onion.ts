@@ -1,10 +1,11 @@
-import { abortReason } from './channel.js'
+import type { AgentEvent } from './agent-events.js'
+import { type AbortSource, abortReason } from './channel.js'
 import { LoopError } from './errors.js'
 import type { ModelResponse } from './model.js'
 import { askOnce, called, describeModelFailure, type ModelCallEnv } from './model-call.js'
 import type { ModelLink, ModelPrice } from './model-chain.js'
 import type { ModelCallRequest, ModelContext, ModelInfo, ModelNext } from './model-context.js'
-import type { RunContext } from './types.js'
+import type { Clock, Logger, RunContext } from './types.js'
 
 /** A composed model onion, as `composeModel` returns it. */
 export type ModelOnion = (ctx: ModelContext, last: ModelNext) => Promise<void>
@@ -32,18 +33,22 @@ function linkOf(settings: ModelOnionSettings, model: ModelInfo): ModelLink {
 function terminalOf(env: ModelCallEnv, settings: ModelOnionSettings) {
   // compose hands its final `next` the call's context.
   return async function askModel(ctx: ModelContext): Promise<void> {
-    if (ctx.signal.aborted) throw abortReason(ctx.signal)
+    // The context's signal as a layer left it, or the run's own, without making either real.
+    const signal = ctx instanceof CallContext ? ctx.currentSignal() : ctx.signal
+    if (signal.aborted) throw abortReason(signal)
     env.budget.spend('model')
     const link = linkOf(settings, ctx.model)
     const started = env.clock.now()
     // The attempt follows the context's signal: an outer layer's deadline or the run's cancellation.
-    const attemptEnv: ModelCallEnv = ctx.signal === env.signal ? env : { ...env, signal: ctx.signal }
+    const attemptEnv: ModelCallEnv = signal === env.signal ? env : { ...env, signal }
     let response: ModelResponse
     try {
       response = await askOnce(link, ctx.attempt, started, ctx.request, attemptEnv)
       if (typeof response !== 'object' || response === null) throw new TypeError('the model adapter returned no response object')
     } catch (err) {
-      if (!ctx.signal.aborted) called(link, ctx.attempt, started, env, undefined, err)
+      // Told unless the call was cancelled: read as the layers left it (a deadline's layer has given its signal back).
+      const now = ctx instanceof CallContext ? ctx.currentSignal() : ctx.signal
+      if (!now.aborted) called(link, ctx.attempt, started, env, undefined, err)
       throw err
     }
     ctx.response = response
@@ -60,6 +65,53 @@ function hardFailure(err: unknown, ctx: ModelContext, env: ModelCallEnv): unknow
     cause: err,
     details: { model: ctx.model.name, attempts: ctx.attempt, failure: describeModelFailure(err) },
   })
+}
+
+/**
+ * The context of one model call. A class, so every call's context has one shape; its `signal` is the
+ * run's (or a layer's deferred one), made real only when a layer reads it.
+ */
+class CallContext implements ModelContext {
+  readonly turn: number
+  attempt = 1
+  response?: ModelResponse = undefined
+  readonly log: Logger
+  readonly clock: Clock
+  readonly random: () => number
+  readonly emit: (event: AgentEvent) => void
+  #current: AbortSource
+
+  constructor(
+    readonly run: RunContext,
+    env: ModelCallEnv,
+    public model: ModelInfo,
+    public request: ModelCallRequest,
+    readonly stackKey: object,
+  ) {
+    this.turn = env.turn
+    this.log = env.log
+    this.clock = env.clock
+    this.random = env.random
+    this.emit = env.emit
+    this.#current = env.signal
+  }
+
+  get signal(): AbortSignal {
+    const current = this.#current
+    return current instanceof AbortSignal ? current : current.signal
+  }
+
+  set signal(signal: AbortSignal) {
+    this.#current = signal
+  }
+
+  deferSignal(deferred: AbortSource): void {
+    this.#current = deferred
+  }
+
+  currentSignal(): AbortSource {
+    return this.#current
+  }
 }
 
 /** Per agent: what every model call of its runs shares. */
@@ -81,20 +133,7 @@ export async function callModelOnion(
   env: ModelCallEnv,
   run: RunContext,
 ): Promise<{ response: ModelResponse; link: ModelLink }> {
-  const source = env.signal
-  const ctx: ModelContext = {
-    run,
-    turn: env.turn,
-    model: infoOf(settings.chain[0] as ModelLink),
-    request,
-    signal: source instanceof AbortSignal ? source : source.signal,
-    attempt: 1,
-    log: env.log,
-    clock: env.clock,
-    random: env.random,
-    stackKey: settings.stackKey,
-    emit: env.emit,
-  }
+  const ctx = new CallContext(run, env, infoOf(settings.chain[0] as ModelLink), request, settings.stackKey)
   try {
     await settings.onion(ctx, terminalOf(env, settings) as unknown as ModelNext)
   } catch (err) {

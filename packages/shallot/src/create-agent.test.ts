@@ -1,7 +1,7 @@
 // shallot's createAgent: the default model stack when no modelMiddleware is given, and the old options as its sugar
 // (decision 500, step 3). Core's own model scenarios run through it in create-agent.model.test.ts.
 import { type ManualClock, manualClock, seededRandom } from '@shallot/testing'
-import { describe, expect, it } from 'vitest'
+import { describe, expect, it, vi } from 'vitest'
 import { type AgentEvent, type AgentOptions, createAgent, type ModelAdapter, type ModelResponse, OptionsError, ToolError } from './index.js'
 
 type Step = ModelResponse | Error | 'hang'
@@ -21,7 +21,8 @@ function scripted(clock: ManualClock, steps: readonly Step[], name?: string): Mo
   return adapter
 }
 
-const overloaded = () => new ToolError('overloaded', 'overloaded (529)', { category: 'transient', retryable: true, details: { status: 529 } })
+const overloaded = () =>
+  new ToolError('overloaded', 'overloaded (529)', { category: 'transient', retryable: true, details: { status: 529 } })
 
 async function settle(clock: ManualClock, options: AgentOptions<readonly ModelAdapter[] | ModelAdapter>) {
   const run = createAgent({ tools: [], clock, random: seededRandom(3), ...options }).run({ input: 'go' })
@@ -94,5 +95,55 @@ describe("shallot's createAgent: the default model stack and its sugar", () => {
     const make = () => createAgent({ model: scripted(clock, []), tools: [], ...(bad as object) })
     expect(make).toThrow(OptionsError)
     expect(make).toThrow(message)
+  })
+
+  it('on the real clock: a model that never answers is given up at modelTimeoutMs, its signal aborted with the timeout', async () => {
+    vi.useFakeTimers({ toFake: ['setTimeout', 'clearTimeout', 'performance'] })
+    try {
+      const signals: AbortSignal[] = []
+      const model: ModelAdapter = {
+        generate: ({ signal }) => {
+          signals.push(signal)
+          return new Promise(() => {})
+        },
+      }
+      const agent = createAgent({ model, tools: [], limits: { modelTimeoutMs: 20 }, modelRetry: { maxAttempts: 2, baseMs: 0, capMs: 0 } })
+      const outcome = agent.run({ input: 'hello' })
+      await vi.advanceTimersByTimeAsync(19)
+      expect(signals.map((signal) => signal.aborted)).toEqual([false])
+      await vi.advanceTimersByTimeAsync(30)
+      const settled = await outcome
+      expect(settled).toMatchObject({ status: 'stopped', error: { kind: 'model_failed' } })
+      expect(settled.status === 'stopped' && settled.error.message).toMatch(/did not answer within 20 ms/)
+      expect(signals).toHaveLength(2)
+      expect(signals.every((signal) => ToolError.is(signal.reason) && signal.reason.code === 'timeout')).toBe(true)
+    } finally {
+      vi.useRealTimers()
+    }
+  })
+
+  it('creates no AbortController per model call for an adapter that never reads its signal, deadline and all', async () => {
+    const Original = globalThis.AbortController
+    let created = 0
+    globalThis.AbortController = class extends Original {
+      constructor() {
+        super()
+        created++
+      }
+    }
+    try {
+      const agent = createAgent({ model: { generate: async () => ({ text: 'done', toolCalls: [] }) }, tools: [] })
+      created = 0
+      expect((await agent.run({ input: 'hello' })).status).toBe('completed')
+      expect(created).toBe(0)
+      // A run the caller can cancel: the retry layer follows the run's own signal (made real once per run), the
+      // deadline's stays deferred.
+      const caller = new Original()
+      created = 0
+      expect((await agent.run({ input: 'hello', signal: caller.signal })).status).toBe('completed')
+      expect(created).toBeLessThanOrEqual(1)
+    } finally {
+      globalThis.AbortController = Original
+    }
   })
 })

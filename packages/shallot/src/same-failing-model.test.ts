@@ -168,7 +168,7 @@ describe('the same failing model through createAgent, aiSdkModel and LangChain',
     expect(endings).toEqual({ createAgent: same, modelOnion: same, aiSdkModel: same, langchain: same })
   })
 
-  it('429 on every request: all three stop as model_failed after three requests, each naming the failure its own way', async () => {
+  it('429 on every request: all three stop as model_failed after three requests, the failure classified as rate_limited', async () => {
     const endings = await allThree([{ fault: 'rate_limit' }], 'repeat')
     expect(endings).toEqual({
       // shallot's createAgent classifies it in its default model stack (decision 500, step 3): until then core's own
@@ -178,8 +178,8 @@ describe('the same failing model through createAgent, aiSdkModel and LangChain',
       modelOnion: { status: 'stopped', kind: 'model_failed', lastFailure: 'rate_limited', requests: 3 },
       // aiSdkModel classifies the 429 into a rate_limited ToolError before core sees it.
       aiSdkModel: { status: 'stopped', kind: 'model_failed', lastFailure: 'rate_limited', requests: 3 },
-      // shallotMiddleware's own model loop keeps the SDK's error as the cause.
-      langchain: { status: 'stopped', kind: 'model_failed', lastFailure: '429', requests: 3 },
+      // shallotMiddleware runs the model layers too (decision 525): its error classifier names it.
+      langchain: { status: 'stopped', kind: 'model_failed', lastFailure: 'rate_limited', requests: 3 },
     })
   })
 

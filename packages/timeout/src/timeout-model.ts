@@ -1,6 +1,15 @@
-import { abortReason, type ModelContext, type ModelMiddleware, type ModelNext, ToolError } from '@shallot/core'
-import { callNext, optionsParser, startTimer } from '@shallot/core/kit'
-import { type TimeoutOptions, timeoutOptionsSchema } from './timeout.js'
+import { abortReason, type ModelContext, type ModelMiddleware, type ModelNext, systemClock, ToolError } from '@shallot/core'
+import {
+  type AbortSource,
+  callNext,
+  type DeadlineQueue,
+  deadlineQueue,
+  type Expiring,
+  onAbort,
+  optionsParser,
+  startTimer,
+} from '@shallot/core/kit'
+import { DeadlineSignal, type TimeoutOptions, timeoutOptionsSchema } from './timeout.js'
 
 /** A model attempt's deadline when the options give no `ms`: core's `limits.modelTimeoutMs` default. */
 export const DEFAULT_MODEL_TIMEOUT_MS = 60_000
@@ -35,43 +44,82 @@ export function modelDeadlineOf(options: ParsedTimeoutOptions): ModelMiddleware 
   const defaultMs = options.ms ?? DEFAULT_MODEL_TIMEOUT_MS
 
   return function timeout(ctx: ModelContext, next: ModelNext): Promise<void> {
-    const outer = ctx.signal
+    // createAgent's context hands a signal on without creating it; another host's gets a real one.
+    const outer = ctx.currentSignal?.() ?? ctx.signal
     if (outer.aborted) return Promise.reject(abortReason(outer))
-    const timeoutMs = limits.get(ctx.model.name) ?? defaultMs
-    const inner = new AbortController()
-    return new Promise<void>((resolve, reject) => {
-      let waiting = true
-      let cancelTimer: () => void = noop
-      // Whichever comes first of the answer, the deadline and the run's cancellation decides; it gives the signal back.
-      const finish = (): boolean => {
-        if (!waiting) return false
-        waiting = false
-        cancelTimer()
-        outer.removeEventListener('abort', onOuter)
-        ctx.signal = outer
-        return true
-      }
-      const onOuter = () => {
-        inner.abort(outer.reason)
-        if (finish()) reject(abortReason(outer))
-      }
-      outer.addEventListener('abort', onOuter, { once: true })
-      cancelTimer = startTimer(ctx.clock, timeoutMs, () => {
-        const error = new ToolError('timeout', `the model did not answer within ${timeoutMs} ms`)
-        // The reason the inner layers see is the timeout itself: the terminal fails the attempt with it.
-        inner.abort(error)
-        if (finish()) reject(error)
-      })
-      ctx.signal = inner.signal
-      callNext(next as () => Promise<void>).then(
-        () => {
-          if (finish()) resolve()
-        },
-        (err: unknown) => {
-          if (finish()) reject(err)
-        },
-      )
+    return new ModelDeadline(ctx, outer, limits.get(ctx.model.name) ?? defaultMs).run(next)
+  }
+}
+
+/**
+ * One model call under a deadline. Whichever comes first of the answer, the deadline and the run's
+ * cancellation decides; it gives the signal back. On the real clock the deadline is an entry in the
+ * process's queue for its duration (core's `deadlineQueue`, as the tool timeout uses), not a timer of
+ * its own, and the inner layers' signal is made real only if something reads it (`ctx.deferSignal`):
+ * a model call that answers costs no `setTimeout` and, for an adapter that never reads its signal,
+ * no `AbortController`.
+ */
+class ModelDeadline implements Expiring {
+  deadline = 0
+  prevDue: Expiring | undefined = undefined
+  nextDue: Expiring | undefined = undefined
+  queue: DeadlineQueue | undefined = undefined
+  readonly #inner = new DeadlineSignal()
+  #waiting = true
+  #cancelTimer: () => void = noop
+  #offOuter: () => void = noop
+  #resolve: () => void = noop
+  #reject: (err: unknown) => void = noop
+
+  constructor(
+    readonly ctx: ModelContext,
+    readonly outer: AbortSource,
+    readonly timeoutMs: number,
+  ) {}
+
+  run(next: ModelNext): Promise<void> {
+    const { ctx, outer } = this
+    const promise = new Promise<void>((resolve, reject) => {
+      this.#resolve = resolve
+      this.#reject = reject
     })
+    this.#offOuter = onAbort(outer, () => {
+      this.#inner.abort(outer.reason)
+      if (this.#finish()) this.#reject(abortReason(outer))
+    })
+    if (ctx.clock === systemClock) deadlineQueue(this.timeoutMs).add(this, ctx.clock.now())
+    else this.#cancelTimer = startTimer(ctx.clock, this.timeoutMs, () => this.expire())
+    if (ctx.deferSignal === undefined) ctx.signal = this.#inner.signal
+    else ctx.deferSignal(this.#inner)
+    callNext(next as () => Promise<void>).then(
+      () => {
+        if (this.#finish()) this.#resolve()
+      },
+      (err: unknown) => {
+        if (this.#finish()) this.#reject(err)
+      },
+    )
+    return promise
+  }
+
+  expire(): void {
+    if (!this.#waiting) return
+    const error = new ToolError('timeout', `the model did not answer within ${this.timeoutMs} ms`)
+    // The reason the inner layers see is the timeout itself: the terminal fails the attempt with it.
+    this.#inner.abort(error)
+    if (this.#finish()) this.#reject(error)
+  }
+
+  #finish(): boolean {
+    if (!this.#waiting) return false
+    this.#waiting = false
+    this.queue?.remove(this)
+    this.#cancelTimer()
+    this.#offOuter()
+    const { ctx, outer } = this
+    if (outer instanceof AbortSignal) ctx.signal = outer
+    else ctx.deferSignal?.(outer)
+    return true
   }
 }
 

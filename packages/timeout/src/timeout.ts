@@ -52,7 +52,7 @@ const parseTimeoutOptions = optionsParser('timeout()', timeoutOptionsSchema)
  * every attempt's instance shares one shape (an object literal with getters would not). Core follows
  * it through `onAbort` without creating it, so a tool that reads its signal costs one controller.
  */
-class DeadlineSignal implements DeferredSignal {
+export class DeadlineSignal implements DeferredSignal {
   aborted = false
   reason: unknown = undefined
   #controller: AbortController | undefined
