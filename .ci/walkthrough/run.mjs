@@ -149,4 +149,27 @@ if (resume !== undefined) {
   if (pasted.code !== 0) await type('the resume command through npx', `npx ${resume}`, { extraEnv: keys, allowFail: true })
 }
 runServer.stop()
+
+// A tool that waits long parks the run: busy.mjs is rate limited until status.json exists; a breaker that opens on the
+// first failure for 3 s refuses the second call with that wait, and --park-after 1000 parks the run instead.
+copyFileSync(join(here, 'busy.mjs'), join(app, 'busy.mjs'))
+writeFileSync(
+  join(app, 'shallot.yaml'),
+  'stack:\n  - circuit-breaker: { policy: { consecutive: { threshold: 1 } }, cooldownMs: 3000 }\n  - retry: { maxAttempts: 1 }\n',
+)
+const parkServer = await modelServer('park')
+const parkKeys = { OPENAI_BASE_URL: parkServer.url, OPENAI_API_KEY: 'sk-local' }
+const parked = await type(
+  'npx shallot run … --park-after 1000 (a circuit open for 3 s)',
+  'npx shallot run --model openai:gpt-4o-mini --config shallot.yaml --mcp "node busy.mjs" --checkpoints park.db --park-after 1000 "Read status.json once the service is back"',
+  { extraEnv: parkKeys, allowFail: true },
+)
+const wakeAt = Date.parse(/^parked until (\S+) /m.exec(parked.out)?.[1] ?? '')
+const parkedResume = /^ {2}resume: (.+)$/m.exec(parked.out)?.[1]
+if (parkedResume !== undefined && Number.isFinite(wakeAt)) {
+  writeFileSync(join(app, 'status.json'), '{"up":true}')
+  await new Promise((r) => setTimeout(r, Math.max(0, wakeAt - Date.now() + 100)))
+  await type("the parked run's resume command, pasted after its wake time", parkedResume, { extraEnv: parkKeys })
+}
+parkServer.stop()
 finish()
