@@ -141,7 +141,6 @@ describe('convergence in an agent run', () => {
       middleware: [stuckLoop({ convergence: { after: 4 } })],
       clock: manualClock(),
       checkpoints,
-      modelRetry: { maxAttempts: 1 },
     })
     const first = await agent.run({ input: 'wait', runId: 'r1' })
     expect(first).toMatchObject({ status: 'stopped', turns: 2, error: { kind: 'model_failed' } })
