@@ -193,8 +193,14 @@ function capture(resolve: (response: never) => void, reject: (err: unknown) => v
   capturedReject = reject
 }
 
-function once(link: ModelLink, request: Omit<ModelRequest, 'signal'>, env: ModelCallEnv, started: number): Promise<ModelResponse> {
-  return new ModelAttempt(env.signal, env.timeoutMs).start(link.adapter, request, env.clock, started)
+function once(
+  link: ModelLink,
+  request: Omit<ModelRequest, 'signal'>,
+  env: ModelCallEnv,
+  started: number,
+  signal: AbortSource = env.signal,
+): Promise<ModelResponse> {
+  return new ModelAttempt(signal, env.timeoutMs).start(link.adapter, request, env.clock, started)
 }
 
 /** How the report and the events name a failure: "429 rate limited by the provider, Retry-After 2 s". */
@@ -341,21 +347,23 @@ function attemptWithin(
   started: number,
   request: Omit<ModelRequest, 'signal'>,
   env: ModelCallEnv,
+  signal: AbortSource = env.signal,
 ): Promise<ModelResponse> {
   const provider = providerOf(link)
   const scope = { type: 'model.call' as const, at: started, runId: env.runId, turn: env.turn, model: link.name, attempt }
-  return env.within(provider === undefined ? scope : { ...scope, provider }, () => once(link, request, env, started))
+  return env.within(provider === undefined ? scope : { ...scope, provider }, () => once(link, request, env, started, signal))
 }
 
-/** One attempt on `link`, with the deadline and in the listener's scope: what a model onion's terminal asks. */
+/** One attempt on `link`, with the deadline and in the listener's scope: what a model onion's terminal asks. `signal`: the context's, if a layer set one. */
 export function askOnce(
   link: ModelLink,
   attempt: number,
   started: number,
   request: Omit<ModelRequest, 'signal'>,
   env: ModelCallEnv,
+  signal: AbortSource = env.signal,
 ): Promise<ModelResponse> {
-  return env.within === noScope ? once(link, request, env, started) : attemptWithin(link, attempt, started, request, env)
+  return env.within === noScope ? once(link, request, env, started, signal) : attemptWithin(link, attempt, started, request, env, signal)
 }
 
 function providerOf(link: ModelLink): string | undefined {

@@ -39,11 +39,10 @@ function terminalOf(env: ModelCallEnv, settings: ModelOnionSettings) {
     env.budget.spend('model')
     const link = linkOf(settings, ctx.model)
     const started = env.clock.now()
-    // The attempt follows the context's signal: an outer layer's deadline or the run's cancellation.
-    const attemptEnv: ModelCallEnv = signal === env.signal ? env : { ...env, signal }
     let response: ModelResponse
     try {
-      response = await askOnce(link, ctx.attempt, started, ctx.request, attemptEnv)
+      // The attempt follows the context's signal: an outer layer's deadline or the run's cancellation.
+      response = await askOnce(link, ctx.attempt, started, ctx.request, env, signal)
       if (typeof response !== 'object' || response === null) throw new TypeError('the model adapter returned no response object')
     } catch (err) {
       // Told unless the call was cancelled: read as the layers left it (a deadline's layer has given its signal back).
