@@ -11,14 +11,14 @@ const MAX_LINES = 130
 // Still over the limit, each at most as long as it is today: shrink an entry or delete it, never add one.
 const PENDING_FUNCTIONS: Readonly<Record<string, number>> = {
   'packages/otel/src/otel.ts otel': 205,
-  'packages/cli/src/run/command.ts runAgentCommand': 197,
+  'packages/cli/src/run/command.ts runAgentCommand': 186,
   'packages/otel/src/agent-spans.ts agentSpans': 182,
   'packages/retry/src/retry.ts retry': 180,
   'packages/circuit-breaker/src/breaker-machine.ts breakerMachine': 179,
   'packages/config/src/plan-layers.ts planLayers': 169,
   'packages/idempotency/src/memory-idempotency-store.ts memoryIdempotencyStore': 162,
   'packages/config/src/yaml-source.ts parseYamlText': 160,
-  'packages/cli/src/run/waits.ts waitLines': 147,
+  'packages/cli/src/run/waits.ts waitLines': 145,
   'packages/circuit-breaker/src/circuit-breaker.ts circuitBreaker': 144,
   'packages/otel/src/operator-log.ts operatorLog': 132,
 }

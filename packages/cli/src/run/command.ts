@@ -230,6 +230,24 @@ async function leaveRun(outcome: ParkingOutcome, { told, resume, values, resolve
   return 1
 }
 
+/** The config file's stack, and its modelMiddleware: layers when it has them (without, core's own model retry stays on). */
+function stackOfConfig(
+  config: NonNullable<Awaited<ReturnType<typeof configOf>>>,
+  tools: Parameters<typeof createStackFromConfig>[1]['tools'],
+  stores: ReturnType<typeof openStores> | undefined,
+): { stack: AgentOptions['stack']; modelLayers: AgentOptions['modelMiddleware'] } {
+  try {
+    const built = createStackFromConfig(config, {
+      tools,
+      ...(stores === undefined ? {} : { stores: { idempotency: stores.idempotency } }),
+    })
+    return { stack: built, modelLayers: config.document.modelMiddleware === undefined ? undefined : built.modelMiddleware }
+  } catch (err) {
+    if (ConfigError.is(err)) throw new UsageError(err.message.split('\n'))
+    throw err
+  }
+}
+
 /**
  * `shallot run "<task>"` and `shallot resume <runId>`: a real agent (`createAgent`) over a provider
  * model (`aiSdkModel`), the tools of MCP servers, the config's stack or the default one, checkpoints
@@ -312,22 +330,7 @@ export async function runAgentCommand(
     }
     servers = await startMcpServers(specs)
     const tools = servers.tools
-    let stack: AgentOptions['stack']
-    // The file's modelMiddleware: layers, when it has them; without, core's own model retry stays on.
-    let modelLayers: AgentOptions['modelMiddleware']
-    if (config !== undefined) {
-      try {
-        const built = createStackFromConfig(config, {
-          tools,
-          ...(stores === undefined ? {} : { stores: { idempotency: stores.idempotency } }),
-        })
-        stack = built
-        if (config.document.modelMiddleware !== undefined) modelLayers = built.modelMiddleware
-      } catch (err) {
-        if (ConfigError.is(err)) throw new UsageError(err.message.split('\n'))
-        throw err
-      }
-    }
+    const { stack, modelLayers } = config === undefined ? {} : stackOfConfig(config, tools, stores)
 
     const events: StackEvent[] = []
     const requests: Array<Omit<ModelRequest, 'signal'> | undefined> = []

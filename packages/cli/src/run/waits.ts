@@ -51,6 +51,34 @@ const ofMax = (max: unknown) => (typeof max === 'number' && Number.isInteger(max
 
 const secondsOf = (ms: number) => `${(Math.max(0, ms) / 1000).toFixed(ms < 10_000 ? 1 : 0)} s`
 
+/** Runs `then` after `ms` on the clock unless `signal` aborts first (an aborted sleep is no error here). */
+function later(clock: WaitLinesOptions['clock'], ms: number, signal: AbortSignal, then: () => void): void {
+  clock.sleep(Math.max(0, ms), signal).then(then, () => {})
+}
+
+/** One line of the live waits, cut to the terminal's width; a terminal that reports no width (0: a pty nobody sized,
+ * as `script` opens) is taken as 80 columns. */
+function liveLine(texts: string[], columns: number | undefined, dim: boolean): string {
+  const width = Math.max(20, (columns !== undefined && columns > 0 ? columns : 80) - 1)
+  const chars = Array.from(`wait  ${texts.join(' · ')}`)
+  const text = terminalText(chars.length > width ? `${chars.slice(0, width - 1).join('')}…` : chars.join(''))
+  return dim ? `\x1b[2m${text}\x1b[0m` : text
+}
+
+/** Why a tool call waits: the event's own status and Retry-After (retry names them), a classifier's for an older retry. */
+function retryWhy(
+  f: Record<string, unknown>,
+  tool: string,
+  seen: { status?: unknown; retryAfterMs?: unknown } | undefined,
+  clean: (text: string) => string,
+): string {
+  const statusOf = typeof f.status === 'number' ? f.status : seen?.status
+  const afterMs = typeof f.retryAfterMs === 'number' ? f.retryAfterMs : seen?.retryAfterMs
+  const status = typeof statusOf === 'number' && Number.isFinite(statusOf) ? `HTTP ${statusOf} ` : ''
+  const after = typeof afterMs === 'number' && Number.isFinite(afterMs) ? `, Retry-After ${secondsOf(afterMs)}` : ''
+  return `before attempt ${Number(f.attempt)}${ofMax(f.maxAttempts)} of ${tool}: ${status}${clean(String(f.code))}${after}`
+}
+
 /**
  * Shows each wait of a run as it starts: a model retry with its reason (status, `Retry-After`), a
  * tool retry's delay (with the status and `Retry-After` the error classifier saw), a tool call
@@ -82,16 +110,12 @@ export function waitLines(options: WaitLinesOptions): WaitLines {
       live = false
     }
   }
-  const lineNow = (): string => {
-    const now = clock.now()
-    const texts = [...waits.values()].reverse().map((w) => w.text(now))
-    // A terminal that reports no width (0: a pty nobody sized, as `script` opens) is taken as 80 columns.
-    const columns = stream?.columns !== undefined && stream.columns > 0 ? stream.columns : 80
-    const width = Math.max(20, columns - 1)
-    const chars = Array.from(`wait  ${texts.join(' · ')}`)
-    const text = terminalText(chars.length > width ? `${chars.slice(0, width - 1).join('')}…` : chars.join(''))
-    return dim ? `\x1b[2m${text}\x1b[0m` : text
-  }
+  const lineNow = () =>
+    liveLine(
+      [...waits.values()].reverse().map((w) => w.text(clock.now())),
+      stream?.columns,
+      dim,
+    )
   const draw = () => {
     if (!live) return
     if (waits.size === 0) {
@@ -107,13 +131,10 @@ export function waitLines(options: WaitLinesOptions): WaitLines {
   const tick = () => {
     const stop = new AbortController()
     ticking = stop
-    clock.sleep(TICK_MS, stop.signal).then(
-      () => {
-        ticking = undefined
-        draw()
-      },
-      () => {},
-    )
+    later(clock, TICK_MS, stop.signal, () => {
+      ticking = undefined
+      draw()
+    })
   }
   const end = (key: string) => {
     const wait = waits.get(key)
@@ -132,12 +153,9 @@ export function waitLines(options: WaitLinesOptions): WaitLines {
     const wait: Wait = { text, stop: new AbortController() }
     waits.set(key, wait)
     if (untilMs !== undefined)
-      clock.sleep(Math.max(0, untilMs - clock.now()), wait.stop.signal).then(
-        () => {
-          if (waits.get(key) === wait) end(key)
-        },
-        () => {},
-      )
+      later(clock, untilMs - clock.now(), wait.stop.signal, () => {
+        if (waits.get(key) === wait) end(key)
+      })
     if (live) draw()
     else options.out(`wait  ${text(clock.now())}`)
   }
@@ -180,25 +198,16 @@ export function waitLines(options: WaitLinesOptions): WaitLines {
         longCalls.set(seq, stop)
         const started = clock.now()
         const tool = clean(event.tool)
-        clock.sleep(LONG_CALL_MS, stop.signal).then(
-          () => {
-            longCalls.delete(seq)
-            start(`call:${seq}`, (now) => `${tool} running for ${secondsOf(now - started)}`)
-          },
-          () => {},
-        )
+        later(clock, LONG_CALL_MS, stop.signal, () => {
+          longCalls.delete(seq)
+          start(`call:${seq}`, (now) => `${tool} running for ${secondsOf(now - started)}`)
+        })
       } else if (event.type === 'error-classifier.classified') {
         classified.set(seq, { status: f.status, retryAfterMs: f.retryAfterMs })
       } else if (event.type === 'retry.scheduled') {
         const delayMs = Number(f.delayMs)
         const until = clock.now() + (Number.isFinite(delayMs) ? delayMs : 0)
-        // The event's own status and Retry-After (retry names them); a classifier's for an older retry.
-        const seen = classified.get(seq)
-        const statusOf = typeof f.status === 'number' ? f.status : seen?.status
-        const afterMs = typeof f.retryAfterMs === 'number' ? f.retryAfterMs : seen?.retryAfterMs
-        const status = typeof statusOf === 'number' && Number.isFinite(statusOf) ? `HTTP ${statusOf} ` : ''
-        const after = typeof afterMs === 'number' && Number.isFinite(afterMs) ? `, Retry-After ${secondsOf(afterMs)}` : ''
-        const why = `before attempt ${Number(f.attempt)}${ofMax(f.maxAttempts)} of ${clean(event.tool)}: ${status}${clean(String(f.code))}${after}`
+        const why = retryWhy(f, clean(event.tool), classified.get(seq), clean)
         start(`retry:${seq}`, (now) => `${secondsOf(until - now)} ${why}`, until)
       } else if (event.type === 'call.finished') {
         longCalls.get(seq)?.abort()

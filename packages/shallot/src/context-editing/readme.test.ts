@@ -1,8 +1,8 @@
 import { readFileSync } from 'node:fs'
+import { pairingProblems } from '@shallot/context-editing'
 import { defineTool, type ModelAdapter, type ModelRequest } from 'shallot'
 import { describe, expect, it } from 'vitest'
 import { z } from 'zod'
-import { pairingProblems } from './index.js'
 import { longRunningAgent } from './readme-example.js'
 
 const read = (file: string) => readFileSync(new URL(file, import.meta.url), 'utf8')
@@ -18,8 +18,8 @@ const tool = (name: string, size: number) =>
 
 describe('README', () => {
   it('shows the type-checked example verbatim (importing the published name)', () => {
-    const example = read('./readme-example.ts').replace("from './index.js'", "from '@shallot/context-editing'")
-    expect(read('../README.md')).toContain(example)
+    const example = read('./readme-example.ts')
+    expect(read('../../../context-editing/README.md')).toContain(example)
   })
 
   it('runs: a provider that refuses past 150,000 characters; old file reads cleared, the plan never', async () => {

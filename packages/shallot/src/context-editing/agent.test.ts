@@ -1,12 +1,12 @@
 // Through the umbrella's createAgent and defaultModelMiddleware(), against a local server that speaks Chat Completions
 // (fakeProvider) and refuses a request body over 40,000 characters as OpenAI does (400 context_length_exceeded).
 
+import { CONTEXT_EDITED, contextEditing } from '@shallot/context-editing'
 import type { ModelMiddleware } from '@shallot/core'
 import { type FakeProvider, type FakeRequest, fakeProvider } from '@shallot/testing'
 import { createAgent, defaultModelMiddleware, defineTool, type Message, memoryCheckpoints } from 'shallot'
 import { afterEach, describe, expect, it } from 'vitest'
 import { z } from 'zod'
-import { CONTEXT_EDITED, contextEditing } from './index.js'
 import { chatToolProblems, openAiChat } from './openai-chat.test-helper.js'
 
 const WINDOW_CHARS = 40_000

@@ -1,5 +1,5 @@
+import { contextEditing } from '@shallot/context-editing'
 import { type AnyTool, createAgent, defaultModelMiddleware, type ModelAdapter } from 'shallot'
-import { contextEditing } from './index.js'
 
 /** Old tool results are cleared for the model when a request nears 100,000 tokens, or the provider refuses it as too long. */
 export function longRunningAgent(model: ModelAdapter, tools: AnyTool[]) {
