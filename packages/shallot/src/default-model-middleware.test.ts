@@ -79,6 +79,15 @@ describe('defaultModelMiddleware(): the default model stack ends a run as core�
     expect(layers.waitedAtLeast).toBeGreaterThanOrEqual(2000)
   })
 
+  it('gives up at once on a Retry-After past retry’s maxRetryAfterMs, instead of waiting a clamped 60 s', async () => {
+    const clock = manualClock()
+    const { adapter, requests } = scripted(clock, [status(429, 'slow down', { 'retry-after': '600' }), done('never')])
+    const outcome = await runOn(clock, { model: adapter, tools: [], modelMiddleware: defaultModelMiddleware() })
+    expect(outcome.status).toBe('stopped')
+    expect(requests).toEqual([0])
+    expect(clock.now()).toBeLessThan(60_000)
+  })
+
   it('opens the model’s circuit after three failed calls and fails the next run fast, without a request', async () => {
     const clock = manualClock()
     const { adapter, requests } = scripted(clock, [status(503, 'unavailable')])

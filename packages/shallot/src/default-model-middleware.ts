@@ -41,7 +41,10 @@ export function defaultModelMiddleware(options: DefaultModelMiddlewareOptions = 
   if (options.circuitBreaker !== false)
     layers.push(circuitBreakerModel({ policy: consecutive({ threshold: 3 }), cooldownMs: 30_000, ...options.circuitBreaker }))
   if (options.retry !== false) layers.push(retryModel({ maxAttempts: 3, baseMs: 250, capMs: 4000, ...options.retry }))
-  if (options.errorClassifier !== false) layers.push(errorClassifierModel(options.errorClassifier || undefined))
+  // The classifier passes a server's Retry-After on unclamped (up to its one-day ceiling), so retry's own
+  // maxRetryAfterMs decides: a 600 s pushback ends the call at once instead of being read as 60 s and waited.
+  if (options.errorClassifier !== false)
+    layers.push(errorClassifierModel({ maxRetryAfterMs: 24 * 3600 * 1000, ...(options.errorClassifier || {}) }))
   if (options.timeout !== false) layers.push(timeoutModel({ ms: 60_000, ...options.timeout }))
   return layers
 }
