@@ -1,4 +1,5 @@
 import { existsSync, readdirSync } from 'node:fs'
+import { availableParallelism } from 'node:os'
 import { defineConfig } from 'vitest/config'
 
 // Workspace packages resolve to their TypeScript sources in tests (the "shallot-source" export
@@ -31,6 +32,10 @@ export default defineConfig({
     // An unhandled rejection anywhere fails the run (vitest's default, stated so nobody turns it off).
     dangerouslyIgnoreUnhandledErrors: false,
     restoreMocks: true,
+    // Vitest's default is one worker fewer than the cores: one worker on CI's two. Most long test files wait on
+    // child processes and servers (the fleet, the CLI, the chaos quick run), so two files at once on two cores
+    // halves the wall time without starving either; timing-sensitive tests run on manual clocks.
+    maxWorkers: Math.max(2, availableParallelism() - 1),
     // CI asks for a JSON report beside the usual output, to count what ran.
     ...(jsonReport ? { reporters: ['default', 'json'], outputFile: { json: jsonReport } } : {}),
     projects: [
