@@ -172,7 +172,15 @@ function parkedOutcome(snapshot: RunSnapshot, record: ParkRecord): ParkedOutcome
   }
 }
 
-function newRun({ input, runId }: { input: string; runId?: string }): RunSnapshot {
+function newRun(options: { input: string; runId?: string }): RunSnapshot {
+  if (typeof options !== 'object' || options === null) {
+    const given =
+      typeof options === 'string' ? `agent.run({ input: ${JSON.stringify(options).slice(0, 40)} })` : 'agent.run({ input: "the task" })'
+    throw new TypeError(
+      `agent.run(): takes an options object with the task as input, e.g. ${given}; got ${options === null ? 'null' : typeof options}`,
+    )
+  }
+  const { input, runId } = options
   if (typeof input !== 'string') throw new TypeError('agent.run(): input must be a string (the task)')
   return {
     version: 1,

@@ -73,10 +73,13 @@ function detail(error: LoopError, key: string): string {
 /** The kind's reason with the failure behind it, said once when the failure already starts with it. */
 const because = (base: string, failure: string) => (failure.startsWith(base) ? failure : `${base}: ${failure}`)
 
-/** A model provider's refusal that a person must fix: its adapter says so (`reason`) and quotes the provider. */
+/**
+ * A model provider's refusal that a person must fix: its adapter or classifier says so (`reason`), quoting the
+ * provider when it said anything — a bare 401 with an empty body is still the credentials, not a tool.
+ */
 function providerRefusal(error: LoopError): 'credentials' | 'quota' | undefined {
-  const { reason, providerMessage } = error.details
-  if (error.kind !== 'user_input_required' || typeof providerMessage !== 'string') return undefined
+  const { reason, tool } = error.details
+  if (error.kind !== 'user_input_required' || tool !== undefined) return undefined
   return reason === 'credentials' || reason === 'quota' ? reason : undefined
 }
 
