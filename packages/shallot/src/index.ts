@@ -10,6 +10,7 @@ export {
   sampling,
 } from '@shallot/circuit-breaker'
 export { type CoalesceOptions, coalesce } from '@shallot/coalesce'
+export { type ContextEditingOptions, type ContextEditingStrategy, contextEditing } from '@shallot/context-editing'
 export {
   type Agent,
   type AgentEvent,
