@@ -5,6 +5,7 @@ import { CONTEXT_BARE, CONTEXT_BUDGET, CONTEXT_REACTIVE, CONTEXT_TURNS, contextE
 import { concurrentRuns, heapRetained, simPerCall, sustained } from './endurance.js'
 import { guardCases, REDACT_1MB, REDACT_2MB } from './guards.js'
 import { type Case, formatNs, interleave, paired, printTable, type Row } from './measure.js'
+import { MODEL_CORE, MODEL_DEFAULT, MODEL_TURNS, modelStackCases } from './model-stack.js'
 import { resilienceCases, resilienceOptionCases } from './resilience.js'
 import {
   AGENT,
@@ -35,7 +36,7 @@ const agent = await agentCase()
 // One long-lived signal for every run, as a server's shutdown signal would be.
 const agentSignal = await agentCase(1, new AbortController().signal)
 const layers = eachLayerCases()
-const resilience = [...resilienceCases(), ...resilienceOptionCases(), ...contextEditingCases(), ...guardCases()]
+const resilience = [...resilienceCases(), ...resilienceOptionCases(), ...contextEditingCases(), ...modelStackCases(), ...guardCases()]
 const all: Case[] = [...peers, ...full, agent, agentSignal, ...layers, ...resilience]
 const measured = await interleave(all, rounds)
 const pick = (cases: readonly Case[]) => cases.map((c) => measured.find((r) => r.name === c.name) as Row)
@@ -235,6 +236,8 @@ ${table([...headline, ...layerRows], koa, KOA)}
 ${table([...headline, ...resilienceRows], koa, KOA)}
 
 contextEditing() per model call when nothing is trimmed, over the bare model onion ((row − bare row) ÷ ${CONTEXT_TURNS + 1} model calls): **${formatNs((p50(CONTEXT_BUDGET) - p50(CONTEXT_BARE)) / (CONTEXT_TURNS + 1))}** with a budget (the request estimated), **${formatNs((p50(CONTEXT_REACTIVE) - p50(CONTEXT_BARE)) / (CONTEXT_TURNS + 1))}** without one.
+
+The default model stack per model call, over \`@shallot/core\`'s own path ((row − row) ÷ ${MODEL_TURNS + 1} model calls): **${formatNs((p50(MODEL_DEFAULT) - p50(MODEL_CORE)) / (MODEL_TURNS + 1))}** (target ≤ 1 µs).
 
 redact() on a 2 MB result against a 1 MB one: **${fmt(p50(REDACT_2MB) / p50(REDACT_1MB))}×** the time (linear work is 2×; target < 2.5×).
 
