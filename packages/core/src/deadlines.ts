@@ -123,7 +123,7 @@ const CANCELLED = Symbol('timer cancelled')
  *
  * A clock with the optional `timer` fast path (the system clock, manualClock) is used directly,
  * because cancelling `clock.sleep` needs an AbortSignal, and creating one costs more than the rest
- * of a call's happy path (docs/decisions/111-timeout-happy-path.md). Any other clock goes through
+ * of a call's happy path (docs/benchmarks.md#decision-111). Any other clock goes through
  * `clock.sleep` with a private controller, so virtual time still works.
  *
  * @example

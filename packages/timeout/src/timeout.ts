@@ -231,7 +231,7 @@ class TimedAttempt implements Expiring {
  * A result or failure that arrives after either is logged as late, emitted as `timeout.late`,
  * and otherwise ignored. Put it inside `retry()` so each attempt gets the full deadline.
  *
- * On the real clock every deadline of one duration shares one timer (docs/decisions/271-timeout-deadlines.md),
+ * On the real clock every deadline of one duration shares one timer (docs/decisions/112-timeout-late-and-cancellation.md),
  * which holds the process open only while a deadline is pending.
  *
  * @example
