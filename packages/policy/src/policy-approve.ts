@@ -3,18 +3,45 @@ import { canonicalJson, invalidArguments } from '@shallot/core/kit'
 import { answerIn, askInProcess, digestOf, isNoAnswer, readDecision, staleAnswerProblem, whyNoAnswer } from './approval.js'
 import type { PolicyLayer } from './policy-decide.js'
 import { approvalRequired, approvalUsed, deniedByUser, type PendingApproval } from './policy-errors.js'
-import { consumedAs, markConsumed } from './policy-state.js'
+import { askedFor, consumedAs, dropAnswer, markConsumed, recordAsked } from './policy-state.js'
 import type { CompiledRule } from './rules.js'
 import type { RunSlots } from './run-slots.js'
 
 const argumentsText = (args: unknown) => sanitize(canonicalJson(args) ?? 'null', { maxLength: 2000 })
 
-export function pending(ctx: ToolContext, rule: CompiledRule, problem?: string): PendingApproval {
+/** Why an answer given before the run stopped no longer approves the call: the rule that asks now is not the one, as configured, that asked then. */
+interface Outdated {
+  /** The rule the call was approved under, when the record says. */
+  readonly was: string | undefined
+  /** What changed, in words for the person asked again. */
+  readonly change: string
+}
+
+/** Whether the policy changed since this call was approved: undefined when the same rule, as configured, asks (or nothing recorded which one did). */
+function outdated(run: RunContext, call: ToolCall, rule: CompiledRule): Outdated | undefined {
+  const asked = askedFor(run, call)
+  if (asked === undefined) return undefined
+  if (asked === 'unreadable') return { was: undefined, change: 'the record of the rule it was approved under cannot be read' }
+  if (asked.fingerprint === rule.fingerprint) return undefined
+  return {
+    was: asked.rule,
+    change: asked.rule === rule.id ? `rule ${rule.id} was changed` : `rule ${rule.id} now asks for approval instead of rule ${asked.rule}`,
+  }
+}
+
+/** Stops the run for a person's answer to this call, recording the rule that asks so that an answer stands only while it does. */
+function stopFor(ctx: ToolContext, rule: CompiledRule, problem?: string, again?: Outdated): never {
+  recordAsked(ctx.run, ctx.call, { rule: rule.id, fingerprint: rule.fingerprint })
+  throw approvalRequired([pending(ctx, rule, problem, again)])
+}
+
+export function pending(ctx: ToolContext, rule: CompiledRule, problem?: string, again?: Outdated): PendingApproval {
+  const why = rule.reason ?? `rule ${rule.id} asks for approval`
   const entry = {
     callId: ctx.call.id,
     tool: ctx.call.name,
     arguments: argumentsText(ctx.call.args),
-    reason: rule.reason ?? `rule ${rule.id} asks for approval`,
+    reason: again === undefined ? why : `${why}; asked again: the policy changed since it was approved (${again.change})`,
     rule: rule.id,
     digest: digestOf(ctx.call),
   }
@@ -54,12 +81,26 @@ export async function approve(
     throw approvalUsed(call.name, call.id)
   }
   let answer: unknown = answerIn(runContext, call)
+  const again = answer === undefined ? undefined : outdated(runContext, call, rule)
+  if (again !== undefined) {
+    // Given for what another rule (or this one, as it was) asked: it approves nothing now, nor on a later resume.
+    ctx.emit('policy.approval_outdated', { rule: rule.id, approvedUnder: again.was, now: 'approve' })
+    dropAnswer(runContext, call.id)
+    answer = undefined
+  }
   const fromState = answer !== undefined
   const reason = rule.reason ?? `rule ${rule.id} asks for approval`
   if (!fromState) {
     if (onApproval === undefined) {
       ctx.emit('policy.approval_required', { rule: rule.id })
-      throw approvalRequired([pending(ctx, rule, staleAnswerProblem(runContext, call))])
+      if (again !== undefined)
+        stopFor(
+          ctx,
+          rule,
+          `the policy changed since this call was approved (${again.change}), so the approval does not stand; answer this call again`,
+          again,
+        )
+      stopFor(ctx, rule, staleAnswerProblem(runContext, call))
     }
     ctx.emit('policy.approval_requested', { rule: rule.id })
     const request = {
@@ -86,8 +127,7 @@ export async function approve(
   }
   const read = readDecision(answer)
   if (read.kind === 'none') {
-    if (fromState)
-      throw approvalRequired([pending(ctx, rule, "the answer in the run state is not 'approve', 'deny', { deny } or { args }")])
+    if (fromState) stopFor(ctx, rule, "the answer in the run state is not 'approve', 'deny', { deny } or { args }")
     ctx.log.error({ rule: rule.id }, 'policy: onApproval answered something that is not a decision; the call is denied')
     ctx.emit('policy.approval_denied', { rule: rule.id, by: 'invalid_answer' })
     consume(runContext, call.id, 'deny')

@@ -1,5 +1,5 @@
-import type { Json, RunContext } from '@shallot/core'
-import { APPROVALS_STATE_KEY } from '@shallot/core/kit'
+import type { Json, RunContext, ToolCall } from '@shallot/core'
+import { APPROVALS_STATE_KEY, approvalBinding } from '@shallot/core/kit'
 
 /**
  * Where the policy keeps what must survive a checkpoint, in `ctx.run.state`:
@@ -7,7 +7,9 @@ import { APPROVALS_STATE_KEY } from '@shallot/core/kit'
  *   (`'approve'`, `'deny'`, `{ deny: reason }` or `{ args }`);
  * - `consumed[callId]`: the answer was acted on once, so the same approval never runs a call twice;
  * - `counts[ruleId]`: calls that met a `maxPerRun` rule's conditions and went through, or hold a slot while
- *   they are being decided.
+ *   they are being decided;
+ * - `asked[callId]`: the rule that stopped the run for this call (`{ turn, tool, digest, rule, fingerprint }`),
+ *   so an answer given for it stands on resume only while the same rule, as configured, asks (decision 600).
  */
 export const POLICY_STATE_KEY: typeof APPROVALS_STATE_KEY = APPROVALS_STATE_KEY
 
@@ -25,7 +27,9 @@ function own(target: JsonObject, key: string): Json | undefined {
 }
 
 /** The policy's slot of the run state, repaired when a snapshot holds something else there. */
-function slot(run: RunContext, field: 'approvals' | 'consumed' | 'counts'): JsonObject {
+type Field = 'approvals' | 'consumed' | 'counts' | 'asked'
+
+function slot(run: RunContext, field: Field): JsonObject {
   let root = own(run.state, POLICY_STATE_KEY)
   if (!isObject(root)) {
     root = {}
@@ -39,7 +43,7 @@ function slot(run: RunContext, field: 'approvals' | 'consumed' | 'counts'): Json
   return inner
 }
 
-const peek = (run: RunContext, field: 'approvals' | 'consumed' | 'counts', key: string): Json | undefined => {
+const peek = (run: RunContext, field: Field, key: string): Json | undefined => {
   const root = own(run.state, POLICY_STATE_KEY)
   if (!isObject(root)) return undefined
   const inner = own(root, field)
@@ -58,6 +62,43 @@ export function markConsumed(run: RunContext, callId: string, as: 'approve' | 'd
   // The answer is spent: a later turn whose model reuses the id is asked afresh.
   const approvals = slot(run, 'approvals')
   if (Object.hasOwn(approvals, callId)) delete approvals[callId]
+  forget(run, 'asked', callId)
+}
+
+function forget(run: RunContext, field: Field, callId: string): void {
+  const root = own(run.state, POLICY_STATE_KEY)
+  const inner = isObject(root) ? own(root, field) : undefined
+  if (isObject(inner) && Object.hasOwn(inner, callId)) delete inner[callId]
+}
+
+/** Removes the answer for a call that no longer approves it (the policy changed since): a resume without a new answer asks again. */
+export const dropAnswer = (run: RunContext, callId: string): void => forget(run, 'approvals', callId)
+
+/** The rule that asked for a person's answer to this call, as recorded when the run stopped for it. */
+export interface AskedBy {
+  readonly rule: string
+  readonly fingerprint: string
+}
+
+/** Records which rule, as configured, stops the run for this call: written with the stop, so it is in the checkpoint the answer resumes. */
+export function recordAsked(run: RunContext, call: ToolCall, rule: AskedBy): void {
+  const { turn, tool, digest } = approvalBinding(call, run.turn)
+  put(slot(run, 'asked'), call.id, { turn, tool, digest, rule: rule.rule, fingerprint: rule.fingerprint })
+}
+
+/**
+ * The rule that asked about this very call (same turn, tool and arguments), or undefined when no
+ * stop recorded one for it: an answer put in by a host (`putApproval`) or a checkpoint written
+ * before decision 600. A record that is not a well-formed one for this call is `unreadable`.
+ */
+export function askedFor(run: RunContext, call: ToolCall): AskedBy | 'unreadable' | undefined {
+  const record = peek(run, 'asked', call.id)
+  if (record === undefined) return undefined
+  if (!isObject(record)) return 'unreadable'
+  const { turn, tool, digest, rule, fingerprint } = record
+  const binding = approvalBinding(call, run.turn)
+  if (turn !== binding.turn || tool !== binding.tool || digest !== binding.digest) return undefined
+  return typeof rule === 'string' && typeof fingerprint === 'string' ? { rule, fingerprint } : 'unreadable'
 }
 
 /** Calls counted against a `maxPerRun` rule so far (a corrupt count reads as the limit reached: fail closed). */

@@ -15,6 +15,7 @@ import { describeRules, hintFor } from './describe-rules.js'
 import { approve, consume, runInward } from './policy-approve.js'
 import { decide, type PolicyLayer } from './policy-decide.js'
 import { blockedByPolicy, deniedByUser } from './policy-errors.js'
+import { askedFor } from './policy-state.js'
 import { type CompiledRule, compileRules, policyCodeRuleSchema } from './rules.js'
 import { peekSlots, RunSlots } from './run-slots.js'
 
@@ -143,10 +144,19 @@ async function decided(layer: PolicyLayer, ctx: ToolContext, tool: AnyTool, slot
   const decision = await decide(layer, ctx, tool, slots)
   if (decision.action === 'pass') return next()
   if (decision.action === 'deny') {
-    ctx.emit('policy.denied', { rule: decision.rule?.id, reason: decision.reason })
+    let reason = decision.reason
+    // An approval given before the run stopped does not outweigh a rule that now denies the call: say that the policy changed.
+    if (answerIn(ctx.run, ctx.call) !== undefined) {
+      const asked = askedFor(ctx.run, ctx.call)
+      const was = typeof asked === 'object' ? asked.rule : undefined
+      ctx.emit('policy.approval_outdated', { rule: decision.rule?.id, approvedUnder: was, now: 'deny' })
+      const by = decision.rule === undefined ? 'no rule allows it now' : `rule ${decision.rule.id} now denies it`
+      reason = `${reason} (the policy changed since this call was approved${was === undefined ? '' : ` under rule ${was}`}: ${by})`
+    }
+    ctx.emit('policy.denied', { rule: decision.rule?.id, reason })
     throw blockedByPolicy(
       tool.name,
-      decision.reason,
+      reason,
       decision.rule?.id ?? 'default',
       hintFor(decision.rule, tool, layer.rulesFor(tool), layer.fallback),
     )

@@ -1,4 +1,5 @@
 import { type AnyTool, TOOL_EFFECTS, type ToolContext, type ToolEffect } from '@shallot/core'
+import { hashOf } from '@shallot/core/kit'
 import { z } from 'zod'
 import { argPredicateSchema, type CompiledPredicate, compilePredicate } from './predicates.js'
 
@@ -77,6 +78,23 @@ export interface CompiledRule {
   conditions(args: unknown, ctx: ToolContext): RuleVerdict | Promise<RuleVerdict>
   /** The conditions, as a model reads them. */
   readonly text: string
+  /**
+   * A digest of the rule as configured (canonical JSON: key order, whitespace and a single tool
+   * written without a list do not count; a `when` counts by its source text). An approval records
+   * the fingerprint of the rule that asked for it, and stands on resume only while it is the same.
+   */
+  readonly fingerprint: string
+}
+
+/** The rule as configured, in one form: what its fingerprint digests. A generated id (`rule-<position>`) is not part of it. */
+function fingerprintOf(rule: z.output<typeof policyCodeRuleSchema>): string {
+  const { when, tools, effect, ...data } = rule
+  return hashOf({
+    ...data,
+    ...(tools === undefined ? {} : { tools: arrayOf(tools) }),
+    ...(effect === undefined ? {} : { effect: arrayOf(effect) }),
+    ...(when === undefined ? {} : { when: String(when) }),
+  })
 }
 
 function globToRegExp(glob: string): RegExp {
@@ -130,6 +148,7 @@ export function compileRules(rules: readonly z.output<typeof policyCodeRuleSchem
       when,
       needsArgs: predicates.length > 0 || when !== undefined,
       text: parts.join(' and '),
+      fingerprint: fingerprintOf(rule),
       appliesTo(tool) {
         return (names === undefined || names.some((re) => re.test(tool.name))) && (effects === undefined || effects.includes(tool.effect))
       },
