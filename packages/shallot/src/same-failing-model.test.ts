@@ -13,7 +13,7 @@ import type { ModelMiddleware } from '@shallot/core'
 import { errorClassifierDefinition } from '@shallot/error-classifier'
 import { retryDefinition } from '@shallot/retry'
 import { type FakeProvider, type FakeStep, fakeProvider } from '@shallot/testing'
-import { afterEach, describe, expect, it } from 'vitest'
+import { afterEach, beforeAll, describe, expect, it } from 'vitest'
 import { createAgent, type LoopError, type ModelAdapter, ToolError } from './index.js'
 
 // LangChain is not a dependency of this package: adding it here makes pnpm resolve @langchain/core in a second peer
@@ -104,8 +104,15 @@ async function throughCreateAgent(model: ModelAdapter, server: FakeProvider, mod
   return { status: 'stopped', kind: outcome.error.kind, lastFailure: lastFailureOf(outcome.error), requests }
 }
 
+// LangChain and its Anthropic client take seconds to load on a busy machine: once, in beforeAll, off the tests' clocks.
+let loaded: LangChain | undefined
+beforeAll(async () => {
+  loaded = await langChain()
+}, 60_000)
+
 async function throughLangChain(server: FakeProvider): Promise<Ending> {
-  const { createAgent: createLangChainAgent, ChatAnthropic, shallotMiddleware, loopErrorOf } = await langChain()
+  if (loaded === undefined) throw new Error('LangChain did not load')
+  const { createAgent: createLangChainAgent, ChatAnthropic, shallotMiddleware, loopErrorOf } = loaded
   const agent = createLangChainAgent({
     model: new ChatAnthropic({ model: 'claude-test', apiKey: API_KEY, anthropicApiUrl: server.url, maxRetries: 0 }),
     tools: [],
@@ -161,7 +168,8 @@ async function allThree(
   }
 }
 
-describe('the same failing model through createAgent, aiSdkModel and LangChain', () => {
+// Real servers and three SDKs' first requests: seconds on a busy two-core machine, so no test here races vitest's 5 s.
+describe('the same failing model through createAgent, aiSdkModel and LangChain', { timeout: 30_000 }, () => {
   it('503 twice, then an answer: all three answer, after the same three requests', async () => {
     const endings = await allThree([{ fault: 'server_error', status: 503 }, { fault: 'server_error', status: 503 }, { text: 'the answer' }])
     const same: Ending = { status: 'completed', text: 'the answer', requests: 3 }
