@@ -122,16 +122,20 @@ export function modelRetryOf(policy: RetryPolicy, store: RetryBudgetStore | unde
     if (store === undefined || costs.success === 0) return
     const failed = (err: unknown) => ctx.log.warn({ err }, 'retry budget store failed to refill')
     try {
-      Promise.resolve(store.refill(costs.success)).then(undefined, failed)
+      // The memory bucket answers at once: only a store's promise needs a reaction (one per answered call otherwise).
+      const refilled = store.refill(costs.success) as unknown
+      if (isThenable(refilled)) refilled.then(undefined, failed)
     } catch (err) {
       failed(err)
     }
   }
 
   return async function retry(ctx: ModelContext, next: ModelNext): Promise<void> {
-    // Inner layers may swap ctx.signal for a deadline; waits and repeats follow the signal this call came with.
-    const signal = ctx.signal
-    const started = ctx.clock.now()
+    // Inner layers may swap ctx.signal for a deadline; waits and repeats follow the signal this call came with,
+    // kept as it came (createAgent's stays deferred: an answered call never makes the run's signal real).
+    const came = ctx.currentSignal?.() ?? ctx.signal
+    // Without a maxElapsedMs nothing reads the start: an answered call costs no clock reading.
+    const started = maxElapsedMs === Number.POSITIVE_INFINITY ? 0 : ctx.clock.now()
     let previousMs: number | undefined
     for (let calls = 1; ; calls++) {
       let failure: unknown
@@ -142,7 +146,9 @@ export function modelRetryOf(policy: RetryPolicy, store: RetryBudgetStore | unde
       } catch (err) {
         failure = err
       }
-      ctx.signal = signal
+      if (came instanceof AbortSignal || ctx.deferSignal === undefined) ctx.signal = came as AbortSignal
+      else ctx.deferSignal(came)
+      const signal = ctx.signal
       if (LoopError.is(failure)) throw failure
       if (signal.aborted) throw abortReason(signal)
       const error = asToolError(failure)
@@ -154,7 +160,7 @@ export function modelRetryOf(policy: RetryPolicy, store: RetryBudgetStore | unde
           calls,
           totalCalls: calls,
           maxAttempts: attemptsByCode.get(error.code) ?? policy.maxAttempts,
-          elapsedMs: ctx.clock.now() - started,
+          elapsedMs: maxElapsedMs === Number.POSITIVE_INFINITY ? 0 : ctx.clock.now() - started,
           maxElapsedMs,
           previousMs,
           maxRetryAfterMs,
@@ -175,4 +181,8 @@ export function modelRetryOf(policy: RetryPolicy, store: RetryBudgetStore | unde
       ctx.attempt++
     }
   }
+}
+
+function isThenable(value: unknown): value is PromiseLike<unknown> {
+  return typeof value === 'object' && value !== null && typeof (value as { then?: unknown }).then === 'function'
 }
