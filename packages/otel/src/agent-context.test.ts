@@ -1,15 +1,8 @@
 import { SpanStatusCode, type Tracer, trace } from '@opentelemetry/api'
 import type { ReadableSpan, SpanProcessor } from '@opentelemetry/sdk-trace-base'
-import {
-  type AgentEvent,
-  createAgent,
-  defineTool,
-  type ModelAdapter,
-  type ModelRequest,
-  type ModelResponse,
-  ToolError,
-} from '@shallot/core'
+import { type AgentEvent, defineTool, type ModelAdapter, type ModelRequest, type ModelResponse, ToolError } from '@shallot/core'
 import { manualClock } from '@shallot/testing'
+import { createAgent } from 'shallot'
 import { afterEach, describe, expect, it } from 'vitest'
 import { z } from 'zod'
 import { otelSdk } from '../test/world.js'
