@@ -1,7 +1,7 @@
 import { existsSync } from 'node:fs'
 import { checkConfig, displayFile } from '@shallot/config'
 import { policyDefinition } from '@shallot/policy'
-import type { CliIO } from './cli.js'
+import type { CliIO } from './cli-io.js'
 import { UsageError } from './usage.js'
 
 /**

@@ -1,36 +1,19 @@
 import { readFileSync } from 'node:fs'
 import { isatty } from 'node:tty'
 import { parseArgs } from 'node:util'
-import type { Clock } from '@shallot/core'
 import { closest, escapeControls } from '@shallot/core/kit'
 import { runCheck } from './check.js'
+import type { CliIO } from './cli-io.js'
 import { runDemo } from './demo/run-demo.js'
 import { runReport, writeRunFiles } from './report/command.js'
 import { RUN_FLAGS } from './run/flags.js'
-import type { StatusStream } from './run/waits.js'
 import { defaultStacks, type NamedStack, NO_RETRY, parseSimFlags, runHerd, runSim } from './sim/command.js'
 import { configStack } from './sim/config-stack.js'
 import { progressLines } from './sim/progress.js'
 import { terminalIO } from './terminal-text.js'
 import { USAGE, UsageError } from './usage.js'
 
-export interface CliIO {
-  out: (line: string) => void
-  err: (line: string) => void
-  /** Whether `err` is a terminal: there `sim` redraws one progress bar, elsewhere it prints a line per cell. */
-  errIsTerminal?: boolean
-  /** Where `run` and `resume` read a person's answers to calls waiting for approval. */
-  input?: NodeJS.ReadableStream
-  /** Whether `input` is a terminal: there `run` asks (y / n / edit); elsewhere it stops and prints the `shallot resume` command. */
-  inputIsTerminal?: boolean
-  /**
-   * Where `run` shows its waits (a model retry, a tool retry, a long tool call) as one live line: the
-   * terminal `out` prints to. When it is not a TTY (or absent), each wait is a plain line of `out`.
-   */
-  status?: StatusStream
-  /** The clock a run waits on; default the system's. Tests pass `manualClock()` from @shallot/testing. */
-  clock?: Clock
-}
+export type { CliIO } from './cli-io.js'
 
 const COMMANDS = ['run', 'resume', 'demo', 'sim', 'check', 'report', 'help'] as const
 

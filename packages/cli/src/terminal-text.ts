@@ -1,5 +1,5 @@
 import { escapeControls } from '@shallot/core/kit'
-import type { CliIO } from './cli.js'
+import type { CliIO } from './cli-io.js'
 import { colorEnabled, PAINT_SEQUENCE } from './demo/paint.js'
 
 /**

@@ -1,13 +1,9 @@
 import type { AgentEvent, Clock, StackEvent } from '@shallot/core'
 import { sanitize } from '@shallot/core'
+import type { StatusStream } from '../cli-io.js'
 import { terminalText } from '../terminal-text.js'
 
-/** Where `run` draws its live wait line: a terminal (`process.stdout`), or anything else, which gets plain lines. */
-export interface StatusStream {
-  write(text: string): unknown
-  readonly isTTY?: boolean
-  readonly columns?: number
-}
+export type { StatusStream } from '../cli-io.js'
 
 /** A tool call running this long gets a wait of its own: how long it has been running. */
 export const LONG_CALL_MS = 2000
