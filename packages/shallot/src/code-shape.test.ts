@@ -13,7 +13,6 @@ const PENDING_FUNCTIONS: Readonly<Record<string, number>> = {
   'packages/otel/src/otel.ts otel': 205,
   'packages/cli/src/run/command.ts runAgentCommand': 186,
   'packages/otel/src/agent-spans.ts agentSpans': 182,
-  'packages/retry/src/retry.ts retry': 180,
   'packages/circuit-breaker/src/breaker-machine.ts breakerMachine': 179,
   'packages/config/src/plan-layers.ts planLayers': 169,
   'packages/idempotency/src/memory-idempotency-store.ts memoryIdempotencyStore': 162,
