@@ -117,6 +117,13 @@ type Tally = { probeSuccesses: number }
 const isTally = (v: Json | undefined): v is Tally =>
   typeof v === 'object' && v !== null && !Array.isArray(v) && Object.keys(v).length === 1 && isCount(v.probeSuccesses)
 
+/** A machine's validated config, with what it derives once: every transition below reads it. */
+interface Machine extends BreakerMachineConfig {
+  /** Successful probes that close a half-open circuit. */
+  readonly needed: number
+  readonly initial: BreakerState
+}
+
 /**
  * Builds the breaker's state machine from validated options.
  *
@@ -129,16 +136,11 @@ const isTally = (v: Json | undefined): v is Tally =>
  * const s = machine.settle(a.state, a, 'failure', 5).state
  */
 export function breakerMachine(config: BreakerMachineConfig): BreakerMachine {
-  const { policy, cooldownMs, cooldownGrowth, maxCooldownMs, halfOpenProbes, maxHalfOpenMs } = config
+  const { policy, halfOpenProbes } = config
   const needed = config.halfOpenSuccesses ?? 1
   if (!Number.isInteger(needed) || needed < 1 || needed > halfOpenProbes) {
     throw new RangeError(`halfOpenSuccesses must be a whole number from 1 to halfOpenProbes (${halfOpenProbes}); got ${needed}`)
   }
-
-  // Successes of the trial so far. Anything else in `counts` (a state from before the trial, a K of 1,
-  // garbage from a store) counts as none, so only real successes close the circuit. A tally past this
-  // breaker's K (written by a worker configured for more) counts as K - 1: the next success closes.
-  const successesOf = (state: BreakerState): number => (isTally(state.counts) ? Math.min(state.counts.probeSuccesses, needed - 1) : 0)
   const initial: BreakerState = {
     circuit: 'closed',
     generation: 0,
@@ -150,160 +152,195 @@ export function breakerMachine(config: BreakerMachineConfig): BreakerMachine {
     probes: [],
     seq: 0,
   }
-
-  // A time later than `now` was written under another clock (a checkpoint from another process):
-  // restart the cooldown from now rather than stay open for however far apart the clocks are.
-  function rebase(state: BreakerState, now: number): BreakerState {
-    // Only a closed circuit's counts are the policy's (an open one's are fresh, a half-open one's may be the tally).
-    const counts = state.circuit === 'closed' ? policy.rebase(state.counts, now) : state.counts
-    const future = state.openedAt > now || state.probes.some(([, at]) => at > now)
-    if (!future) return counts === state.counts ? state : { ...state, counts }
-    return { ...state, counts, openedAt: Math.min(state.openedAt, now), probes: [] }
-  }
-
-  function open(state: BreakerState, failures: number, now: number, retryAfterMs: number | undefined): BreakerState {
-    const opens = state.opens + 1
-    const cooldown = Math.min(maxCooldownMs, cooldownMs * cooldownGrowth ** (opens - 1))
-    // A server that said how long to back off knows better than the default cooldown.
-    const pushback = retryAfterMs === undefined ? 0 : Math.min(retryAfterMs, maxCooldownMs)
-    return {
-      ...state,
-      circuit: 'open',
-      generation: state.generation + 1,
-      counts: policy.initial(),
-      failures,
-      openedAt: now,
-      openMs: Math.ceil(Math.max(cooldown, pushback)),
-      opens,
-      probes: [],
-    }
-  }
-
-  function refuse(state: BreakerState, retryAfterMs: number | undefined, changes: readonly Transition[], expired: number): Admission {
-    return { pass: false, state, generation: state.generation, probe: 0, retryAfterMs, changes, expired }
-  }
-
-  function admitClosed(stored: BreakerState | undefined): Admission | undefined {
-    const state = stored ?? initial
-    if (state.circuit !== 'closed') return undefined
-    return { pass: true, state, generation: state.generation, probe: 0, retryAfterMs: undefined, changes: NONE, expired: 0 }
-  }
-
+  const m: Machine = { ...config, needed, initial }
   return {
     initial,
-    admitClosed,
-
-    quiet(stored, ticket, outcome) {
-      if (ticket.probe !== 0) return false
-      if (outcome === 'neutral') return true
-      const state = stored ?? initial
-      return (
-        outcome === 'success' &&
-        state.circuit === 'closed' &&
-        state.generation === ticket.generation &&
-        policy.idle?.(state.counts) === true
-      )
-    },
-
-    admit(stored, now) {
-      // Admitting to a closed circuit needs no time, so a state from another clock is rebased when it settles.
-      const closed = admitClosed(stored)
-      if (closed !== undefined) return closed
-      let state = rebase(stored as BreakerState, now)
-      let changes = NONE
-      if (state.circuit === 'open') {
-        const remaining = state.openedAt + state.openMs - now
-        if (remaining > 0) return refuse(state, remaining, NONE, 0)
-        state = { ...state, circuit: 'half-open', probes: [] }
-        changes = [{ from: 'open', to: 'half-open', reason: `cooldown of ${state.openMs} ms elapsed` }]
-      }
-      const held = state.probes.filter(([, at]) => now - at < maxHalfOpenMs)
-      const expired = state.probes.length - held.length
-      // A successful probe keeps its place in the trial: at most halfOpenProbes are let through until it ends.
-      if (held.length + successesOf(state) < halfOpenProbes) {
-        const probe = state.seq + 1
-        held.push([probe, now])
-        state = { ...state, probes: held, seq: probe }
-        return { pass: true, state, generation: state.generation, probe, retryAfterMs: undefined, changes, expired }
-      }
-      if (expired > 0) state = { ...state, probes: held }
-      const oldest = Math.min(...held.map(([, at]) => at))
-      return refuse(state, held.length === 0 ? undefined : oldest + maxHalfOpenMs - now, changes, expired)
-    },
-
+    admitClosed: (stored) => admitClosed(m, stored),
+    quiet: (stored, ticket, outcome) => quiet(m, stored, ticket, outcome),
+    admit: (stored, now) => admitClosed(m, stored) ?? admitNotClosed(m, stored as BreakerState, now),
     settle(stored, ticket, outcome, now, retryAfterMs, attempts = 1) {
-      const state = stored === undefined ? initial : rebase(stored, now)
-      const verdict = outcome !== 'neutral'
-      if (ticket.probe === 0) {
-        if (state.circuit !== 'closed' || state.generation !== ticket.generation) return { state, change: undefined, stale: verdict }
-        if (!verdict) return { state, change: undefined, stale: false }
-        let counts = policy.record(state.counts, outcome === 'failure', now)
-        // Every failed request counts, not only the logical call: a dead tool opens the circuit after `threshold` requests.
-        if (outcome === 'failure')
-          for (let more = Math.min(attemptsOf(attempts), MAX_ATTEMPTS) - 1; more > 0; more--) counts = policy.record(counts, true, now)
-        if (counts === state.counts) return { state, change: undefined, stale: false }
-        const reason = outcome === 'failure' ? policy.shouldOpen(counts, now) : undefined
-        if (reason === undefined) return { state: { ...state, counts }, change: undefined, stale: false }
-        return {
-          state: open(state, policy.failures(counts, now), now, retryAfterMs),
-          change: { from: 'closed', to: 'open', reason },
-          stale: false,
-        }
-      }
-      const slot = state.probes.findIndex(([id]) => id === ticket.probe)
-      const held = slot >= 0 && state.circuit === 'half-open' && now - (state.probes[slot] as [number, number])[1] < maxHalfOpenMs
-      if (!held || state.generation !== ticket.generation) return { state, change: undefined, stale: verdict }
-      if (outcome === 'neutral') {
-        return { state: { ...state, probes: state.probes.filter((_, i) => i !== slot) }, change: undefined, stale: false }
-      }
-      if (outcome === 'success') {
-        const successes = successesOf(state) + 1
-        if (successes < needed) {
-          const probes = state.probes.filter((_, i) => i !== slot)
-          return {
-            state: { ...state, counts: { probeSuccesses: successes }, probes },
-            change: undefined,
-            stale: false,
-            trial: { successes, needed },
-          }
-        }
-        return {
-          state: { ...state, circuit: 'closed', counts: policy.initial(), failures: 0, opens: 0, probes: [] },
-          change: { from: 'half-open', to: 'closed', reason: needed === 1 ? 'probe succeeded' : `${needed} probes succeeded` },
-          stale: false,
-        }
-      }
-      return {
-        state: open(state, state.failures + 1, now, retryAfterMs),
-        change: { from: 'half-open', to: 'open', reason: 'probe failed' },
-        stale: false,
-      }
+      const state = stored === undefined ? initial : rebase(m, stored, now)
+      return ticket.probe === 0
+        ? settleClosed(m, state, ticket, outcome, now, retryAfterMs, attempts)
+        : settleProbe(m, state, ticket, outcome, now, retryAfterMs)
     },
-
-    remainingMs(state, now) {
-      if (state.circuit !== 'open') return undefined
-      // An opening stamped later than now came from another clock; admit() restarts its cooldown.
-      if (state.openedAt > now) return state.openMs
-      return Math.max(0, state.openedAt + state.openMs - now)
-    },
-
-    isState(value): value is BreakerState {
-      if (typeof value !== 'object' || value === null || Array.isArray(value)) return false
-      const s = value as Record<string, Json | undefined>
-      return (
-        CIRCUITS.includes(s.circuit as string) &&
-        isCount(s.generation) &&
-        s.counts !== undefined &&
-        (policy.isCounts(s.counts) || (s.circuit === 'half-open' && isTally(s.counts))) &&
-        isCount(s.failures) &&
-        isTime(s.openedAt) &&
-        isTime(s.openMs) &&
-        (s.openMs as number) >= 0 &&
-        isCount(s.opens) &&
-        isCount(s.seq) &&
-        Array.isArray(s.probes) &&
-        s.probes.every((p) => Array.isArray(p) && p.length === 2 && isCount(p[0]) && isTime(p[1]))
-      )
-    },
+    remainingMs,
+    isState: (value): value is BreakerState => isStateOf(policy, value),
   }
+}
+
+// Successes of the trial so far. Anything else in `counts` (a state from before the trial, a K of 1,
+// garbage from a store) counts as none, so only real successes close the circuit. A tally past this
+// breaker's K (written by a worker configured for more) counts as K - 1: the next success closes.
+const successesOf = (m: Machine, state: BreakerState): number =>
+  isTally(state.counts) ? Math.min(state.counts.probeSuccesses, m.needed - 1) : 0
+
+// A time later than `now` was written under another clock (a checkpoint from another process):
+// restart the cooldown from now rather than stay open for however far apart the clocks are.
+function rebase(m: Machine, state: BreakerState, now: number): BreakerState {
+  // Only a closed circuit's counts are the policy's (an open one's are fresh, a half-open one's may be the tally).
+  const counts = state.circuit === 'closed' ? m.policy.rebase(state.counts, now) : state.counts
+  const future = state.openedAt > now || state.probes.some(([, at]) => at > now)
+  if (!future) return counts === state.counts ? state : { ...state, counts }
+  return { ...state, counts, openedAt: Math.min(state.openedAt, now), probes: [] }
+}
+
+function open(m: Machine, state: BreakerState, failures: number, now: number, retryAfterMs: number | undefined): BreakerState {
+  const opens = state.opens + 1
+  const cooldown = Math.min(m.maxCooldownMs, m.cooldownMs * m.cooldownGrowth ** (opens - 1))
+  // A server that said how long to back off knows better than the default cooldown.
+  const pushback = retryAfterMs === undefined ? 0 : Math.min(retryAfterMs, m.maxCooldownMs)
+  return {
+    ...state,
+    circuit: 'open',
+    generation: state.generation + 1,
+    counts: m.policy.initial(),
+    failures,
+    openedAt: now,
+    openMs: Math.ceil(Math.max(cooldown, pushback)),
+    opens,
+    probes: [],
+  }
+}
+
+function refuse(state: BreakerState, retryAfterMs: number | undefined, changes: readonly Transition[], expired: number): Admission {
+  return { pass: false, state, generation: state.generation, probe: 0, retryAfterMs, changes, expired }
+}
+
+function admitClosed(m: Machine, stored: BreakerState | undefined): Admission | undefined {
+  const state = stored ?? m.initial
+  if (state.circuit !== 'closed') return undefined
+  return { pass: true, state, generation: state.generation, probe: 0, retryAfterMs: undefined, changes: NONE, expired: 0 }
+}
+
+function quiet(m: Machine, stored: BreakerState | undefined, ticket: Ticket, outcome: Outcome): boolean {
+  if (ticket.probe !== 0) return false
+  if (outcome === 'neutral') return true
+  const state = stored ?? m.initial
+  return (
+    outcome === 'success' && state.circuit === 'closed' && state.generation === ticket.generation && m.policy.idle?.(state.counts) === true
+  )
+}
+
+/** Admitting to an open or half-open circuit: refused while cooling down, then a probe while a half-open slot is free. */
+function admitNotClosed(m: Machine, stored: BreakerState, now: number): Admission {
+  // Admitting to a closed circuit needs no time, so a state from another clock is rebased when it settles.
+  let state = rebase(m, stored, now)
+  let changes = NONE
+  if (state.circuit === 'open') {
+    const remaining = state.openedAt + state.openMs - now
+    if (remaining > 0) return refuse(state, remaining, NONE, 0)
+    state = { ...state, circuit: 'half-open', probes: [] }
+    changes = [{ from: 'open', to: 'half-open', reason: `cooldown of ${state.openMs} ms elapsed` }]
+  }
+  const held = state.probes.filter(([, at]) => now - at < m.maxHalfOpenMs)
+  const expired = state.probes.length - held.length
+  // A successful probe keeps its place in the trial: at most halfOpenProbes are let through until it ends.
+  if (held.length + successesOf(m, state) < m.halfOpenProbes) {
+    const probe = state.seq + 1
+    held.push([probe, now])
+    state = { ...state, probes: held, seq: probe }
+    return { pass: true, state, generation: state.generation, probe, retryAfterMs: undefined, changes, expired }
+  }
+  if (expired > 0) state = { ...state, probes: held }
+  const oldest = Math.min(...held.map(([, at]) => at))
+  return refuse(state, held.length === 0 ? undefined : oldest + m.maxHalfOpenMs - now, changes, expired)
+}
+
+/** A call admitted to a closed circuit settles: the policy counts it, and may open the circuit. */
+function settleClosed(
+  m: Machine,
+  state: BreakerState,
+  ticket: Ticket,
+  outcome: Outcome,
+  now: number,
+  retryAfterMs: number | undefined,
+  attempts: number,
+): Settlement {
+  const verdict = outcome !== 'neutral'
+  if (state.circuit !== 'closed' || state.generation !== ticket.generation) return { state, change: undefined, stale: verdict }
+  if (!verdict) return { state, change: undefined, stale: false }
+  const { policy } = m
+  let counts = policy.record(state.counts, outcome === 'failure', now)
+  // Every failed request counts, not only the logical call: a dead tool opens the circuit after `threshold` requests.
+  if (outcome === 'failure')
+    for (let more = Math.min(attemptsOf(attempts), MAX_ATTEMPTS) - 1; more > 0; more--) counts = policy.record(counts, true, now)
+  if (counts === state.counts) return { state, change: undefined, stale: false }
+  const reason = outcome === 'failure' ? policy.shouldOpen(counts, now) : undefined
+  if (reason === undefined) return { state: { ...state, counts }, change: undefined, stale: false }
+  return {
+    state: open(m, state, policy.failures(counts, now), now, retryAfterMs),
+    change: { from: 'closed', to: 'open', reason },
+    stale: false,
+  }
+}
+
+/** A half-open probe settles: a success counts toward closing, a failure reopens, a neutral outcome frees its slot. */
+function settleProbe(
+  m: Machine,
+  state: BreakerState,
+  ticket: Ticket,
+  outcome: Outcome,
+  now: number,
+  retryAfterMs: number | undefined,
+): Settlement {
+  const slot = state.probes.findIndex(([id]) => id === ticket.probe)
+  const held = slot >= 0 && state.circuit === 'half-open' && now - (state.probes[slot] as [number, number])[1] < m.maxHalfOpenMs
+  if (!held || state.generation !== ticket.generation) return { state, change: undefined, stale: outcome !== 'neutral' }
+  if (outcome === 'neutral') {
+    return { state: { ...state, probes: state.probes.filter((_, i) => i !== slot) }, change: undefined, stale: false }
+  }
+  if (outcome === 'success') return probeSucceeded(m, state, slot)
+  // Anything else is a failure: the probe failed, so the circuit opens again.
+  return {
+    state: open(m, state, state.failures + 1, now, retryAfterMs),
+    change: { from: 'half-open', to: 'open', reason: 'probe failed' },
+    stale: false,
+  }
+}
+
+/** A successful probe: the trial's tally grows, and the `needed`-th success closes the circuit. */
+function probeSucceeded(m: Machine, state: BreakerState, slot: number): Settlement {
+  const { needed } = m
+  const successes = successesOf(m, state) + 1
+  if (successes < needed) {
+    const probes = state.probes.filter((_, i) => i !== slot)
+    return {
+      state: { ...state, counts: { probeSuccesses: successes }, probes },
+      change: undefined,
+      stale: false,
+      trial: { successes, needed },
+    }
+  }
+  return {
+    state: { ...state, circuit: 'closed', counts: m.policy.initial(), failures: 0, opens: 0, probes: [] },
+    change: { from: 'half-open', to: 'closed', reason: needed === 1 ? 'probe succeeded' : `${needed} probes succeeded` },
+    stale: false,
+  }
+}
+
+function remainingMs(state: BreakerState, now: number): number | undefined {
+  if (state.circuit !== 'open') return undefined
+  // An opening stamped later than now came from another clock; admit() restarts its cooldown.
+  if (state.openedAt > now) return state.openMs
+  return Math.max(0, state.openedAt + state.openMs - now)
+}
+
+function isStateOf(policy: FailurePolicy, value: Json | undefined): value is BreakerState {
+  if (typeof value !== 'object' || value === null || Array.isArray(value)) return false
+  const s = value as Record<string, Json | undefined>
+  return (
+    CIRCUITS.includes(s.circuit as string) &&
+    isCount(s.generation) &&
+    s.counts !== undefined &&
+    (policy.isCounts(s.counts) || (s.circuit === 'half-open' && isTally(s.counts))) &&
+    isCount(s.failures) &&
+    isTime(s.openedAt) &&
+    isTime(s.openMs) &&
+    (s.openMs as number) >= 0 &&
+    isCount(s.opens) &&
+    isCount(s.seq) &&
+    Array.isArray(s.probes) &&
+    s.probes.every((p) => Array.isArray(p) && p.length === 2 && isCount(p[0]) && isTime(p[1]))
+  )
 }

@@ -1,14 +1,22 @@
 import { abortReason, LoopError, type Middleware, type Next, type ToolContext, ToolError, trustedMiddleware } from '@shallot/core'
 import { type AbortSource, callNext, optionsParser } from '@shallot/core/kit'
 import { z } from 'zod'
-import { type Admission, breakerMachine, type Outcome, type Settlement, type Ticket, type Transition } from './breaker-machine.js'
+import {
+  type Admission,
+  type BreakerMachine,
+  breakerMachine,
+  type Outcome,
+  type Settlement,
+  type Ticket,
+  type Transition,
+} from './breaker-machine.js'
 import type { BreakerStore } from './breaker-store.js'
 import { circuitOpenError } from './circuit-open-error.js'
 import { consecutive } from './consecutive.js'
 import type { FailurePolicy } from './failure-policy.js'
 import { indictsTool } from './indicts-tool.js'
 import { runKeys } from './run-keys.js'
-import { stateHome } from './state-home.js'
+import { type StateHome, stateHome } from './state-home.js'
 
 /** What `onStateChange` receives, and what the `circuit-breaker.state` event carries (plus `at` and `runId`). */
 export interface BreakerStateChange extends Transition {
@@ -170,108 +178,16 @@ export function circuitBreaker(options?: CircuitBreakerOptions): Middleware {
     halfOpenSuccesses: o.halfOpenSuccesses,
     maxHalfOpenMs: o.maxHalfOpenMs,
   })
-  const home = stateHome(machine, o.maxKeys, lifetimeOf(o), o.store)
-  const { key: keyOf, onStateChange } = o
-  const isFailure = o.isFailure ?? indictsTool
+  const b: Breaker = {
+    machine,
+    home: stateHome(machine, o.maxKeys, lifetimeOf(o), o.store),
+    onStateChange: o.onStateChange,
+    isFailure: o.isFailure ?? indictsTool,
+    listenerFailed: false,
+  }
+  const { home } = b
+  const keyOf = o.key
   const keysOfRun = runKeys(o.maxKeys)
-
-  // A listener that throws is logged once, not on every state change after.
-  let listenerFailed = false
-
-  function report(ctx: ToolContext, key: string, changes: readonly Transition[]): void {
-    for (const { from, to, reason } of changes) {
-      const fields = { key, from, to, reason }
-      ctx.log.info(fields, 'circuit breaker state change')
-      ctx.emit('circuit-breaker.state', fields)
-      if (onStateChange === undefined) continue
-      try {
-        onStateChange({ ...fields, at: ctx.clock.now(), runId: ctx.run.id })
-      } catch (err) {
-        if (listenerFailed) continue
-        listenerFailed = true
-        ctx.log.error({ key, err }, 'circuit breaker onStateChange threw; the call goes on, and its later throws are not logged')
-      }
-    }
-  }
-
-  function judge(ctx: ToolContext, key: string, error: unknown, signal: AbortSource): Outcome {
-    if (LoopError.is(error)) return 'neutral'
-    let verdictOn = error
-    if (signal.aborted) {
-      // The caller's own cancellation says nothing about the tool; an outer deadline (a ToolError) might.
-      const reason = abortReason(signal)
-      if (LoopError.is(reason)) return 'neutral'
-      verdictOn = reason
-    }
-    try {
-      return isFailure(verdictOn, ctx) ? 'failure' : 'neutral'
-    } catch (err) {
-      ctx.log.error({ key, err }, 'circuit breaker isFailure threw; not counting this error')
-      return 'neutral'
-    }
-  }
-
-  function settle(
-    ctx: ToolContext,
-    key: string,
-    signal: AbortSource,
-    ticket: Ticket,
-    outcome: Outcome,
-    error: unknown,
-    attempts = 1,
-  ): void | Promise<void> {
-    if (home.quiet(ctx.run, key, ticket, outcome)) return
-    const now = ctx.clock.now()
-    const retryAfterMs = outcome === 'failure' && ToolError.is(error) ? error.retryAfterMs : undefined
-    const done = home.apply(ctx, key, signal, (current) => machine.settle(current, ticket, outcome, now, retryAfterMs, attempts))
-    const after = ({ stale, change, trial }: Settlement) => {
-      if (stale) ctx.emit('circuit-breaker.stale', { key, outcome, probe: ticket.probe })
-      else if (trial !== undefined) ctx.emit('circuit-breaker.probe_succeeded', { key, probe: ticket.probe, ...trial })
-      else if (outcome === 'failure') ctx.emit('circuit-breaker.failure', { key, code: ToolError.is(error) ? error.code : 'thrown' })
-      else if (outcome === 'neutral') ctx.emit('circuit-breaker.probe_released', { key, probe: ticket.probe })
-      if (change !== undefined) report(ctx, key, [change])
-    }
-    if (isPromise(done)) return done.then(after)
-    after(done)
-  }
-
-  /**
-   * The call once admitted (or refused): reactions on next()'s promise rather than an await, so a call
-   * blocked in its tool keeps no suspended frame here.
-   */
-  function proceed(ctx: ToolContext, next: Next, tool: string, key: string, signal: AbortSource, admission: Admission): Promise<void> {
-    try {
-      if (admission.changes.length > 0) report(ctx, key, admission.changes)
-      if (admission.expired > 0) ctx.emit('circuit-breaker.probe_expired', { key, count: admission.expired })
-      if (!admission.pass) {
-        const { circuit, failures } = admission.state
-        ctx.emit('circuit-breaker.refused', { key, circuit, retryAfterMs: admission.retryAfterMs })
-        throw circuitOpenError({ tool, key, circuit: circuit as 'open' | 'half-open', failures, retryAfterMs: admission.retryAfterMs })
-      }
-      if (admission.probe !== 0) ctx.emit('circuit-breaker.probe', { key, probe: admission.probe })
-    } catch (refused) {
-      return Promise.reject(refused)
-    }
-    // Retry inside the breaker bumps ctx.attempt for each repeat: the requests this call made.
-    const firstAttempt = ctx.attempt
-    return callNext(next).then(
-      () => settle(ctx, key, signal, admission, 'success', undefined),
-      (err: unknown) => {
-        const settled = settle(ctx, key, signal, admission, judge(ctx, key, err, signal), err, ctx.attempt - firstAttempt + 1)
-        if (settled === undefined) throw err
-        return settled.then(() => {
-          throw err
-        })
-      },
-    )
-  }
-
-  /** A circuit that is not closed in local or run state, or a shared store: admission may wait on the store. */
-  async function admitThenProceed(ctx: ToolContext, next: Next, tool: string, key: string, signal: AbortSource): Promise<void> {
-    const now = ctx.clock.now()
-    const pending = home.apply(ctx, key, signal, (current) => machine.admit(current, now))
-    return proceed(ctx, next, tool, key, signal, isPromise(pending) ? await pending : pending)
-  }
 
   const middleware: Middleware = function circuitBreaker(ctx, next) {
     const tool = ctx.tool
@@ -285,8 +201,8 @@ export function circuitBreaker(options?: CircuitBreakerOptions): Middleware {
     // The happy path (a closed circuit, in local or run state) reads neither the clock nor writes anything.
     const admission = home.admitClosed(ctx.run, key)
     return admission === undefined
-      ? admitThenProceed(ctx, next, tool.name, key, signal)
-      : proceed(ctx, next, tool.name, key, signal, admission)
+      ? admitThenProceed(b, ctx, next, tool.name, key, signal)
+      : proceed(b, ctx, next, tool.name, key, signal, admission)
   }
 
   // Keeps the onion's contract by construction (docs/decisions/270-compose-fast-path.md): compose calls it without the misuse bookkeeping.
@@ -302,4 +218,119 @@ export function circuitBreaker(options?: CircuitBreakerOptions): Middleware {
     return `UNAVAILABLE${which}: circuit open, retry in ${Math.ceil(remaining / 1000)}s`
   }
   return middleware
+}
+
+/** One `circuitBreaker()`'s parts, built once: every call it handles goes through the functions below. */
+interface Breaker {
+  readonly machine: BreakerMachine
+  readonly home: StateHome
+  readonly onStateChange: ((change: BreakerStateChange) => void) | undefined
+  readonly isFailure: (error: unknown, ctx: ToolContext) => boolean
+  /** A listener that throws is logged once, not on every state change after. */
+  listenerFailed: boolean
+}
+
+/**
+ * The call once admitted (or refused): reactions on next()'s promise rather than an await, so a call
+ * blocked in its tool keeps no suspended frame here.
+ */
+function proceed(
+  b: Breaker,
+  ctx: ToolContext,
+  next: Next,
+  tool: string,
+  key: string,
+  signal: AbortSource,
+  admission: Admission,
+): Promise<void> {
+  try {
+    if (admission.changes.length > 0) report(b, ctx, key, admission.changes)
+    if (admission.expired > 0) ctx.emit('circuit-breaker.probe_expired', { key, count: admission.expired })
+    if (!admission.pass) {
+      const { circuit, failures } = admission.state
+      ctx.emit('circuit-breaker.refused', { key, circuit, retryAfterMs: admission.retryAfterMs })
+      throw circuitOpenError({ tool, key, circuit: circuit as 'open' | 'half-open', failures, retryAfterMs: admission.retryAfterMs })
+    }
+    if (admission.probe !== 0) ctx.emit('circuit-breaker.probe', { key, probe: admission.probe })
+  } catch (refused) {
+    return Promise.reject(refused)
+  }
+  // Retry inside the breaker bumps ctx.attempt for each repeat: the requests this call made.
+  const firstAttempt = ctx.attempt
+  return callNext(next).then(
+    () => settle(b, ctx, key, signal, admission, 'success', undefined),
+    (err: unknown) => {
+      const settled = settle(b, ctx, key, signal, admission, judge(b, ctx, key, err, signal), err, ctx.attempt - firstAttempt + 1)
+      if (settled === undefined) throw err
+      return settled.then(() => {
+        throw err
+      })
+    },
+  )
+}
+
+/** A circuit that is not closed in local or run state, or a shared store: admission may wait on the store. */
+async function admitThenProceed(b: Breaker, ctx: ToolContext, next: Next, tool: string, key: string, signal: AbortSource): Promise<void> {
+  const now = ctx.clock.now()
+  const pending = b.home.apply(ctx, key, signal, (current) => b.machine.admit(current, now))
+  return proceed(b, ctx, next, tool, key, signal, isPromise(pending) ? await pending : pending)
+}
+
+function judge(b: Breaker, ctx: ToolContext, key: string, error: unknown, signal: AbortSource): Outcome {
+  if (LoopError.is(error)) return 'neutral'
+  let verdictOn = error
+  if (signal.aborted) {
+    // The caller's own cancellation says nothing about the tool; an outer deadline (a ToolError) might.
+    const reason = abortReason(signal)
+    if (LoopError.is(reason)) return 'neutral'
+    verdictOn = reason
+  }
+  try {
+    return b.isFailure(verdictOn, ctx) ? 'failure' : 'neutral'
+  } catch (err) {
+    ctx.log.error({ key, err }, 'circuit breaker isFailure threw; not counting this error')
+    return 'neutral'
+  }
+}
+
+function settle(
+  b: Breaker,
+  ctx: ToolContext,
+  key: string,
+  signal: AbortSource,
+  ticket: Ticket,
+  outcome: Outcome,
+  error: unknown,
+  attempts = 1,
+): void | Promise<void> {
+  if (b.home.quiet(ctx.run, key, ticket, outcome)) return
+  const now = ctx.clock.now()
+  const retryAfterMs = outcome === 'failure' && ToolError.is(error) ? error.retryAfterMs : undefined
+  const done = b.home.apply(ctx, key, signal, (current) => b.machine.settle(current, ticket, outcome, now, retryAfterMs, attempts))
+  const after = ({ stale, change, trial }: Settlement) => {
+    if (stale) ctx.emit('circuit-breaker.stale', { key, outcome, probe: ticket.probe })
+    else if (trial !== undefined) ctx.emit('circuit-breaker.probe_succeeded', { key, probe: ticket.probe, ...trial })
+    else if (outcome === 'failure') ctx.emit('circuit-breaker.failure', { key, code: ToolError.is(error) ? error.code : 'thrown' })
+    else if (outcome === 'neutral') ctx.emit('circuit-breaker.probe_released', { key, probe: ticket.probe })
+    if (change !== undefined) report(b, ctx, key, [change])
+  }
+  if (isPromise(done)) return done.then(after)
+  after(done)
+}
+
+function report(b: Breaker, ctx: ToolContext, key: string, changes: readonly Transition[]): void {
+  const { onStateChange } = b
+  for (const { from, to, reason } of changes) {
+    const fields = { key, from, to, reason }
+    ctx.log.info(fields, 'circuit breaker state change')
+    ctx.emit('circuit-breaker.state', fields)
+    if (onStateChange === undefined) continue
+    try {
+      onStateChange({ ...fields, at: ctx.clock.now(), runId: ctx.run.id })
+    } catch (err) {
+      if (b.listenerFailed) continue
+      b.listenerFailed = true
+      ctx.log.error({ key, err }, 'circuit breaker onStateChange threw; the call goes on, and its later throws are not logged')
+    }
+  }
 }
