@@ -1,12 +1,14 @@
-import { type AgentEvent, createAgent, defineTool, type ModelAdapter, memoryCheckpoints } from '@shallot/core'
+import { type AgentEvent, defineTool, type ModelAdapter, memoryCheckpoints } from '@shallot/core'
 import { type FakeProvider, type FakeProviderOptions, fakeProvider, type ManualClock, manualClock } from '@shallot/testing'
 import { afterEach, describe, expect, it } from 'vitest'
 import { z } from 'zod'
 import { aiSdkModel } from './ai-sdk-model.js'
+import { createAgent } from './model-stack.test-helper.js'
 import { type Format, formats } from './wire-formats.test-helper.js'
 
 // createAgent's model policy (system, truncation, Retry-After, fallback, budgets) over the real
-// provider packages, through aiSdkModel, against fakeProvider() on the manual clock.
+// provider packages, through aiSdkModel, against fakeProvider() on the manual clock; the retry, the
+// deadline and the chain are the default model stack's layers, as shallot's createAgent builds them.
 
 const [openaiChat, , anthropic] = formats as [Format, Format, Format]
 
@@ -76,13 +78,13 @@ describe.each(formats)('createAgent over aiSdkModel, $name', (format) => {
       expect(await agent.run({ input: 'hi' })).toMatchObject({ status: 'completed', output: 'ok' })
       const [first, second] = p.requests
       expect([first?.outcome, second?.outcome]).toEqual(['faulted', 'replied'])
-      // 1000 ms of pushback, then half of the first backoff step (250 ms) of jitter.
-      expect((second?.at ?? 0) - (first?.at ?? 0)).toBe(1125)
+      // The 1000 ms of pushback is a floor under the backoff's draw (half of 250 ms): decision 510's one rule.
+      expect((second?.at ?? 0) - (first?.at ?? 0)).toBe(1000)
       expect(events).toMatchObject([
         {
           type: 'model.retry',
           attempt: 1,
-          delayMs: 1125,
+          delayMs: 1000,
           error: expect.stringMatching(/^429 rate limited by the provider.*, Retry-After 1 s$/),
         },
       ])

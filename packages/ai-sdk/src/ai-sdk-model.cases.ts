@@ -1,12 +1,14 @@
-import { createAgent, defineTool, LoopError, type ModelRequest, type ModelTool, ToolError } from '@shallot/core'
+import { defineTool, LoopError, type ModelRequest, type ModelTool, ToolError } from '@shallot/core'
 import { stuckLoop } from '@shallot/stuck-loop'
 import { type FakeProvider, type FakeTurn, fakeProvider } from '@shallot/testing'
 import { afterEach, beforeEach, describe, expect, it } from 'vitest'
 import { z } from 'zod'
 import { aiSdkModel } from './ai-sdk-model.js'
+import { createAgent } from './model-stack.test-helper.js'
 import { type Format, formats } from './wire-formats.test-helper.js'
 
-// The real provider packages against fakeProvider(), through aiSdkModel, on the installed major of `ai`.
+// The real provider packages against fakeProvider(), through aiSdkModel, on the installed major of `ai`; agents
+// ask through the default model stack, as shallot's createAgent builds it.
 
 const files: Record<string, string> = { 'src/main.rs': 'fn main() {}' }
 const readFile = defineTool({

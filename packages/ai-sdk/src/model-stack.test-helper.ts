@@ -1,0 +1,34 @@
+import { circuitBreakerModel, consecutive } from '@shallot/circuit-breaker'
+import { type Agent, type AgentModel, type AgentOptions, createAgent as createCoreAgent, type ModelAdapter } from '@shallot/core'
+import { errorClassifierModel } from '@shallot/error-classifier'
+import { fallbackModel } from '@shallot/fallback'
+import { retryModel } from '@shallot/retry'
+import { timeoutModel } from '@shallot/timeout'
+
+/**
+ * `createAgent` with the default model stack, built as `shallot`'s `createAgent` builds it from `modelRetry`,
+ * `modelBreaker`, `limits.modelTimeoutMs` and a chain `model: [a, b]` (this package feeds the umbrella, so its
+ * tests cannot import it): the fallback layer and a breaker per model for a chain, then retry, the classifier
+ * and the deadline, with the same figures. Core's own createAgent asks the model only through its onion
+ * (decision 500, step 3).
+ */
+export function createAgent(options: AgentOptions<AgentModel>): Agent {
+  const { modelRetry, modelBreaker, limits, model, ...rest } = options
+  const { modelTimeoutMs, ...coreLimits } = limits ?? {}
+  const chain: readonly ModelAdapter[] = Array.isArray(model) ? model : [model as ModelAdapter]
+  const layers = [
+    ...(chain.length > 1
+      ? [
+          fallbackModel({ models: chain.slice(1) }),
+          circuitBreakerModel({
+            policy: consecutive({ threshold: modelBreaker?.threshold ?? 3 }),
+            cooldownMs: modelBreaker?.cooldownMs ?? 30_000,
+          }),
+        ]
+      : []),
+    retryModel({ maxAttempts: 3, baseMs: 250, capMs: 4000, maxRetryAfterMs: 60_000, ...modelRetry }),
+    errorClassifierModel({ maxRetryAfterMs: 24 * 3600 * 1000 }),
+    timeoutModel({ ms: modelTimeoutMs ?? 60_000 }),
+  ]
+  return createCoreAgent({ ...rest, limits: coreLimits, model: chain[0] as ModelAdapter, modelMiddleware: layers })
+}
