@@ -14,7 +14,6 @@ const PENDING_FUNCTIONS: Readonly<Record<string, number>> = {
   'packages/cli/src/run/command.ts runAgentCommand': 186,
   'packages/otel/src/agent-spans.ts agentSpans': 182,
   'packages/config/src/plan-layers.ts planLayers': 169,
-  'packages/idempotency/src/memory-idempotency-store.ts memoryIdempotencyStore': 162,
   'packages/config/src/yaml-source.ts parseYamlText': 160,
   'packages/cli/src/run/waits.ts waitLines': 145,
   'packages/otel/src/operator-log.ts operatorLog': 132,
