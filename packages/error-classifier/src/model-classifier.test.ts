@@ -1,7 +1,7 @@
 // The model side of the classifier against core's own model path, row by row: the same failure,
 // thrown by the real OpenAI and Anthropic SDKs (retries off) at fakeProvider on 127.0.0.1 or built
-// by hand, goes through createAgent twice — core's path (which retries what it holds transient) and
-// a model onion with errorClassifierModel() alone — and both verdicts are read from the outcome.
+// by hand, is judged by core's transient rule (what its own model path retried) and goes through a
+// createAgent whose model onion holds errorClassifierModel() alone; the layer's verdict is read from the outcome.
 import Anthropic from '@anthropic-ai/sdk'
 import {
   createAgent,
@@ -13,6 +13,7 @@ import {
   OptionsError,
   ToolError,
 } from '@shallot/core'
+import { isTransientModelError } from '@shallot/core/kit'
 import { type FakeProvider, type FakeTurn, fakeProvider } from '@shallot/testing'
 import OpenAI from 'openai'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
@@ -63,17 +64,12 @@ function failingOnce(error: unknown): ModelAdapter & { calls: number } {
   return model
 }
 
-/** Core's verdict: with two attempts and no backoff, a failure core holds transient is asked again and the run completes. */
-async function coreRetries(error: unknown): Promise<boolean> {
-  const model = failingOnce(error)
-  const outcome = await createAgent({
-    model,
-    tools: [echo],
-    modelRetry: { maxAttempts: 2, baseMs: 0, capMs: 0, maxRetryAfterMs: 60_000 },
-  }).run({
-    input: 'go',
-  })
-  return outcome.status === 'completed' && model.calls === 2
+/**
+ * Core's verdict: the rule its own model path retried by (`isTransientModelError`, from `@shallot/core/kit`),
+ * asked directly now that core asks the model only through its onion (decision 500, step 3).
+ */
+function coreRetries(error: unknown): boolean {
+  return isTransientModelError(error)
 }
 
 /** What a layer outside the classifier catches, and how the run ends, with errorClassifierModel() as the only layer inside it. */
@@ -230,7 +226,7 @@ const rows: Row[] = [
 describe('errorClassifierModel(): the same verdict as core for the same failure', () => {
   it.each(rows.map((row) => [row.name, row] as const))('%s', async (_name, row) => {
     const error = await row.error()
-    const retried = await coreRetries(error)
+    const retried = coreRetries(error)
     const { caught, outcome } = await throughLayer(error)
     expect(outcome.status).toBe('stopped')
     const { expect: want } = row

@@ -89,7 +89,7 @@ interface Scenario {
   readonly name: string
   readonly steps: readonly Step[]
   readonly limits?: AgentOptions['limits']
-  /** Model deadline on both paths: core's limits.modelTimeoutMs, the layer's timeout ms. */
+  /** Model deadline: the timeout layer's ms (core's limits.modelTimeoutMs was the same figure). */
   readonly deadlineMs?: number
   readonly maxRetryAfterMs?: number
   readonly expect: { status: string; kind?: string; output?: string; requests: number; steps: number; story: string[] }
@@ -186,12 +186,12 @@ const SCENARIOS: Scenario[] = [
   },
 ]
 
-/** The two ways to ask a model: core's own retry and deadline, or the retry and timeout layers' model handlers. */
+/**
+ * How the scenarios ask the model: the retry and timeout layers' model handlers. Each scenario's expectation is
+ * what core's own retry and deadline did; that path is gone (decision 500, step 3: `modelRetry` and
+ * `limits.modelTimeoutMs` are sugar of shallot's createAgent, which builds these layers from them).
+ */
 const PATHS = {
-  core: (s: Scenario): Partial<AgentOptions> => ({
-    modelRetry: { ...POLICY, maxRetryAfterMs: s.maxRetryAfterMs ?? POLICY.maxRetryAfterMs },
-    limits: { ...s.limits, ...(s.deadlineMs === undefined ? {} : { modelTimeoutMs: s.deadlineMs }) },
-  }),
   layers: (s: Scenario): Partial<AgentOptions> => ({
     ...(s.limits === undefined ? {} : { limits: s.limits }),
     modelMiddleware: [
@@ -201,7 +201,7 @@ const PATHS = {
   }),
 }
 
-describe("core's model-retry scenarios run through both paths and agree", () => {
+describe("core's model-retry scenarios run through the layers and end as core's own retry did", () => {
   describe.each(Object.entries(PATHS))('%s path', (_path, optionsFor) => {
     it.each(SCENARIOS)('$name', async (scenario) => {
       const clock = manualClock()
@@ -220,7 +220,7 @@ describe("core's model-retry scenarios run through both paths and agree", () => 
     })
   })
 
-  it('name the same failure in the same words when the retries are spent', async () => {
+  it('name the failure in core’s words when the retries are spent', async () => {
     const whys: string[] = []
     for (const optionsFor of Object.values(PATHS)) {
       const clock = manualClock()
@@ -228,10 +228,7 @@ describe("core's model-retry scenarios run through both paths and agree", () => 
       const { outcome } = await runOn(clock, { model: scripted(clock, scenario.steps).adapter, tools: [echo], ...optionsFor(scenario) })
       if (outcome.status === 'stopped') whys.push(outcome.report.why)
     }
-    expect(whys).toEqual([
-      'the model call failed: 429 rate limited by the provider (slow down), Retry-After 2 s',
-      'the model call failed: 429 rate limited by the provider (slow down), Retry-After 2 s',
-    ])
+    expect(whys).toEqual(['the model call failed: 429 rate limited by the provider (slow down), Retry-After 2 s'])
   })
 })
 
@@ -453,13 +450,12 @@ describe('timeoutModel: the per-attempt model deadline', () => {
     expect(clock.pending).toBe(0)
   })
 
-  it('the shorter of the layer and limits.modelTimeoutMs wins', async () => {
+  it('the shorter of two deadlines wins (an outer layer’s and an inner one’s)', async () => {
     const clock = manualClock()
     const { outcome } = await runOn(clock, {
       model: scripted(clock, ['hang']).adapter,
       tools: [echo],
-      limits: { modelTimeoutMs: 2000 },
-      modelMiddleware: timeoutModel({ ms: 9000 }),
+      modelMiddleware: [timeoutModel({ ms: 9000 }), timeoutModel({ ms: 2000 })],
     })
     expect(outcome).toMatchObject({ status: 'stopped', error: { details: { failure: 'the model did not answer within 2000 ms' } } })
     expect(clock.now()).toBe(2000)
