@@ -242,6 +242,30 @@ describe('approvals re-checked on resume: hostile checkpoints and answers', () =
     }
   })
 
+  it('__proto__ as the call id: the record is data, an edited rule asks again, nothing is polluted', async () => {
+    const { runs, after, checkpoints } = await stoppedUnder([bigTransfer], [pay('__proto__')])
+    const state = (await checkpoints.load('r1'))?.state[POLICY_STATE_KEY] as { asked: object }
+    expect(Object.hasOwn(state.asked, '__proto__')).toBe(true)
+    const approvals = JSON.parse('{"__proto__":"approve"}') as Record<string, 'approve'>
+    const outcome = stopped(await after([policy({ rules: [{ ...bigTransfer, reason: 'changed' }] })]).resume('r1', { approvals }))
+    expect(outcome.report.pending.map((p) => p.callId)).toEqual(['__proto__'])
+    expect(({} as Record<string, unknown>).fingerprint).toBeUndefined()
+    expect(runs.transfer).toBe(0)
+  })
+
+  it('a garbage answer in the checkpoint is no approval: a rule that now denies says nothing of one', async () => {
+    const { runs, after, checkpoints } = await stoppedUnder([bigTransfer])
+    await editCheckpoint(checkpoints, (state) => {
+      const { turn, tool, digest } = (state.asked as Record<string, Record<string, Json>>).call_9 as Record<string, Json>
+      state.approvals = { call_9: { answer: 'yes please', turn, tool, digest } as Json }
+    })
+    const deny = { id: 'no-transfers', action: 'deny' as const, tools: 'transfer', reason: 'transfers are frozen' }
+    const done = completed(await after([policy({ rules: [deny] })]).resume('r1'))
+    expect(done.output).toContain("call to 'transfer' blocked by policy: transfers are frozen")
+    expect(done.output).not.toContain('approved')
+    expect(runs.transfer).toBe(0)
+  })
+
   it('an answer bound to another call (other arguments) approves nothing, whatever the policy says', async () => {
     const { runs, after, checkpoints } = await stoppedUnder([bigTransfer])
     await editCheckpoint(checkpoints, (state) => {

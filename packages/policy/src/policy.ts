@@ -10,7 +10,7 @@ import {
 } from '@shallot/core'
 import { APPROVAL_CHECK, type ApprovalCheck } from '@shallot/core/kit'
 import { z } from 'zod'
-import { answerIn, type OnApproval } from './approval.js'
+import { answerIn, type OnApproval, readDecision } from './approval.js'
 import { describeRules, hintFor } from './describe-rules.js'
 import { approve, consume, runInward } from './policy-approve.js'
 import { decide, type PolicyLayer } from './policy-decide.js'
@@ -139,6 +139,17 @@ export function policy(options?: PolicyOptions): Middleware {
   return layer
 }
 
+/** Whether the run state holds a person's yes for this very call ('approve' or edited arguments), read without trusting it. */
+function approvedBefore(ctx: ToolContext): boolean {
+  const stored = answerIn(ctx.run, ctx.call)
+  if (stored === undefined) return false
+  const read = readDecision(stored)
+  return (
+    read.kind === 'refused_args' ||
+    (read.kind === 'decision' && (read.decision === 'approve' || (typeof read.decision === 'object' && 'args' in read.decision)))
+  )
+}
+
 /** Acts on the call's decision: passes it on, refuses it, asks for approval, or lets it go inward. */
 async function decided(layer: PolicyLayer, ctx: ToolContext, tool: AnyTool, slots: RunSlots, next: Next): Promise<void> {
   const decision = await decide(layer, ctx, tool, slots)
@@ -146,7 +157,7 @@ async function decided(layer: PolicyLayer, ctx: ToolContext, tool: AnyTool, slot
   if (decision.action === 'deny') {
     let reason = decision.reason
     // An approval given before the run stopped does not outweigh a rule that now denies the call: say that the policy changed.
-    if (answerIn(ctx.run, ctx.call) !== undefined) {
+    if (approvedBefore(ctx)) {
       const asked = askedFor(ctx.run, ctx.call)
       const was = typeof asked === 'object' ? asked.rule : undefined
       ctx.emit('policy.approval_outdated', { rule: decision.rule?.id, approvedUnder: was, now: 'deny' })

@@ -93,7 +93,8 @@ function fingerprintOf(rule: z.output<typeof policyCodeRuleSchema>): string {
     ...data,
     ...(tools === undefined ? {} : { tools: arrayOf(tools) }),
     ...(effect === undefined ? {} : { effect: arrayOf(effect) }),
-    ...(when === undefined ? {} : { when: String(when) }),
+    // Function.prototype.toString: a `when` cannot pose as another by overriding its own toString, and a Proxy reads without throwing.
+    ...(when === undefined ? {} : { when: Function.prototype.toString.call(when) }),
   })
 }
 
