@@ -1,26 +1,21 @@
-import { type Attributes, context, type Meter, metrics, type Span, SpanKind, SpanStatusCode, type Tracer, trace } from '@opentelemetry/api'
+import { context, type Meter, metrics, type Span, type Tracer, trace } from '@opentelemetry/api'
 import {
   type AgentEventListener,
-  type CallFinishedEvent,
-  type CallStartedEvent,
   type Clock,
-  LoopError,
   type Middleware,
   type ModelMiddleware,
   parseOptions,
   type Stack,
-  type StackEvent,
   systemClock,
   type ToolContext,
-  ToolError,
 } from '@shallot/core'
 import { z } from 'zod'
 import { agentSpans } from './agent-spans.js'
-import { ClockTime, eventAttributes, MAX_ATTRIBUTE_CHARS, sanitizerOf } from './attributes.js'
-import { errorTypeOf } from './error-type.js'
-import { type Instruments, instrumentsOf } from './instruments.js'
+import { ClockTime, MAX_ATTRIBUTE_CHARS, sanitizerOf } from './attributes.js'
+import { instrumentsOf } from './instruments.js'
 import { modelSpans } from './model-spans.js'
 import { SCOPE } from './scope.js'
+import { AttachedCalls, finishToolSpan, observeToolEvent, startToolSpan, type ToolSpans } from './tool-spans.js'
 
 export interface OtelOptions {
   /** Default: the global tracer provider's `@shallot/otel` tracer (a no-op until you register a provider). */
@@ -42,36 +37,6 @@ const optionsSchema = z
     secrets: z.array(z.union([z.string(), z.instanceof(RegExp)])).optional(),
   })
   .strict()
-
-const REFUSALS = new Set(['circuit-breaker.refused', 'stuck-loop.refused', 'stuck-loop.stopped', 'idempotency.refused', 'bulkhead.refused'])
-
-function str(value: unknown): string | undefined {
-  return typeof value === 'string' ? value : undefined
-}
-
-/** Counts what a layer event means for the dashboards: retries, circuit changes, refusals, replays, unknown outcomes. */
-function count(m: Instruments, tool: string, type: string, fields: Readonly<Record<string, unknown>>, clean: (s: string) => string): void {
-  const base = { 'gen_ai.tool.name': tool }
-  if (type === 'retry.scheduled') m.retries.add(1, { ...base, 'error.type': clean(str(fields.code) ?? '_OTHER') })
-  else if (type === 'circuit-breaker.state')
-    m.circuitChanges.add(1, {
-      ...base,
-      'shallot.circuit.key': clean(str(fields.key) ?? tool),
-      'shallot.circuit.from': str(fields.from) ?? 'unknown',
-      'shallot.circuit.to': str(fields.to) ?? 'unknown',
-    })
-  else if (type === 'idempotency.replayed') m.replays.add(1, { ...base, 'shallot.replay.from': str(fields.from) ?? 'unknown' })
-  else if (type === 'idempotency.outcome_unknown') m.unknownOutcomes.add(1, base)
-  else if (REFUSALS.has(type)) {
-    const reason = str(fields.reason) ?? str(fields.code) ?? str(fields.circuit) ?? 'refused'
-    m.refusals.add(1, {
-      ...base,
-      'shallot.layer': type.slice(0, type.indexOf('.')),
-      'shallot.refusal.reason': clean(reason),
-      'shallot.refusal.action': type.endsWith('.stopped') ? 'stopped_run' : 'refused',
-    })
-  }
-}
 
 /** The layer, and what lets it trace from the stack's events wherever it sits in the onion. */
 export interface OtelLayer extends Middleware {
@@ -100,16 +65,6 @@ export interface OtelLayer extends Middleware {
   readonly model: ModelMiddleware
 }
 
-interface OpenCall {
-  readonly span: Span
-  readonly started: number
-  /** The attachment that heard the call start: only its events end the span, and detaching it ends the span. */
-  readonly owner: object
-}
-
-/** Ended spans kept for late events (a late result): enough for every call in flight, bounded. */
-const MAX_ENDED = 1024
-
 /**
  * The layer that makes each logical tool call an `execute_tool {tool}` span (OpenTelemetry
  * GenAI conventions), with every layer event as a span event, the soft error's code as `error.type`,
@@ -128,133 +83,30 @@ export function otel(options: OtelOptions = {}): OtelLayer {
   const tracer = parsed.tracer ?? trace.getTracer(SCOPE.name, SCOPE.version)
   const instruments = instrumentsOf(parsed.meter ?? metrics.getMeter(SCOPE.name, SCOPE.version))
   const text = sanitizerOf(parsed.secrets)
-  const clean = (s: string) => text.text(s, MAX_ATTRIBUTE_CHARS)
   const time = new ClockTime()
-
-  function observe(ctx: ToolContext, span: Span, settled: () => boolean, type: string, fields: Record<string, unknown> | undefined) {
-    try {
-      const attributes = eventAttributes(fields ?? {}, text)
-      const at = time.at(ctx.clock)
-      if (settled()) {
-        // The span has ended (a late result, say): the event becomes a zero-length child of it.
-        const late = tracer.startSpan(
-          `${type} ${ctx.call.name}`,
-          { kind: SpanKind.INTERNAL, startTime: at, attributes: { ...attributes, 'gen_ai.tool.name': ctx.call.name } },
-          trace.setSpan(context.active(), span),
-        )
-        late.end(at)
-      } else span.addEvent(type, attributes, at)
-      count(instruments, ctx.call.name, type, fields ?? {}, clean)
-    } catch {
-      // Telemetry never changes a call's outcome.
-    }
-  }
-
-  function startSpan(tool: string, callId: string, runId: string, turn: number, effect: string | undefined, clock: Clock, at: number) {
-    const attributes: Attributes = {
-      'gen_ai.operation.name': 'execute_tool',
-      'gen_ai.tool.name': tool,
-      'gen_ai.tool.call.id': clean(callId),
-      'gen_ai.tool.type': 'function',
-      'shallot.run.id': clean(runId),
-      'shallot.turn': turn,
-    }
-    if (effect !== undefined) attributes['shallot.tool.effect'] = effect
-    const run = agent.runSpan(runId)
-    const parent = run === undefined ? context.active() : trace.setSpan(context.active(), run)
-    return tracer.startSpan(`execute_tool ${tool}`, { kind: SpanKind.INTERNAL, attributes, startTime: time.at(clock, at) }, parent)
-  }
-
   // Runs seen through onAgentEvent, so tool and chat spans are children of their run's span.
   let agentClock: Clock = systemClock
   const agent = agentSpans(tracer, instruments, text, time, () => agentClock)
-
-  // Attached: spans live here from call.started to call.finished, keyed by the call's number (ctx.callSeq):
-  // run and call ids repeat across stacks (every stack's calls without a run are in run `default`) and
-  // a caller may give two calls one id.
-  const open = new Map<number, OpenCall>()
-  const ended = new Map<number, Span>()
-  let attached = 0
-
-  function onStackEvent(owner: object, clock: Clock, event: StackEvent): void {
-    try {
-      const key = event.callSeq
-      if (event.type === 'call.started') {
-        const e = event as CallStartedEvent
-        // One stack attached twice: the first attachment traces the call.
-        if (open.has(key)) return
-        open.set(key, { span: startSpan(e.tool, e.callId, e.runId, e.turn, e.effect, clock, e.at), started: e.at, owner })
-        return
-      }
-      const call = open.get(key)
-      if (call !== undefined && call.owner !== owner) return
-      if (event.type === 'call.finished') {
-        if (call === undefined) return
-        open.delete(key)
-        ended.set(key, call.span)
-        if (ended.size > MAX_ENDED) ended.delete(ended.keys().next().value as number)
-        finishFromEvent(clock, call, event as CallFinishedEvent)
-        return
-      }
-      const { type, at, runId: _r, callId: _c, tool, ...fields } = event
-      const attributes = eventAttributes(fields, text)
-      if (call !== undefined) call.span.addEvent(type, attributes, time.at(clock, at))
-      else {
-        const parent = ended.get(key)
-        const late = tracer.startSpan(
-          `${type} ${tool}`,
-          { kind: SpanKind.INTERNAL, startTime: time.at(clock, at), attributes: { ...attributes, 'gen_ai.tool.name': tool } },
-          parent === undefined ? context.active() : trace.setSpan(context.active(), parent),
-        )
-        late.end(time.at(clock, at))
-      }
-      count(instruments, tool, type, fields, clean)
-    } catch {
-      // Telemetry never changes a call's outcome.
-    }
+  const spans: ToolSpans = {
+    tracer,
+    instruments,
+    text,
+    clean: (s: string) => text.text(s, MAX_ATTRIBUTE_CHARS),
+    time,
+    runSpan: agent.runSpan,
   }
-
-  function endDetached(clock: Clock, span: Span): void {
-    try {
-      span.setAttribute('shallot.outcome', 'unknown')
-      span.end(time.at(clock))
-    } catch {
-      // Telemetry never changes a call's outcome.
-    }
-  }
-
-  function finishFromEvent(clock: Clock, call: OpenCall, e: CallFinishedEvent): void {
-    const { span } = call
-    let errorType: string | undefined
-    if (e.outcome === 'ok') span.setAttributes({ 'shallot.outcome': 'ok', 'shallot.tool.replayed': e.replayed })
-    else if (e.outcome === 'soft_error') {
-      errorType = e.code ?? '_OTHER'
-      span.setAttributes({ 'error.type': errorType, 'shallot.outcome': 'soft_error', 'shallot.error.category': e.category ?? 'unknown' })
-      span.setStatus({ code: SpanStatusCode.ERROR, message: clean(e.message ?? '') })
-    } else {
-      errorType = e.kind ?? '_OTHER'
-      span.setAttributes({ 'error.type': errorType, 'shallot.outcome': 'hard_error' })
-      if (e.code !== undefined) span.setAttribute('shallot.error.code', e.code)
-      span.setStatus({ code: SpanStatusCode.ERROR, message: clean(e.message ?? 'the call ended the run') })
-    }
-    span.setAttributes({ 'shallot.tool.attempts': e.attempts, 'shallot.tool.executions': e.executions })
-    span.end(time.at(clock, e.at))
-    const metric: Attributes = { 'gen_ai.operation.name': 'execute_tool', 'gen_ai.tool.name': e.tool }
-    if (errorType !== undefined) metric['error.type'] = errorType
-    instruments.duration.record(Math.max(0, e.durationMs) / 1000, metric)
-    instruments.attempts.record(e.attempts, metric)
-  }
+  const calls = new AttachedCalls(spans)
 
   async function otelLayer(ctx: ToolContext, next: () => Promise<void>): Promise<void> {
-    if (attached > 0) {
-      const call = open.get(ctx.callSeq)
+    if (calls.attached > 0) {
+      const call = calls.open.get(ctx.callSeq)
       // The stack's events own the span; the layer only makes it the context of what runs inside.
       if (call !== undefined) return context.with(trace.setSpan(context.active(), call.span), next)
     }
     const started = ctx.clock.now()
     let span: Span
     try {
-      span = startSpan(ctx.call.name, ctx.call.id, ctx.run.id, ctx.run.turn, ctx.tool?.effect, ctx.clock, started)
+      span = startToolSpan(spans, ctx.call.name, ctx.call.id, ctx.run.id, ctx.run.turn, ctx.tool?.effect, ctx.clock, started)
     } catch {
       // A tracer that cannot start a span costs the trace, never the call.
       return next()
@@ -263,7 +115,7 @@ export function otel(options: OtelOptions = {}): OtelLayer {
     const emit = ctx.emit
     ctx.emit = function emitAndTrace(type: string, fields?: Record<string, unknown>): void {
       emit.call(ctx, type, fields)
-      observe(ctx, span, () => done, type, fields)
+      observeToolEvent(spans, ctx, span, () => done, type, fields)
     }
     let failure: { error: unknown } | undefined
     try {
@@ -273,54 +125,26 @@ export function otel(options: OtelOptions = {}): OtelLayer {
     }
     done = true
     try {
-      finish(ctx, span, started, failure)
+      finishToolSpan(spans, ctx, span, started, failure)
     } catch {
       // Telemetry never changes a call's outcome.
     }
     if (failure !== undefined) throw failure.error
   }
-
-  function finish(ctx: ToolContext, span: Span, started: number, failure: { error: unknown } | undefined): void {
-    let errorType: string | undefined
-    const err = failure?.error
-    if (failure === undefined) {
-      span.setAttributes({ 'shallot.outcome': 'ok', 'shallot.tool.replayed': ctx.result?.replayed === true })
-    } else if (ToolError.is(err)) {
-      errorType = err.code
-      span.setAttributes({ 'error.type': err.code, 'shallot.outcome': 'soft_error', 'shallot.error.category': err.category })
-      span.setStatus({ code: SpanStatusCode.ERROR, message: clean(err.message) })
-    } else {
-      errorType = errorTypeOf(err)
-      span.setAttributes({ 'error.type': errorType, 'shallot.outcome': 'hard_error' })
-      span.setStatus({ code: SpanStatusCode.ERROR, message: LoopError.is(err) ? clean(err.message) : 'the call ended the run' })
-    }
-    const ended = ctx.clock.now()
-    span.setAttributes({ 'shallot.tool.attempts': ctx.attempt, 'shallot.tool.executions': ctx.executions })
-    span.end(time.at(ctx.clock, ended))
-    const metric: Attributes = { 'gen_ai.operation.name': 'execute_tool', 'gen_ai.tool.name': ctx.call.name }
-    if (errorType !== undefined) metric['error.type'] = errorType
-    instruments.duration.record(Math.max(0, ended - started) / 1000, metric)
-    instruments.attempts.record(ctx.attempt, metric)
-  }
   const layer = otelLayer as OtelLayer
   layer.attach = (stack) => {
     const clock = stack.clock
     agentClock = clock
-    attached++
+    calls.attached++
     const owner = {}
-    const off = stack.on((event) => onStackEvent(owner, clock, event))
+    const off = stack.on((event) => calls.onStackEvent(owner, clock, event))
     let on = true
     return () => {
       if (!on) return
       on = false
-      attached--
+      calls.attached--
       off()
-      // Their call.finished will not be heard: end the spans of calls still in flight, so none is kept.
-      for (const [key, call] of open) {
-        if (call.owner !== owner) continue
-        open.delete(key)
-        endDetached(clock, call.span)
-      }
+      calls.detach(owner, clock)
     }
   }
   Object.defineProperty(layer, 'onAgentEvent', { value: agent.listener, enumerable: true })

@@ -10,7 +10,6 @@ const MAX_LINES = 130
 
 // Still over the limit, each at most as long as it is today: shrink an entry or delete it, never add one.
 const PENDING_FUNCTIONS: Readonly<Record<string, number>> = {
-  'packages/otel/src/otel.ts otel': 205,
   'packages/cli/src/run/command.ts runAgentCommand': 186,
   'packages/otel/src/agent-spans.ts agentSpans': 182,
   'packages/config/src/plan-layers.ts planLayers': 169,
