@@ -1,3 +1,5 @@
+// The README's chain sample, run: `model: [gpt, claude]` is sugar of this createAgent (the fallback layer and a
+// breaker per model); it moved here from core's README, whose createAgent has no chain of its own (decision 500).
 import { readFileSync } from 'node:fs'
 import { afterEach, expect, it, vi } from 'vitest'
 import { z } from 'zod'
@@ -39,10 +41,10 @@ afterEach(() => {
 const source = readFileSync(new URL(import.meta.url), 'utf8')
 const sample = (source.split('// readme:start\n')[1] ?? '').split('// readme:end')[0] ?? ''
 
-it('the core README shows the model-policy sample verbatim (importing the published name)', () => {
+it('the README shows the model-policy sample verbatim (importing the published name)', () => {
   expect(sample).toContain('export function releaseAgent')
   const readme = readFileSync(new URL('../README.md', import.meta.url), 'utf8')
-  expect(readme).toContain(sample.replace("from './index.js'", "from '@shallot/core'"))
+  expect(readme).toContain(sample.replace("from './index.js'", "from 'shallot'"))
 })
 
 const overloaded = Object.assign(new Error('overloaded'), { status: 529 })
@@ -88,7 +90,8 @@ it('runs: a failing gpt falls back to claude, which the system prompt reaches to
     'gpt: You write release notes. Be brief.',
     'claude: You write release notes. Be brief.',
   ])
-  expect(log).toHaveBeenCalledWith('model.fallback', 'gpt-4o-mini: 529 overloaded; circuit open')
+  // The classifier layer names the 529 (core's own chain said '529 overloaded').
+  expect(log).toHaveBeenCalledWith('model.fallback', 'gpt-4o-mini: 529 the provider is overloaded; circuit open')
 })
 
 it('runs: the run stops as budget_exhausted the moment its cost passes $2, with a report and the resume call', async () => {
