@@ -42,6 +42,9 @@ const optionsSchema = z
   })
   .strict()
 
+type Sanitizer = ReturnType<typeof sanitizerOf>
+type Parsed = z.output<typeof optionsSchema>
+
 /** A run's tally and logger, from the agent wrapper to the model wrapper. */
 const scope = tallyScope()
 const runLogs = new WeakMap<RunTally, Logger>()
@@ -75,7 +78,15 @@ export function operatorLog(logger: Logger, options: OperatorLogOptions = {}): O
     throw new TypeError('operatorLog(): logger must be a pino logger (or anything with info, warn, error, debug and child)')
   const parsed = parseOptions('operatorLog()', optionsSchema, options)
   const text = sanitizerOf(parsed.secrets)
+  return {
+    middleware: softErrorLayer(logger, text),
+    model: (model, clock = { now: () => performance.now(), sleep: () => Promise.resolve() }) => loggedModel(logger, text, model, clock),
+    agent: (agent) => loggedAgent(logger, text, parsed, agent),
+  }
+}
 
+/** The layer: each soft error's line, with its sanitized message, when the stack has no logger of its own. */
+function softErrorLayer(logger: Logger, text: Sanitizer): Middleware {
   async function operatorLogLayer(ctx: ToolContext, next: () => Promise<void>): Promise<void> {
     // A stack with a logger writes the soft error's sanitized message on its own `tool call` line.
     if (ctx.log !== silentLogger) return next()
@@ -99,106 +110,119 @@ export function operatorLog(logger: Logger, options: OperatorLogOptions = {}): O
       throw err
     }
   }
+  return operatorLogLayer
+}
 
+/** The model, wrapped: a line per call (latency, attempt, tokens, finish reason) unless its run's agent logs its own. */
+function loggedModel(logger: Logger, text: Sanitizer, model: ModelAdapter, clock: Clock): ModelAdapter {
+  if (typeof model?.generate !== 'function')
+    throw new TypeError('operatorLog().model(): model must have generate({ messages, tools, signal })')
   return {
-    middleware: operatorLogLayer,
-    model(model, clock = { now: () => performance.now(), sleep: () => Promise.resolve() }) {
-      if (typeof model?.generate !== 'function')
-        throw new TypeError('operatorLog().model(): model must have generate({ messages, tools, signal })')
-      return {
-        async generate(request) {
-          const tally = scope.getStore()
-          if (tally !== undefined && quiet.has(tally)) return model.generate(request)
-          const log = (tally === undefined ? undefined : runLogs.get(tally)) ?? logger
-          const started = clock.now()
-          const attempt = (tally?.failedInARow ?? 0) + 1
-          if (tally !== undefined) tally.modelAttempts++
-          try {
-            const response = await model.generate(request)
-            const facts = factsOf(response)
-            if (tally !== undefined) {
-              tally.modelCalls++
-              tally.failedInARow = 0
-              tally.inputTokens += facts.inputTokens ?? 0
-              tally.outputTokens += facts.outputTokens ?? 0
-            }
-            safe(() =>
-              log.info(
-                {
-                  latencyMs: clock.now() - started,
-                  attempt,
-                  inputTokens: facts.inputTokens,
-                  outputTokens: facts.outputTokens,
-                  finishReason: facts.finishReason,
-                  toolCalls: facts.toolCalls,
-                },
-                'model call',
-              ),
-            )
-            return response
-          } catch (err) {
-            if (tally !== undefined) tally.failedInARow++
-            const message = text.text(err instanceof Error ? err.message : String(err), 500)
-            safe(() => log.warn({ latencyMs: clock.now() - started, attempt, errorType: errorTypeOf(err), message }, 'model call failed'))
-            throw err
-          }
-        },
+    async generate(request) {
+      const tally = scope.getStore()
+      if (tally !== undefined && quiet.has(tally)) return model.generate(request)
+      const log = (tally === undefined ? undefined : runLogs.get(tally)) ?? logger
+      const started = clock.now()
+      const attempt = (tally?.failedInARow ?? 0) + 1
+      if (tally !== undefined) tally.modelAttempts++
+      try {
+        const response = await model.generate(request)
+        const facts = factsOf(response)
+        if (tally !== undefined) {
+          tally.modelCalls++
+          tally.failedInARow = 0
+          tally.inputTokens += facts.inputTokens ?? 0
+          tally.outputTokens += facts.outputTokens ?? 0
+        }
+        safe(() =>
+          log.info(
+            {
+              latencyMs: clock.now() - started,
+              attempt,
+              inputTokens: facts.inputTokens,
+              outputTokens: facts.outputTokens,
+              finishReason: facts.finishReason,
+              toolCalls: facts.toolCalls,
+            },
+            'model call',
+          ),
+        )
+        return response
+      } catch (err) {
+        if (tally !== undefined) tally.failedInARow++
+        const message = text.text(err instanceof Error ? err.message : String(err), 500)
+        safe(() => log.warn({ latencyMs: clock.now() - started, attempt, errorType: errorTypeOf(err), message }, 'model call failed'))
+        throw err
       }
     },
-    agent(agent) {
-      if (typeof agent?.run !== 'function') throw new TypeError('operatorLog().agent(): agent must be what createAgent() returns')
-      const clock = agent.stack.clock
-      if (agent.stack.logger !== silentLogger) {
-        // The agent logs its runs itself; the model wrapper only needs to know it should stay quiet.
-        const hushed = (go: () => ReturnType<Agent['run']>) => {
-          const tally = new RunTally()
-          quiet.add(tally)
-          return scope.run(tally, go)
-        }
-        return {
-          stack: agent.stack,
-          run: (runOptions) => hushed(() => agent.run(runOptions)),
-          resume: (runId, resumeOptions) => hushed(() => agent.resume(runId, resumeOptions)),
-        }
-      }
-      const logged = async (runId: string, task: string | undefined, go: () => ReturnType<Agent['run']>) => {
-        const tally = new RunTally()
-        const log = logger.child({ runId })
-        runLogs.set(tally, log)
-        const started = clock.now()
-        const fields: Record<string, unknown> = task === undefined ? { resumed: true } : { task: text.text(task, parsed.maxTaskChars) }
-        if (parsed.limits !== undefined) fields.limits = parsed.limits
-        safe(() => log.info(fields, 'run started'))
-        try {
-          const outcome = await scope.run(tally, go)
-          const totals = {
-            status: outcome.status,
-            turns: outcome.turns,
-            steps: outcome.steps,
-            modelCalls: tally.modelCalls,
-            modelAttempts: tally.modelAttempts,
-            inputTokens: tally.inputTokens,
-            outputTokens: tally.outputTokens,
-            durationMs: clock.now() - started,
-          }
-          if (outcome.status === 'stopped') {
-            const { kind, message } = outcome.error
-            safe(() => log.warn({ ...totals, kind, message: text.text(message, 500) }, 'run finished'))
-          } else safe(() => log.info(totals, 'run finished'))
-          return outcome
-        } catch (err) {
-          safe(() => log.error({ errorType: errorTypeOf(err), durationMs: clock.now() - started }, 'run threw'))
-          throw err
-        }
-      }
-      return {
-        stack: agent.stack,
-        run: (runOptions) => {
-          const runId = runOptions?.runId ?? randomUUID().slice(0, 12)
-          return logged(runId, typeof runOptions?.input === 'string' ? runOptions.input : '', () => agent.run({ ...runOptions, runId }))
-        },
-        resume: (runId, resumeOptions) => logged(runId, undefined, () => agent.resume(runId, resumeOptions)),
-      }
+  }
+}
+
+/** The agent, wrapped: "run started" and "run finished" lines with the run's totals, unless the agent logs its runs itself. */
+function loggedAgent(logger: Logger, text: Sanitizer, options: Parsed, agent: Agent): Agent {
+  if (typeof agent?.run !== 'function') throw new TypeError('operatorLog().agent(): agent must be what createAgent() returns')
+  const clock = agent.stack.clock
+  if (agent.stack.logger !== silentLogger) {
+    // The agent logs its runs itself; the model wrapper only needs to know it should stay quiet.
+    const hushed = (go: () => ReturnType<Agent['run']>) => {
+      const tally = new RunTally()
+      quiet.add(tally)
+      return scope.run(tally, go)
+    }
+    return {
+      stack: agent.stack,
+      run: (runOptions) => hushed(() => agent.run(runOptions)),
+      resume: (runId, resumeOptions) => hushed(() => agent.resume(runId, resumeOptions)),
+    }
+  }
+  const logged = (runId: string, task: string | undefined, go: () => ReturnType<Agent['run']>) =>
+    logRun(logger, runId, text, options, clock, task, go)
+  return {
+    stack: agent.stack,
+    run: (runOptions) => {
+      const runId = runOptions?.runId ?? randomUUID().slice(0, 12)
+      return logged(runId, typeof runOptions?.input === 'string' ? runOptions.input : '', () => agent.run({ ...runOptions, runId }))
     },
+    resume: (runId, resumeOptions) => logged(runId, undefined, () => agent.resume(runId, resumeOptions)),
+  }
+}
+
+/** One run of a wrapped agent, its tally kept in `scope` for the model wrapper, logged as it starts and ends. */
+async function logRun(
+  logger: Logger,
+  runId: string,
+  text: Sanitizer,
+  options: Parsed,
+  clock: Clock,
+  task: string | undefined,
+  go: () => ReturnType<Agent['run']>,
+): ReturnType<Agent['run']> {
+  const tally = new RunTally()
+  const log = logger.child({ runId })
+  runLogs.set(tally, log)
+  const started = clock.now()
+  const fields: Record<string, unknown> = task === undefined ? { resumed: true } : { task: text.text(task, options.maxTaskChars) }
+  if (options.limits !== undefined) fields.limits = options.limits
+  safe(() => log.info(fields, 'run started'))
+  try {
+    const outcome = await scope.run(tally, go)
+    const totals = {
+      status: outcome.status,
+      turns: outcome.turns,
+      steps: outcome.steps,
+      modelCalls: tally.modelCalls,
+      modelAttempts: tally.modelAttempts,
+      inputTokens: tally.inputTokens,
+      outputTokens: tally.outputTokens,
+      durationMs: clock.now() - started,
+    }
+    if (outcome.status === 'stopped') {
+      const { kind, message } = outcome.error
+      safe(() => log.warn({ ...totals, kind, message: text.text(message, 500) }, 'run finished'))
+    } else safe(() => log.info(totals, 'run finished'))
+    return outcome
+  } catch (err) {
+    safe(() => log.error({ errorType: errorTypeOf(err), durationMs: clock.now() - started }, 'run threw'))
+    throw err
   }
 }
