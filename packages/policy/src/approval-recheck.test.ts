@@ -90,6 +90,18 @@ describe('approve, change the policy, resume: the approval is checked against th
     const agent = after([policy({ rules: [{ action: 'allow', tools: 'read_file' }, rewritten] })])
     completed(await agent.resume('r1', { approvals: { call_9: 'approve' } }))
     expect(runs.transfer).toBe(1)
+
+    // Tools and effects are sets: listed in another order, or one twice, the rule is the same.
+    const listed = {
+      id: 'money',
+      action: 'approve' as const,
+      tools: ['transfer', 'refund'],
+      effect: ['write' as const, 'idempotent' as const],
+    }
+    const second = await stoppedUnder([listed])
+    const reordered = { ...listed, tools: ['refund', 'transfer', 'refund'], effect: ['idempotent' as const, 'write' as const] }
+    completed(await second.after([policy({ rules: [reordered] })]).resume('r1', { approvals: { call_9: 'approve' } }))
+    expect(second.runs.transfer).toBe(1)
   })
 
   it('a rule now denies the call: refused as blocked_by_policy, saying the policy changed and naming both rules; the tool never runs', async () => {

@@ -89,10 +89,12 @@ export interface CompiledRule {
 /** The rule as configured, in one form: what its fingerprint digests. A generated id (`rule-<position>`) is not part of it. */
 function fingerprintOf(rule: z.output<typeof policyCodeRuleSchema>): string {
   const { when, tools, effect, ...data } = rule
+  // Tools and effects are sets (a call matches any one): their order and repeats do not count. Predicates keep their order, which decides which one is reported.
+  const asSet = <T extends string>(value: T | readonly T[]) => [...new Set(arrayOf(value))].sort()
   return hashOf({
     ...data,
-    ...(tools === undefined ? {} : { tools: arrayOf(tools) }),
-    ...(effect === undefined ? {} : { effect: arrayOf(effect) }),
+    ...(tools === undefined ? {} : { tools: asSet(tools) }),
+    ...(effect === undefined ? {} : { effect: asSet(effect) }),
     // Function.prototype.toString: a `when` cannot pose as another by overriding its own toString, and a Proxy reads without throwing.
     ...(when === undefined ? {} : { when: Function.prototype.toString.call(when) }),
   })
