@@ -240,6 +240,7 @@ describe('approvals re-checked on resume: hostile checkpoints and answers', () =
         '(rule big-transfer now asks for approval instead of rule other)',
       ],
       [(record) => ({ ...record, fingerprint: 42 }), '(the record of the rule it was approved under cannot be read)'],
+      [(record) => ({ ...record, rule: `x\n${'y'.repeat(100_000)}` }), '(the record of the rule it was approved under cannot be read)'],
       [() => 'approve', '(the record of the rule it was approved under cannot be read)'],
     ]
     for (const [plant, why] of plants) {

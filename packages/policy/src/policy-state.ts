@@ -74,6 +74,8 @@ function forget(run: RunContext, field: Field, callId: string): void {
 /** Removes the answer for a call that no longer approves it (the policy changed since): a resume without a new answer asks again. */
 export const dropAnswer = (run: RunContext, callId: string): void => forget(run, 'approvals', callId)
 
+const RULE_ID = /^[A-Za-z0-9_.-]{1,64}$/
+
 /** The rule that asked for a person's answer to this call, as recorded when the run stopped for it. */
 export interface AskedBy {
   readonly rule: string
@@ -98,7 +100,8 @@ export function askedFor(run: RunContext, call: ToolCall): AskedBy | 'unreadable
   const { turn, tool, digest, rule, fingerprint } = record
   const binding = approvalBinding(call, run.turn)
   if (turn !== binding.turn || tool !== binding.tool || digest !== binding.digest) return undefined
-  return typeof rule === 'string' && typeof fingerprint === 'string' ? { rule, fingerprint } : 'unreadable'
+  // The rule's id is shown to the person asked again: only an id a rule could have (a planted 1 MB one is unreadable).
+  return typeof rule === 'string' && RULE_ID.test(rule) && typeof fingerprint === 'string' ? { rule, fingerprint } : 'unreadable'
 }
 
 /** Calls counted against a `maxPerRun` rule so far (a corrupt count reads as the limit reached: fail closed). */
