@@ -83,66 +83,42 @@ export async function planLayers(
   broken: Broken = NOTHING_BROKEN,
 ): Promise<Plan> {
   const issues: ConfigIssue[] = []
-  const policies = document.policies
-  const policyNames = Object.keys(policies)
-
-  function lookup(ref: string, at: readonly PathKey[], inTools: boolean): Written | undefined {
-    if (ref === OFF) {
-      issues.push(
-        makeIssue(at, lineOf, {
-          message: `"${OFF}" turns a layer off for one tool, under tools:; to drop the layer from every call, remove it from stack`,
-          received: ref,
-          allowed: 'an object of options or the name of a policy',
-        }),
-      )
-      return undefined
-    }
-    // Own properties only: "toString" or "__proto__" must never find something on Object.prototype.
-    if (!Object.hasOwn(policies, ref)) {
-      if (broken.allPolicies || broken.policies.has(ref)) return undefined
-      const guess = closest(ref, policyNames)
-      const allowed =
-        policyNames.length === 0 ? 'an object of options (no policies are defined)' : `one of the policies: ${policyNames.join(', ')}`
-      issues.push(
-        makeIssue(at, lineOf, {
-          message: `unknown policy "${ref}"`,
-          received: ref,
-          allowed: inTools ? `${allowed}, or "${OFF}"` : allowed,
-          hint:
-            guess === undefined
-              ? policyNames.length === 0
-                ? 'define it under policies:'
-                : `known policies: ${policyNames.join(', ')}`
-              : `did you mean '${guess}'?`,
-        }),
-      )
-      return undefined
-    }
-    return { raw: policies[ref] as Record<string, unknown>, place: (path) => ['policies', ref, ...path] }
+  const p: Planning = {
+    document,
+    registry,
+    lineOf,
+    broken,
+    issues,
+    policies: document.policies,
+    policyNames: Object.keys(document.policies),
   }
+  const { layers, candidates, positions } = await planStack(p)
+  const effects = await planOverrides(p, candidates, positions)
+  const modelLayers = await planModelLayers(document, registry, {
+    lineOf,
+    broken: broken.modelEntries ?? new Set(),
+    issues,
+    options: (value, at) => slot(value, at, (ref, where, inTools) => lookup(p, ref, where, inTools)),
+    check: async (definition, written) => (await check(p, definition, written)).variant,
+  })
+  await checkUnusedPolicies(p)
+  return { layers, modelLayers, effects, issues: unique(issues) }
+}
 
-  async function check(definition: MiddlewareDefinition, written: Written): Promise<Checked> {
-    let parsed: Awaited<ReturnType<typeof definition.options.safeParseAsync>>
-    try {
-      // defineMiddleware asks only for safeParse; a zod schema also parses async refinements.
-      const schema = definition.options
-      parsed = typeof schema.safeParseAsync === 'function' ? await schema.safeParseAsync(written.raw) : schema.safeParse(written.raw)
-    } catch (err) {
-      issues.push(makeIssue(written.place([]), lineOf, { message: `the options schema of "${definition.name}" threw: ${String(err)}` }))
-      return { badKeys: new Set(Object.keys(written.raw)) }
-    }
-    if (parsed.success) return { variant: { ...written, parsed: parsed.data } }
-    const schema = jsonSchemaOf(definition.options)
-    issues.push(...issuesFromZod(parsed.error, { input: written.raw, schema, place: written.place, lineOf }))
-    const badKeys = new Set<string>()
-    for (const issue of parsed.error.issues) {
-      const first = issue.path[0]
-      if (first !== undefined) badKeys.add(String(first))
-      else if (issue.code === 'unrecognized_keys') for (const key of issue.keys) badKeys.add(key)
-    }
-    return { badKeys }
-  }
+/** What every step of planning reads, and the issues they all add to. */
+interface Planning {
+  readonly document: ConfigDocument
+  readonly registry: ReadonlyMap<string, MiddlewareDefinition>
+  readonly lineOf: LineOf
+  readonly broken: Broken
+  readonly issues: ConfigIssue[]
+  readonly policies: ConfigDocument['policies']
+  readonly policyNames: readonly string[]
+}
 
+/** The stack's entries, each checked by its middleware: the layers, and a candidate per name for the tools' overrides. */
+async function planStack(p: Planning) {
+  const { document, registry, broken, issues, lineOf } = p
   const layers: Array<NonNullable<Candidate['layer']>> = []
   const candidates = new Map<string, Candidate>()
   const positions = new Map<string, number>()
@@ -171,12 +147,12 @@ export async function planLayers(
     positions.set(name, index)
     const definition = registry.get(name)
     if (definition === undefined) continue // reported while loading packages
-    const written = slot(value, [...at, name], lookup)
+    const written = slot(value, [...at, name], (ref, where, inTools) => lookup(p, ref, where, inTools))
     if (written === undefined) {
       candidates.set(name, { definition, raw: {}, place: (path) => [...at, name, ...path], layer: undefined })
       continue
     }
-    const checked = await check(definition, written)
+    const checked = await check(p, definition, written)
     if (checked.variant === undefined) {
       candidates.set(name, { definition, raw: without(written.raw, checked.badKeys), place: written.place, layer: undefined })
       continue
@@ -185,7 +161,12 @@ export async function planLayers(
     layers.push(layer)
     candidates.set(name, { definition, raw: checked.variant.raw, place: checked.variant.place, layer })
   }
+  return { layers, candidates, positions }
+}
 
+/** The tools' overrides: each merged over its layer's options and checked, or `none`; and the tools' effects. */
+async function planOverrides(p: Planning, candidates: ReadonlyMap<string, Candidate>, positions: ReadonlyMap<string, number>) {
+  const { document, registry, broken, issues, lineOf } = p
   const effects = new Map<string, ToolEffect>()
   const inStack = [...positions.keys()]
   for (const [tool, overrides] of Object.entries(document.tools)) {
@@ -200,7 +181,7 @@ export async function planLayers(
       if (candidate === undefined) {
         if (positions.has(name)) {
           // Its stack entry is wrong, or its package did not load: a policy it names can still be checked.
-          if (typeof value === 'string' && value !== OFF) lookup(value, at, true)
+          if (typeof value === 'string' && value !== OFF) lookup(p, value, at, true)
           continue
         }
         const known = registry.has(name)
@@ -221,29 +202,87 @@ export async function planLayers(
         candidate.layer?.tools.set(tool, OFF)
         continue
       }
-      const written = override(candidate, value as SlotValue, at, (ref, where) => lookup(ref, where, true))
+      const written = override(candidate, value as SlotValue, at, (ref, where) => lookup(p, ref, where, true))
       if (written === undefined) continue
-      const checked = await check(candidate.definition, written)
+      const checked = await check(p, candidate.definition, written)
       if (checked.variant !== undefined) candidate.layer?.tools.set(tool, checked.variant)
     }
   }
-  const modelLayers = await planModelLayers(document, registry, {
-    lineOf,
-    broken: broken.modelEntries ?? new Set(),
-    issues,
-    options: (value, at) => slot(value, at, lookup),
-    check: async (definition, written) => (await check(definition, written)).variant,
-  })
-  // A policy no layer names is still read, as the options of the middleware it most looks like: a typo in a
-  // policy kept for later must not wait for the day someone names it.
+  return effects
+}
+
+/**
+ * A policy no layer names is still read, as the options of the middleware it most looks like: a typo in a
+ * policy kept for later must not wait for the day someone names it.
+ */
+async function checkUnusedPolicies(p: Planning): Promise<void> {
+  const { document, registry, broken, issues } = p
   for (const policy of await unusedPolicies(document, registry, broken.policies)) {
     const before = issues.length
-    await check(policy.definition, { raw: policy.raw, place: (path) => ['policies', policy.name, ...path] })
+    await check(p, policy.definition, { raw: policy.raw, place: (path) => ['policies', policy.name, ...path] })
     const note = `no layer names this policy yet; read as ${policy.definition.name} options`
     for (const [i, issue] of issues.entries())
       if (i >= before) issues[i] = { ...issue, hint: issue.hint === undefined ? note : `${issue.hint} (${note})` }
   }
-  return { layers, modelLayers, effects, issues: unique(issues) }
+}
+
+function lookup(p: Planning, ref: string, at: readonly PathKey[], inTools: boolean): Written | undefined {
+  const { issues, lineOf, policies, policyNames, broken } = p
+  if (ref === OFF) {
+    issues.push(
+      makeIssue(at, lineOf, {
+        message: `"${OFF}" turns a layer off for one tool, under tools:; to drop the layer from every call, remove it from stack`,
+        received: ref,
+        allowed: 'an object of options or the name of a policy',
+      }),
+    )
+    return undefined
+  }
+  // Own properties only: "toString" or "__proto__" must never find something on Object.prototype.
+  if (!Object.hasOwn(policies, ref)) {
+    if (broken.allPolicies || broken.policies.has(ref)) return undefined
+    const guess = closest(ref, policyNames)
+    const allowed =
+      policyNames.length === 0 ? 'an object of options (no policies are defined)' : `one of the policies: ${policyNames.join(', ')}`
+    issues.push(
+      makeIssue(at, lineOf, {
+        message: `unknown policy "${ref}"`,
+        received: ref,
+        allowed: inTools ? `${allowed}, or "${OFF}"` : allowed,
+        hint:
+          guess === undefined
+            ? policyNames.length === 0
+              ? 'define it under policies:'
+              : `known policies: ${policyNames.join(', ')}`
+            : `did you mean '${guess}'?`,
+      }),
+    )
+    return undefined
+  }
+  return { raw: policies[ref] as Record<string, unknown>, place: (path) => ['policies', ref, ...path] }
+}
+
+async function check(p: Planning, definition: MiddlewareDefinition, written: Written): Promise<Checked> {
+  const { issues, lineOf } = p
+  let parsed: Awaited<ReturnType<typeof definition.options.safeParseAsync>>
+  try {
+    // defineMiddleware asks only for safeParse; a zod schema also parses async refinements.
+    const schema = definition.options
+    parsed = typeof schema.safeParseAsync === 'function' ? await schema.safeParseAsync(written.raw) : schema.safeParse(written.raw)
+  } catch (err) {
+    issues.push(makeIssue(written.place([]), lineOf, { message: `the options schema of "${definition.name}" threw: ${String(err)}` }))
+    return { badKeys: new Set(Object.keys(written.raw)) }
+  }
+  if (parsed.success) return { variant: { ...written, parsed: parsed.data } }
+  const schema = jsonSchemaOf(definition.options)
+  issues.push(...issuesFromZod(parsed.error, { input: written.raw, schema, place: written.place, lineOf }))
+  const badKeys = new Set<string>()
+  for (const issue of parsed.error.issues) {
+    const first = issue.path[0]
+    if (first !== undefined) badKeys.add(String(first))
+    else if (issue.code === 'unrecognized_keys') for (const key of issue.keys) badKeys.add(key)
+  }
+  return { badKeys }
 }
 
 /** The middleware name of a stack entry that failed the structure check, when it has one. */

@@ -11,8 +11,6 @@ const MAX_LINES = 130
 // Still over the limit, each at most as long as it is today: shrink an entry or delete it, never add one.
 const PENDING_FUNCTIONS: Readonly<Record<string, number>> = {
   'packages/cli/src/run/command.ts runAgentCommand': 186,
-  'packages/config/src/plan-layers.ts planLayers': 169,
-  'packages/config/src/yaml-source.ts parseYamlText': 160,
   'packages/cli/src/run/waits.ts waitLines': 145,
 }
 
