@@ -225,7 +225,7 @@ describe('approve, change the policy, resume: the approval is checked against th
         approvals: { call_9: 'approve' },
       }),
     )
-    expect(asked).toEqual(['ask twice'])
+    expect(asked).toEqual(['ask twice; asked again: the policy changed since it was approved (rule big-transfer was changed)'])
     expect(done.output).toContain('denied_by_user')
     expect(runs.transfer).toBe(0)
   })

@@ -29,6 +29,8 @@ function outdated(run: RunContext, call: ToolCall, rule: CompiledRule): Outdated
   }
 }
 
+const askedAgain = (reason: string, again: Outdated) => `${reason}; asked again: the policy changed since it was approved (${again.change})`
+
 /** Stops the run for a person's answer to this call, recording the rule that asks so that an answer stands only while it does. */
 function stopFor(ctx: ToolContext, rule: CompiledRule, problem?: string, again?: Outdated): never {
   recordAsked(ctx.run, ctx.call, { rule: rule.id, fingerprint: rule.fingerprint })
@@ -41,7 +43,7 @@ export function pending(ctx: ToolContext, rule: CompiledRule, problem?: string, 
     callId: ctx.call.id,
     tool: ctx.call.name,
     arguments: argumentsText(ctx.call.args),
-    reason: again === undefined ? why : `${why}; asked again: the policy changed since it was approved (${again.change})`,
+    reason: again === undefined ? why : askedAgain(why, again),
     rule: rule.id,
     digest: digestOf(ctx.call),
   }
@@ -109,7 +111,8 @@ export async function approve(
       callId: call.id,
       tool: call.name,
       args: call.args,
-      reason,
+      // A person asked again is told why: the answer they gave before was to another question.
+      reason: again === undefined ? reason : askedAgain(reason, again),
       rule: rule.id,
     }
     answer = await askInProcess(ctx, onApproval, { ...request, arguments: argumentsText(call.args) }, approvalTimeoutMs)
