@@ -92,61 +92,160 @@ function lineIn(root: LineNode, path: readonly PathKey[]): number {
 const PROTO_HINT = 'JavaScript reads this key as the object prototype; rename it'
 
 function scan(text: string, issues: ConfigIssue[], protoPaths: PathKey[][]): LineNode {
-  let i = 0
-  let line = 1
-  const frames: Frame[] = []
-  let root: LineNode | undefined
+  const scanner = new JsonScan(text, issues, protoPaths)
+  for (;;) {
+    if (scanner.value()) continue
+    const root = scanner.afterValue()
+    if (root !== undefined) return root
+  }
+}
 
-  const space = () => {
-    for (; i < text.length; i++) {
-      const c = text.charCodeAt(i)
-      if (c === 10) line++
+/**
+ * The one pass over a JSON text, without recursion: a stack of the objects and lists open at the
+ * cursor. `value()` reads one value and `afterValue()` what may follow it, until the text ends.
+ */
+class JsonScan {
+  private i = 0
+  private line = 1
+  private readonly frames: Frame[] = []
+  private root: LineNode | undefined
+  private readonly text: string
+  private readonly issues: ConfigIssue[]
+  private readonly protoPaths: PathKey[][]
+
+  constructor(text: string, issues: ConfigIssue[], protoPaths: PathKey[][]) {
+    this.text = text
+    this.issues = issues
+    this.protoPaths = protoPaths
+  }
+
+  /** Reads one value; true when it opened an object or list with something inside, whose first value comes next. */
+  value(): boolean {
+    const { text, frames } = this
+    this.space()
+    const frame = frames[frames.length - 1]
+    const at = frame !== undefined && frame.node.keys !== undefined ? frame.keyLine : this.line
+    const c = text[this.i]
+    if (c === '{' || c === '[') {
+      if (frames.length >= MAX_DEPTH) throw new ConfigError(undefined, [tooDeep(this.line)])
+      const node: LineNode = c === '{' ? { line: at, keys: new Map() } : { line: at, items: [] }
+      this.attach(node)
+      const close = c === '{' ? '}' : ']'
+      this.i++
+      this.space()
+      if (text[this.i] === close) {
+        this.i++
+        return false
+      }
+      const opened: Frame = { node, at: 0, keyLine: this.line }
+      frames.push(opened)
+      if (node.keys !== undefined) this.key(opened)
+      return true
+    }
+    if (c === '"') {
+      this.string()
+    } else {
+      NUMBER.lastIndex = this.i
+      const word = WORDS.find((w) => text.startsWith(w, this.i))
+      if (NUMBER.test(text)) this.i = NUMBER.lastIndex
+      else if (word !== undefined) this.i += word.length
+      else if (c === "'") throw new Stop(this.line, 'a string in single quotes; JSON wants double quotes')
+      else this.expect('a value')
+    }
+    this.attach({ line: at })
+    return false
+  }
+
+  /**
+   * After a value: a comma (then `undefined`, another value comes), the end of the enclosing object or
+   * list, or the end of the text (then the root's lines).
+   */
+  afterValue(): LineNode | undefined {
+    const { text, frames } = this
+    for (;;) {
+      const top = frames[frames.length - 1]
+      this.space()
+      if (top === undefined) {
+        if (this.i < text.length) throw new Stop(this.line, 'more text after the end of the JSON value')
+        if (this.root === undefined) this.expect('a value')
+        return this.root as LineNode
+      }
+      const object = top.node.keys !== undefined
+      const close = object ? '}' : ']'
+      if (text[this.i] === ',') {
+        this.i++
+        this.space()
+        if (text[this.i] === close) throw new Stop(this.line, `a trailing comma before "${close}"`)
+        if (object) this.key(top)
+        else top.at = (top.node.items as LineNode[]).length
+        return undefined
+      }
+      if (text[this.i] !== close) this.expect(`"," or "${close}"`)
+      this.i++
+      frames.pop()
+    }
+  }
+
+  private space(): void {
+    const { text } = this
+    for (; this.i < text.length; this.i++) {
+      const c = text.charCodeAt(this.i)
+      if (c === 10) this.line++
       else if (c !== 32 && c !== 9 && c !== 13) return
     }
   }
-  const expect = (what: string): never => {
+
+  private expect(what: string): never {
+    const { text, i } = this
     throw new Stop(
-      line,
+      this.line,
       i >= text.length ? `the file ends where ${what} was expected` : `expected ${what}, found ${JSON.stringify(text[i])}`,
     )
   }
-  const string = (): string => {
-    const start = i++
-    const startLine = line
-    for (; i < text.length && text[i] !== '"'; i++) {
-      if (text.charCodeAt(i) < 0x20) throw new Stop(line, 'a line break or control character inside a string')
-      if (text[i] === '\\') i++
-    }
-    if (i >= text.length) throw new Stop(startLine, 'a string that never ends (a missing ")')
-    i++
-    return text.slice(start, i)
-  }
-  const path = () => frames.map((f) => f.at)
 
-  const key = (frame: Frame) => {
-    space()
-    if (text[i] !== '"') expect('a property name in double quotes')
-    const keyLine = line
-    const raw = string()
+  private string(): string {
+    const { text } = this
+    const start = this.i++
+    const startLine = this.line
+    for (; this.i < text.length && text[this.i] !== '"'; this.i++) {
+      if (text.charCodeAt(this.i) < 0x20) throw new Stop(this.line, 'a line break or control character inside a string')
+      if (text[this.i] === '\\') this.i++
+    }
+    if (this.i >= text.length) throw new Stop(startLine, 'a string that never ends (a missing ")')
+    this.i++
+    return text.slice(start, this.i)
+  }
+
+  private path(): PathKey[] {
+    return this.frames.map((f) => f.at)
+  }
+
+  /** An object's member name and its colon; a `__proto__` key or one written twice is reported. */
+  private key(frame: Frame): void {
+    const { text } = this
+    this.space()
+    if (text[this.i] !== '"') this.expect('a property name in double quotes')
+    const keyLine = this.line
+    const raw = this.string()
     let name: string
     try {
       name = JSON.parse(raw) as string
     } catch {
       throw new Stop(keyLine, `a property name with an invalid escape: ${raw}`)
     }
-    space()
-    if (text[i] !== ':') expect('":" after the property name')
-    i++
+    this.space()
+    if (text[this.i] !== ':') this.expect('":" after the property name')
+    this.i++
     frame.at = name
     frame.keyLine = keyLine
     const keys = frame.node.keys as Map<string, LineNode>
     if (name === '__proto__') {
-      protoPaths.push(path())
-      issues.push(makeIssue(path(), () => keyLine, { message: 'a key named "__proto__"', received: name, hint: PROTO_HINT }))
+      this.protoPaths.push(this.path())
+      this.issues.push(makeIssue(this.path(), () => keyLine, { message: 'a key named "__proto__"', received: name, hint: PROTO_HINT }))
     } else if (keys.has(name)) {
       const first = keys.get(name)?.line
-      issues.push(
-        makeIssue(path(), () => keyLine, {
+      this.issues.push(
+        makeIssue(this.path(), () => keyLine, {
           message: `"${name}" is written twice in the same object (first on line ${first})`,
           received: name,
           hint: 'keep one; JSON would silently use the last',
@@ -155,68 +254,10 @@ function scan(text: string, issues: ConfigIssue[], protoPaths: PathKey[][]): Lin
     }
   }
 
-  const attach = (node: LineNode) => {
-    const frame = frames[frames.length - 1]
-    if (frame === undefined) root = node
+  private attach(node: LineNode): void {
+    const frame = this.frames[this.frames.length - 1]
+    if (frame === undefined) this.root = node
     else if (frame.node.keys !== undefined) frame.node.keys.set(frame.at as string, node)
     else frame.node.items?.push(node)
-  }
-
-  value: for (;;) {
-    space()
-    const frame = frames[frames.length - 1]
-    const at = frame !== undefined && frame.node.keys !== undefined ? frame.keyLine : line
-    const c = text[i]
-    if (c === '{' || c === '[') {
-      if (frames.length >= MAX_DEPTH) throw new ConfigError(undefined, [tooDeep(line)])
-      const node: LineNode = c === '{' ? { line: at, keys: new Map() } : { line: at, items: [] }
-      attach(node)
-      const close = c === '{' ? '}' : ']'
-      i++
-      space()
-      if (text[i] === close) {
-        i++
-      } else {
-        const opened: Frame = { node, at: 0, keyLine: line }
-        frames.push(opened)
-        if (node.keys !== undefined) key(opened)
-        continue
-      }
-    } else {
-      if (c === '"') {
-        string()
-      } else {
-        NUMBER.lastIndex = i
-        const word = WORDS.find((w) => text.startsWith(w, i))
-        if (NUMBER.test(text)) i = NUMBER.lastIndex
-        else if (word !== undefined) i += word.length
-        else if (c === "'") throw new Stop(line, 'a string in single quotes; JSON wants double quotes')
-        else expect('a value')
-      }
-      attach({ line: at })
-    }
-    // After a value: a comma, the end of the enclosing object or list, or the end of the text.
-    for (;;) {
-      const top = frames[frames.length - 1]
-      space()
-      if (top === undefined) {
-        if (i < text.length) throw new Stop(line, 'more text after the end of the JSON value')
-        if (root === undefined) expect('a value')
-        return root as LineNode
-      }
-      const object = top.node.keys !== undefined
-      const close = object ? '}' : ']'
-      if (text[i] === ',') {
-        i++
-        space()
-        if (text[i] === close) throw new Stop(line, `a trailing comma before "${close}"`)
-        if (object) key(top)
-        else top.at = (top.node.items as LineNode[]).length
-        continue value
-      }
-      if (text[i] !== close) expect(`"," or "${close}"`)
-      i++
-      frames.pop()
-    }
   }
 }
