@@ -8,11 +8,8 @@ import { importCircles, longFunctions } from '../../../.ci/code-shape.mjs'
 // file-level import circle. `node .ci/code-shape.mjs` lists both; this test fails on anything new.
 const MAX_LINES = 130
 
-// Still over the limit, each at most as long as it is today: shrink an entry or delete it, never add one.
-const PENDING_FUNCTIONS: Readonly<Record<string, number>> = {
-  'packages/cli/src/run/command.ts runAgentCommand': 186,
-  'packages/cli/src/run/waits.ts waitLines': 145,
-}
+// Still over the limit, each at most as long as it is today: none left, and none may be added.
+const PENDING_FUNCTIONS: Readonly<Record<string, number>> = {}
 
 // None left: a new circle fails here.
 const PENDING_CIRCLE_FOLDERS: readonly string[] = []

@@ -1,8 +1,6 @@
-import { randomUUID } from 'node:crypto'
 import { existsSync, statSync } from 'node:fs'
 import { rm } from 'node:fs/promises'
 import { dirname, join, resolve } from 'node:path'
-import { parseArgs } from 'node:util'
 import { aiSdkModel } from '@shallot/ai-sdk'
 import { ConfigError, createStackFromConfig, loadConfig, type ShallotConfig } from '@shallot/config'
 import {
@@ -32,33 +30,22 @@ import { timelinePrinter } from '../demo/timeline.js'
 import { writeOut, writeRunFiles } from '../report/command.js'
 import { recordRun } from '../report/record.js'
 import { UsageError } from '../usage.js'
-import { approvalHint, approvalsOfFlags } from './approval-flags.js'
+import { approvalHint } from './approval-flags.js'
 import { askApprovals, MAX_ANSWER_CHARS } from './approval-prompt.js'
 import { withCliNextSteps } from './cli-next-steps.js'
 import { commandWord } from './command-word.js'
-import { RUN_FLAGS } from './flags.js'
 import { handoffOf } from './handoff.js'
 import { lineReader } from './line-reader.js'
 import { type McpServerSpec, type McpServers, startMcpServers } from './mcp-servers.js'
 import { resolveModel } from './model-spec.js'
-import { EXIT_PARKED, parkedLines, parkedWhy, parkOf } from './park.js'
+import { EXIT_PARKED, parkedLines, parkedWhy } from './park.js'
+import { type RunArgs, readRunArgs, type Values } from './run-args.js'
 import { runReportText } from './run-report.js'
 import { shellQuote as quote } from './shell-quote.js'
 import { splitCommand } from './split-command.js'
-import { waitLines } from './waits.js'
+import { type WaitLines, waitLines } from './waits.js'
 
-/** The longest task taken from the command line; longer instructions belong in a file the agent reads. */
-export const MAX_TASK_CHARS = 100_000
-const RUN_ID = /^[A-Za-z0-9][A-Za-z0-9_.-]{0,127}$/
-
-type Values = ReturnType<typeof parseArgs<{ args: string[]; options: typeof RUN_FLAGS; allowPositionals: true; strict: true }>>['values']
-
-function positiveInt(value: string | undefined, flag: string): number | undefined {
-  if (value === undefined) return undefined
-  if (!/^\d{1,9}$/.test(value) || Number(value) < 1)
-    throw new UsageError(`--${flag} must be a whole number from 1, not "${value.slice(0, 40)}"`)
-  return Number(value)
-}
+export { MAX_TASK_CHARS } from './run-args.js'
 
 /** The run stopped because the model's server was never reached (every attempt a connection failure). */
 function neverConnected(outcome: Extract<RunOutcome, { status: 'stopped' }>): boolean {
@@ -260,38 +247,11 @@ export async function runAgentCommand(
   io: CliIO,
   env: NodeJS.ProcessEnv = process.env,
 ): Promise<number> {
-  const { values, positionals } = parseArgs({ args: [...args], options: RUN_FLAGS, allowPositionals: true, strict: true })
-  const example =
-    mode === 'run'
-      ? 'shallot run --model openai:gpt-4o-mini "<task>"'
-      : 'shallot resume <runId> --checkpoints run.db --model openai:gpt-4o-mini'
-  if (positionals.length === 0 || positionals[0]?.trim() === '')
-    throw new UsageError(mode === 'run' ? `run needs a task: ${example}` : `resume needs the run id: ${example}`)
-  if (positionals.length > 1)
-    throw new UsageError(
-      `${mode} takes one ${mode === 'run' ? 'task (quote it)' : 'run id'}; got ${positionals.length} arguments: ${example}`,
-    )
-  const given = positionals[0] as string
-  if (mode === 'run' && given.length > MAX_TASK_CHARS)
-    throw new UsageError(
-      `the task is ${given.length} characters; the most is ${MAX_TASK_CHARS}: put long instructions in a file and ask the agent to read it`,
-    )
-  const flagged = approvalsOfFlags(values)
-  if (mode === 'run' && flagged !== undefined)
-    throw new UsageError('--approve, --deny and --edit answer a stopped run: give them to shallot resume <runId>')
-  if (mode === 'resume' && values['run-id'] !== undefined) throw new UsageError('resume takes the run id as its argument, not --run-id')
-  if (mode === 'resume' && values.checkpoints === undefined)
-    throw new UsageError(`resume needs the checkpoints file the run wrote: ${example}`)
-  const runId = mode === 'resume' ? given : (values['run-id'] ?? `run-${randomUUID().slice(0, 8)}`)
-  if (!RUN_ID.test(runId))
-    throw new UsageError(`the run id "${runId.slice(0, 60)}" must be letters, digits, "_", "-" and "." (at most 128)`)
-  const maxTurns = positiveInt(values['max-turns'], 'max-turns')
-  const maxSteps = positiveInt(values['max-steps'], 'max-steps')
-  const park = parkOf(values['park-after'], values.checkpoints, io.clock)
-
+  const run = readRunArgs(mode, args, io.clock)
+  const { values, runId } = run
   const config = await configOf(values.config)
   const modelSpec = values.model ?? config?.document.model
-  if (modelSpec === undefined) throw new UsageError(`--model is required (or model: in the config file): ${example}`)
+  if (modelSpec === undefined) throw new UsageError(`--model is required (or model: in the config file): ${run.example}`)
   const resolved = resolveModel(modelSpec, env)
   const specs = serverSpecs(config, values.mcp ?? [], inheritOf(values['mcp-env']))
 
@@ -300,81 +260,13 @@ export async function runAgentCommand(
   let stopWaits = () => {}
   const stop = new AbortController()
   const onSigint = () => stop.abort(new Error('interrupted (SIGINT)'))
-  // A parked run being resumed: when it may go on, and what it waits for.
-  let parkedAt: { wakeAt: number; why: string } | undefined
   try {
-    if (stores !== undefined) {
-      let snapshot: ReturnType<SqliteCheckpoints['load']>
-      try {
-        snapshot = stores.checkpoints.load(runId)
-      } catch (err) {
-        // A checkpoint that cannot be read back is never resumed nor overwritten: a person must look first.
-        if (ToolError.is(err)) throw new UsageError(`${err.message} (${values.checkpoints})`)
-        throw err
-      }
-      if (mode === 'resume' && snapshot === undefined) {
-        const known = stores.checkpoints.runIds().slice(0, 5)
-        throw new UsageError(
-          `no run "${runId}" in ${values.checkpoints}${known.length === 0 ? ' (it holds no runs)' : `; it holds ${known.join(', ')}`}`,
-        )
-      }
-      if (mode === 'resume' && snapshot?.status === 'parked' && typeof snapshot.parked?.wakeAt === 'number') {
-        const { wakeAt, reason } = snapshot.parked
-        parkedAt = { wakeAt, why: `${reason.tool} answered ${reason.code}` }
-      }
-      if (mode === 'run' && snapshot !== undefined)
-        throw new UsageError(
-          `${values.checkpoints} already holds run "${runId}" (${snapshot.status}); resume it with shallot resume ${runId}, or pick another --run-id`,
-        )
-    }
+    const parkedAt = stores === undefined ? undefined : parkedRunOf(mode, runId, stores, values.checkpoints as string)
     servers = await startMcpServers(specs)
     const tools = servers.tools
     const { stack, modelLayers } = config === undefined ? {} : stackOfConfig(config, tools, stores)
-
-    const events: StackEvent[] = []
-    const requests: Array<Omit<ModelRequest, 'signal'> | undefined> = []
-    // Each wait (a retry, a long tool call) is shown as it starts; the timeline's lines go round its live line.
-    const waits = waitLines({
-      out: io.out,
-      stream: io.status,
-      clock: io.clock ?? systemClock,
-      env,
-      model: resolved.spec,
-      secrets: [...resolved.secrets],
-    })
-    stopWaits = waits.close
-    const printer = timelinePrinter(waits.out)
-    const provider = aiSdkModel(resolved.model, { stream: values.stream === true, errors: { secrets: [...resolved.secrets] } })
-    // Each model call carries the transcript so far, so the previous turn (with its results) is printed as it starts.
-    const live: ModelAdapter = {
-      generate(request) {
-        printer.upTo(request.messages, events, requests)
-        requests[request.messages.filter((m) => m.role === 'assistant').length] = request
-        return provider.generate(request)
-      },
-    }
-    const recorder = recordRun()
-    const limits = { ...(maxTurns === undefined ? {} : { maxTurns }), ...(maxSteps === undefined ? {} : { maxSteps }) }
-    // An agent created with park answers parked outcomes too; one without never does.
-    const agent: Agent<ParkingOutcome> = createAgent({
-      model: recorder.model(live),
-      ...(stack === undefined
-        ? { tools, middleware: defaultMiddleware(stores === undefined ? {} : { idempotency: { store: stores.idempotency } }) }
-        : { stack }),
-      limits,
-      // Without a file, a run asked about at the terminal is still resumed in this process.
-      checkpoints: stores === undefined ? memoryCheckpoints() : stores.checkpoints,
-      onEvent: waits.agentEvent,
-      ...(io.clock === undefined ? {} : { clock: io.clock }),
-      ...(park === undefined ? {} : { park }),
-      ...(modelLayers === undefined ? {} : { modelMiddleware: modelLayers }),
-    })
-    agent.stack.on((event) => {
-      events.push(event)
-      waits.stackEvent(event)
-    })
-    recorder.listen(agent.stack)
-
+    const live = liveAgent({ run, io, env, resolved, tools, stack, modelLayers, stores })
+    stopWaits = live.waits.close
     const names = tools.map((t) => t.name)
     io.out(
       color.dim(
@@ -382,56 +274,7 @@ export async function runAgentCommand(
       ),
     )
     process.once('SIGINT', onSigint)
-    const resumeWith = async (approvals: Record<string, ApprovalAnswer> | undefined) => {
-      try {
-        return await agent.resume(runId, approvals === undefined ? { signal: stop.signal } : { signal: stop.signal, approvals })
-      } catch (err) {
-        // An answer to a call that is not pending, a malformed one, a checkpoint that cannot be replayed, a run busy elsewhere.
-        if (!ParkedError.is(err) && (err instanceof TypeError || ResumeError.is(err))) throw new UsageError(err.message)
-        throw err
-      }
-    }
-    const wallNow = park?.wallNow ?? Date.now
-    const restMs = parkedAt === undefined ? 0 : parkedAt.wakeAt - wallNow()
-    // Resumed a little early, the agent waits out the rest: shown as a wait, like any other.
-    if (parkedAt !== undefined && park !== undefined && restMs > 0 && restMs < park.afterMs) waits.waking(parkedAt.why, restMs)
-    let outcome: ParkingOutcome
-    try {
-      outcome = mode === 'run' ? await agent.run({ runId, input: given, signal: stop.signal }) : await resumeWith(flagged)
-    } catch (err) {
-      // Resumed before its time without --park-after: nothing ran; the same command works once the time has come.
-      if (!ParkedError.is(err)) throw err
-      io.out(
-        `run ${runId} is parked until ${new Date(err.wakeAt).toISOString()} (${Math.ceil((err.wakeAt - wallNow()) / 1000)} s from now)${parkedAt === undefined ? '' : `: ${parkedAt.why}`}; nothing ran. Run this command again then, or add --park-after <ms> to wait a shorter rest here`,
-      )
-      return EXIT_PARKED
-    }
-    const resumeOf = (o: ParkingOutcome) =>
-      values.checkpoints === undefined ? undefined : resumeLine(runId, values, modelSpec, pendingOf(o), commandWord(env))
-    // The report as the command line tells it: `shallot resume …`, and a provider's refusal naming what to fix.
-    const told = (o: ParkingOutcome): ParkingOutcome => (o.status === 'parked' ? o : withCliNextSteps(o, resumeOf(o), resolved))
-    // At a terminal a person answers now, and the run goes on in this process; elsewhere it stops with the command.
-    const input = io.inputIsTerminal === true ? io.input : undefined
-    // Opened at the first question, not before: the terminal is not read while the run goes.
-    let reader: ReturnType<typeof lineReader> | undefined
-    try {
-      for (;;) {
-        waits.close()
-        printer.upTo(outcome.transcript, events, requests)
-        printer.inFlight(outcome, events)
-        if (outcome.status === 'parked') waits.parked(parkedWhy(outcome), outcome.wakeAt - wallNow())
-        io.out('')
-        if (outcome.status === 'parked') for (const line of parkedLines(outcome, resumeOf(outcome) ?? '', wallNow())) io.out(line)
-        else printOutcome(io.out, withCliNextSteps(outcome, resumeOf(outcome), resolved))
-        const pending = pendingOf(outcome)
-        if (input === undefined || pending.length === 0 || stop.signal.aborted) break
-        reader ??= lineReader(input, MAX_ANSWER_CHARS)
-        outcome = await resumeWith(await askApprovals(pending, reader, io.out))
-      }
-    } finally {
-      reader?.close()
-    }
-    return await leaveRun(outcome, { told: told(outcome), resume: resumeOf(outcome), values, resolved, recorder, io })
+    return await driveRun({ mode, run, io, env, resolved, modelSpec, parkedAt, signal: stop.signal, live })
   } finally {
     stopWaits()
     process.removeListener('SIGINT', onSigint)
@@ -439,4 +282,177 @@ export async function runAgentCommand(
     stores?.checkpoints.close()
     stores?.idempotency.close()
   }
+}
+
+/**
+ * Reads the run's checkpoint before anything starts: `resume` needs one, `run` must not find one, and
+ * one that cannot be read back is never resumed nor overwritten (a person must look first). Answers
+ * when a parked run being resumed may go on, and what it waits for.
+ */
+function parkedRunOf(
+  mode: 'run' | 'resume',
+  runId: string,
+  stores: ReturnType<typeof openStores>,
+  file: string,
+): { wakeAt: number; why: string } | undefined {
+  let snapshot: ReturnType<SqliteCheckpoints['load']>
+  try {
+    snapshot = stores.checkpoints.load(runId)
+  } catch (err) {
+    if (ToolError.is(err)) throw new UsageError(`${err.message} (${file})`)
+    throw err
+  }
+  if (mode === 'resume' && snapshot === undefined) {
+    const known = stores.checkpoints.runIds().slice(0, 5)
+    throw new UsageError(`no run "${runId}" in ${file}${known.length === 0 ? ' (it holds no runs)' : `; it holds ${known.join(', ')}`}`)
+  }
+  if (mode === 'run' && snapshot !== undefined)
+    throw new UsageError(
+      `${file} already holds run "${runId}" (${snapshot.status}); resume it with shallot resume ${runId}, or pick another --run-id`,
+    )
+  if (mode === 'resume' && snapshot?.status === 'parked' && typeof snapshot.parked?.wakeAt === 'number') {
+    const { wakeAt, reason } = snapshot.parked
+    return { wakeAt, why: `${reason.tool} answered ${reason.code}` }
+  }
+  return undefined
+}
+
+/** The agent of a run, with what prints it as it goes: the wait lines, the timeline, the recorder. */
+interface LiveAgent {
+  readonly agent: Agent<ParkingOutcome>
+  readonly waits: WaitLines
+  readonly printer: ReturnType<typeof timelinePrinter>
+  readonly events: StackEvent[]
+  readonly requests: Array<Omit<ModelRequest, 'signal'> | undefined>
+  readonly recorder: ReturnType<typeof recordRun>
+}
+
+function liveAgent(o: {
+  run: RunArgs
+  io: CliIO
+  env: NodeJS.ProcessEnv
+  resolved: ReturnType<typeof resolveModel>
+  tools: McpServers['tools']
+  stack: AgentOptions['stack']
+  modelLayers: AgentOptions['modelMiddleware']
+  stores: ReturnType<typeof openStores> | undefined
+}): LiveAgent {
+  const { run, io, resolved, tools, stack, modelLayers, stores } = o
+  const events: StackEvent[] = []
+  const requests: Array<Omit<ModelRequest, 'signal'> | undefined> = []
+  // Each wait (a retry, a long tool call) is shown as it starts; the timeline's lines go round its live line.
+  const waits = waitLines({
+    out: io.out,
+    stream: io.status,
+    clock: io.clock ?? systemClock,
+    env: o.env,
+    model: resolved.spec,
+    secrets: [...resolved.secrets],
+  })
+  const printer = timelinePrinter(waits.out)
+  const provider = aiSdkModel(resolved.model, { stream: run.values.stream === true, errors: { secrets: [...resolved.secrets] } })
+  // Each model call carries the transcript so far, so the previous turn (with its results) is printed as it starts.
+  const live: ModelAdapter = {
+    generate(request) {
+      printer.upTo(request.messages, events, requests)
+      requests[request.messages.filter((m) => m.role === 'assistant').length] = request
+      return provider.generate(request)
+    },
+  }
+  const recorder = recordRun()
+  const { park } = run
+  // An agent created with park answers parked outcomes too; one without never does.
+  const agent: Agent<ParkingOutcome> = createAgent({
+    model: recorder.model(live),
+    ...(stack === undefined
+      ? { tools, middleware: defaultMiddleware(stores === undefined ? {} : { idempotency: { store: stores.idempotency } }) }
+      : { stack }),
+    limits: run.limits,
+    // Without a file, a run asked about at the terminal is still resumed in this process.
+    checkpoints: stores === undefined ? memoryCheckpoints() : stores.checkpoints,
+    onEvent: waits.agentEvent,
+    ...(io.clock === undefined ? {} : { clock: io.clock }),
+    ...(park === undefined ? {} : { park }),
+    ...(modelLayers === undefined ? {} : { modelMiddleware: modelLayers }),
+  })
+  agent.stack.on((event) => {
+    events.push(event)
+    waits.stackEvent(event)
+  })
+  recorder.listen(agent.stack)
+  return { agent, waits, printer, events, requests, recorder }
+}
+
+/** What {@link driveRun} needs: the checked arguments, the model, the live agent and the run's signal. */
+interface Driving {
+  readonly mode: 'run' | 'resume'
+  readonly run: RunArgs
+  readonly io: CliIO
+  readonly env: NodeJS.ProcessEnv
+  readonly resolved: ReturnType<typeof resolveModel>
+  readonly modelSpec: string
+  readonly parkedAt: { wakeAt: number; why: string } | undefined
+  readonly signal: AbortSignal
+  readonly live: LiveAgent
+}
+
+/**
+ * Runs (or resumes) the agent, prints each outcome, and at a terminal asks a person about the calls
+ * waiting for approval and resumes with the answers; then leaves the run's files behind.
+ */
+async function driveRun(d: Driving): Promise<number> {
+  const { run, io, live, resolved, signal } = d
+  const { agent, waits, printer, events, requests } = live
+  const { runId, values, park } = run
+  const resumeWith = async (approvals: Record<string, ApprovalAnswer> | undefined) => {
+    try {
+      return await agent.resume(runId, approvals === undefined ? { signal } : { signal, approvals })
+    } catch (err) {
+      // An answer to a call that is not pending, a malformed one, a checkpoint that cannot be replayed, a run busy elsewhere.
+      if (!ParkedError.is(err) && (err instanceof TypeError || ResumeError.is(err))) throw new UsageError(err.message)
+      throw err
+    }
+  }
+  const wallNow = park?.wallNow ?? Date.now
+  const { parkedAt } = d
+  const restMs = parkedAt === undefined ? 0 : parkedAt.wakeAt - wallNow()
+  // Resumed a little early, the agent waits out the rest: shown as a wait, like any other.
+  if (parkedAt !== undefined && park !== undefined && restMs > 0 && restMs < park.afterMs) waits.waking(parkedAt.why, restMs)
+  let outcome: ParkingOutcome
+  try {
+    outcome = d.mode === 'run' ? await agent.run({ runId, input: run.given, signal }) : await resumeWith(run.flagged)
+  } catch (err) {
+    // Resumed before its time without --park-after: nothing ran; the same command works once the time has come.
+    if (!ParkedError.is(err)) throw err
+    io.out(
+      `run ${runId} is parked until ${new Date(err.wakeAt).toISOString()} (${Math.ceil((err.wakeAt - wallNow()) / 1000)} s from now)${parkedAt === undefined ? '' : `: ${parkedAt.why}`}; nothing ran. Run this command again then, or add --park-after <ms> to wait a shorter rest here`,
+    )
+    return EXIT_PARKED
+  }
+  const resumeOf = (o: ParkingOutcome) =>
+    values.checkpoints === undefined ? undefined : resumeLine(runId, values, d.modelSpec, pendingOf(o), commandWord(d.env))
+  // The report as the command line tells it: `shallot resume …`, and a provider's refusal naming what to fix.
+  const told = (o: ParkingOutcome): ParkingOutcome => (o.status === 'parked' ? o : withCliNextSteps(o, resumeOf(o), resolved))
+  // At a terminal a person answers now, and the run goes on in this process; elsewhere it stops with the command.
+  const input = io.inputIsTerminal === true ? io.input : undefined
+  // Opened at the first question, not before: the terminal is not read while the run goes.
+  let reader: ReturnType<typeof lineReader> | undefined
+  try {
+    for (;;) {
+      waits.close()
+      printer.upTo(outcome.transcript, events, requests)
+      printer.inFlight(outcome, events)
+      if (outcome.status === 'parked') waits.parked(parkedWhy(outcome), outcome.wakeAt - wallNow())
+      io.out('')
+      if (outcome.status === 'parked') for (const line of parkedLines(outcome, resumeOf(outcome) ?? '', wallNow())) io.out(line)
+      else printOutcome(io.out, withCliNextSteps(outcome, resumeOf(outcome), resolved))
+      const pending = pendingOf(outcome)
+      if (input === undefined || pending.length === 0 || signal.aborted) break
+      reader ??= lineReader(input, MAX_ANSWER_CHARS)
+      outcome = await resumeWith(await askApprovals(pending, reader, io.out))
+    }
+  } finally {
+    reader?.close()
+  }
+  return await leaveRun(outcome, { told: told(outcome), resume: resumeOf(outcome), values, resolved, recorder: live.recorder, io })
 }

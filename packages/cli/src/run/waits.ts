@@ -88,86 +88,17 @@ function retryWhy(
  * createAgent({ model, tools, onEvent: waits.agentEvent }).stack.on(waits.stackEvent)
  */
 export function waitLines(options: WaitLinesOptions): WaitLines {
-  const { clock, env = process.env } = options
-  const stream = options.stream
-  let live = stream?.isTTY === true && env.TERM !== 'dumb'
-  const dim = live && env.NO_COLOR === undefined && env.FORCE_COLOR !== '0'
+  const { clock } = options
   const secrets = [...(options.secrets ?? [])]
   const clean = (text: string) => sanitize(text, { secrets, maxLength: 300 }).replace(/\s+/g, ' ')
-  const waits = new Map<string, Wait>()
-  let drawn = false
-  let ticking: AbortController | undefined
-
-  const write = (text: string) => {
-    try {
-      stream?.write(text)
-    } catch {
-      // A terminal that went away (EPIPE): the waits go on as plain lines.
-      live = false
-    }
-  }
-  const lineNow = () =>
-    liveLine(
-      [...waits.values()].reverse().map((w) => w.text(clock.now())),
-      stream?.columns,
-      dim,
-    )
-  const draw = () => {
-    if (!live) return
-    if (waits.size === 0) {
-      if (drawn) write(CLEAR)
-      drawn = false
-      return
-    }
-    write(`${CLEAR}${lineNow()}`)
-    drawn = true
-    if (ticking === undefined) tick()
-  }
-  // Redraws every second while a wait is shown: the countdown and the elapsed time move.
-  const tick = () => {
-    const stop = new AbortController()
-    ticking = stop
-    later(clock, TICK_MS, stop.signal, () => {
-      ticking = undefined
-      draw()
-    })
-  }
-  const end = (key: string) => {
-    const wait = waits.get(key)
-    if (wait === undefined) return
-    waits.delete(key)
-    wait.stop.abort()
-    if (waits.size === 0) {
-      ticking?.abort()
-      ticking = undefined
-    }
-    draw()
-  }
-  /** Starts a wait: drawn live, or printed once; one with an `until` ends by itself then. */
-  const start = (key: string, text: (now: number) => string, untilMs?: number) => {
-    waits.get(key)?.stop.abort()
-    const wait: Wait = { text, stop: new AbortController() }
-    waits.set(key, wait)
-    if (untilMs !== undefined)
-      later(clock, untilMs - clock.now(), wait.stop.signal, () => {
-        if (waits.get(key) === wait) end(key)
-      })
-    if (live) draw()
-    else options.out(`wait  ${text(clock.now())}`)
-  }
+  const line = new LiveLine(options)
+  const start = (key: string, text: (now: number) => string, untilMs?: number) => line.start(key, text, untilMs)
+  const end = (key: string) => line.end(key)
+  const print = (text: string) => line.print(text)
 
   // The status and Retry-After of each call's last classified error, for its retry's line.
   const classified = new Map<number, { status?: unknown; retryAfterMs?: unknown }>()
   const longCalls = new Map<number, AbortController>()
-
-  const print = (line: string) => {
-    if (drawn) {
-      write(CLEAR)
-      drawn = false
-    }
-    options.out(line)
-    if (waits.size > 0) draw()
-  }
 
   return {
     out: print,
@@ -223,12 +154,111 @@ export function waitLines(options: WaitLinesOptions): WaitLines {
     close() {
       for (const stop of longCalls.values()) stop.abort()
       longCalls.clear()
-      for (const wait of waits.values()) wait.stop.abort()
-      waits.clear()
-      ticking?.abort()
-      ticking = undefined
-      if (drawn) write(CLEAR)
-      drawn = false
+      line.close()
     },
+  }
+}
+
+/**
+ * The waits shown now, as one live line a terminal rewrites in place (redrawn every second while
+ * one is shown), or without a terminal as a plain line each as it starts.
+ */
+class LiveLine {
+  private readonly waits = new Map<string, Wait>()
+  private drawn = false
+  private ticking: AbortController | undefined
+  private live: boolean
+  private readonly dim: boolean
+  private readonly options: WaitLinesOptions
+
+  constructor(options: WaitLinesOptions) {
+    const { env = process.env, stream } = options
+    this.options = options
+    this.live = stream?.isTTY === true && env.TERM !== 'dumb'
+    this.dim = this.live && env.NO_COLOR === undefined && env.FORCE_COLOR !== '0'
+  }
+
+  /** Starts a wait: drawn live, or printed once; one with an `until` ends by itself then. */
+  start(key: string, text: (now: number) => string, untilMs?: number): void {
+    const { clock } = this.options
+    this.waits.get(key)?.stop.abort()
+    const wait: Wait = { text, stop: new AbortController() }
+    this.waits.set(key, wait)
+    if (untilMs !== undefined)
+      later(clock, untilMs - clock.now(), wait.stop.signal, () => {
+        if (this.waits.get(key) === wait) this.end(key)
+      })
+    if (this.live) this.draw()
+    else this.options.out(`wait  ${text(clock.now())}`)
+  }
+
+  end(key: string): void {
+    const wait = this.waits.get(key)
+    if (wait === undefined) return
+    this.waits.delete(key)
+    wait.stop.abort()
+    if (this.waits.size === 0) {
+      this.ticking?.abort()
+      this.ticking = undefined
+    }
+    this.draw()
+  }
+
+  /** A line of the timeline: the live line is taken down first and drawn again after. */
+  print(line: string): void {
+    if (this.drawn) {
+      this.write(CLEAR)
+      this.drawn = false
+    }
+    this.options.out(line)
+    if (this.waits.size > 0) this.draw()
+  }
+
+  /** Ends every wait and its timers, and clears the live line. */
+  close(): void {
+    for (const wait of this.waits.values()) wait.stop.abort()
+    this.waits.clear()
+    this.ticking?.abort()
+    this.ticking = undefined
+    if (this.drawn) this.write(CLEAR)
+    this.drawn = false
+  }
+
+  private write(text: string): void {
+    try {
+      this.options.stream?.write(text)
+    } catch {
+      // A terminal that went away (EPIPE): the waits go on as plain lines.
+      this.live = false
+    }
+  }
+
+  private draw(): void {
+    if (!this.live) return
+    if (this.waits.size === 0) {
+      if (this.drawn) this.write(CLEAR)
+      this.drawn = false
+      return
+    }
+    const { clock, stream } = this.options
+    this.write(
+      `${CLEAR}${liveLine(
+        [...this.waits.values()].reverse().map((w) => w.text(clock.now())),
+        stream?.columns,
+        this.dim,
+      )}`,
+    )
+    this.drawn = true
+    if (this.ticking === undefined) this.tick()
+  }
+
+  /** Redraws every second while a wait is shown: the countdown and the elapsed time move. */
+  private tick(): void {
+    const stop = new AbortController()
+    this.ticking = stop
+    later(this.options.clock, TICK_MS, stop.signal, () => {
+      this.ticking = undefined
+      this.draw()
+    })
   }
 }
