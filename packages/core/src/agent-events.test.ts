@@ -9,6 +9,7 @@ import {
   defineTool,
   type Logger,
   type ModelAdapter,
+  type ModelMiddleware,
   type ModelResponse,
   memoryCheckpoints,
   ToolError,
@@ -77,6 +78,27 @@ const toolCall = (id: string): ModelResponse => ({
   finishReason: 'tool_calls',
 })
 
+/** A model layer that repeats a failed call once and tells it, as a retry layer does (core asks once per call). */
+const repeatOnce: ModelMiddleware = async (ctx, next) => {
+  try {
+    await next()
+  } catch (err) {
+    const error = err instanceof Error ? err.message : String(err)
+    ctx.emit({
+      type: 'model.retry',
+      at: ctx.clock.now(),
+      runId: ctx.run.id,
+      turn: ctx.turn,
+      model: ctx.model.name,
+      attempt: ctx.attempt,
+      delayMs: 0,
+      error,
+    })
+    ctx.attempt++
+    await next()
+  }
+}
+
 describe('the agent event stream', () => {
   it('frames a run with run.started and run.finished, one model.call per attempt with latency and tokens', async () => {
     const clock = virtualClock()
@@ -87,7 +109,15 @@ describe('the agent event stream', () => {
       flaky,
       { text: 'done', usage: { inputTokens: 150, outputTokens: 5 }, finishReason: 'stop' },
     ])
-    const agent = createAgent({ model, tools: [read], clock, random: () => 0, limits: { maxTurns: 5 }, onEvent: (e) => events.push(e) })
+    const agent = createAgent({
+      model,
+      tools: [read],
+      clock,
+      random: () => 0,
+      limits: { maxTurns: 5 },
+      modelMiddleware: repeatOnce,
+      onEvent: (e) => events.push(e),
+    })
     const outcome = await agent.run({ input: 'read a.txt', runId: 'r1' })
     expect(outcome.status).toBe('completed')
     expect(events.map((e) => e.type)).toEqual(['run.started', 'model.call', 'model.call', 'model.retry', 'model.call', 'run.finished'])

@@ -1,8 +1,10 @@
 import type { AgentLimits } from './agent-limits.js'
 import type { ModelFinishReason, ModelUsage } from './model.js'
-import type { ModelCircuit } from './model-breaker.js'
 import type { Logger } from './types.js'
 import type { RunUsage } from './usage-budget.js'
+
+/** Where a model's circuit is (`model.circuit` events, from a breaker layer): `closed` sends calls, `open` skips it, `half-open` lets one probe through. */
+export type ModelCircuit = 'closed' | 'open' | 'half-open'
 
 /**
  * What the agent did, for traces, timelines and metrics (`createAgent({ onEvent })`): a run starting
@@ -14,6 +16,7 @@ import type { RunUsage } from './usage-budget.js'
  * createAgent({ model: [gpt, claude], tools, onEvent: (e) => e.type === 'model.fallback' && console.warn(e.reason) })
  * createAgent({ model, tools, onEvent: (e) => e.type === 'run.finished' && bill(e.runId, e.usage.inputTokens) })
  */
+
 export type AgentEvent =
   | {
       readonly type: 'run.started'

@@ -7,8 +7,7 @@ import { abortReason } from './channel.js'
 import type { PendingTurn, RunSnapshot } from './checkpoints.js'
 import { LoopError } from './errors.js'
 import type { ModelResponse } from './model.js'
-import { callModel } from './model-call.js'
-import type { ModelLink } from './model-chain.js'
+import type { ModelLink } from './model-link.js'
 import { callModelOnion } from './model-onion.js'
 import { modelToolsOf } from './model-tools.js'
 import { aloneStop, dispatchTurn } from './turn-dispatch.js'
@@ -128,14 +127,12 @@ async function replayTurn(r: AgentRun, replay: PendingTurn): Promise<ParkedOutco
   return undefined
 }
 
-/** Asks the model for the next turn: through the model onion when the agent has one, else its own retry, breaker and chain. */
+/** Asks the model for the next turn, through the agent's model onion (its layers around one attempt). */
 function askModel(r: AgentRun): Promise<{ response: ModelResponse; link: ModelLink }> {
-  const { chain, system, modelOnion, clock } = r.settings
-  // One clock reading for the tool list's notes and the first attempt's start.
-  const askedAt = clock.now()
-  const tools = r.modelTools(r.run, askedAt)
+  const { system, modelOnion, clock } = r.settings
+  const tools = r.modelTools(r.run, clock.now())
   const request = system === undefined ? { messages: r.transcript, tools } : { messages: r.transcript, tools, system }
-  return modelOnion === undefined ? callModel(chain, request, r.modelEnv, askedAt) : callModelOnion(modelOnion, request, r.modelEnv, r.run)
+  return callModelOnion(modelOnion, request, r.modelEnv, r.run)
 }
 
 /** Counts the model call's tokens and cost; a turn that would go on past a token or cost limit is stopped. */

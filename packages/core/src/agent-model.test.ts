@@ -14,27 +14,6 @@ import {
   ToolError,
 } from './index.js'
 
-/** Virtual time: a sleep returns at once and moves `now` by its length; `sleeps` records each wait. */
-const POLICY = new Set(['model.retry', 'model.fallback', 'model.circuit'])
-
-function virtualClock(): Clock & { sleeps: number[]; advance(ms: number): void } {
-  let now = 0
-  const sleeps: number[] = []
-  return {
-    now: () => now,
-    sleeps,
-    advance(ms) {
-      now += ms
-    },
-    async sleep(ms, signal) {
-      if (signal?.aborted) throw signal.reason
-      sleeps.push(ms)
-      now += ms
-    },
-    timer: () => () => {},
-  }
-}
-
 type Step = ModelResponse | Error | ((request: ModelRequest) => ModelResponse | Error)
 
 /** A model that plays `steps` in order and records each request, with its arrival time on `clock`. */
@@ -66,14 +45,6 @@ const write = defineTool({
   },
 })
 const call = (id: string) => ({ toolCalls: [{ id, name: 'write_file', args: { path: 'a.txt', content: 'hi' } }] })
-const rateLimited = (retryAfterMs?: number) =>
-  new ToolError('rate_limited', 'the model provider is rate limiting (429 rate_limit_exceeded): slow down', {
-    category: 'transient',
-    retryable: true,
-    safeToRepeat: true,
-    ...(retryAfterMs === undefined ? {} : { retryAfterMs }),
-    details: { status: 429, code: 'rate_limit_exceeded', providerMessage: 'slow down' },
-  })
 const overloaded = () =>
   new ToolError('overloaded', 'the model provider is overloaded (529 overloaded_error): Overloaded', {
     category: 'transient',
@@ -159,39 +130,34 @@ describe('a reply cut by the output-token limit', () => {
   })
 })
 
-describe('model-call retries', () => {
-  it("never re-sends before the provider's Retry-After; the jitter goes above it, within capMs", async () => {
-    const clock = virtualClock()
-    const m = model(undefined, [rateLimited(2000), rateLimited(2000), { text: 'ok' }], clock)
-    const outcome = await createAgent({ model: m, tools: [write], clock, random: () => 0.999 }).run({ input: 'x' })
-    expect(outcome.status).toBe('completed')
-    const gaps = m.requests.slice(1).map((r, i) => r.at - (m.requests[i] as { at: number }).at)
-    expect(gaps).toEqual(clock.sleeps)
-    for (const gap of gaps) expect(gap).toBeGreaterThanOrEqual(2000)
-    // Full jitter above the floor: 250 ms, then 500 ms, times random.
-    expect(clock.sleeps).toEqual([2000 + 249, 2000 + 499])
-  })
-
-  it('names the real cause in the report when the retries are spent', async () => {
-    const clock = virtualClock()
-    const m = model(undefined, [rateLimited(2000)], clock)
-    const outcome = await createAgent({ model: m, tools: [write], clock, random: () => 0 }).run({ input: 'x' })
-    expect(outcome.status).toBe('stopped')
-    if (outcome.status !== 'stopped') return
-    expect(outcome.error.kind).toBe('model_failed')
-    expect(outcome.report.why).toBe('the model call failed: 429 rate limited by the provider (slow down), Retry-After 2 s')
-    expect(outcome.report.text).not.toMatch(/did not answer within/)
-    expect(m.requests).toHaveLength(3)
-  })
-
-  it('gives up at once on a Retry-After past modelRetry.maxRetryAfterMs rather than re-send early', async () => {
-    const clock = virtualClock()
-    const m = model(undefined, [rateLimited(90_000), { text: 'never' }], clock)
-    const outcome = await createAgent({ model: m, tools: [write], clock, modelRetry: { maxRetryAfterMs: 10_000 } }).run({ input: 'x' })
-    expect(outcome).toMatchObject({ status: 'stopped', error: { kind: 'model_failed' } })
+describe('one attempt per model call (no modelMiddleware)', () => {
+  it('a transient failure ends the run as model_failed after the one attempt: retry is a layer', async () => {
+    const m = model(undefined, [overloaded(), { text: 'never' }])
+    const outcome = await createAgent({ model: m, tools: [write] }).run({ input: 'x' })
+    expect(outcome).toMatchObject({
+      status: 'stopped',
+      error: {
+        kind: 'model_failed',
+        message: 'the model call failed after 1 attempt: the model provider is overloaded (529 overloaded_error): Overloaded',
+      },
+    })
     expect(m.requests).toHaveLength(1)
-    expect(clock.sleeps).toEqual([])
-    expect(outcome.status === 'stopped' && outcome.report.why).toMatch(/Retry-After 90 s; the pushback is past modelRetry\.maxRetryAfterMs/)
+    expect(outcome.status === 'stopped' && outcome.report.why).toBe('the model call failed: 529 the provider is overloaded (Overloaded)')
+  })
+
+  it('treats a generate() that throws before returning a promise like one that rejects', async () => {
+    const events: string[] = []
+    const agent = createAgent({
+      model: {
+        generate() {
+          throw overloaded()
+        },
+      },
+      tools: [write],
+      onEvent: (event) => events.push(event.type === 'model.call' ? `model.call ${event.attempt} ${event.code ?? 'ok'}` : event.type),
+    })
+    expect(await agent.run({ input: 'x' })).toMatchObject({ status: 'stopped', steps: 1, error: { kind: 'model_failed' } })
+    expect(events).toEqual(['run.started', 'model.call 1 overloaded', 'run.finished'])
   })
 
   it.each([
@@ -204,103 +170,6 @@ describe('model-call retries', () => {
     expect(outcome).toMatchObject({ status: 'stopped', error: { kind, message } })
     expect(m.requests).toHaveLength(1)
     expect(outcome.status === 'stopped' && outcome.report.why).toContain(message)
-  })
-})
-
-describe('a fallback chain', () => {
-  it('skips a failing primary once its circuit opens; the run completes on the secondary, with events', async () => {
-    const clock = virtualClock()
-    const events: AgentEvent[] = []
-    const primary = model('primary', [overloaded()], clock)
-    const secondary = model('secondary', [call('c1'), { text: 'done on secondary' }], clock)
-    const agent = createAgent({
-      model: [primary, secondary],
-      tools: [write],
-      clock,
-      random: () => 0,
-      // The policy's events only: runs and model attempts are asserted in agent-events.test.ts.
-      onEvent: (e) => POLICY.has(e.type) && events.push(e),
-    })
-    const outcome = await agent.run({ input: 'x', runId: 'r1' })
-    expect(outcome).toMatchObject({ status: 'completed', output: 'done on secondary' })
-    // Three failed attempts open the primary's circuit; the second turn skips it.
-    expect(primary.requests).toHaveLength(3)
-    expect(secondary.requests).toHaveLength(2)
-    expect(events.map((e) => e.type)).toEqual(['model.retry', 'model.retry', 'model.circuit', 'model.fallback', 'model.fallback'])
-    expect(events[2]).toMatchObject({
-      type: 'model.circuit',
-      model: 'primary',
-      from: 'closed',
-      to: 'open',
-      reason: '3 consecutive failures',
-    })
-    expect(events[3]).toMatchObject({
-      from: 'primary',
-      to: 'secondary',
-      reason: expect.stringMatching(/^primary: 529 the provider is overloaded/),
-    })
-    expect(events[4]).toMatchObject({ from: 'primary', to: 'secondary', reason: expect.stringMatching(/skipped: circuit open/) })
-
-    // After the cooldown one probe goes to the primary; its success closes the circuit.
-    clock.advance(30_000)
-    const healed = model('primary', [{ text: 'back' }])
-    primary.generate = healed.generate
-    expect(await agent.run({ input: 'y' })).toMatchObject({ status: 'completed', output: 'back' })
-    expect(events.slice(5).map((e) => e.type === 'model.circuit' && `${e.from}>${e.to}`)).toEqual(['open>half-open', 'half-open>closed'])
-  })
-
-  it('ends as fallback_exhausted, checkpointed, with a report naming each model and its last error', async () => {
-    const clock = virtualClock()
-    const checkpoints = memoryCheckpoints()
-    const primary = model('gpt-4o-mini', [overloaded()], clock)
-    const secondary = model('claude-sonnet-4-5', [rateLimited(1000)], clock)
-    const agent = createAgent({ model: [primary, secondary], tools: [write], clock, random: () => 0, checkpoints })
-    const outcome = await agent.run({ input: 'x', runId: 'both-down' })
-    expect(outcome.status).toBe('stopped')
-    if (outcome.status !== 'stopped') return
-    expect(outcome.error.kind).toBe('fallback_exhausted')
-    expect(outcome.error.message).toBe('every model of the chain was unavailable (gpt-4o-mini, claude-sonnet-4-5)')
-    expect(outcome.error.details.models).toEqual([
-      { model: 'gpt-4o-mini', attempts: 3, circuit: 'open', error: '529 the provider is overloaded (Overloaded); circuit open' },
-      {
-        model: 'claude-sonnet-4-5',
-        attempts: 3,
-        circuit: 'open',
-        error: '429 rate limited by the provider (slow down), Retry-After 1 s; circuit open',
-      },
-    ])
-    expect(outcome.report.why).toBe(
-      'every model in the fallback chain was unavailable: gpt-4o-mini: 529 the provider is overloaded (Overloaded); circuit open; ' +
-        'claude-sonnet-4-5: 429 rate limited by the provider (slow down), Retry-After 1 s; circuit open',
-    )
-    expect(outcome.report.nextSteps).toContain("agent.resume('both-down')")
-    expect((await checkpoints.load('both-down'))?.status).toBe('stopped')
-    // While both circuits are open, a run asks neither.
-    const again = await agent.run({ input: 'y' })
-    expect(again).toMatchObject({ status: 'stopped', error: { kind: 'fallback_exhausted' } })
-    expect(primary.requests.length + secondary.requests.length).toBe(6)
-  })
-
-  it('a LoopError of the primary ends the run; it does not fall back', async () => {
-    const primary = model('a', [new LoopError('context_exceeded', 'too long')])
-    const secondary = model('b', [{ text: 'never' }])
-    const outcome = await createAgent({ model: [primary, secondary], tools: [write] }).run({ input: 'x' })
-    expect(outcome).toMatchObject({ status: 'stopped', error: { kind: 'context_exceeded' } })
-    expect(secondary.requests).toHaveLength(0)
-  })
-
-  it('a throwing onEvent listener changes nothing', async () => {
-    const primary = model('a', [overloaded()])
-    const secondary = model('b', [{ text: 'fine' }])
-    const agent = createAgent({
-      model: [primary, secondary],
-      tools: [write],
-      clock: virtualClock(),
-      onEvent: () => {
-        throw new Error('listener down')
-      },
-    })
-    expect(await agent.run({ input: 'x' })).toMatchObject({ status: 'completed', output: 'fine' })
   })
 })
 
@@ -371,26 +240,6 @@ describe('token and cost budgets', () => {
       status: 'completed',
     })
   })
-
-  it('limits.maxCostUsd prices each call by the model that answered it', async () => {
-    const primary = model('cheap', [overloaded()])
-    const secondary = model('dear', [
-      { ...call('c1'), ...usage(1_000_000, 0) }, // $3
-      { ...call('c2'), ...usage(0, 200_000) }, // $3 more: past $5
-    ])
-    const outcome = await createAgent({
-      model: [primary, secondary],
-      tools: [write],
-      clock: virtualClock(),
-      limits: { maxCostUsd: 5 },
-      prices: { cheap: { inputPerMTokUsd: 0.15, outputPerMTokUsd: 0.6 }, dear: { inputPerMTokUsd: 3, outputPerMTokUsd: 15 } },
-    }).run({ input: 'x' })
-    expect(outcome).toMatchObject({
-      status: 'stopped',
-      error: { kind: 'budget_exhausted', message: 'cost budget exhausted: $6.00 spent, limits.maxCostUsd is $5.00' },
-      usage: { inputTokens: 1_000_000, outputTokens: 200_000, costUsd: 6 },
-    })
-  })
 })
 
 describe('hostile adapters and checkpoints', () => {
@@ -428,27 +277,6 @@ describe('hostile adapters and checkpoints', () => {
     expect(events.filter((e) => e.type === 'model.call')).toMatchObject([{ attempt: 1, code: 'TypeError' }])
   })
 
-  it('treats a generate() that throws before returning a promise like one that rejects: retried when transient', async () => {
-    const clock = virtualClock()
-    let calls = 0
-    const events: string[] = []
-    const agent = createAgent({
-      model: {
-        generate() {
-          calls++
-          if (calls === 1) throw overloaded()
-          return Promise.resolve({ text: `answered on attempt ${calls}` })
-        },
-      },
-      tools: [write],
-      clock,
-      random: () => 0,
-      onEvent: (event) => events.push(event.type === 'model.call' ? `model.call ${event.attempt} ${event.code ?? 'ok'}` : event.type),
-    })
-    expect(await agent.run({ input: 'x' })).toMatchObject({ status: 'completed', output: 'answered on attempt 2', steps: 2 })
-    expect(events).toEqual(['run.started', 'model.call 1 overloaded', 'model.retry', 'model.call 2 ok', 'run.finished'])
-  })
-
   it('refuses to resume a checkpoint whose usage record is corrupt, naming the run', async () => {
     const checkpoints = memoryCheckpoints()
     const agent = createAgent({ model: model(undefined, [{ text: 'x' }]), tools: [write], checkpoints })
@@ -465,34 +293,6 @@ describe('hostile adapters and checkpoints', () => {
       usage: { inputTokens: -1, outputTokens: 0, costUsd: 0 },
     })
     await expect(agent.resume('bad')).rejects.toThrow(/the checkpoint of run "bad" has a corrupt usage record/)
-  })
-
-  it('a cancelled half-open probe frees its slot: the next run probes the primary again', async () => {
-    const clock = virtualClock()
-    let mode: 'fail' | 'hang' | 'ok' = 'fail'
-    const primary: ModelAdapter & { calls: number } = {
-      name: 'primary',
-      calls: 0,
-      generate({ signal }) {
-        primary.calls++
-        if (mode === 'fail') return Promise.reject(overloaded())
-        if (mode === 'ok') return Promise.resolve({ text: 'primary is back' })
-        return new Promise((_resolve, reject) => signal.addEventListener('abort', () => reject(signal.reason), { once: true }))
-      },
-    }
-    const secondary = model('secondary', [{ text: 'secondary' }])
-    const agent = createAgent({ model: [primary, secondary], tools: [write], clock, random: () => 0 })
-    expect(await agent.run({ input: 'open it' })).toMatchObject({ status: 'completed', output: 'secondary' })
-    clock.advance(30_000)
-    mode = 'hang'
-    const controller = new AbortController()
-    const probing = agent.run({ input: 'probe', signal: controller.signal })
-    await new Promise((resolve) => setImmediate(resolve))
-    controller.abort(new Error('user gave up'))
-    expect(await probing).toMatchObject({ status: 'stopped', error: { kind: 'cancelled' } })
-    mode = 'ok'
-    expect(await agent.run({ input: 'again' })).toMatchObject({ status: 'completed', output: 'primary is back' })
-    expect(primary.calls).toBe(5)
   })
 })
 
@@ -513,16 +313,6 @@ describe('hostile model and budget options', () => {
       )
     },
   )
-
-  it.each([
-    ['limits', 'modelTimeoutMs'],
-    ['modelRetry', 'capMs'],
-    ['modelRetry', 'maxRetryAfterMs'],
-  ])('rejects %s.%s past what a timer can hold, instead of a deadline that fires at once', (group, key) => {
-    expect(make({ [group]: { [key]: 2 ** 31 } })).toThrow(OptionsError)
-    expect(make({ [group]: { [key]: 2 ** 31 } })).toThrow(new RegExp(`option ${group}\\.${key}: must be at most 2147483647 ms`))
-    expect(make({ [group]: { [key]: 2 ** 31 - 1 } })).not.toThrow()
-  })
 
   it.each([Number.NaN, -1, Number.POSITIVE_INFINITY, '3'])('rejects a price of %s', (value) => {
     expect(make({ prices: { m: { inputPerMTokUsd: value, outputPerMTokUsd: 1 } } })).toThrow(
@@ -551,35 +341,23 @@ describe('hostile model and budget options', () => {
     ).toThrow(/did you mean 'gpt-4o-mini'\?/)
   })
 
-  it('needs a price for every model when limits.maxCostUsd is set', () => {
-    expect(() =>
-      createAgent({
-        model: [model('a', []), model('b', [])],
-        tools: [write],
-        limits: { maxCostUsd: 1 },
-        prices: { a: { inputPerMTokUsd: 1, outputPerMTokUsd: 1 } },
-      }),
-    ).toThrow(/option prices: limits\.maxCostUsd needs a price for every model; add prices\['b'\]/)
-  })
-
-  it('rejects an empty chain, a chain holding a non-adapter, and two models of one name', () => {
-    expect(() => createAgent({ model: [], tools: [write] })).toThrow(/option model: the fallback chain is empty/)
-    expect(() => createAgent({ model: [ok, { generate: 'no' } as never], tools: [write] })).toThrow(
-      /option model\[1\]: model must be an object with generate\(\{ messages, tools, signal \}\), got an object without generate\(\)/,
-    )
-    expect(() => createAgent({ model: [ok, null as never], tools: [write] })).toThrow(/option model\[1\]: .*got null/)
-    expect(() => createAgent({ model: [ok, model('m', [])], tools: [write] })).toThrow(/option model\[1\]\.name: two models are named "m"/)
-    expect(() => createAgent({ model: [ok, model('__proto__', [])], tools: [write] })).toThrow(/"__proto__" cannot name a model/)
-    expect(() => createAgent({ model: [{ ...ok, name: 7 } as never], tools: [write] })).toThrow(
-      /option model\[0\]\.name: must be a non-empty string/,
-    )
-  })
-
-  it('rejects a system prompt that is not a string, and a bad breaker option', () => {
+  it('rejects a system prompt that is not a string, and an onEvent that is not a function', () => {
     expect(make({ system: 42 })).toThrow(/option system: must be a string/)
-    expect(make({ modelBreaker: { threshold: 0 } })).toThrow(/option modelBreaker\.threshold/)
-    expect(make({ modelBreaker: { cooldownMs: Number.NaN } })).toThrow(/option modelBreaker\.cooldownMs/)
-    expect(make({ modelRetry: { maxRetryAfterMs: -1 } })).toThrow(/option modelRetry\.maxRetryAfterMs/)
     expect(make({ onEvent: 'log' })).toThrow(/option onEvent: must be a function/)
+  })
+
+  it.each([
+    ['modelRetry', { modelRetry: { maxAttempts: 3 } }, /retryModel\(\{ maxAttempts: 3 \}\), …\] from @shallot\/retry/],
+    ['modelBreaker', { modelBreaker: { threshold: 3 } }, /circuitBreakerModel\(.*\), …\] from @shallot\/circuit-breaker/],
+    ['limits.modelTimeoutMs', { limits: { modelTimeoutMs: 5000 } }, /timeoutModel\(\{ ms: 60_000 \}\), …\] from @shallot\/timeout/],
+    ['model', { model: [ok, model('spare', [])] }, /fallbackModel\(\{ models: \[b\] \}\), …\] from @shallot\/fallback/],
+  ])('refuses %s, sugar of shallot’s createAgent, naming it and the layer to list instead', (path, options, layer) => {
+    expect(make(options)).toThrow(OptionsError)
+    expect(make(options)).toThrow(
+      new RegExp(`option ${path.replace('.', '\\.')}: is sugar of shallot's createAgent; .*import \\{ createAgent \\} from 'shallot'`),
+    )
+    expect(make(options)).toThrow(layer)
+    // With layers too: the sugar would be silently ignored, and a deadline not applied.
+    expect(make({ ...options, modelMiddleware: [] })).toThrow(OptionsError)
   })
 })

@@ -5,10 +5,8 @@ import { type CheckpointSeal, checkpointKeyBytes, checkpointSeal, MIN_CHECKPOINT
 import type { CheckpointStore } from './checkpoints.js'
 import { guardLogger } from './logger.js'
 import type { ModelAdapter } from './model.js'
-import type { ModelBreakerOptions } from './model-breaker.js'
-import type { ModelRetry } from './model-call.js'
-import { type ModelLink, type ModelPrice, modelChain } from './model-chain.js'
 import { composeModel, type ModelMiddleware } from './model-context.js'
+import { type ModelLink, type ModelPrice, modelLink } from './model-link.js'
 import type { ModelOnionSettings } from './model-onion.js'
 import { OptionsError, parseOptions } from './options.js'
 import { DEFAULT_MAX_PARK_MS, type ParkSettings } from './park.js'
@@ -17,8 +15,27 @@ import type { Clock, Logger, Middleware } from './types.js'
 
 export type { AgentLimits } from './agent-limits.js'
 
-/** A model, or a fallback chain of them. */
+/** A model, or a fallback chain of them (the chain is sugar of `shallot`'s `createAgent`). */
 export type AgentModel = ModelAdapter | readonly ModelAdapter[]
+
+/** `modelRetry`: sugar of `shallot`'s `createAgent` for the retry layer of its default model stack. */
+export interface ModelRetry {
+  /** Attempts per model call, counting the first. Default 3. */
+  maxAttempts: number
+  /** Full-jitter backoff: a random wait up to `baseMs * 2^(attempt-1)`, at most `capMs`; a Retry-After is a floor under it. */
+  baseMs: number
+  capMs: number
+  /** Longest provider pushback (`Retry-After`) waited for; a longer one gives the model up for this call. Default 60 s. */
+  maxRetryAfterMs: number
+}
+
+/** `modelBreaker`: sugar of `shallot`'s `createAgent` for the breaker of each model of a chain. */
+export interface ModelBreakerOptions {
+  /** Failed requests in a row (transient errors, deadlines) that open the circuit. Default 3. */
+  threshold: number
+  /** How long an open circuit skips the model; a longer `Retry-After` from the provider wins. Default 30 s. */
+  cooldownMs: number
+}
 
 /**
  * `createAgent`'s options. `Model` defaults to one adapter, so code that wraps `options.model`
@@ -27,9 +44,9 @@ export type AgentModel = ModelAdapter | readonly ModelAdapter[]
  */
 export interface AgentOptions<Model extends AgentModel = ModelAdapter> {
   /**
-   * The model, or a fallback chain of them, primary first: a model whose calls keep failing opens
-   * its circuit and is skipped until a probe succeeds; the run ends as `fallback_exhausted` when
-   * none can answer. A model's `name` keys `prices` and names it in reports and events.
+   * The model. A model's `name` keys `prices` and names it in reports and events. A fallback chain
+   * `[primary, spare]` is sugar of `shallot`'s `createAgent` (its `fallbackModel` layer); here it is
+   * refused: list `fallbackModel({ models: [spare] })` from `@shallot/fallback` in `modelMiddleware`.
    */
   model: Model
   /** The system prompt (instructions), sent with every model call. */
@@ -42,7 +59,10 @@ export interface AgentOptions<Model extends AgentModel = ModelAdapter> {
    * attempt in the listener's context (see {@link AgentEventListener}).
    */
   onEvent?: AgentEventListener
-  /** The breaker of each model of a chain. Default: open after 3 failed attempts in a row, for 30 s. */
+  /**
+   * Sugar of `shallot`'s `createAgent`: the breaker of each model of a chain. `@shallot/core`'s
+   * `createAgent` refuses it (list `circuitBreakerModel()` in `modelMiddleware`).
+   */
   modelBreaker?: Partial<ModelBreakerOptions>
   /** Either a ready stack, or the tools (and optionally middleware) to build one. */
   stack?: Stack
@@ -75,21 +95,20 @@ export interface AgentOptions<Model extends AgentModel = ModelAdapter> {
    */
   escalate?: { fatal?: boolean; user?: boolean }
   /**
-   * Retries of a failing model call, on each model. Default 3 attempts, full jitter from 250 ms,
-   * capped at 4 s, above the provider's `Retry-After`, which is waited for up to 60 s.
+   * Sugar of `shallot`'s `createAgent`: retries of a failing model call (its default model stack's
+   * retry layer). `@shallot/core`'s `createAgent` refuses it (list `retryModel()` in `modelMiddleware`).
    */
   modelRetry?: Partial<ModelRetry>
   /**
    * The model call's onion, outermost first: each layer wraps every model call as tool middleware
-   * wraps every tool call, and the innermost `next()` asks the model once. With it, the agent's own
-   * retry and breaker of model calls are off: the layers given here decide (decision 500).
+   * wraps every tool call, and the innermost `next()` asks the model once. Without it the agent asks
+   * its model once per call, with no retry and no deadline: `shallot`'s `createAgent` gives the
+   * default stack (`defaultModelMiddleware()`), and so does listing it here (decision 500).
    */
   modelMiddleware?: ModelMiddleware | readonly ModelMiddleware[]
 }
 
-const DEFAULT_LIMITS: AgentLimits = { maxTurns: 20, maxSteps: 100, modelTimeoutMs: 60_000, maxParallelToolCalls: 4 }
-const DEFAULT_MODEL_RETRY: ModelRetry = { maxAttempts: 3, baseMs: 250, capMs: 4000, maxRetryAfterMs: 60_000 }
-const DEFAULT_BREAKER: ModelBreakerOptions = { threshold: 3, cooldownMs: 30_000 }
+const DEFAULT_LIMITS: AgentLimits = { maxTurns: 20, maxSteps: 100, maxParallelToolCalls: 4 }
 
 const tokens = z
   .number({ error: 'must be a whole number of tokens > 0, e.g. 200000 (leave it out for no token budget)' })
@@ -99,36 +118,16 @@ const dollars = z
   .number({ error: 'must be a finite number of US dollars > 0, e.g. 2.5 (leave it out for no cost budget)' })
   .positive({ error: 'must be a finite number of US dollars > 0, e.g. 2.5' })
 
-// A JavaScript timer holds at most 2^31 − 1 ms (about 24.8 days); a longer one fires at once.
-const MAX_TIMER_MS = 2_147_483_647
-const timerMs = (what: string) =>
-  z.number().max(MAX_TIMER_MS, { error: `must be at most ${MAX_TIMER_MS} ms (about 24.8 days): a longer ${what} would fire at once` })
-
 const agentOptionsSchema = z.object({
   limits: z
     .strictObject({
       maxTurns: z.number().int().positive().default(DEFAULT_LIMITS.maxTurns),
       maxSteps: z.number().int().positive().default(DEFAULT_LIMITS.maxSteps),
-      modelTimeoutMs: timerMs('deadline').positive().default(DEFAULT_LIMITS.modelTimeoutMs),
       maxParallelToolCalls: z.number().int().positive().default(DEFAULT_LIMITS.maxParallelToolCalls),
       maxTokens: tokens.optional(),
       maxCostUsd: dollars.optional(),
     })
     .default(DEFAULT_LIMITS),
-  modelRetry: z
-    .strictObject({
-      maxAttempts: z.number().int().min(1).max(10).default(DEFAULT_MODEL_RETRY.maxAttempts),
-      baseMs: z.number().nonnegative().default(DEFAULT_MODEL_RETRY.baseMs),
-      capMs: timerMs('backoff').nonnegative().default(DEFAULT_MODEL_RETRY.capMs),
-      maxRetryAfterMs: timerMs('wait').nonnegative().default(DEFAULT_MODEL_RETRY.maxRetryAfterMs),
-    })
-    .default(DEFAULT_MODEL_RETRY),
-  modelBreaker: z
-    .strictObject({
-      threshold: z.number().int().min(1).max(1000).default(DEFAULT_BREAKER.threshold),
-      cooldownMs: z.number().nonnegative().default(DEFAULT_BREAKER.cooldownMs),
-    })
-    .default(DEFAULT_BREAKER),
   system: z.string({ error: 'must be a string (the system prompt)' }).optional(),
   park: z
     .strictObject({
@@ -151,13 +150,11 @@ const agentOptionsSchema = z.object({
 
 /** What the loop runs with, every option checked and defaulted. */
 export interface AgentSettings {
-  /** The fallback chain, primary first; one link for a single model. */
-  readonly chain: readonly ModelLink[]
+  /** The agent's model, named and priced. */
+  readonly model: ModelLink
   readonly system: string | undefined
-  readonly modelBreaker: ModelBreakerOptions
   readonly stack: Stack
   readonly limits: AgentLimits
-  readonly modelRetry: ModelRetry
   readonly clock: Clock
   readonly random: () => number
   readonly logger: Logger
@@ -167,14 +164,13 @@ export interface AgentSettings {
   /** Undefined: no run parks. */
   readonly park: ParkSettings | undefined
   readonly onEvent: AgentEventListener | undefined
-  /** The model onion; undefined: the agent's own retry, breaker and chain ask the model. */
-  readonly modelOnion: ModelOnionSettings | undefined
+  /** The model onion: the given layers around one attempt (only the attempt without `modelMiddleware`). */
+  readonly modelOnion: ModelOnionSettings
 }
 
-/** Checks `modelMiddleware` and composes it; undefined when none was given. */
-function modelOnionOf(given: unknown, chain: readonly ModelLink[], prices: AgentOptions['prices']): ModelOnionSettings | undefined {
-  if (given === undefined) return undefined
-  const list = typeof given === 'function' ? [given] : given
+/** Checks `modelMiddleware` and composes it; without it, the onion is the one attempt. */
+function modelOnionOf(given: unknown, model: ModelLink, prices: ReadonlyMap<string, ModelPrice>): ModelOnionSettings {
+  const list = given === undefined ? [] : typeof given === 'function' ? [given] : given
   const fix = 'pass a model middleware (ctx, next) => Promise<void>, or an array of them, outermost first'
   if (!Array.isArray(list))
     throw new OptionsError('createAgent()', [{ path: 'modelMiddleware', message: `must be a function or an array; ${fix}` }])
@@ -184,18 +180,36 @@ function modelOnionOf(given: unknown, chain: readonly ModelLink[], prices: Agent
       { path: `modelMiddleware.${bad}`, message: `must be a function, got ${list[bad] === null ? 'null' : typeof list[bad]}; ${fix}` },
     ])
   }
-  if (chain.length > 1) {
+  return { onion: composeModel(list as ModelMiddleware[]), model, prices, stackKey: Object.freeze({}) }
+}
+
+const SUGAR_FIX = "import { createAgent } from 'shallot' (it builds the default model stack from it), or list the layer in modelMiddleware"
+
+/**
+ * `modelRetry`, `modelBreaker`, `limits.modelTimeoutMs` and a chain `model: [a, b]` are sugar of
+ * `shallot`'s `createAgent` for its default model stack: core asks the model only through
+ * `modelMiddleware`, so here each is refused, naming the layer that does it (decision 500, step 3).
+ */
+function refuseSugar(options: AgentOptions<AgentModel>): void {
+  const refuse = (path: string, layer: string) => {
     throw new OptionsError('createAgent()', [
       {
-        path: 'modelMiddleware',
-        message:
-          'cannot be combined with a model chain `model: [a, b]`; pass `model: a` and list the spare models in the fallback layer: `modelMiddleware: [fallbackModel({ models: [b] }), …]` from @shallot/fallback',
+        path,
+        message: `is sugar of shallot's createAgent; @shallot/core's createAgent asks the model only through modelMiddleware: ${SUGAR_FIX}: ${layer}`,
       },
     ])
   }
-  // Checked by modelChain: a plain object of prices, without reserved names.
-  const table = new Map(Object.entries(prices ?? {}))
-  return { onion: composeModel(list as ModelMiddleware[]), chain, prices: table, stackKey: Object.freeze({}) }
+  if (Array.isArray(options.model))
+    refuse('model', 'pass model: a and modelMiddleware: [fallbackModel({ models: [b] }), …] from @shallot/fallback')
+  if (options.modelRetry !== undefined) refuse('modelRetry', 'modelMiddleware: [retryModel({ maxAttempts: 3 }), …] from @shallot/retry')
+  if (options.modelBreaker !== undefined)
+    refuse(
+      'modelBreaker',
+      'modelMiddleware: [circuitBreakerModel({ policy: consecutive({ threshold: 3 }) }), …] from @shallot/circuit-breaker',
+    )
+  const limits = options.limits as { modelTimeoutMs?: unknown } | undefined
+  if (typeof limits === 'object' && limits !== null && limits.modelTimeoutMs !== undefined)
+    refuse('limits.modelTimeoutMs', 'modelMiddleware: [timeoutModel({ ms: 60_000 }), …] from @shallot/timeout')
 }
 
 /** The seal of `checkpointKey`, checked: never echoed in an error, since it is a secret. */
@@ -224,10 +238,9 @@ function checkpointSealOf(key: unknown, checkpoints: CheckpointStore | undefined
 /** Checks `createAgent`'s options and builds the stack when the caller gave tools instead of one. */
 export function agentSettings(options: AgentOptions<AgentModel>): AgentSettings {
   if (typeof options !== 'object' || options === null) throw new TypeError('createAgent() takes an options object { model, tools }')
-  const { limits, modelRetry, modelBreaker, system, park } = parseOptions('createAgent()', agentOptionsSchema, {
+  refuseSugar(options)
+  const { limits, system, park } = parseOptions('createAgent()', agentOptionsSchema, {
     limits: options.limits,
-    modelRetry: options.modelRetry,
-    modelBreaker: options.modelBreaker,
     system: options.system,
     park: options.park,
   })
@@ -251,7 +264,7 @@ export function agentSettings(options: AgentOptions<AgentModel>): AgentSettings 
   if (within !== undefined && typeof within !== 'function') {
     throw new OptionsError('createAgent()', [{ path: 'onEvent.within', message: 'must be a function (scope, fn) => fn()' }])
   }
-  const chain = modelChain(options.model, options.prices, limits.maxCostUsd !== undefined, options.modelMiddleware !== undefined)
+  const { link, prices } = modelLink(options.model, options.prices, limits.maxCostUsd !== undefined, options.modelMiddleware !== undefined)
   if (options.stack === undefined && options.tools === undefined) throw new TypeError('createAgent(): pass either stack or tools')
   if (options.stack !== undefined && options.escalate !== undefined) {
     // Silently ignoring it would leave a run going on that the caller asked to stop.
@@ -270,12 +283,10 @@ export function agentSettings(options: AgentOptions<AgentModel>): AgentSettings 
       ...(options.escalate === undefined ? {} : { escalate: options.escalate }),
     })
   return {
-    chain,
+    model: link,
     system,
-    modelBreaker,
     stack,
     limits,
-    modelRetry,
     clock: options.clock ?? stack.clock,
     random: options.random ?? stack.random,
     logger: guardLogger(options.logger ?? stack.logger),
@@ -283,6 +294,6 @@ export function agentSettings(options: AgentOptions<AgentModel>): AgentSettings 
     seal,
     park: park === undefined ? undefined : { afterMs: park.afterMs, maxWaitMs: park.maxWaitMs, wallNow: park.wallNow ?? Date.now },
     onEvent: options.onEvent,
-    modelOnion: modelOnionOf(options.modelMiddleware, chain, options.prices),
+    modelOnion: modelOnionOf(options.modelMiddleware, link, prices),
   }
 }

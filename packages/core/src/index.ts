@@ -14,6 +14,8 @@ export {
   type ResumeOptions,
   type RunOutcome,
 } from './agent.js'
+export type { ModelCircuit } from './agent-events.js'
+export type { ModelBreakerOptions, ModelRetry } from './agent-options.js'
 export { abortReason } from './channel.js'
 export {
   type CallRecord,
@@ -43,9 +45,6 @@ export {
 } from './errors.js'
 export { silentLogger } from './logger.js'
 export type { Message, ModelAdapter, ModelFinishReason, ModelRequest, ModelResponse, ModelTool, ModelUsage } from './model.js'
-export type { ModelBreakerOptions, ModelCircuit } from './model-breaker.js'
-export type { ModelRetry } from './model-call.js'
-export type { ModelPrice } from './model-chain.js'
 export {
   composeModel,
   type ModelCallRequest,
@@ -54,6 +53,7 @@ export {
   type ModelMiddleware,
   type ModelNext,
 } from './model-context.js'
+export type { ModelPrice } from './model-link.js'
 export { OptionsError, parseOptions } from './options.js'
 export { type ErrorRenderer, renderError } from './render.js'
 export { buildReport, type PendingCall, type RunReport } from './report.js'

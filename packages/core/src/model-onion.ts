@@ -3,8 +3,8 @@ import { type AbortSource, abortReason } from './channel.js'
 import { LoopError } from './errors.js'
 import type { ModelResponse } from './model.js'
 import { askOnce, called, describeModelFailure, type ModelCallEnv } from './model-call.js'
-import type { ModelLink, ModelPrice } from './model-chain.js'
 import type { ModelCallRequest, ModelContext, ModelInfo, ModelNext } from './model-context.js'
+import type { ModelLink, ModelPrice } from './model-link.js'
 import type { Clock, Logger, RunContext } from './types.js'
 
 /** A composed model onion, as `composeModel` returns it. */
@@ -19,16 +19,18 @@ function infoOf(link: ModelLink): ModelInfo {
     : { name: link.name, adapter: link.adapter }
 }
 
-/** The chain's link for the model a layer left in the context; another model (a spare) is priced by its name from `prices`. */
+/** The agent's link for the model a layer left in the context; another model (a spare) is priced by its name from `prices`. */
 function linkOf(settings: ModelOnionSettings, model: ModelInfo): ModelLink {
-  for (const link of settings.chain) if (link.adapter === model.adapter && link.name === model.name) return link
-  return { name: model.name, adapter: model.adapter, price: settings.prices.get(model.name), breaker: undefined }
+  const own = settings.model
+  if (own.adapter === model.adapter && own.name === model.name) return own
+  return { name: model.name, adapter: model.adapter, price: settings.prices.get(model.name) }
 }
 
 /**
  * The terminal of the model onion: ONE attempt on `ctx.model`. Stops on a cancelled run, spends the
- * run's 'model' step, asks the adapter with the deadline of `limits.modelTimeoutMs`, checks the
- * answer, and tells the `model.call` event and log line of it, answered or failed.
+ * run's 'model' step, asks the adapter until it answers or `ctx.signal` aborts (the run's
+ * cancellation, a timeout layer's deadline), checks the answer, and tells the `model.call` event and
+ * log line of it, answered or failed.
  */
 function terminalOf(env: ModelCallEnv, settings: ModelOnionSettings) {
   // compose hands its final `next` the call's context.
@@ -116,7 +118,8 @@ class CallContext implements ModelContext {
 /** Per agent: what every model call of its runs shares. */
 export interface ModelOnionSettings {
   readonly onion: ModelOnion
-  readonly chain: readonly ModelLink[]
+  /** The agent's own model, which every call starts with. */
+  readonly model: ModelLink
   /** What each model costs by name, for a model a layer asks instead of the agent's own. */
   readonly prices: ReadonlyMap<string, ModelPrice>
   readonly stackKey: object
@@ -132,7 +135,7 @@ export async function callModelOnion(
   env: ModelCallEnv,
   run: RunContext,
 ): Promise<{ response: ModelResponse; link: ModelLink }> {
-  const ctx = new CallContext(run, env, infoOf(settings.chain[0] as ModelLink), request, settings.stackKey)
+  const ctx = new CallContext(run, env, infoOf(settings.model), request, settings.stackKey)
   try {
     await settings.onion(ctx, terminalOf(env, settings) as unknown as ModelNext)
   } catch (err) {

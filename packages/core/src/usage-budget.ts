@@ -1,6 +1,6 @@
 import { LoopError } from './errors.js'
 import type { ModelUsage } from './model.js'
-import type { ModelPrice } from './model-chain.js'
+import type { ModelPrice } from './model-link.js'
 
 /**
  * Tokens and dollars a run has spent on model calls; checkpointed with the run, so resume goes on counting.

@@ -170,5 +170,8 @@ export function createAgent(options: AgentOptions<AgentModel>): Agent
 export function createAgent(options: AgentOptions<AgentModel>): Agent<ParkingOutcome> {
   if (typeof options !== 'object' || options === null || options.modelMiddleware !== undefined) return createCoreAgent(options)
   const { model, modelMiddleware } = defaultStackOf(options)
-  return createCoreAgent({ ...options, model, modelMiddleware })
+  // The sugar became the stack's options: core's createAgent refuses it.
+  const { modelRetry: _retry, modelBreaker: _breaker, limits, ...rest } = options
+  const { modelTimeoutMs: _deadline, ...coreLimits } = limits ?? {}
+  return createCoreAgent({ ...rest, ...(limits === undefined ? {} : { limits: coreLimits }), model, modelMiddleware })
 }

@@ -1,19 +1,10 @@
 import { readFileSync } from 'node:fs'
 import { fileURLToPath } from 'node:url'
-import {
-  type AnyTool,
-  createAgent,
-  createRun,
-  createStack,
-  defineTool,
-  LoopError,
-  type Middleware,
-  type ToolCall,
-  ToolError,
-} from '@shallot/core'
+import { type AnyTool, createRun, createStack, defineTool, LoopError, type Middleware, type ToolCall, ToolError } from '@shallot/core'
 import { faultError, manualClock, scriptedModel, seededRandom } from '@shallot/testing'
 import { describe, expect, it } from 'vitest'
 import { z } from 'zod'
+import { createAgent } from './create-agent.js'
 import {
   circuitBreaker,
   consecutive,
