@@ -1,6 +1,6 @@
 import { abortReason, type Clock, type Logger, ToolError } from '@shallot/core'
 import { type AbortSource, onAbort, startTimer } from '@shallot/core/kit'
-import type { RateDecision, RateRule } from './gcra.js'
+import type { RateDecision, RateReservation, RateRule } from './gcra.js'
 import type { RateLimitStore } from './rate-limit-store.js'
 
 /** What a layer's call hands the admission: its clock, its logger and the signal it may stop on. */
@@ -105,7 +105,7 @@ export function decide(
  * Waits `ms` on the caller's clock, or rejects with the abort's reason the moment the caller's signal
  * aborts; either way the timer and the listener are gone when it settles.
  */
-export function waitTurn(caller: Caller, ms: number): Promise<void> {
+export function waitTurn(caller: Caller, ms: number, onCancel: () => void = () => {}): Promise<void> {
   return new Promise<void>((resolve, reject) => {
     let off: () => void = () => {}
     const cancelTimer = startTimer(caller.clock, ms, () => {
@@ -114,7 +114,61 @@ export function waitTurn(caller: Caller, ms: number): Promise<void> {
     })
     off = onAbort(caller.signal, () => {
       cancelTimer()
+      onCancel()
       reject(abortReason(caller.signal))
     })
   })
+}
+
+interface Refund {
+  readonly caller: Caller
+  readonly store: RateLimitStore
+  readonly key: string
+  readonly rule: RateRule
+  readonly reservation: RateReservation
+}
+
+let pending: Refund[] = []
+
+/**
+ * Gives a cancelled waiter's reserved place back through the store's optional `refund`, never throwing
+ * and never awaited: a store that throws or rejects keeps the place, logged (it only admits fewer calls).
+ * Refunds asked in one tick (a run's cancellation ends all its waiters at once) go together, latest
+ * reservation first and one after another, so a queue's tail is given back whole: a store only gives
+ * back a key's last reservation.
+ */
+export function giveBack(
+  caller: Caller,
+  store: RateLimitStore,
+  key: string,
+  rule: RateRule,
+  reservation: RateReservation | undefined,
+): void {
+  if (reservation === undefined || typeof store.refund !== 'function') return
+  if (pending.push({ caller, store, key, rule, reservation }) === 1) queueMicrotask(flushRefunds)
+}
+
+function flushRefunds(): void {
+  const batch = pending.sort((a, b) => b.reservation.tat - a.reservation.tat)
+  pending = []
+  let chain: Promise<unknown> | undefined
+  for (const refund of batch) {
+    if (chain === undefined) {
+      const answer = refundOne(refund)
+      if (isPromise(answer)) chain = answer
+    } else chain = chain.then(() => refundOne(refund))
+  }
+}
+
+function refundOne({ caller, store, key, rule, reservation }: Refund): unknown {
+  const failed = (err: unknown) => {
+    caller.log.warn({ key, err }, "rate limit store failed to give a cancelled call's place back; the place stays taken")
+  }
+  try {
+    const answer = store.refund?.(key, rule, reservation, caller.clock.now())
+    return isPromise(answer) ? answer.then(undefined, failed) : answer
+  } catch (err) {
+    failed(err)
+    return undefined
+  }
 }

@@ -21,6 +21,22 @@ export interface RateRule {
 export interface RateDecision {
   readonly admitted: boolean
   readonly waitMs: number
+  /**
+   * Admitted with a wait, from a store that can give a place back: what its `refund` needs (the layer
+   * hands it back as it came). Absent otherwise: a store without `refund` never sets it.
+   */
+  readonly reservation?: RateReservation
+}
+
+/**
+ * Who holds a reserved place, as the store that reserved it knows it: the key's TAT right after the
+ * reservation (it came due at `tat − burst × intervalMs`) and the key's refund sequence then. A refund
+ * finds the key still at both only when no call was admitted behind the reservation since, and no
+ * refund-then-admit happened in between (which would move the sequence on).
+ */
+export interface RateReservation {
+  readonly tat: number
+  readonly seq: number
 }
 
 /** What {@link gcra} answers: the decision and the key's new theoretical arrival time. */
@@ -45,4 +61,21 @@ export function gcra(tat: number | undefined, now: number, rule: RateRule): Gcra
   const waitMs = Math.max(0, from - (rule.burst - 1) * rule.intervalMs - now)
   if (waitMs > rule.maxWaitMs) return { admitted: false, waitMs, tat: from }
   return { admitted: true, waitMs, tat: from + rule.intervalMs }
+}
+
+/**
+ * The TAT a key returns to when the reservation that took it to `tat` is given back: one interval
+ * earlier, never below `now` (a key at rest). That is exactly the key as it would be had the place
+ * never been taken, so only the last reservation of a key (its TAT unchanged since) may be given
+ * back, and only before it came due (`now < tat − burst × intervalMs`); anything else answers undefined.
+ * A place in the middle of a queue cannot be given back: moving the TAT back would hand the queue's
+ * last place out twice, over the limit.
+ *
+ * @example
+ * gcraRefund(300, 300, 50, { intervalMs: 100, burst: 1, maxWaitMs: 500 }) // 200
+ * gcraRefund(300, 400, 50, { intervalMs: 100, burst: 1, maxWaitMs: 500 }) // undefined: a call was admitted behind it
+ */
+export function gcraRefund(tat: number | undefined, reservedTat: number, now: number, rule: RateRule): number | undefined {
+  if (tat === undefined || tat !== reservedTat || !(now < reservedTat - rule.burst * rule.intervalMs)) return undefined
+  return Math.max(tat - rule.intervalMs, now)
 }

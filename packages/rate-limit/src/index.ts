@@ -1,5 +1,5 @@
 export { rateLimitDefinition, rateLimitDefinition as definition, rateLimitFileOptionsSchema } from './definition.js'
-export { gcra, type RateDecision, type RateRule } from './gcra.js'
+export { gcra, gcraRefund, type RateDecision, type RateReservation, type RateRule } from './gcra.js'
 export { type RateLimitOptions, rateLimit, rateLimitOptionsSchema } from './rate-limit.js'
 export { modelRateKey, type RateLimitModelOptions, rateLimitModel, rateLimitModelOptionsSchema } from './rate-limit-model.js'
 export { isRateLimitStore, type MemoryRateLimitStoreOptions, memoryRateLimitStore, type RateLimitStore } from './rate-limit-store.js'

@@ -1,7 +1,7 @@
 import { abortReason, type ModelContext, type ModelMiddleware, type ModelNext } from '@shallot/core'
 import { optionsParser } from '@shallot/core/kit'
 import { z } from 'zod'
-import { type Caller, decide, STORE_FAILED_OPEN, waitTurn } from './admission.js'
+import { type Caller, decide, giveBack, STORE_FAILED_OPEN, waitTurn } from './admission.js'
 import type { RateDecision } from './gcra.js'
 import { keyFrom, type Limiter, limiterOf } from './rate-limit.js'
 import { keyFunction, rateLimitDataShape, storeSchema } from './rate-limit-options.js'
@@ -72,7 +72,8 @@ export function limitModelCalls(limiter: Limiter, keyOf: (ctx: ModelContext) => 
     if (decision.waitMs <= 0) return next()
     const waitMs = Math.ceil(decision.waitMs)
     ctx.log.info({ model, key, waitMs }, 'model call waits for its rate limit')
-    return waitTurn(caller, waitMs).then(() => (ctx.signal.aborted ? Promise.reject(abortReason(ctx.signal)) : next()))
+    const cancelled = () => giveBack(caller, store, key, rule, decision.reservation)
+    return waitTurn(caller, waitMs, cancelled).then(() => (ctx.signal.aborted ? Promise.reject(abortReason(ctx.signal)) : next()))
   }
 
   return async function rateLimitModel(ctx: ModelContext, next: ModelNext): Promise<void> {

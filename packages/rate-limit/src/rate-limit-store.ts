@@ -1,4 +1,4 @@
-import { gcra, type RateDecision, type RateRule } from './gcra.js'
+import { gcra, gcraRefund, type RateDecision, type RateReservation, type RateRule } from './gcra.js'
 
 /**
  * Where a rate limit keeps its state, so a fleet of workers shares one limit (`@shallot/store-redis`
@@ -17,6 +17,15 @@ export interface RateLimitStore {
    * runs on it; a shared store ignores it and uses one clock for the fleet (the server's).
    */
   acquire(key: string, rule: RateRule, now: number): RateDecision | Promise<RateDecision>
+  /**
+   * Optional: gives back the place `reservation` (from this store's own admitted answer) holds, when its
+   * caller was cancelled while waiting. Atomically, and only when it is still the key's last reservation
+   * and has not come due (else nothing changes): the key's TAT moves back one interval, never below now.
+   * A second refund of the same reservation changes nothing. Answers whether the place was given back.
+   * The layer calls it without waiting for it and logs a failure: a store without it, or one that
+   * fails, keeps the place, which only admits fewer calls.
+   */
+  refund?(key: string, rule: RateRule, reservation: RateReservation, now: number): boolean | Promise<boolean>
 }
 
 /**
@@ -50,10 +59,14 @@ export function memoryRateLimitStore(options: MemoryRateLimitStoreOptions = {}):
   if (!Number.isInteger(maxKeys) || maxKeys < 1) {
     throw new TypeError(`memoryRateLimitStore(): maxKeys must be a positive integer, got ${String(maxKeys)}`)
   }
-  const tats = new Map<string, number>()
+  // seq: even while calls are admitted in order, odd once a refund happened (the next admit makes it even
+  // again), so a refund-then-admit never looks like the state a reservation saw. New keys start past every
+  // sequence handed out, so a key swept and made again never matches an old reservation either.
+  const tats = new Map<string, { tat: number; seq: number }>()
+  let fresh = 0
 
   function sweep(now: number): void {
-    for (const [key, tat] of tats) if (tat <= now) tats.delete(key)
+    for (const [key, { tat }] of tats) if (tat <= now) tats.delete(key)
     for (const key of tats.keys()) {
       if (tats.size < maxKeys) break
       tats.delete(key)
@@ -65,11 +78,28 @@ export function memoryRateLimitStore(options: MemoryRateLimitStoreOptions = {}):
       return tats.size
     },
     acquire(key, rule, now) {
-      const step = gcra(tats.get(key), now, rule)
+      let entry = tats.get(key)
+      const step = gcra(entry?.tat, now, rule)
       if (!step.admitted) return { admitted: false, waitMs: step.waitMs }
-      if (!tats.has(key) && tats.size >= maxKeys) sweep(now)
-      tats.set(key, step.tat)
-      return { admitted: true, waitMs: step.waitMs }
+      if (entry === undefined) {
+        if (tats.size >= maxKeys) sweep(now)
+        entry = { tat: step.tat, seq: (fresh += 2) }
+        tats.set(key, entry)
+      } else {
+        entry.tat = step.tat
+        if (entry.seq % 2 === 1) entry.seq++
+      }
+      if (step.waitMs <= 0) return { admitted: true, waitMs: step.waitMs }
+      return { admitted: true, waitMs: step.waitMs, reservation: { tat: step.tat, seq: entry.seq } }
+    },
+    refund(key, rule, reservation, now) {
+      const entry = tats.get(key)
+      const gap = entry === undefined ? -1 : entry.seq - reservation.seq
+      const tat = gap === 0 || gap === 1 ? gcraRefund(entry?.tat, reservation.tat, now, rule) : undefined
+      if (entry === undefined || tat === undefined) return false
+      entry.tat = tat
+      entry.seq = reservation.seq + 1
+      return true
     },
   }
 }

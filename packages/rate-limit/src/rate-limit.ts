@@ -1,7 +1,7 @@
 import { abortReason, type Middleware, type Next, type ToolContext } from '@shallot/core'
 import { optionsParser } from '@shallot/core/kit'
 import { z } from 'zod'
-import { type Caller, decide, STORE_FAILED_OPEN, waitTurn } from './admission.js'
+import { type Caller, decide, giveBack, STORE_FAILED_OPEN, waitTurn } from './admission.js'
 import type { RateDecision } from './gcra.js'
 import { keyFunction, type RateLimitData, rateLimitDataShape, ruleOf, storeSchema } from './rate-limit-options.js'
 import { memoryRateLimitStore, type RateLimitStore } from './rate-limit-store.js'
@@ -97,7 +97,8 @@ export function limitToolCalls(limiter: Limiter, keyOf: (ctx: ToolContext) => st
     if (decision.waitMs <= 0) return next()
     const waitMs = Math.ceil(decision.waitMs)
     ctx.emit('rate-limit.waiting', { key, waitMs })
-    return waitTurn(caller, waitMs).then(() => (caller.signal.aborted ? Promise.reject(abortReason(caller.signal)) : next()))
+    const cancelled = () => giveBack(caller, store, key, rule, decision.reservation)
+    return waitTurn(caller, waitMs, cancelled).then(() => (caller.signal.aborted ? Promise.reject(abortReason(caller.signal)) : next()))
   }
 
   return function rateLimit(ctx: ToolContext, next: Next): Promise<void> {
