@@ -1,4 +1,4 @@
-import { createStack, defineTool, OptionsError } from '@shallot/core'
+import { createRun, createStack, defineTool, OptionsError } from '@shallot/core'
 import { rateLimit } from '@shallot/rate-limit'
 import { rateLimitStoreContract } from '@shallot/rate-limit/contract'
 import { manualClock } from '@shallot/testing'
@@ -45,6 +45,50 @@ describe('redisRateLimitStore', () => {
     const store = redisRateLimitStore({ client: fixture.client, prefix })
     expect(await store.acquire('k', rule, 0)).toEqual({ admitted: true, waitMs: 0 })
     expect((await store.acquire('k', rule, 0)).admitted).toBe(false)
+  })
+
+  it('a waiter cancelled before its turn gives its place back in Redis: the next caller goes at once', async () => {
+    const clock = manualClock()
+    const ranAt: number[] = []
+    const tool = defineTool({
+      name: 'lookup',
+      description: 'L',
+      input: z.object({}),
+      effect: 'read',
+      execute: () => ranAt.push(clock.now()),
+    })
+    const prefix = freshPrefix()
+    const store = redisRateLimitStore({ client: fixture.client, prefix, wallNow: () => 1_700_000_000_000 + clock.now() })
+    const stack = createStack({ tools: [tool], clock, middleware: [rateLimit({ limit: 1, maxWaitMs: 2000, store })] })
+    const call = (id: string, signal?: AbortSignal) =>
+      stack.dispatch({ id, name: 'lookup', args: {} }, { run: createRun(signal ? { signal } : {}) })
+    await call('a')
+    const controller = new AbortController()
+    const reserved = new Promise<void>((resolve) => stack.on((event) => event.type === 'rate-limit.waiting' && resolve()))
+    const waiting = call('b', controller.signal).catch((err: { kind?: string }) => err.kind)
+    await reserved
+    controller.abort()
+    expect(await waiting).toBe('cancelled')
+    // The refund goes to Redis unawaited: it has landed once the key's refund sequence exists.
+    for (let i = 0; i < 1000 && (await fixture.client.get(`${prefix}:{tool:lookup}:rate:seq`)) === null; i++);
+    await clock.advance(1000)
+    await call('c')
+    expect(ranAt).toEqual([0, 1000])
+  })
+
+  it('reads a refund sequence that is not a number, or not a string, as none, and still decides', async () => {
+    const prefix = freshPrefix()
+    await fixture.client.hset(`${prefix}:{k}:rate:seq`, 'x', '1')
+    const store = redisRateLimitStore({ client: fixture.client, prefix, wallNow: () => 1_700_000_000_000 })
+    const wide = { intervalMs: 1000, burst: 1, maxWaitMs: 5000 }
+    await store.acquire('k', wide, 0)
+    const waiting = await store.acquire('k', wide, 0)
+    expect(waiting.reservation).toMatchObject({ seq: 0 })
+    expect(await store.refund?.('k', wide, { tat: waiting.reservation?.tat ?? 0, seq: 7 }, 0)).toBe(false)
+    expect(await store.refund?.('k', wide, { tat: Number.NaN, seq: 0 }, 0)).toBe(false)
+    expect(await store.refund?.('k', wide, waiting.reservation as never, 0)).toBe(true)
+    expect(await fixture.client.get(`${prefix}:{k}:rate:seq`)).toBe('1')
+    expect(await fixture.client.pttl(`${prefix}:{k}:rate:seq`)).toBeGreaterThan(0)
   })
 
   it('refuses options it cannot use, naming them', () => {
