@@ -1,4 +1,4 @@
-import { createStack, defineTool, OptionsError } from '@shallot/core'
+import { createRun, createStack, defineTool, OptionsError } from '@shallot/core'
 import { rateLimit } from '@shallot/rate-limit'
 import { rateLimitStoreContract } from '@shallot/rate-limit/contract'
 import { manualClock } from '@shallot/testing'
@@ -32,6 +32,63 @@ describe('postgresRateLimitStore', () => {
     await fixture.pool.query(`INSERT INTO "${tablePrefix}rate_limits" VALUES ('k', $1::double precision, true, 0)`, [corrupt])
     expect(await store.acquire('k', rule)).toEqual({ admitted: true, waitMs: 0 })
     expect((await store.acquire('k', rule)).admitted).toBe(false)
+  })
+
+  it('a waiter cancelled before its turn gives its place back in PostgreSQL: the next caller goes at once', async () => {
+    const clock = manualClock()
+    const ranAt: number[] = []
+    const tool = defineTool({
+      name: 'lookup',
+      description: 'L',
+      input: z.object({}),
+      effect: 'read',
+      execute: () => ranAt.push(clock.now()),
+    })
+    const tablePrefix = freshPrefix()
+    const store = await migrated({ tablePrefix, wallNow: () => 1_700_000_000_000 + clock.now() })
+    const stack = createStack({
+      tools: [tool],
+      clock,
+      middleware: [rateLimit({ limit: 1, maxWaitMs: 2000, store, storeTimeoutMs: 10_000 })],
+    })
+    const call = (id: string, signal?: AbortSignal) =>
+      stack.dispatch({ id, name: 'lookup', args: {} }, { run: createRun(signal ? { signal } : {}) })
+    await call('a')
+    const controller = new AbortController()
+    const reserved = new Promise<void>((resolve) => stack.on((event) => event.type === 'rate-limit.waiting' && resolve()))
+    const waiting = call('b', controller.signal).catch((err: { kind?: string }) => err.kind)
+    await reserved
+    controller.abort()
+    expect(await waiting).toBe('cancelled')
+    // The refund goes to PostgreSQL unawaited: it has landed once the row's refund sequence moved.
+    const seqOf = async () => (await fixture.pool.query(`SELECT seq FROM "${tablePrefix}rate_limits"`)).rows[0]?.seq
+    for (let i = 0; i < 1000 && (await seqOf()) === '0'; i++);
+    await clock.advance(1000)
+    await call('c')
+    expect(ranAt).toEqual([0, 1000])
+  })
+
+  it('migrate() gives a table made before refunds its refund sequence, keeping its rows; a garbage reservation gives nothing back', async () => {
+    const tablePrefix = freshPrefix()
+    await fixture.pool.query(
+      `CREATE TABLE "${tablePrefix}rate_limits" (key text PRIMARY KEY, tat double precision NOT NULL, admitted boolean NOT NULL, wait_ms double precision NOT NULL)`,
+    )
+    const wide = { intervalMs: 1000, burst: 1, maxWaitMs: 5000 }
+    const store = postgresRateLimitStore({ pool: fixture.pool, tablePrefix, wallNow: () => 1_700_000_000_000 })
+    await fixture.pool.query(`INSERT INTO "${tablePrefix}rate_limits" VALUES ('k', 1700000001000, true, 0)`)
+    await store.migrate()
+    await store.migrate()
+    const waiting = await store.acquire('k', wide)
+    expect(waiting).toEqual({ admitted: true, waitMs: 1000, reservation: { tat: 1_700_000_002_000, seq: 0 } })
+    for (const garbage of [
+      { tat: Number.NaN, seq: 0 },
+      { tat: 1_700_000_002_000, seq: 5 },
+      { tat: 1e308, seq: 0 },
+    ]) {
+      expect(await store.refund('k', wide, garbage)).toBe(false)
+    }
+    expect(await store.refund('k', wide, waiting.reservation as never)).toBe(true)
+    expect(await store.refund('k', wide, waiting.reservation as never)).toBe(false)
   })
 
   it('takes a key that looks like SQL as a key', async () => {

@@ -1,6 +1,6 @@
 import { parseOptions, silentLogger, systemClock } from '@shallot/core'
 import { boundedCall, refineWallNow, wallNowOf } from '@shallot/core/kit'
-import type { RateDecision, RateLimitStore, RateRule } from '@shallot/rate-limit'
+import type { RateDecision, RateLimitStore, RateReservation, RateRule } from '@shallot/rate-limit'
 import { z } from 'zod'
 import { statement } from './postgres-store-context.js'
 import { postgresStoresOptionsSchema } from './postgres-stores-options.js'
@@ -22,9 +22,10 @@ export const postgresRateLimitStoreOptionsSchema = z
 /** What {@link postgresRateLimitStore} accepts. */
 export type PostgresRateLimitStoreOptions = z.input<typeof postgresRateLimitStoreOptionsSchema>
 
-/** The rate limit's store in PostgreSQL: `acquire` for the layer, `migrate()` to create its table once. */
+/** The rate limit's store in PostgreSQL: `acquire` and `refund` for the layer, `migrate()` to create its table once. */
 export interface PostgresRateLimitStore extends RateLimitStore {
   acquire(key: string, rule: RateRule): Promise<RateDecision>
+  refund(key: string, rule: RateRule, reservation: RateReservation): Promise<boolean>
   /** Creates the table `<tablePrefix>rate_limits` if it does not exist. */
   migrate(): Promise<void>
 }
@@ -41,18 +42,36 @@ function acquireSql(table: string): string {
     VALUES ($2, COALESCE($1::double precision, extract(epoch FROM clock_timestamp()) * 1000) + $3, true, 0)
     ON CONFLICT (key) DO UPDATE SET
       tat = CASE WHEN ${WAIT} <= $5 THEN GREATEST(${OLD}, ${NOW}) + $3 ELSE GREATEST(${OLD}, ${NOW}) END,
+      seq = CASE WHEN ${WAIT} <= $5 AND r.seq % 2 = 1 THEN r.seq + 1 ELSE r.seq END,
       admitted = ${WAIT} <= $5,
       wait_ms = ${WAIT}
-    RETURNING admitted, wait_ms`
+    RETURNING admitted, wait_ms, tat, seq::double precision AS seq`
 }
 
-const rowSchema = z.object({ admitted: z.boolean(), wait_ms: z.number().min(0) })
+/**
+ * The one statement of a refund, under the row's lock: only while the TAT is still the reservation's (no
+ * call admitted behind it), the sequence is its own or one past (refunds of later places since, but no
+ * refund-then-admit: an admission makes an odd sequence even), and the place is not due. The TAT moves back
+ * one interval, never below now; the sequence goes one past the reservation's, so a second refund finds the
+ * TAT moved and changes nothing. Returns a row only when the place was given back.
+ */
+function refundSql(table: string): string {
+  const now = `COALESCE($1::double precision, extract(epoch FROM clock_timestamp()) * 1000)`
+  return `UPDATE ${table} AS r SET tat = GREATEST(r.tat - $3::double precision, ${now}), seq = $6::bigint + 1
+    WHERE r.key = $2::text AND r.tat = $5::double precision AND r.seq IN ($6::bigint, $6::bigint + 1)
+      AND ${now} < r.tat - $4::double precision * $3::double precision
+    RETURNING true AS refunded`
+}
+
+const rowSchema = z.object({ admitted: z.boolean(), wait_ms: z.number().min(0), tat: z.number(), seq: z.number().int().min(0) })
 
 /**
  * One rate limit for a fleet of workers (`rateLimit({ store })`), in one table: a row per key with its
  * theoretical arrival time, decided by ONE statement (`INSERT … ON CONFLICT DO UPDATE … RETURNING`), atomic
  * under the row's lock, on the server's clock (`clock_timestamp()`), so admissions are spaced by one clock
- * whichever worker asks. The row also keeps its last decision, which the statement returns. Each decision
+ * whichever worker asks. The row also keeps its last decision, which the statement returns, and a refund
+ * sequence: `refund` (one `UPDATE`) gives a cancelled waiter's place back while it is still the key's last
+ * reservation (see `RateLimitStore.refund`). Each decision
  * gives up after `timeoutMs` with a soft `store_unavailable`; the layer then fails open or closed as its
  * `onStoreFailure` says. A TAT that is not a finite number is read as a key at rest. Rows of keys at rest
  * are harmless and small; delete them at will (`DELETE … WHERE tat < now`).
@@ -70,6 +89,7 @@ export function postgresRateLimitStore(options: PostgresRateLimitStoreOptions): 
   const bounded = boundedCall(o.clock ?? systemClock, o.timeoutMs, postgresUnavailable, 'PostgreSQL refused or lost the query')
   const table = `"${o.tablePrefix}rate_limits"`
   const sql = acquireSql(table)
+  const refundStatement = refundSql(table)
 
   return {
     acquire(key, rule) {
@@ -81,7 +101,17 @@ export function postgresRateLimitStore(options: PostgresRateLimitStoreOptions): 
           log.warn({ key }, 'rate limit: PostgreSQL answered something the store does not understand')
           throw postgresUnavailable('rateLimit.acquire', 'PostgreSQL answered something the store does not understand', parsed.error)
         }
-        return { admitted: parsed.data.admitted, waitMs: parsed.data.wait_ms }
+        const { admitted, wait_ms: waitMs, tat, seq } = parsed.data
+        if (!admitted || waitMs <= 0) return { admitted, waitMs }
+        return { admitted, waitMs, reservation: { tat, seq } }
+      })
+    },
+    refund(key, rule, reservation) {
+      return bounded('rateLimit.refund', async () => {
+        const nowParam = test === undefined ? null : String(test())
+        const params = [nowParam, key, rule.intervalMs, rule.burst, reservation.tat, reservation.seq]
+        const { rows } = await statement(db, refundStatement, params)
+        return rows.length === 1
       })
     },
     async migrate() {
@@ -91,10 +121,13 @@ export function postgresRateLimitStore(options: PostgresRateLimitStoreOptions): 
           key text PRIMARY KEY,
           tat double precision NOT NULL,
           admitted boolean NOT NULL,
-          wait_ms double precision NOT NULL
+          wait_ms double precision NOT NULL,
+          seq bigint NOT NULL DEFAULT 0
         )`,
         [],
       )
+      // A table made before refunds existed gets the refund sequence; its rows start at 0.
+      await statement(db, `ALTER TABLE ${table} ADD COLUMN IF NOT EXISTS seq bigint NOT NULL DEFAULT 0`, [])
     },
   }
 }
