@@ -33,8 +33,11 @@ export function storeUnavailable(err: unknown): ToolError {
   })
 }
 
-/** Races a store's answer against `timeoutMs` on the caller's clock and the caller's signal, leaving no timer or listener. */
-function bounded(caller: Caller, answer: Promise<RateDecision>, timeoutMs: number): Promise<RateDecision> {
+/**
+ * Races a store's answer against `timeoutMs` on the caller's clock and the caller's signal, leaving no timer
+ * or listener. An answer that comes after the race was lost is handed to `late` (its place goes unused).
+ */
+function bounded(caller: Caller, answer: Promise<RateDecision>, timeoutMs: number, late: (d: RateDecision) => void): Promise<RateDecision> {
   return new Promise<RateDecision>((resolve, reject) => {
     let settled = false
     const finish = (then: () => void) => {
@@ -47,7 +50,7 @@ function bounded(caller: Caller, answer: Promise<RateDecision>, timeoutMs: numbe
     const cancelTimer = startTimer(caller.clock, timeoutMs, () => finish(() => reject(new Error(`no answer within ${timeoutMs} ms`))))
     const off = onAbort(caller.signal, () => finish(() => reject(abortReason(caller.signal))))
     answer.then(
-      (decision) => finish(() => resolve(decision)),
+      (decision) => (settled ? late(decision) : finish(() => resolve(decision))),
       (err: unknown) => finish(() => reject(err)),
     )
   })
@@ -66,7 +69,8 @@ function checked(decision: unknown): RateDecision {
  * Asks the store for one call. A synchronous store answers synchronously (no promise, no timer); an async
  * one is bounded by `timeoutMs` and the caller's signal. A store that throws, rejects, is late or answers
  * garbage is failed: open gives {@link STORE_FAILED_OPEN}, closed throws the soft `store_unavailable`.
- * The caller's own cancellation is never a store failure: it throws the abort's reason.
+ * The caller's own cancellation is never a store failure: it throws the abort's reason. A place reserved
+ * by an answer that came too late (after the cancellation or `timeoutMs`) is given back.
  */
 export function decide(
   caller: Caller,
@@ -98,7 +102,9 @@ export function decide(
       return failed(err)
     }
   }
-  return bounded(caller, answer, timeoutMs).then(checked).then(undefined, failed)
+  // A reservation that arrives after its caller stopped waiting for it (cancelled, or the store was late) is given back.
+  const late = (d: RateDecision) => giveBack(caller, store, key, rule, (d as Partial<RateDecision> | null)?.reservation)
+  return bounded(caller, answer, timeoutMs, late).then(checked).then(undefined, failed)
 }
 
 /**
@@ -144,7 +150,7 @@ export function giveBack(
   rule: RateRule,
   reservation: RateReservation | undefined,
 ): void {
-  if (reservation === undefined || typeof store.refund !== 'function') return
+  if (typeof reservation !== 'object' || reservation === null || typeof store.refund !== 'function') return
   if (pending.push({ caller, store, key, rule, reservation }) === 1) queueMicrotask(flushRefunds)
 }
 

@@ -1,9 +1,9 @@
-import { createRun, createStack, defineTool, type Logger } from '@shallot/core'
+import { createAgent, createRun, createStack, defineTool, type Logger } from '@shallot/core'
 import { manualClock, seededRandom } from '@shallot/testing'
 import { timeout } from '@shallot/timeout'
 import { describe, expect, it } from 'vitest'
 import { z } from 'zod'
-import { gcra, memoryRateLimitStore, type RateLimitStore, rateLimit } from './index.js'
+import { gcra, memoryRateLimitStore, type RateDecision, type RateLimitStore, rateLimit, rateLimitModel } from './index.js'
 
 // A cancelled waiter gives its reserved place back (decision 585): through the layer, on a manual clock.
 
@@ -133,6 +133,61 @@ describe('rateLimit: a cancelled waiter gives its place back', () => {
     const refunding = await fiftyCancelledAtRandom(memoryRateLimitStore())
     const keeping = await fiftyCancelledAtRandom(withoutRefund())
     expect(refunding).toBeGreaterThan(keeping)
+  })
+
+  it('a reservation answered after its caller was cancelled, or after storeTimeoutMs, is given back', async () => {
+    const inner = memoryRateLimitStore()
+    let hold = false
+    const late: Array<() => void> = []
+    const store: RateLimitStore = {
+      acquire: (k, r, n) => {
+        const d = inner.acquire(k, r, n) as RateDecision
+        return hold ? new Promise<RateDecision>((resolve) => late.push(() => resolve(d))) : d
+      },
+      refund: (k, r, res, n) => inner.refund?.(k, r, res, n) ?? false,
+    }
+    const { clock, call, ranAt } = setup({ limit: 1, perMs: 1000, maxWaitMs: 5000, storeTimeoutMs: 50, store })
+    await call()
+    hold = true
+    const controller = new AbortController()
+    const cancelled = call(controller.signal).catch((err: { kind?: string }) => err.kind)
+    const timedOut = call() // fails open after 50 ms: it runs, unlimited
+    await clock.advance(10)
+    controller.abort()
+    expect(await cancelled).toBe('cancelled')
+    await clock.advance(40)
+    await timedOut
+    for (const answer of late.reverse()) answer()
+    await clock.advance(0)
+    hold = false
+    const next = call()
+    await clock.advance(1000)
+    await next
+    expect(ranAt).toEqual([0, 50, 1000])
+  })
+
+  it('a model call cancelled while it waits gives its place back: the next run asks the model at once', async () => {
+    const clock = manualClock()
+    const askedAt: number[] = []
+    const model = {
+      name: 'gpt',
+      async generate() {
+        askedAt.push(clock.now())
+        return { text: 'done', toolCalls: [] }
+      },
+    }
+    const agent = createAgent({ model, tools: [], clock, modelMiddleware: [rateLimitModel({ limit: 1, perMs: 1000, maxWaitMs: 2000 })] })
+    await agent.run({ input: 'a' })
+    const controller = new AbortController()
+    const cancelled = agent.run({ input: 'b', signal: controller.signal })
+    await clock.advance(100)
+    controller.abort()
+    expect((await cancelled).status).not.toBe('completed')
+    await clock.advance(900)
+    const next = agent.run({ input: 'c' })
+    await clock.advance(0)
+    expect((await next).status).toBe('completed')
+    expect(askedAt).toEqual([0, 1000])
   })
 
   it('a store whose refund throws or rejects keeps the place, logged; the cancellation is the caller’s only error', async () => {
