@@ -103,7 +103,7 @@ export function decide(
     }
   }
   // A reservation that arrives after its caller stopped waiting for it (cancelled, or the store was late) is given back.
-  const late = (d: RateDecision) => giveBack(caller, store, key, rule, (d as Partial<RateDecision> | null)?.reservation)
+  const late = (d: RateDecision) => giveBack(caller, store, key, rule, (d as Partial<RateDecision> | null)?.reservation, timeoutMs)
   return bounded(caller, answer, timeoutMs, late).then(checked).then(undefined, failed)
 }
 
@@ -132,6 +132,7 @@ interface Refund {
   readonly key: string
   readonly rule: RateRule
   readonly reservation: RateReservation
+  readonly timeoutMs: number
 }
 
 let pending: Refund[] = []
@@ -141,7 +142,7 @@ let pending: Refund[] = []
  * and never awaited: a store that throws or rejects keeps the place, logged (it only admits fewer calls).
  * Refunds asked in one tick (a run's cancellation ends all its waiters at once) go together, latest
  * reservation first and one after another, so a queue's tail is given back whole: a store only gives
- * back a key's last reservation.
+ * back a key's last reservation. The next one is not held up longer than `timeoutMs` by a silent store.
  */
 export function giveBack(
   caller: Caller,
@@ -149,9 +150,10 @@ export function giveBack(
   key: string,
   rule: RateRule,
   reservation: RateReservation | undefined,
+  timeoutMs: number,
 ): void {
   if (typeof reservation !== 'object' || reservation === null || typeof store.refund !== 'function') return
-  if (pending.push({ caller, store, key, rule, reservation }) === 1) queueMicrotask(flushRefunds)
+  if (pending.push({ caller, store, key, rule, reservation, timeoutMs }) === 1) queueMicrotask(flushRefunds)
 }
 
 function flushRefunds(): void {
@@ -166,15 +168,35 @@ function flushRefunds(): void {
   }
 }
 
-function refundOne({ caller, store, key, rule, reservation }: Refund): unknown {
+function refundOne({ caller, store, key, rule, reservation, timeoutMs }: Refund): unknown {
+  let settled = false
   const failed = (err: unknown) => {
+    if (settled) return
+    settled = true
     caller.log.warn({ key, err }, "rate limit store failed to give a cancelled call's place back; the place stays taken")
   }
+  let answer: boolean | Promise<boolean> | undefined
   try {
-    const answer = store.refund?.(key, rule, reservation, caller.clock.now())
-    return isPromise(answer) ? answer.then(undefined, failed) : answer
+    answer = store.refund?.(key, rule, reservation, caller.clock.now())
   } catch (err) {
     failed(err)
     return undefined
   }
+  if (!isPromise(answer)) return answer
+  const sent = answer
+  return new Promise<void>((resolve) => {
+    const cancelTimer = startTimer(caller.clock, timeoutMs, () => {
+      failed(new Error(`no answer within ${timeoutMs} ms`))
+      resolve()
+    })
+    const done = () => {
+      settled = true
+      cancelTimer()
+      resolve()
+    }
+    sent.then(done, (err: unknown) => {
+      failed(err)
+      done()
+    })
+  })
 }

@@ -72,7 +72,7 @@ export function limitModelCalls(limiter: Limiter, keyOf: (ctx: ModelContext) => 
     if (decision.waitMs <= 0) return next()
     const waitMs = Math.ceil(decision.waitMs)
     ctx.log.info({ model, key, waitMs }, 'model call waits for its rate limit')
-    const cancelled = () => giveBack(caller, store, key, rule, decision.reservation)
+    const cancelled = () => giveBack(caller, store, key, rule, decision.reservation, options.storeTimeoutMs)
     return waitTurn(caller, waitMs, cancelled).then(() => (ctx.signal.aborted ? Promise.reject(abortReason(ctx.signal)) : next()))
   }
 

@@ -190,6 +190,41 @@ describe('rateLimit: a cancelled waiter gives its place back', () => {
     expect(askedAt).toEqual([0, 1000])
   })
 
+  it('a refund that never answers holds the next one up only storeTimeoutMs, is logged, and leaves no timer', async () => {
+    const inner = memoryRateLimitStore()
+    const asked: number[] = []
+    const warned: string[] = []
+    const noop = () => {}
+    const logger: Logger = {
+      debug: noop,
+      info: noop,
+      error: noop,
+      warn: (o, msg) => void warned.push(`${msg} ${String((o as { err?: Error }).err?.message)}`),
+      child: () => logger,
+    }
+    const store: RateLimitStore = {
+      acquire: (k, r, n) => inner.acquire(k, r, n),
+      refund: (k, r, res, n) => {
+        asked.push(n)
+        return asked.length === 1 ? new Promise<boolean>(() => {}) : (inner.refund?.(k, r, res, n) ?? false)
+      },
+    }
+    const { clock, call } = setup({ limit: 1, perMs: 1000, maxWaitMs: 5000, storeTimeoutMs: 300, store }, { logger })
+    await call()
+    const controller = new AbortController()
+    const queue = [call(controller.signal), call(controller.signal)].map((p) => p.catch(() => {}))
+    await clock.advance(10)
+    controller.abort()
+    await Promise.all(queue)
+    expect(asked).toEqual([10])
+    await clock.advance(300)
+    expect(asked).toEqual([10, 310])
+    expect(warned.filter((w) => w.includes('place back'))).toEqual([
+      "rate limit store failed to give a cancelled call's place back; the place stays taken no answer within 300 ms",
+    ])
+    expect(clock.pending).toBe(0)
+  })
+
   it('a store whose refund throws or rejects keeps the place, logged; the cancellation is the caller’s only error', async () => {
     for (const refund of [
       () => {

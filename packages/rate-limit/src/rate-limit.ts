@@ -97,7 +97,7 @@ export function limitToolCalls(limiter: Limiter, keyOf: (ctx: ToolContext) => st
     if (decision.waitMs <= 0) return next()
     const waitMs = Math.ceil(decision.waitMs)
     ctx.emit('rate-limit.waiting', { key, waitMs })
-    const cancelled = () => giveBack(caller, store, key, rule, decision.reservation)
+    const cancelled = () => giveBack(caller, store, key, rule, decision.reservation, options.storeTimeoutMs)
     return waitTurn(caller, waitMs, cancelled).then(() => (caller.signal.aborted ? Promise.reject(abortReason(caller.signal)) : next()))
   }
 
