@@ -126,6 +126,29 @@ describe('postgresRateLimitStore', () => {
     }
   })
 
+  it('a reservation answered after timeoutMs is given back once the server answers', async () => {
+    const clock = manualClock()
+    const tablePrefix = freshPrefix()
+    const wide = { intervalMs: 1000, burst: 1, maxWaitMs: 5000 }
+    const store = await migrated({ clock, timeoutMs: 100, tablePrefix, wallNow: () => 1_700_000_000_000 })
+    await store.acquire('k', wide)
+    const holder = await fixture.pool.connect()
+    try {
+      await holder.query('BEGIN')
+      await holder.query(`LOCK TABLE "${tablePrefix}rate_limits" IN ACCESS EXCLUSIVE MODE`)
+      const refused = expect(store.acquire('k', wide)).rejects.toMatchObject({ code: 'store_unavailable' })
+      await clock.advance(100)
+      await refused
+    } finally {
+      await holder.query('ROLLBACK')
+      holder.release()
+    }
+    const seqOf = async () => (await fixture.pool.query(`SELECT seq FROM "${tablePrefix}rate_limits"`)).rows[0]?.seq
+    for (let i = 0; i < 1000 && (await seqOf()) === '0'; i++);
+    expect(await seqOf()).toBe('1')
+    expect(await store.acquire('k', wide)).toMatchObject({ admitted: true, waitMs: 1000 })
+  })
+
   it('with the server gone, a layer failing open runs the call and one failing closed refuses it softly', async () => {
     const dead = new pg.Pool({ connectionString: 'postgres://nobody@127.0.0.1:1/none', connectionTimeoutMillis: 500 })
     dead.on('error', () => {})

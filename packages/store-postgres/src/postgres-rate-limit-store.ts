@@ -90,30 +90,41 @@ export function postgresRateLimitStore(options: PostgresRateLimitStoreOptions): 
   const table = `"${o.tablePrefix}rate_limits"`
   const sql = acquireSql(table)
   const refundStatement = refundSql(table)
+  const refundOf = (key: string, rule: RateRule, reservation: RateReservation): Promise<boolean> =>
+    bounded('rateLimit.refund', async () => {
+      const nowParam = test === undefined ? null : String(test())
+      const params = [nowParam, key, rule.intervalMs, rule.burst, reservation.tat, reservation.seq]
+      const { rows } = await statement(db, refundStatement, params)
+      return rows.length === 1
+    })
+  // A reservation that PostgreSQL answers after timeoutMs was never used: it is given back (best effort, logged).
+  const late = (key: string, rule: RateRule) => (decision: RateDecision) => {
+    if (decision.reservation === undefined) return
+    refundOf(key, rule, decision.reservation).then(undefined, (err: unknown) => {
+      log.warn({ key, err }, 'rate limit: a late reservation could not be given back; the place stays taken')
+    })
+  }
 
   return {
     acquire(key, rule) {
-      return bounded('rateLimit.acquire', async () => {
-        const nowParam = test === undefined ? null : String(test())
-        const { rows } = await statement(db, sql, [nowParam, key, rule.intervalMs, rule.burst, rule.maxWaitMs])
-        const parsed = rowSchema.safeParse(rows[0])
-        if (!parsed.success) {
-          log.warn({ key }, 'rate limit: PostgreSQL answered something the store does not understand')
-          throw postgresUnavailable('rateLimit.acquire', 'PostgreSQL answered something the store does not understand', parsed.error)
-        }
-        const { admitted, wait_ms: waitMs, tat, seq } = parsed.data
-        if (!admitted || waitMs <= 0) return { admitted, waitMs }
-        return { admitted, waitMs, reservation: { tat, seq } }
-      })
+      return bounded(
+        'rateLimit.acquire',
+        async () => {
+          const nowParam = test === undefined ? null : String(test())
+          const { rows } = await statement(db, sql, [nowParam, key, rule.intervalMs, rule.burst, rule.maxWaitMs])
+          const parsed = rowSchema.safeParse(rows[0])
+          if (!parsed.success) {
+            log.warn({ key }, 'rate limit: PostgreSQL answered something the store does not understand')
+            throw postgresUnavailable('rateLimit.acquire', 'PostgreSQL answered something the store does not understand', parsed.error)
+          }
+          const { admitted, wait_ms: waitMs, tat, seq } = parsed.data
+          if (!admitted || waitMs <= 0) return { admitted, waitMs }
+          return { admitted, waitMs, reservation: { tat, seq } }
+        },
+        late(key, rule),
+      )
     },
-    refund(key, rule, reservation) {
-      return bounded('rateLimit.refund', async () => {
-        const nowParam = test === undefined ? null : String(test())
-        const params = [nowParam, key, rule.intervalMs, rule.burst, reservation.tat, reservation.seq]
-        const { rows } = await statement(db, refundStatement, params)
-        return rows.length === 1
-      })
-    },
+    refund: refundOf,
     async migrate() {
       await statement(
         db,

@@ -114,6 +114,27 @@ describe('redisRateLimitStore', () => {
     }
   })
 
+  it('a reservation Redis answers after timeoutMs is given back once Redis answers', async () => {
+    const clock = manualClock()
+    const prefix = freshPrefix()
+    const wide = { intervalMs: 1000, burst: 1, maxWaitMs: 5000 }
+    const store = redisRateLimitStore({ client: fixture.client, prefix, clock, timeoutMs: 100, wallNow: () => 1_700_000_000_000 })
+    await store.acquire('k', wide, 0)
+    const pauser = fixture.client.duplicate({ lazyConnect: true })
+    await pauser.connect()
+    try {
+      await pauser.client('PAUSE', 300, 'WRITE')
+      const refused = expect(store.acquire('k', wide, 0)).rejects.toMatchObject({ code: 'store_unavailable' })
+      await clock.advance(100)
+      await refused
+    } finally {
+      pauser.disconnect()
+    }
+    for (let i = 0; i < 1000 && (await fixture.client.get(`${prefix}:{k}:rate:seq`)) === null; i++);
+    expect(await fixture.client.get(`${prefix}:{k}:rate:seq`)).toBe('1')
+    expect(await store.acquire('k', wide, 0)).toMatchObject({ admitted: true, waitMs: 1000 })
+  })
+
   it('with Redis down, a layer failing open runs the call and one failing closed refuses it softly', async () => {
     const server = await startRedisServer()
     const client = new Redis(server.url, { maxRetriesPerRequest: 1, enableOfflineQueue: false, lazyConnect: true, retryStrategy: () => 50 })

@@ -102,8 +102,8 @@ const tag = (text: string): string => text.replace(/[%{}]/g, (c) => `%${c.charCo
  * spaced by one clock whichever worker asks. A call that waits has its place reserved in the same script;
  * `refund` (a second script) gives it back when the caller is cancelled before its turn, if it is still the
  * key's last reservation (see `RateLimitStore.refund`). Every decision gives up after `timeoutMs` with a soft `store_unavailable`; the layer then fails open or
- * closed as its `onStoreFailure` says. A decision that arrives after its deadline is dropped: the place it
- * took goes unused, which can only admit fewer calls, never more.
+ * closed as its `onStoreFailure` says. A decision that arrives after its deadline is dropped, and a place
+ * it reserved is given back (while it is still the key's last).
  *
  * @example
  * const client = new Redis(process.env.REDIS_URL, { maxRetriesPerRequest: 1, enableOfflineQueue: false })
@@ -127,27 +127,38 @@ export function redisRateLimitStore(options: RedisRateLimitStoreOptions): RateLi
   const giveBack = refund.bind(redis)
   const keysOf = (key: string): [string, string] => [`${o.prefix}:{${tag(key)}}:rate`, `${o.prefix}:{${tag(key)}}:rate:seq`]
   const nowArg = () => (test === undefined ? '' : String(test()))
+  const refundOf = (key: string, rule: RateRule, reservation: RateReservation): Promise<boolean> =>
+    bounded('rateLimit.refund', async () => {
+      const tat = reservation.tat.toFixed(3)
+      const reply = await giveBack(...keysOf(key), nowArg(), rule.intervalMs, rule.burst, tat, reservation.seq)
+      return reply === 1
+    })
+  // A reservation that Redis answers after timeoutMs was never used: it is given back (best effort, logged).
+  const late = (key: string, rule: RateRule) => (decision: RateDecision) => {
+    if (decision.reservation === undefined) return
+    refundOf(key, rule, decision.reservation).then(undefined, (err: unknown) => {
+      log.warn({ key, err }, 'rate limit: a late reservation could not be given back; the place stays taken')
+    })
+  }
 
   return {
     acquire(key: string, rule: RateRule): Promise<RateDecision> {
-      return bounded('rateLimit.acquire', async () => {
-        const reply = await run(...keysOf(key), nowArg(), rule.intervalMs, rule.burst, rule.maxWaitMs)
-        const parsed = replySchema.safeParse(reply)
-        if (!parsed.success) {
-          log.warn({ key, reply: String(reply) }, 'rate limit: Redis answered something the store does not understand')
-          throw redisUnavailable('rateLimit.acquire', 'Redis answered something the store does not understand', parsed.error)
-        }
-        const [admitted, waitMs, tat, seq] = parsed.data
-        if (tat === undefined || seq === undefined) return { admitted: admitted === 1, waitMs }
-        return { admitted: true, waitMs, reservation: { tat, seq } }
-      })
+      return bounded(
+        'rateLimit.acquire',
+        async () => {
+          const reply = await run(...keysOf(key), nowArg(), rule.intervalMs, rule.burst, rule.maxWaitMs)
+          const parsed = replySchema.safeParse(reply)
+          if (!parsed.success) {
+            log.warn({ key, reply: String(reply) }, 'rate limit: Redis answered something the store does not understand')
+            throw redisUnavailable('rateLimit.acquire', 'Redis answered something the store does not understand', parsed.error)
+          }
+          const [admitted, waitMs, tat, seq] = parsed.data
+          if (tat === undefined || seq === undefined) return { admitted: admitted === 1, waitMs }
+          return { admitted: true, waitMs, reservation: { tat, seq } }
+        },
+        late(key, rule),
+      )
     },
-    refund(key: string, rule: RateRule, reservation: RateReservation): Promise<boolean> {
-      return bounded('rateLimit.refund', async () => {
-        const tat = reservation.tat.toFixed(3)
-        const reply = await giveBack(...keysOf(key), nowArg(), rule.intervalMs, rule.burst, tat, reservation.seq)
-        return reply === 1
-      })
-    },
+    refund: refundOf,
   }
 }
