@@ -105,7 +105,9 @@ describe('shallot run shows each wait as it starts', { timeout: 30_000 }, () => 
     expect(err).toEqual([])
     const waits = out.filter((l) => l.startsWith('wait'))
     expect(waits).toHaveLength(2)
-    expect(waits[0]).toMatch(/^wait {2}2\.\d s before attempt 2 \(of 3\) of the model openai:test-model: 429 rate limited .*, Retry-After 2 s$/)
+    expect(waits[0]).toMatch(
+      /^wait {2}2\.\d s before attempt 2 \(of 3\) of the model openai:test-model: 429 rate limited .*, Retry-After 2 s$/,
+    )
     expect(waits[1]).toMatch(/^wait {2}\d\.\d s before attempt 3 \(of 3\) of the model openai:test-model: 503 /)
     // As they started: both before the answer.
     expect(out.findIndex((l) => l.startsWith('completed: Done.'))).toBeGreaterThan(out.indexOf(waits[1] as string))
