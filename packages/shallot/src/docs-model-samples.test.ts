@@ -166,7 +166,7 @@ describe('packages/rate-limit/README.md, model calls', () => {
       name: 'gpt-test',
       generate: async () => {
         asked.push(clock.now())
-        return asked.length === 1 ? { text: '', toolCalls: [{ name: 'ping', args: {} }] } : { text: 'done', toolCalls: [] }
+        return asked.length === 1 ? { text: '', toolCalls: [{ id: 'c1', name: 'ping', args: {} }] } : { text: 'done', toolCalls: [] }
       },
     }
     const run = pacedAgent(model, [ping as never], clock).run({ input: 'hi' })
