@@ -1,14 +1,6 @@
 import { abortReason, type ModelContext, type ModelMiddleware, type ModelNext, systemClock, ToolError } from '@shallot/core'
-import {
-  type AbortSource,
-  callNext,
-  type DeadlineQueue,
-  deadlineQueue,
-  type Expiring,
-  onAbort,
-  optionsParser,
-  startTimer,
-} from '@shallot/core/kit'
+import { type AbortSource, callNext, onAbort, optionsParser, startTimer } from '@shallot/core/kit'
+import { type DeadlineQueue, deadlineQueue, type Expiring } from './deadline-queue.js'
 import { DeadlineSignal, type TimeoutOptions, timeoutOptionsSchema } from './timeout.js'
 
 /** A model attempt's deadline when the options give no `ms`: core's `limits.modelTimeoutMs` default. */

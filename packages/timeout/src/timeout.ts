@@ -8,17 +8,9 @@ import {
   type ToolContext,
   trustedMiddleware,
 } from '@shallot/core'
-import {
-  type AbortSource,
-  callNext,
-  type DeadlineQueue,
-  deadlineQueue,
-  type Expiring,
-  onAbort,
-  optionsParser,
-  startTimer,
-} from '@shallot/core/kit'
+import { type AbortSource, callNext, onAbort, optionsParser, startTimer } from '@shallot/core/kit'
 import { z } from 'zod'
+import { type DeadlineQueue, deadlineQueue, type Expiring } from './deadline-queue.js'
 import { errorLabel, type LateOutcome, reportLate, type StopReason } from './report-late.js'
 import { timeoutError } from './timeout-error.js'
 
