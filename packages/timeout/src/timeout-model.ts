@@ -46,7 +46,7 @@ export function modelDeadlineOf(options: ParsedTimeoutOptions): ModelMiddleware 
 /**
  * One model call under a deadline. Whichever comes first of the answer, the deadline and the run's
  * cancellation decides; it gives the signal back. On the real clock the deadline is an entry in the
- * process's queue for its duration (core's `deadlineQueue`, as the tool timeout uses), not a timer of
+ * process's queue for its duration (this package's `deadlineQueue`, as the tool timeout uses), not a timer of
  * its own, and the inner layers' signal is made real only if something reads it (`ctx.deferSignal`):
  * a model call that answers costs no `setTimeout` and, for an adapter that never reads its signal,
  * no `AbortController`.
