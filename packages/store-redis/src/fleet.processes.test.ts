@@ -78,11 +78,11 @@ describe('a fleet of 8 worker processes on one Redis', () => {
     expect(refused).toMatchObject({ ok: false, code: 'circuit_open' })
     expect(effects(config.effects, 'lookup b1')).toBe(0)
 
-    // The cooldown is real time in Redis; B was told how long is left. The probe holds 2 s so every worker's calls
-    // arrive while it runs even on a loaded machine (at 800 ms, the Node 24 pass on a busy machine counted two probes).
+    // The cooldown is real time in Redis; B was told how long is left. The probe holds 5 s so every worker's calls
+    // arrive while it runs even on a loaded machine (at 800 ms and again at 2 s, the Node 24 pass of a loaded CI run counted two probes: a late arrival after the first probe settled became the second).
     await new Promise((resolve) => setTimeout(resolve, (refused.retryAfterMs ?? 0) + 20))
     const replies = await Promise.all(
-      spread(100, 8).map((calls, i) => fleet[i]?.send({ tool: 'lookup', args: { q: 'probe' }, calls, lookupFails: false, holdMs: 2000 })),
+      spread(100, 8).map((calls, i) => fleet[i]?.send({ tool: 'lookup', args: { q: 'probe' }, calls, lookupFails: false, holdMs: 5000 })),
     )
     const results = replies.flat() as Result[]
     expect(results).toHaveLength(100)
