@@ -1,4 +1,4 @@
-import { LoopError, sanitize, ToolError } from '@shallot/core'
+import { isConnectionFailure, LoopError, sanitize, ToolError } from '@shallot/core'
 import type { SanitizeOptions } from '@shallot/core/kit'
 import { modelRunEnding, modelRunEndingError, retryAfterFromHeaders } from '@shallot/error-classifier'
 import { type ModelErrorFacts, modelErrorFacts } from './model-error-facts.js'
@@ -23,22 +23,6 @@ const MAX_QUOTE = 500
 const RATE_TYPES = new Set(['rate_limit_error', 'rate_limit_exceeded', 'rate_limited', 'tokens', 'requests'])
 const OVERLOADED_TYPES = new Set(['overloaded_error', 'overloaded', 'service_unavailable', 'server_is_overloaded'])
 const SERVER_TYPES = new Set(['server_error', 'api_error', 'internal_error', 'internal_server_error', 'timeout', 'upstream_error'])
-const NETWORK_CODES = new Set([
-  'ECONNRESET',
-  'ECONNREFUSED',
-  'ECONNABORTED',
-  'ETIMEDOUT',
-  'EPIPE',
-  'EAI_AGAIN',
-  'ENOTFOUND',
-  'ENETUNREACH',
-  'EHOSTUNREACH',
-  'UND_ERR_SOCKET',
-  'UND_ERR_CONNECT_TIMEOUT',
-  'UND_ERR_HEADERS_TIMEOUT',
-  'UND_ERR_BODY_TIMEOUT',
-  'UND_ERR_CLOSED',
-])
 /** Responses the SDK could not read: a body cut short or a proxy's page; worth another try, within the ceiling. */
 const UNREADABLE = new Set(['AI_JSONParseError', 'AI_EmptyResponseBodyError', 'AI_InvalidResponseDataError'])
 
@@ -57,7 +41,7 @@ function transientCode(f: ModelErrorFacts): TransientCode | undefined {
   if (f.status === 529 || f.status === 503 || has(OVERLOADED_TYPES, f.type, f.code)) return 'overloaded'
   if (f.status === 408 || f.chain.includes('TimeoutError')) return 'timeout'
   // Status 200 is a response whose body failed after the headers: the connection, not the request.
-  if (f.status === 200 || f.chain.some((c) => NETWORK_CODES.has(c))) return 'network_error'
+  if (f.status === 200 || f.chain.some(isConnectionFailure)) return 'network_error'
   if (f.status === 425 || (f.status !== undefined && f.status >= 500) || has(SERVER_TYPES, f.type, f.code)) return 'upstream_error'
   if (f.status === undefined && f.sdkRetryable === true) return 'network_error'
   if (f.chain.some((c) => UNREADABLE.has(c))) return 'upstream_error'

@@ -58,6 +58,7 @@ export { OptionsError, parseOptions } from './options.js'
 export { type ErrorRenderer, renderError } from './render.js'
 export { buildReport, type PendingCall, type RunReport } from './report.js'
 export {
+  isConnectionFailure,
   MAY_HAVE_TAKEN_EFFECT,
   REQUEST_FATES,
   type RequestFailure,

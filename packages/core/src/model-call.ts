@@ -5,9 +5,8 @@ import { LinkedSignal, SETTLED } from './linked-signal.js'
 import { silentLogger } from './logger.js'
 import type { ModelAdapter, ModelRequest, ModelResponse } from './model.js'
 import type { ModelLink } from './model-link.js'
+import { isConnectionFailure } from './request-fate.js'
 import type { Budget, Clock, Logger } from './types.js'
-
-const TRANSIENT_CODES = new Set(['ECONNRESET', 'ECONNREFUSED', 'ETIMEDOUT', 'EPIPE', 'EAI_AGAIN', 'ENOTFOUND', 'UND_ERR_SOCKET'])
 
 /** Whether a model failure is worth another try: timeouts, 408/429/5xx, dropped connections. */
 export function isTransientModelError(err: unknown): boolean {
@@ -16,7 +15,7 @@ export function isTransientModelError(err: unknown): boolean {
   const e = err as { status?: unknown; statusCode?: unknown; code?: unknown; name?: unknown; cause?: unknown }
   const status = typeof e.status === 'number' ? e.status : typeof e.statusCode === 'number' ? e.statusCode : undefined
   if (status !== undefined) return status === 408 || status === 429 || status >= 500
-  if (typeof e.code === 'string' && TRANSIENT_CODES.has(e.code)) return true
+  if (typeof e.code === 'string' && isConnectionFailure(e.code)) return true
   if (e.name === 'TimeoutError') return true
   return e.cause !== undefined && e.cause !== err && isTransientModelError(e.cause)
 }

@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest'
-import { REQUEST_FATES, requestFate } from './request-fate.js'
+import { isTransientModelError } from './model-call.js'
+import { isConnectionFailure, REQUEST_FATES, requestFate } from './request-fate.js'
 
 const factsOf = (row: (typeof REQUEST_FATES)[number]) =>
   row.code !== undefined ? { codes: [row.code] } : { status: row.status, retryAfter: row.retryAfter === true }
@@ -46,5 +47,20 @@ describe('requestFate: what each failure means for a write', () => {
   it('is frozen all the way down, so no caller can change what a failure means for everyone', () => {
     expect(Object.isFrozen(REQUEST_FATES)).toBe(true)
     for (const row of REQUEST_FATES) expect(Object.isFrozen(row)).toBe(true)
+  })
+
+  it('is the one list of connection failures: every code in it is a transient model failure, and nothing else is', () => {
+    const codes = REQUEST_FATES.flatMap((row) => (row.code === undefined ? [] : [row.code]))
+    expect(codes.length).toBeGreaterThan(20)
+    for (const code of codes) {
+      expect(isConnectionFailure(code)).toBe(true)
+      expect(isTransientModelError(Object.assign(new Error(code), { code }))).toBe(true)
+      // A code deep in the cause chain counts, as fetch wraps the socket's error.
+      expect(isTransientModelError(new TypeError('fetch failed', { cause: { code } }))).toBe(true)
+    }
+    for (const code of ['ENOENT', 'EACCES', '__proto__', 'constructor', '', 'econnreset']) {
+      expect(isConnectionFailure(code)).toBe(false)
+      expect(isTransientModelError({ code })).toBe(false)
+    }
   })
 })

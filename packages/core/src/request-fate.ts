@@ -127,6 +127,18 @@ const statusWithoutRetryAfter = new Map<number, RequestFate>(
 )
 
 /**
+ * Whether an error code (Node errno, undici, Bun, TLS) is a connection failure in {@link REQUEST_FATES}:
+ * the one list of such codes, read by core's model retry test, the error classifier and the adapters.
+ *
+ * @example
+ * isConnectionFailure('ECONNRESET') // true
+ * isConnectionFailure('ENOENT')     // false
+ */
+export function isConnectionFailure(code: string): boolean {
+  return byCode.has(code)
+}
+
+/**
  * The fate of a failed request, from {@link REQUEST_FATES}. A status decides when there is one;
  * otherwise any code that says the request may have been sent makes it `unknown`, and a code that
  * says it never left makes it `not_processed`. Anything else is `unknown`: the safe side.

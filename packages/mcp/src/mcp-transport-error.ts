@@ -1,4 +1,4 @@
-import { requestFate, ToolError } from '@shallot/core'
+import { isConnectionFailure, requestFate, ToolError } from '@shallot/core'
 import type { McpCallSite } from './types.js'
 
 // JSON-RPC and MCP error codes, as the SDK's ErrorCode enum has them.
@@ -26,14 +26,11 @@ function sdkCode(error: unknown): string | undefined {
   return typeof code === 'string' ? code : undefined
 }
 
-const REFUSED = new Set(['ECONNREFUSED', 'ENOTFOUND', 'EAI_AGAIN', 'EHOSTUNREACH', 'ENETUNREACH'])
-const DROPPED = new Set(['ECONNRESET', 'EPIPE', 'UND_ERR_SOCKET', 'UND_ERR_CLOSED', 'ECONNABORTED'])
-
 /** The errno of a failed fetch or socket (`TypeError: fetch failed` keeps it in its cause). */
 function errnoOf(error: unknown): string | undefined {
   for (let current = error, depth = 0; typeof current === 'object' && current !== null && depth < 4; depth++) {
     const code = (current as { code?: unknown }).code
-    if (typeof code === 'string' && (REFUSED.has(code) || DROPPED.has(code))) return code
+    if (typeof code === 'string' && isConnectionFailure(code)) return code
     current = (current as { cause?: unknown }).cause
   }
   return undefined
