@@ -1,4 +1,5 @@
-import type { AnyTool, Middleware, Next, RunContext, ToolContext } from './types.js'
+import { LoopError } from './errors.js'
+import type { AnyTool, Logger, Middleware, Next, RunContext, ToolContext } from './types.js'
 
 /** A middleware broke the onion's contract (called `next()` twice at once, or returned before `next()` settled). */
 export class MiddlewareUsageError extends Error {
@@ -182,19 +183,37 @@ export function compose(middleware: readonly Middleware[]): Middleware {
 
   const describers = layers.filter((fn) => typeof fn.describeTool === 'function')
   if (describers.length > 0) {
-    composed.describeTool = (tool: AnyTool, run: RunContext, now: number) => {
+    composed.describeTool = (tool: AnyTool, run: RunContext, now: number, log?: Logger) => {
       const notes: string[] = []
+      // A describer that throws costs the tool its own note, not the others' ("unavailable") nor the run.
+      let failure: unknown
       for (const layer of describers) {
-        const note = layer.describeTool?.(tool, run, now)
-        if (note) notes.push(note)
+        try {
+          const note = layer.describeTool?.(tool, run, now, log)
+          if (note) notes.push(note)
+        } catch (err) {
+          if (log === undefined) failure ??= err
+          else log.error({ err, runId: run.id, tool: tool.name }, `${nameOf(layer)} failed while describing tool "${tool.name}"`)
+        }
       }
+      if (failure !== undefined) throw failure
       return notes.length > 0 ? notes.join(' ') : undefined
     }
   }
   const observers = layers.filter((fn) => typeof fn.observeTurn === 'function')
   if (observers.length > 0) {
     composed.observeTurn = (turn, run, env) => {
-      for (const layer of observers) layer.observeTurn?.(turn, run, env)
+      // Every layer sees every turn: one that throws by mistake must not blind the convergence check behind it.
+      let stop: unknown
+      for (const layer of observers) {
+        try {
+          layer.observeTurn?.(turn, run, env)
+        } catch (err) {
+          if (LoopError.is(err)) stop ??= err
+          else env.log.error({ err, runId: run.id, turn: turn.turn }, `${nameOf(layer)} failed while observing a turn; the run goes on`)
+        }
+      }
+      if (stop !== undefined) throw stop
     }
   }
   const secrets = layers.flatMap((fn) => fn.secrets ?? [])

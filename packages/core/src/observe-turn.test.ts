@@ -88,4 +88,64 @@ describe('observeTurn', () => {
     expect(await agent.run({ input: 'define words' })).toMatchObject({ status: 'completed', output: 'done' })
     expect(logged).toEqual([expect.objectContaining({ err: expect.any(TypeError), turn: 1 })])
   })
+
+  it('shows the turn to every layer when one throws by mistake, so a stopping layer behind it still stops the run', async () => {
+    const logged: unknown[] = []
+    const logger = { level: 'info', child: () => logger, error: (o: unknown) => logged.push(o) } as unknown as Logger
+    for (const noop of ['info', 'debug', 'trace', 'warn', 'fatal']) (logger as unknown as Record<string, unknown>)[noop] = () => {}
+    const seen: number[] = []
+    const broken = watcher(() => {
+      throw new TypeError('observer bug')
+    })
+    const stop = watcher((t) => {
+      seen.push(t.turn)
+      if (t.turn === 2) throw new LoopError('loop_detected', 'the model is going in circles')
+    })
+    const also = watcher((t) => seen.push(-t.turn))
+    const agent = createAgent({ model: model([ask('onion')]), tools: [lookup], middleware: [compose([broken, stop, also])], logger })
+    expect(await agent.run({ input: 'define words' })).toMatchObject({ status: 'stopped', turns: 2, error: { kind: 'loop_detected' } })
+    // The layer after the one that stopped the run saw the turn too; the broken one was logged each turn, by name.
+    expect(seen).toEqual([1, -1, 2, -2])
+    expect(logged).toHaveLength(2)
+    expect(logged[0]).toMatchObject({ err: expect.any(TypeError), turn: 1 })
+  })
+})
+
+describe('describeTool', () => {
+  it('lists a tool without the note of a layer whose describeTool throws, keeps the other notes, and logs it', async () => {
+    const logged: unknown[] = []
+    const logger = { level: 'info', child: () => logger, error: (o: unknown) => logged.push(o) } as unknown as Logger
+    for (const noop of ['info', 'debug', 'trace', 'warn', 'fatal']) (logger as unknown as Record<string, unknown>)[noop] = () => {}
+    const broken: Middleware = async (_ctx, next) => next()
+    broken.describeTool = () => {
+      throw new TypeError('describer bug')
+    }
+    const noting: Middleware = async (_ctx, next) => next()
+    noting.describeTool = (tool) => `(${tool.name} is slow today)`
+    const asked: string[] = []
+    const agent = createAgent({
+      model: {
+        name: 'm',
+        generate: async (request) => {
+          asked.push(request.tools[0]?.description ?? '')
+          return { text: 'done' }
+        },
+      },
+      tools: [lookup],
+      middleware: [broken, noting],
+      logger,
+    })
+    expect(await agent.run({ input: 'define words' })).toMatchObject({ status: 'completed', output: 'done' })
+    expect(asked).toEqual(['(lookup is slow today) Look a word up'])
+    expect(logged).toEqual([expect.objectContaining({ err: expect.any(TypeError), tool: 'lookup' })])
+  })
+
+  it("throws a describer's failure out of a bare compose, where there is no logger to tell", () => {
+    const broken: Middleware = async (_ctx, next) => next()
+    broken.describeTool = () => {
+      throw new TypeError('describer bug')
+    }
+    const both = compose([broken, watcher(() => {})])
+    expect(() => both.describeTool?.(lookup, {} as never, 0)).toThrow('describer bug')
+  })
 })

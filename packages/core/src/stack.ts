@@ -120,7 +120,7 @@ export function createStack(options: StackOptions): Stack {
     random: core.random,
     logger,
     dispatch,
-    describeTool: (tool, run, now) => core.layers.onion.describeTool?.(tool, run, now ?? clock.now()),
+    describeTool: (tool, run, now) => core.layers.onion.describeTool?.(tool, run, now ?? clock.now(), logger),
     observeTurn: (turn, run) => observeTurn(core, turn, run),
     setMiddleware(middleware) {
       core.layers = toLayers(middleware, tools)

@@ -218,12 +218,13 @@ export type Next = () => Promise<void>
 /**
  * One layer of the onion. First in a list is outermost.
  * `describeTool` (optional) lets a layer annotate a tool for the model's next request, e.g. "unavailable";
- * `now` is the stack clock's `now()` at the time of the request. `secrets` (optional) are values
- * the stack must redact from all model text.
+ * `now` is the stack clock's `now()` at the time of the request; `log` is the stack's logger, which a
+ * composed layer uses to log a describer that threw (the tool is then listed without that note).
+ * `secrets` (optional) are values the stack must redact from all model text.
  */
 export interface Middleware {
   (ctx: ToolContext, next: Next): Promise<void>
-  describeTool?: ((tool: AnyTool, run: RunContext, now: number) => string | undefined) | undefined
+  describeTool?: ((tool: AnyTool, run: RunContext, now: number, log?: Logger) => string | undefined) | undefined
   /**
    * Secrets this layer was given (literal values or patterns). The stack redacts them from every
    * text the model reads, whichever layer wrote it, not only from this layer's own text.

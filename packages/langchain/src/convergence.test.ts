@@ -156,7 +156,7 @@ describe('convergence under LangChain createAgent', () => {
     const hard = await stoppedWith(agent.invoke(ask))
     expect(hard).toMatchObject({ kind: 'loop_detected', details: { turn: 3 } })
     expect(server.requests).toHaveLength(3)
-    expect(logged).toContain('a layer failed while observing a turn; the run goes on')
+    expect(logged).toContainEqual(expect.stringMatching(/failed while observing a turn; the run goes on$/))
   })
 
   it('keeps threads apart: two conversations polling at once each stop on their own third turn', async () => {
