@@ -200,6 +200,11 @@ export interface ModelCallEnv {
 
 type ModelCallEvent = Extract<AgentEvent, { type: 'model.call' }>
 
+/** Whether anyone hears of an attempt: a logger, an event listener or its scope. */
+export function observed(env: ModelCallEnv): boolean {
+  return env.log !== silentLogger || env.emit !== noAgentEvents || env.within !== noScope
+}
+
 /** The line and the `model.call` event of one attempt, answered or failed. */
 export function called(
   link: ModelLink,

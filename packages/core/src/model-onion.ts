@@ -2,7 +2,7 @@ import type { AgentEvent } from './agent-events.js'
 import { type AbortSource, abortReason } from './channel.js'
 import { LoopError } from './errors.js'
 import type { ModelResponse } from './model.js'
-import { askOnce, called, describeModelFailure, type ModelCallEnv } from './model-call.js'
+import { askOnce, called, describeModelFailure, type ModelCallEnv, observed } from './model-call.js'
 import type { ModelCallRequest, ModelContext, ModelInfo, ModelNext } from './model-context.js'
 import type { ModelLink, ModelPrice } from './model-link.js'
 import type { Clock, Logger, RunContext } from './types.js'
@@ -40,7 +40,8 @@ function terminalOf(env: ModelCallEnv, settings: ModelOnionSettings) {
     if (signal.aborted) throw abortReason(signal)
     env.budget.spend('model')
     const link = linkOf(settings, ctx.model)
-    const started = env.clock.now()
+    // Read only for someone to tell: a log line, an event, a listener's scope.
+    const started = observed(env) ? env.clock.now() : 0
     let response: ModelResponse
     try {
       // The attempt follows the context's signal: an outer layer's deadline or the run's cancellation.
