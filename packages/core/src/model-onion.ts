@@ -1,5 +1,6 @@
 import type { AgentEvent } from './agent-events.js'
 import { type AbortSource, abortReason } from './channel.js'
+import { MiddlewareUsageError } from './compose.js'
 import { LoopError } from './errors.js'
 import type { ModelResponse } from './model.js'
 import { askOnce, called, describeModelFailure, type ModelCallEnv, observed } from './model-call.js'
@@ -26,6 +27,31 @@ function linkOf(settings: ModelOnionSettings, model: ModelInfo): ModelLink {
   return { name: model.name, adapter: model.adapter, price: settings.prices.get(model.name) }
 }
 
+const what = (value: unknown) => (value === null ? 'null' : Array.isArray(value) ? 'an array' : typeof value)
+
+/**
+ * What is wrong with a model's answer, or undefined when the loop can read it: `text` becomes the output
+ * and each of `toolCalls` is dispatched by its id and name, so a string there would be dispatched letter
+ * by letter. Null reads as absent, as the loop has always read it.
+ */
+function responseFault(response: unknown): string | undefined {
+  if (typeof response !== 'object' || response === null) return 'no response object'
+  const { text, toolCalls } = response as { text?: unknown; toolCalls?: unknown }
+  if (text != null && typeof text !== 'string') return `a response whose text is ${what(text)}, not a string`
+  if (toolCalls == null) return undefined
+  if (!Array.isArray(toolCalls)) return `a response whose toolCalls is ${what(toolCalls)}, not a list of calls`
+  for (let i = 0; i < toolCalls.length; i++) {
+    const call = toolCalls[i] as { id?: unknown; name?: unknown } | null
+    if (typeof call !== 'object' || call === null || typeof call.id !== 'string' || typeof call.name !== 'string')
+      return `a response whose toolCalls[${i}] is not a call with a string id and name`
+  }
+  return undefined
+}
+
+/** A `next()` the onion's layers call once the model call has settled: a kept `next` called later, or one left running. */
+const afterSettled = () =>
+  new MiddlewareUsageError('a model middleware called next() after the model call settled; await next() inside the layer, once per try')
+
 /**
  * The terminal of the model onion: ONE attempt on `ctx.model`. Stops on a cancelled run, spends the
  * run's 'model' step, asks the adapter until it answers or `ctx.signal` aborts (the run's
@@ -36,7 +62,10 @@ function terminalOf(env: ModelCallEnv, settings: ModelOnionSettings) {
   // compose hands its final `next` the call's context.
   return async function askModel(ctx: ModelContext): Promise<void> {
     // The context's signal as a layer left it, or the run's own, without making either real.
-    const signal = ctx instanceof CallContext ? ctx.currentSignal() : ctx.signal
+    const own = ctx instanceof CallContext ? ctx : undefined
+    // Once the call settled its run may be over: a late next() must not ask (and pay) the model for nobody.
+    if (own?.settled) throw afterSettled()
+    const signal = own === undefined ? ctx.signal : own.currentSignal()
     if (signal.aborted) throw abortReason(signal)
     env.budget.spend('model')
     const link = linkOf(settings, ctx.model)
@@ -46,13 +75,16 @@ function terminalOf(env: ModelCallEnv, settings: ModelOnionSettings) {
     try {
       // The attempt follows the context's signal: an outer layer's deadline or the run's cancellation.
       response = await askOnce(link, ctx.attempt, started, ctx.request, env, signal)
-      if (typeof response !== 'object' || response === null) throw new TypeError('the model adapter returned no response object')
+      const fault = responseFault(response)
+      if (fault !== undefined) throw new TypeError(`the model adapter returned ${fault}`)
     } catch (err) {
       // Told unless the call was cancelled: read as the layers left it (a deadline's layer has given its signal back).
-      const now = ctx instanceof CallContext ? ctx.currentSignal() : ctx.signal
-      if (!now.aborted) called(link, ctx.attempt, started, env, undefined, err)
+      const now = own === undefined ? ctx.signal : own.currentSignal()
+      if (!now.aborted && !own?.settled) called(link, ctx.attempt, started, env, undefined, err)
       throw err
     }
+    // An attempt a layer left running (next() twice at once) that answers after the call settled: nobody reads it.
+    if (own?.settled) throw afterSettled()
     ctx.response = response
     called(link, ctx.attempt, started, env, response, undefined)
   }
@@ -81,6 +113,8 @@ class CallContext implements ModelContext {
   readonly clock: Clock
   readonly random: () => number
   readonly emit: (event: AgentEvent) => void
+  /** Set once the onion settled: the terminal then refuses, so nothing reaches the model after the call's outcome. */
+  settled = false
   #current: AbortSource
 
   constructor(
@@ -141,12 +175,28 @@ export async function callModelOnion(
     await settings.onion(ctx, terminalOf(env, settings) as unknown as ModelNext)
   } catch (err) {
     throw hardFailure(err, ctx, env)
+  } finally {
+    ctx.settled = true
   }
   const response = ctx.response
   if (typeof response !== 'object' || response === null) {
     throw new LoopError('model_failed', 'the model onion settled without a response: a model middleware returned without calling next()', {
       details: { model: ctx.model.name, fix: 'call `await next()` in every model middleware, or set ctx.response yourself' },
     })
+  }
+  // The terminal checked the model's own answer; this is one a layer set in its place.
+  const fault = responseFault(response)
+  if (fault !== undefined) {
+    throw new LoopError(
+      'model_failed',
+      `the model onion settled with ${fault}: a model middleware set ctx.response to something no model answers`,
+      {
+        details: {
+          model: ctx.model.name,
+          fix: 'set ctx.response to a ModelResponse ({ text?: string, toolCalls?: ToolCall[] }), or leave it to next()',
+        },
+      },
+    )
   }
   return { response, link: linkOf(settings, ctx.model) }
 }

@@ -1,0 +1,360 @@
+// The model onion under attack: third-party model middleware that breaks the contract, adapters that
+// never answer, cancels at every await, many runs on one agent, throwing listeners and nonsense options.
+// Everything goes through the API a user calls (createAgent, the layer factories); time is virtual.
+import {
+  createAgent as createCoreAgent,
+  LoopError,
+  MiddlewareUsageError,
+  type ModelAdapter,
+  type ModelMiddleware,
+  type ModelResponse,
+} from '@shallot/core'
+import { fallbackModel } from '@shallot/fallback'
+import { rateLimitModel } from '@shallot/rate-limit'
+import { retryModel } from '@shallot/retry'
+import { manualClock } from '@shallot/testing'
+import { timeoutModel } from '@shallot/timeout'
+import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest'
+import { createAgent, ToolError } from './index.js'
+import { answer, recorder, scripted, settle, stalling, unavailable } from './model-onion.hostile.support.js'
+
+/** An agent on core's createAgent (no default layers) with `layers` as its model onion and virtual time. */
+function agentWith(layers: ModelMiddleware[], model: ModelAdapter = scripted('m', [answer()])) {
+  const clock = manualClock()
+  const rec = recorder()
+  const agent = createCoreAgent({ model, tools: [], modelMiddleware: layers, clock, onEvent: rec.onEvent })
+  return { agent, clock, rec, model }
+}
+
+const stoppedWith = (outcome: Awaited<ReturnType<ReturnType<typeof agentWith>['agent']['run']>>) => {
+  if (outcome.status !== 'stopped') throw new Error(`expected a stopped run, got ${outcome.status}`)
+  return outcome.error
+}
+
+describe('a third-party model middleware that breaks the contract', () => {
+  it('calls next() twice at once: the second is a usage error, and the first, answered after the outcome, is told nowhere', async () => {
+    const twice: ModelMiddleware = async function twice(_ctx, next) {
+      await Promise.all([next(), next()])
+    }
+    const model = stalling('m', false)
+    const { agent, rec } = agentWith([twice], model)
+    const outcome = await agent.run({ input: 'go' })
+    const error = stoppedWith(outcome)
+    expect(error.kind).toBe('model_failed')
+    expect(error.cause).toBeInstanceOf(MiddlewareUsageError)
+    expect(error.message).toMatch(/"twice" called next\(\) while its previous next\(\) was still pending/)
+    expect(model.held).toHaveLength(1)
+    // The orphaned first next() answers after the run's outcome: no event follows run.finished.
+    model.held[0]?.answer(answer())
+    await settle()
+    expect(outcome.usage).toEqual({ inputTokens: 0, outputTokens: 0, costUsd: 0 })
+    expect(rec.types()).toEqual(['run.started', 'run.finished'])
+  })
+
+  it('calls next() again after it returned: the late call does not reach the model of a finished run', async () => {
+    let kept: (() => Promise<void>) | undefined
+    const late: ModelMiddleware = async function late(_ctx, next) {
+      kept = next
+      await next()
+    }
+    const model = scripted('m', [answer()])
+    const { agent, rec } = agentWith([late], model)
+    const outcome = await agent.run({ input: 'go' })
+    expect(outcome.status).toBe('completed')
+    expect(model.calls).toBe(1)
+    const after = (kept as () => Promise<void>)()
+    await expect(after).rejects.toThrow(MiddlewareUsageError)
+    await expect(after).rejects.toThrow(/after the model call settled/)
+    await settle()
+    expect(model.calls).toBe(1)
+    expect(rec.types().at(-1)).toBe('run.finished')
+  })
+
+  it('returns without calling next(): the run stops as model_failed naming the fix', async () => {
+    const skip: ModelMiddleware = async function skip() {}
+    const model = scripted('m', [answer()])
+    const { agent } = agentWith([skip], model)
+    const error = stoppedWith(await agent.run({ input: 'go' }))
+    expect(error.kind).toBe('model_failed')
+    expect(error.message).toMatch(/returned without calling next\(\)/)
+    expect(error.details?.fix).toMatch(/await next\(\)/)
+    expect(model.calls).toBe(0)
+  })
+
+  it('throws synchronously: the run stops as model_failed with the thrown error as its cause', async () => {
+    const boom = new Error('layer exploded')
+    const sync = function sync() {
+      throw boom
+    } as unknown as ModelMiddleware
+    const model = scripted('m', [answer()])
+    const { agent } = agentWith([sync], model)
+    const error = stoppedWith(await agent.run({ input: 'go' }))
+    expect(error.kind).toBe('model_failed')
+    expect(error.cause).toBe(boom)
+    expect(model.calls).toBe(0)
+  })
+
+  it('returns a non-promise after calling next(): a usage error (returned before its next() settled), never a half-read response', async () => {
+    let inner: Promise<void> | undefined
+    const plain = function plain(_ctx: unknown, next: () => Promise<void>) {
+      inner = next()
+      return 42
+    } as unknown as ModelMiddleware
+    const { agent } = agentWith([plain])
+    const outcome = await agent.run({ input: 'go' })
+    // It returned before its next() settled: compose's usage error, never a half-read response.
+    const error = stoppedWith(outcome)
+    expect(error.kind).toBe('model_failed')
+    expect(error.cause).toBeInstanceOf(MiddlewareUsageError)
+    await inner
+  })
+})
+
+describe('a model middleware that sets ctx.response to garbage', () => {
+  const setting = (value: unknown): ModelMiddleware =>
+    async function garbage(ctx, next) {
+      await next()
+      ;(ctx as { response?: unknown }).response = value
+    }
+
+  it.each([
+    ['null', null],
+    ['a string', 'the answer'],
+    ['a number', 7],
+  ])('%s: the run stops as model_failed, never completes with it', async (_name, value) => {
+    const { agent } = agentWith([setting(value)])
+    const error = stoppedWith(await agent.run({ input: 'go' }))
+    expect(error.kind).toBe('model_failed')
+  })
+
+  it('toolCalls that is no list: the run stops as model_failed, no tool is dispatched from a string', async () => {
+    const { agent } = agentWith([setting({ toolCalls: 'x' })])
+    const error = stoppedWith(await agent.run({ input: 'go' }))
+    expect(error.kind).toBe('model_failed')
+    expect(error.message).toMatch(/toolCalls/)
+  })
+
+  it('an adapter that answers toolCalls: "x" fails its attempt (told in model.call), and the run stops as model_failed', async () => {
+    const liar = { name: 'liar', generate: async () => ({ toolCalls: 'x' }) as unknown as ModelResponse }
+    const { agent, rec } = agentWith([], liar)
+    const error = stoppedWith(await agent.run({ input: 'go' }))
+    expect(error.kind).toBe('model_failed')
+    expect(error.message).toMatch(/the model adapter returned a response whose toolCalls is string, not a list of calls/)
+    expect(rec.events.find((e) => e.type === 'model.call')).toMatchObject({ model: 'liar', code: 'TypeError' })
+  })
+
+  it('a tool call that is no call (null, no id): the run stops as model_failed', async () => {
+    const { agent } = agentWith([setting({ toolCalls: [null] })])
+    const error = stoppedWith(await agent.run({ input: 'go' }))
+    expect(error.kind).toBe('model_failed')
+    expect(error.message).toMatch(/toolCalls/)
+  })
+
+  it('text that is no string: the run does not complete with a non-string output', async () => {
+    const { agent } = agentWith([setting({ text: { nested: true } })])
+    const error = stoppedWith(await agent.run({ input: 'go' }))
+    expect(error.kind).toBe('model_failed')
+    expect(error.message).toMatch(/text/)
+  })
+
+  it('a __proto__ key: the output is the text, and no object prototype is polluted', async () => {
+    const poisoned = JSON.parse('{"text":"ok","__proto__":{"polluted":true},"usage":{"__proto__":{"inputTokens":5}}}') as ModelResponse
+    const { agent } = agentWith([setting(poisoned)])
+    const outcome = await agent.run({ input: 'go' })
+    expect(outcome.status).toBe('completed')
+    if (outcome.status === 'completed') expect(outcome.output).toBe('ok')
+    expect(({} as { polluted?: unknown }).polluted).toBeUndefined()
+    // An inherited inputTokens is no reported usage: nothing is counted from the prototype.
+    expect(outcome.usage.inputTokens).toBe(0)
+  })
+
+  it('a huge, deep response: the run completes with its text and the events stay bounded', async () => {
+    let deep: Record<string, unknown> = {}
+    for (let i = 0; i < 10_000; i++) deep = { deep }
+    const huge = { text: 'x'.repeat(1_000_000), extra: deep, finishReason: 'stop' }
+    const { agent, rec } = agentWith([setting(huge)])
+    const outcome = await agent.run({ input: 'go' })
+    expect(outcome.status).toBe('completed')
+    if (outcome.status === 'completed') expect(outcome.output).toHaveLength(1_000_000)
+    expect(rec.types()).toEqual(['run.started', 'model.call', 'run.finished'])
+  })
+
+  it('swaps ctx.model to an unknown model: that adapter is asked, and events name it', async () => {
+    const stranger = scripted('stranger', [answer('from stranger')])
+    const swap: ModelMiddleware = async function swap(ctx, next) {
+      ctx.model = { name: 'stranger', adapter: stranger }
+      await next()
+    }
+    const model = scripted('m', [answer()])
+    const { agent, rec } = agentWith([swap], model)
+    const outcome = await agent.run({ input: 'go' })
+    expect(outcome.status).toBe('completed')
+    if (outcome.status === 'completed') expect(outcome.output).toBe('from stranger')
+    expect(model.calls).toBe(0)
+    expect(stranger.calls).toBe(1)
+    expect(rec.events.find((e) => e.type === 'model.call')).toMatchObject({ model: 'stranger' })
+  })
+
+  it('swaps ctx.model to something with no generate(): the run stops as model_failed', async () => {
+    const swap: ModelMiddleware = async function swap(ctx, next) {
+      ctx.model = { name: 'ghost', adapter: {} as never }
+      await next()
+    }
+    const { agent } = agentWith([swap])
+    const error = stoppedWith(await agent.run({ input: 'go' }))
+    expect(error.kind).toBe('model_failed')
+    expect(LoopError.is(error)).toBe(true)
+  })
+})
+
+describe('an adapter that never settles, under timeoutModel', () => {
+  // The real clock's deadline queue on vitest's fake timers: its timer is what could leak. 7_777 ms is this file's own queue.
+  beforeEach(() => {
+    vi.useFakeTimers({ toFake: ['setTimeout', 'clearTimeout', 'performance'] })
+  })
+  afterEach(() => {
+    vi.useRealTimers()
+  })
+
+  it.each([
+    ['ignores request.signal', false],
+    ['reads request.signal', true],
+  ])('%s: the run stops with a typed timeout, no timer is left, a late answer changes nothing', async (_name, reads) => {
+    const model = stalling('slow', reads)
+    const rec = recorder()
+    const agent = createCoreAgent({ model, tools: [], modelMiddleware: [timeoutModel({ ms: 7_777 })], onEvent: rec.onEvent })
+    const running = agent.run({ input: 'go' })
+    await settle()
+    expect(model.held).toHaveLength(1)
+    // The deadline is the queue's one fake timer, so a leak would show in the count.
+    expect(vi.getTimerCount()).toBe(1)
+    await vi.advanceTimersByTimeAsync(7_777)
+    const error = stoppedWith(await running)
+    expect(error.kind).toBe('model_failed')
+    expect(ToolError.is(error.cause) && error.cause.code).toBe('timeout')
+    expect(error.message).toMatch(/did not answer within 7777 ms/)
+    expect(vi.getTimerCount()).toBe(0)
+    // The adapter that listens was told to stop.
+    expect(model.held[0]?.aborted()).toBe(reads)
+    const told = rec.types()
+    model.held[0]?.answer(answer('too late', 1_000))
+    await settle()
+    expect(rec.types()).toEqual(told)
+    expect(told.at(-1)).toBe('run.finished')
+    const finished = rec.events.at(-1)
+    expect(finished?.type === 'run.finished' && finished.usage).toEqual({ inputTokens: 0, outputTokens: 0, costUsd: 0 })
+  })
+
+  it("shallot's default stack: each of 3 attempts times out, the run stops as model_failed, no timer is left", async () => {
+    const model = stalling('slow', false)
+    const rec = recorder()
+    const agent = createAgent({ model, tools: [], limits: { modelTimeoutMs: 7_777 }, onEvent: rec.onEvent })
+    const running = agent.run({ input: 'go' })
+    await vi.runAllTimersAsync()
+    const error = stoppedWith(await running)
+    expect(error.kind).toBe('model_failed')
+    expect(error.message).toMatch(/after 3 attempts: .*did not answer within 7777 ms/)
+    expect(model.held).toHaveLength(3)
+    expect(vi.getTimerCount()).toBe(0)
+    const told = rec.types()
+    for (const held of model.held) held.answer(answer('late', 1_000))
+    await settle()
+    expect(rec.types()).toEqual(told)
+    expect(rec.types().filter((t) => t === 'model.retry')).toHaveLength(2)
+  })
+})
+
+describe('a cancel at every await of the model onion', () => {
+  const cancelled = (outcome: Awaited<ReturnType<ReturnType<typeof agentWith>['agent']['run']>>) => {
+    const error = stoppedWith(outcome)
+    expect(error.kind).toBe('cancelled')
+  }
+
+  it('while retryModel waits its backoff: the run ends at once, the model is not asked again, no sleeper is left', async () => {
+    const model = scripted('m', [unavailable(), answer()])
+    const { agent, clock, rec } = agentWith([retryModel({ maxAttempts: 3, baseMs: 1_000, capMs: 1_000, backoff: 'constant' })], model)
+    const controller = new AbortController()
+    const running = agent.run({ input: 'go', signal: controller.signal })
+    await settle()
+    expect(clock.pending).toBe(1)
+    controller.abort()
+    cancelled(await running)
+    expect(model.calls).toBe(1)
+    expect(clock.pending).toBe(0)
+    await clock.runAll()
+    expect(model.calls).toBe(1)
+    expect(rec.types().at(-1)).toBe('run.finished')
+  })
+
+  it('while rateLimitModel waits its turn: the run ends at once, the model is not asked, the place is given back', async () => {
+    const model = scripted('m', [answer()])
+    const { agent, clock } = agentWith([rateLimitModel({ limit: 1, perMs: 10_000, maxWaitMs: 60_000 })], model)
+    expect((await agent.run({ input: 'first' })).status).toBe('completed')
+    const controller = new AbortController()
+    const running = agent.run({ input: 'second', signal: controller.signal })
+    await settle()
+    expect(clock.pending).toBe(1)
+    controller.abort()
+    cancelled(await running)
+    expect(model.calls).toBe(1)
+    expect(clock.pending).toBe(0)
+    // The cancelled waiter's place was given back: the next run waits one interval, not two.
+    const third = agent.run({ input: 'third' })
+    await clock.advance(10_000)
+    expect((await third).status).toBe('completed')
+  })
+
+  it.each([
+    ['ignores request.signal', false],
+    ['reads request.signal', true],
+  ])('while the adapter thinks (%s): the run ends at once, a late answer changes nothing', async (_name, reads) => {
+    const model = stalling('slow', reads)
+    const { agent, rec } = agentWith([retryModel(), timeoutModel({ ms: 60_000 })], model)
+    const controller = new AbortController()
+    const running = agent.run({ input: 'go', signal: controller.signal })
+    await settle()
+    controller.abort()
+    const outcome = await running
+    cancelled(outcome)
+    expect(model.held[0]?.aborted()).toBe(reads)
+    const told = rec.types()
+    model.held[0]?.answer(answer('late', 1_000))
+    await settle()
+    expect(rec.types()).toEqual(told)
+    expect(outcome.usage.inputTokens).toBe(0)
+    expect(model.held).toHaveLength(1)
+  })
+
+  it('while the spare model thinks, after a fallback: cancelled, not fallback_exhausted', async () => {
+    const primary = scripted('primary', [unavailable()])
+    const spare = stalling('spare', true)
+    const { agent, rec } = agentWith([fallbackModel({ models: [spare] })], primary)
+    const controller = new AbortController()
+    const running = agent.run({ input: 'go', signal: controller.signal })
+    await settle()
+    expect(spare.held).toHaveLength(1)
+    controller.abort()
+    cancelled(await running)
+    expect(spare.held[0]?.aborted()).toBe(true)
+    expect(rec.types()).toEqual(['run.started', 'model.call', 'model.fallback', 'run.finished'])
+  })
+
+  it('the moment the fallback is told (a listener cancels on model.fallback): the spare is never asked', async () => {
+    const primary = scripted('primary', [unavailable()])
+    const spare = scripted('spare', [answer()])
+    const controller = new AbortController()
+    const rec = recorder()
+    const agent = createCoreAgent({
+      model: primary,
+      tools: [],
+      clock: manualClock(),
+      modelMiddleware: [fallbackModel({ models: [spare] })],
+      onEvent: (event) => {
+        rec.onEvent(event)
+        if (event.type === 'model.fallback') controller.abort()
+      },
+    })
+    cancelled(await agent.run({ input: 'go', signal: controller.signal }))
+    expect(spare.calls).toBe(0)
+  })
+})
