@@ -29,6 +29,8 @@ export const errorClassifierOptionsSchema = classifyOptionsSchema
 export type ErrorClassifierOptions = z.input<typeof errorClassifierOptionsSchema>
 
 const parseErrorClassifierOptions = optionsParser('errorClassifier()', errorClassifierOptionsSchema)
+// The model layer's errors name the factory the user called: errorClassifierModel({ maxRetryAfterMs: NaN }) said errorClassifier().
+const parseModelClassifierOptions = optionsParser('errorClassifierModel()', errorClassifierOptionsSchema)
 
 function nameOf(err: unknown): string {
   if (typeof err !== 'object' || err === null) return typeof err
@@ -115,6 +117,6 @@ export function errorClassifier(options?: ErrorClassifierOptions): Middleware {
  * const agent = createAgent({ model, tools, modelMiddleware: [retryModel(), errorClassifierModel({ secrets: [apiKey] })] })
  */
 export function errorClassifierModel(options?: ErrorClassifierOptions): ModelMiddleware {
-  const { sanitizeToolErrors: _shallotErrorsPassAsTheyAre, ...rest } = parseErrorClassifierOptions(options)
+  const { sanitizeToolErrors: _shallotErrorsPassAsTheyAre, ...rest } = parseModelClassifierOptions(options)
   return modelClassifierLayer(createClassifier(rest), rest.secrets)
 }

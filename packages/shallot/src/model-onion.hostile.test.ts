@@ -1,6 +1,9 @@
 // The model onion under attack: third-party model middleware that breaks the contract, adapters that
 // never answer, cancels at every await, many runs on one agent, throwing listeners and nonsense options.
 // Everything goes through the API a user calls (createAgent, the layer factories); time is virtual.
+
+import { circuitBreakerModel, consecutive } from '@shallot/circuit-breaker'
+import { contextEditing } from '@shallot/context-editing'
 import {
   createAgent as createCoreAgent,
   LoopError,
@@ -9,13 +12,14 @@ import {
   type ModelMiddleware,
   type ModelResponse,
 } from '@shallot/core'
+import { errorClassifierModel } from '@shallot/error-classifier'
 import { fallbackModel } from '@shallot/fallback'
 import { rateLimitModel } from '@shallot/rate-limit'
-import { retryModel } from '@shallot/retry'
+import { memoryRetryBudget, retryModel } from '@shallot/retry'
 import { manualClock } from '@shallot/testing'
 import { timeoutModel } from '@shallot/timeout'
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest'
-import { createAgent, ToolError } from './index.js'
+import { createAgent, defaultModelMiddleware, OptionsError, ToolError } from './index.js'
 import { answer, recorder, scripted, settle, stalling, unavailable } from './model-onion.hostile.support.js'
 
 /** An agent on core's createAgent (no default layers) with `layers` as its model onion and virtual time. */
@@ -356,5 +360,84 @@ describe('a cancel at every await of the model onion', () => {
     })
     cancelled(await agent.run({ input: 'go', signal: controller.signal }))
     expect(spare.calls).toBe(0)
+  })
+})
+
+describe('nonsense numbers in a model layer factory', () => {
+  const bad = [Number.NaN, Number.POSITIVE_INFINITY, Number.NEGATIVE_INFINITY, -1] as const
+  // [what, option path, build with the value]: every numeric option of every model layer.
+  const factories: [string, string, (v: number) => unknown][] = [
+    ['retryModel()', 'maxAttempts', (v) => retryModel({ maxAttempts: v })],
+    ['retryModel()', 'baseMs', (v) => retryModel({ baseMs: v })],
+    ['retryModel()', 'capMs', (v) => retryModel({ capMs: v })],
+    ['retryModel()', 'maxElapsedMs', (v) => retryModel({ maxElapsedMs: v })],
+    ['retryModel()', 'maxRetryAfterMs', (v) => retryModel({ maxRetryAfterMs: v })],
+    ['retryModel()', 'retryBudgetCosts.retry', (v) => retryModel({ retryBudgetCosts: { retry: v } })],
+    ['retryModel()', 'perCode.rate_limited.maxAttempts', (v) => retryModel({ perCode: { rate_limited: { maxAttempts: v } } })],
+    ['memoryRetryBudget()', 'maxTokens', (v) => memoryRetryBudget({ maxTokens: v })],
+    ['timeoutModel()', 'ms', (v) => timeoutModel({ ms: v })],
+    ['timeoutModel()', 'models.gpt', (v) => timeoutModel({ models: { gpt: v } })],
+    ['circuitBreakerModel()', 'cooldownMs', (v) => circuitBreakerModel({ cooldownMs: v })],
+    ['circuitBreakerModel()', 'maxCooldownMs', (v) => circuitBreakerModel({ maxCooldownMs: v })],
+    ['circuitBreakerModel()', 'cooldownGrowth', (v) => circuitBreakerModel({ cooldownGrowth: v })],
+    ['circuitBreakerModel()', 'halfOpenProbes', (v) => circuitBreakerModel({ halfOpenProbes: v })],
+    ['circuitBreakerModel()', 'maxHalfOpenMs', (v) => circuitBreakerModel({ maxHalfOpenMs: v })],
+    ['consecutive()', 'threshold', (v) => consecutive({ threshold: v })],
+    ['rateLimitModel()', 'limit', (v) => rateLimitModel({ limit: v })],
+    ['rateLimitModel()', 'perMs', (v) => rateLimitModel({ limit: 1, perMs: v })],
+    ['rateLimitModel()', 'burst', (v) => rateLimitModel({ limit: 1, burst: v })],
+    ['rateLimitModel()', 'maxWaitMs', (v) => rateLimitModel({ limit: 1, maxWaitMs: v })],
+    ['rateLimitModel()', 'storeTimeoutMs', (v) => rateLimitModel({ limit: 1, storeTimeoutMs: v })],
+    ['errorClassifierModel()', 'maxRetryAfterMs', (v) => errorClassifierModel({ maxRetryAfterMs: v })],
+    ['contextEditing()', 'maxInputTokens', (v) => contextEditing({ maxInputTokens: v })],
+    ['contextEditing()', 'keep', (v) => contextEditing({ keep: v })],
+    ['contextEditing()', 'charsPerToken', (v) => contextEditing({ charsPerToken: v })],
+    ['contextEditing()', 'models.gpt', (v) => contextEditing({ models: { gpt: v } })],
+    // defaultModelMiddleware() hands each layer its options and the layer checks them (documented): its words name the layer.
+    ['timeoutModel()', 'ms', (v) => defaultModelMiddleware({ timeout: { ms: v } })],
+    ['createAgent()', 'limits.modelTimeoutMs', (v) => createAgent({ model: scripted('m', []), limits: { modelTimeoutMs: v } })],
+    ['createAgent()', 'modelRetry.baseMs', (v) => createAgent({ model: scripted('m', []), modelRetry: { baseMs: v } })],
+    ['createAgent()', 'modelRetry.maxAttempts', (v) => createAgent({ model: scripted('m', []), modelRetry: { maxAttempts: v } })],
+    [
+      'createAgent()',
+      'modelBreaker.cooldownMs',
+      (v) => createAgent({ model: [scripted('a', []), scripted('b', [])], modelBreaker: { cooldownMs: v } }),
+    ],
+  ]
+  // maxAttempts: Infinity is documented ("let only the backoff and the ceiling decide"): tested below, not refused.
+  const documentedInfinity = new Set(['maxAttempts', 'perCode.rate_limited.maxAttempts'])
+  const cases = factories.flatMap(([owner, path, build]) =>
+    bad
+      .filter((v) => !(owner === 'retryModel()' && documentedInfinity.has(path) && v === Number.POSITIVE_INFINITY))
+      .map((v) => [owner, path, v, build] as const),
+  )
+
+  it('retryModel({ maxAttempts: Infinity }) is accepted as documented, and its retry budget still ends a failing call', async () => {
+    const model = scripted('m', [unavailable()])
+    const retryBudget = memoryRetryBudget({ maxTokens: 15 })
+    const { agent, clock } = agentWith(
+      [retryModel({ maxAttempts: Number.POSITIVE_INFINITY, backoff: 'constant', baseMs: 10, retryBudget })],
+      model,
+    )
+    const running = agent.run({ input: 'go' })
+    await clock.runAll()
+    expect(stoppedWith(await running).kind).toBe('model_failed')
+    // 15 tokens at 5 a retry: 3 retries, 4 attempts in all.
+    expect(model.calls).toBe(4)
+  })
+
+  it.each(cases)('%s %s = %s: an OptionsError naming the option and what it must be', (owner, path, value, build) => {
+    let thrown: unknown
+    try {
+      build(value)
+    } catch (err) {
+      thrown = err
+    }
+    expect(thrown, `${owner} accepted ${path} = ${value}`).toBeInstanceOf(OptionsError)
+    const message = (thrown as Error).message
+    expect(message).toContain(owner)
+    expect(message).toContain(path)
+    // The fix: what the option must be, in words (not zod's bare "Invalid input").
+    expect(message).toMatch(/must|expected|at least|at most|greater|less/i)
   })
 })
