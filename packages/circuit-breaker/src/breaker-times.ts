@@ -2,10 +2,12 @@ import type { Json } from '@shallot/core'
 import type { BreakerState } from './breaker-machine.js'
 
 /**
- * How far before "now" a shared `BreakerStore` places the times it reads. The breaker compares
- * a state's times with a `now` it took a moment before the store read; a time a hair later than
- * that `now` would look like another clock's and reset the half-open slots. One millisecond covers
- * that moment.
+ * How far before "now" a shared `BreakerStore` places the times it reads (the anchor, taken when
+ * `update()` is called). The breaker compares a state's times with a `now` it reads when the change
+ * runs, after the store's read, so they are never later than it; a time later than that `now` would
+ * look like another clock's and reset the half-open slots. The margin is slack on top of that order,
+ * not a bound on how long a worker may stall between two reads of its clock (a loaded machine can
+ * stall for milliseconds: the breaker's `now` must never be read before the anchor).
  *
  * @example
  * const anchor = clock.now() - READ_MARGIN_MS // taken when update() is called, before the read

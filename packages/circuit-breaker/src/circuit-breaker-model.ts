@@ -156,10 +156,10 @@ export function circuitBreakerModel(options?: CircuitBreakerModelOptions): Model
   async function settle(ctx: ModelContext, model: string, key: string, ticket: Ticket, outcome: Outcome, error: unknown, attempts: number) {
     const home = homeOf(ctx.stackKey)
     if (!home.quiet(ctx.run, key, ticket, outcome)) {
-      const now = ctx.clock.now()
       const retryAfterMs = outcome === 'failure' && ToolError.is(error) ? error.retryAfterMs : undefined
+      // The clock is read in the step, after a shared store's read, as the tool breaker does (admitThenProceed).
       const step = home.apply(hostOf(ctx), key, ctx.signal, (current) =>
-        machine.settle(current, ticket, outcome, now, retryAfterMs, attempts),
+        machine.settle(current, ticket, outcome, ctx.clock.now(), retryAfterMs, attempts),
       )
       const { change } = isPromise(step) ? await step : step
       if (change !== undefined) report(ctx, model, key, [change])
@@ -176,8 +176,7 @@ export function circuitBreakerModel(options?: CircuitBreakerModelOptions): Model
     const home = homeOf(ctx.stackKey)
     let admission: Admission | undefined = home.admitClosed(ctx.run, key)
     if (admission === undefined) {
-      const now = ctx.clock.now()
-      const pending = home.apply(hostOf(ctx), key, ctx.signal, (current) => machine.admit(current, now))
+      const pending = home.apply(hostOf(ctx), key, ctx.signal, (current) => machine.admit(current, ctx.clock.now()))
       admission = isPromise(pending) ? await pending : pending
       if (admission.changes.length > 0) report(ctx, model, key, admission.changes)
     }

@@ -143,10 +143,16 @@ function proceed(
   )
 }
 
-/** A circuit that is not closed in local or run state, or a shared store: admission may wait on the store. */
+/**
+ * A circuit that is not closed in local or run state, or a shared store: admission may wait on the store.
+ * Admission and settlement read the clock inside the step, when the home applies it: a shared store
+ * hands the step times no later than the moment update() was called, so a `now` read then is never
+ * earlier than them. A `now` read before the call could be, by however long the process stalled
+ * between the two reads (preempted, collecting garbage): a probe slot another worker took a moment
+ * ago would then read as a time from another clock, be forgotten, and a second probe run.
+ */
 async function admitThenProceed(b: Breaker, ctx: ToolContext, next: Next, tool: string, key: string, signal: AbortSource): Promise<void> {
-  const now = ctx.clock.now()
-  const pending = b.home.apply(ctx, key, signal, (current) => b.machine.admit(current, now))
+  const pending = b.home.apply(ctx, key, signal, (current) => b.machine.admit(current, ctx.clock.now()))
   return proceed(b, ctx, next, tool, key, signal, isPromise(pending) ? await pending : pending)
 }
 
@@ -178,9 +184,11 @@ function settle(
   attempts = 1,
 ): void | Promise<void> {
   if (b.home.quiet(ctx.run, key, ticket, outcome)) return
-  const now = ctx.clock.now()
   const retryAfterMs = outcome === 'failure' && ToolError.is(error) ? error.retryAfterMs : undefined
-  const done = b.home.apply(ctx, key, signal, (current) => b.machine.settle(current, ticket, outcome, now, retryAfterMs, attempts))
+  // The clock is read in the step, as in admitThenProceed: a probe's own slot must not look like the future.
+  const done = b.home.apply(ctx, key, signal, (current) =>
+    b.machine.settle(current, ticket, outcome, ctx.clock.now(), retryAfterMs, attempts),
+  )
   const after = ({ stale, change, trial }: Settlement) => {
     if (stale) ctx.emit('circuit-breaker.stale', { key, outcome, probe: ticket.probe })
     else if (trial !== undefined) ctx.emit('circuit-breaker.probe_succeeded', { key, probe: ticket.probe, ...trial })

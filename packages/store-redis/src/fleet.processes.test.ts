@@ -78,13 +78,17 @@ describe('a fleet of 8 worker processes on one Redis', () => {
     expect(refused).toMatchObject({ ok: false, code: 'circuit_open' })
     expect(effects(config.effects, 'lookup b1')).toBe(0)
 
-    // The cooldown is real time in Redis; B was told how long is left. The probe holds 5 s so every worker's calls
-    // arrive while it runs even on a loaded machine (at 800 ms and again at 2 s, the Node 24 pass of a loaded CI run counted two probes: a late arrival after the first probe settled became the second).
+    // The cooldown is real time in Redis; B was told how long is left. The probe waits in the tool until every
+    // call of every worker was refused or let in, however slow the machine: none can come after the probe settled.
     await new Promise((resolve) => setTimeout(resolve, (refused.retryAfterMs ?? 0) + 20))
-    const replies = await Promise.all(
-      spread(100, 8).map((calls, i) => fleet[i]?.send({ tool: 'lookup', args: { q: 'probe' }, calls, lookupFails: false, holdMs: 5000 })),
+    const held = spread(100, 8).map((calls, i) =>
+      (fleet[i] as Worker).hold({ tool: 'lookup', args: { q: 'probe' }, calls, lookupFails: false }),
     )
-    const results = replies.flat() as Result[]
+    await Promise.all(held.map((h) => h.decided))
+    for (const worker of fleet) worker.release()
+    const results = (await Promise.all(held.map((h) => h.results))).flat()
+    // The store answered every call: a worker that decides on its local state (store_error) is another test.
+    expect(results.filter((r) => r.events.includes('circuit-breaker.store_error'))).toEqual([])
     expect(results).toHaveLength(100)
     expect(results.filter((r) => r.events.includes('circuit-breaker.probe'))).toHaveLength(1)
     expect(effects(config.effects, 'lookup probe')).toBe(1)

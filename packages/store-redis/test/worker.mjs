@@ -2,6 +2,8 @@
 // BUILT packages (dist), as a deployment would; the test builds them first.
 // Usage: node worker.mjs '<json config>'. Prints "ready" once connected, then answers each JSON
 // command line on stdin with one JSON line: { id, results: [{ ok, replayed, value, code, circuit, events }] }.
+// A command with `held: true` keeps its tool calls waiting in the tool until a `{ "release": true }` line
+// comes, and prints { id, decided: true } once each of its calls waits there or has its answer (a refusal).
 import { appendFileSync } from 'node:fs'
 import { createInterface } from 'node:readline'
 import { circuitBreaker, consecutive } from '@shallot/circuit-breaker'
@@ -30,6 +32,35 @@ const record = (file, what) => appendFileSync(file, `${what} ${process.pid}\n`)
 
 let lookupFails = false
 let holdMs = config.holdMs ?? 0
+// Like lookupFails and holdMs, the gate is the last command's: the fleet test sends one command at a time.
+/** The last command's gate when it is held: its calls wait there instead of sleeping holdMs. */
+let gate
+/** The last held command's gate, which a release line opens. */
+let lastHeld
+/** How a tool call holds: in the held command's gate, or for holdMs. */
+const hold = () => (gate === undefined ? sleep(holdMs) : gate.enter())
+
+/** A gate for a held command of `calls` calls: it says "decided" once none of them can still reach the tool. */
+function heldGate(id, calls) {
+  let decided = 0
+  let release
+  const released = new Promise((resolve) => {
+    release = resolve
+  })
+  // Until the release, a call that settled never entered the tool, so each call counts once.
+  const count = () => {
+    if (++decided === calls) process.stdout.write(`${JSON.stringify({ id, decided: true })}\n`)
+  }
+  return {
+    enter() {
+      count()
+      return released
+    },
+    settled: count,
+    release,
+  }
+}
+
 const chargeCard = defineTool({
   name: 'charge_card',
   description: 'Charge a card',
@@ -37,7 +68,7 @@ const chargeCard = defineTool({
   effect: 'write',
   execute: async ({ order, amount }) => {
     record(config.effects, `charge ${order}`)
-    await sleep(holdMs)
+    await hold()
     return { chargeId: `ch_${process.pid}`, order, amount }
   },
 })
@@ -48,7 +79,7 @@ const lookup = defineTool({
   effect: 'read',
   execute: async ({ q }) => {
     record(config.effects, `lookup ${q}`)
-    await sleep(holdMs)
+    await hold()
     if (lookupFails) throw new ToolError('upstream_error', 'upstream answered 503')
     return `hit for ${q}`
   },
@@ -62,23 +93,33 @@ const stack = createStack({
   ],
 })
 
+const resultOf = (r) => ({
+  ok: r.ok,
+  replayed: r.replayed,
+  value: r.value,
+  code: r.error?.code,
+  retryAfterMs: r.error?.retryAfterMs,
+  events: r.trace.map((e) => e.type),
+})
+
 process.stdout.write('ready\n')
 const lines = createInterface({ input: process.stdin })
 lines.on('line', async (line) => {
   const command = JSON.parse(line)
+  if (command.release) return lastHeld?.release()
   if (command.lookupFails !== undefined) lookupFails = command.lookupFails
   holdMs = command.holdMs ?? config.holdMs ?? 0
+  const calls = command.calls ?? 1
+  const held = command.held ? heldGate(command.id, calls) : undefined
+  gate = held
+  if (held !== undefined) lastHeld = held
   const run = createRun({ id: command.runId ?? 'run' })
   const results = await Promise.all(
-    Array.from({ length: command.calls ?? 1 }, (_, i) =>
-      stack.dispatch({ id: `${command.id}-${i}`, name: command.tool, args: command.args }, { run }).then((r) => ({
-        ok: r.ok,
-        replayed: r.replayed,
-        value: r.value,
-        code: r.error?.code,
-        retryAfterMs: r.error?.retryAfterMs,
-        events: r.trace.map((e) => e.type),
-      })),
+    Array.from({ length: calls }, (_, i) =>
+      stack.dispatch({ id: `${command.id}-${i}`, name: command.tool, args: command.args }, { run }).then((r) => {
+        held?.settled()
+        return resultOf(r)
+      }),
     ),
   )
   process.stdout.write(`${JSON.stringify({ id: command.id, results })}\n`)

@@ -27,6 +27,13 @@ export interface Command {
   holdMs?: number
 }
 
+/** A command sent with {@link Worker.hold}: its calls that reach the tool wait there until {@link Worker.release}. */
+export interface Held {
+  /** Resolves once each call was refused or waits in the tool: none of them can reach the tool later. */
+  readonly decided: Promise<void>
+  readonly results: Promise<Result[]>
+}
+
 export interface WorkerConfig {
   port: number
   prefix: string
@@ -41,6 +48,7 @@ export interface WorkerConfig {
 export class Worker {
   private buffer = ''
   private waiting = new Map<string, (results: Result[]) => void>()
+  private deciding = new Map<string, () => void>()
   private commands = 0
   stderr = ''
   readonly exited: Promise<{ code: number | null; signal: NodeJS.Signals | null }>
@@ -55,11 +63,7 @@ export class Worker {
       while (end >= 0) {
         const line = this.buffer.slice(0, end)
         this.buffer = this.buffer.slice(end + 1)
-        if (line.startsWith('{')) {
-          const reply = JSON.parse(line) as { id: string; results: Result[] }
-          this.waiting.get(reply.id)?.(reply.results)
-          this.waiting.delete(reply.id)
-        }
+        if (line.startsWith('{')) this.answer(JSON.parse(line) as { id: string; results?: Result[]; decided?: true })
         end = this.buffer.indexOf('\n')
       }
     })
@@ -70,11 +74,38 @@ export class Worker {
     return this.child.exitCode === null && this.child.signalCode === null
   }
 
-  send(command: Command): Promise<Result[]> {
+  private answer(reply: { id: string; results?: Result[]; decided?: true }): void {
+    if (reply.decided) {
+      this.deciding.get(reply.id)?.()
+      this.deciding.delete(reply.id)
+      return
+    }
+    this.waiting.get(reply.id)?.(reply.results ?? [])
+    this.waiting.delete(reply.id)
+  }
+
+  private post(command: Command & { held?: true }): { id: string; results: Promise<Result[]> } {
     const id = `cmd${++this.commands}`
-    const answered = new Promise<Result[]>((resolve) => this.waiting.set(id, resolve))
+    const results = new Promise<Result[]>((resolve) => this.waiting.set(id, resolve))
     this.child.stdin.write(`${JSON.stringify({ id, ...command })}\n`)
-    return answered
+    return { id, results }
+  }
+
+  send(command: Command): Promise<Result[]> {
+    return this.post(command).results
+  }
+
+  /** Sends `command` with its tool calls held in the tool until {@link release} (see {@link Held}). */
+  hold(command: Command): Held {
+    const { id, results } = this.post({ ...command, held: true })
+    // The worker answers on stdout, so no "decided" line can come before this listener is set.
+    const decided = new Promise<void>((resolve) => this.deciding.set(id, resolve))
+    return { decided, results }
+  }
+
+  /** Lets the calls of the last held command out of the tool. */
+  release(): void {
+    this.child.stdin.write(`${JSON.stringify({ release: true })}\n`)
   }
 
   async one(command: Command): Promise<Result> {
