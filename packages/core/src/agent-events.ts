@@ -182,13 +182,21 @@ export function agentScope(logger: Logger, listener: AgentEventListener | undefi
 export function agentEvents(logger: Logger, listener: AgentEventSink | undefined): AgentEventSink {
   if (listener === undefined) return noAgentEvents
   let failed = false
+  const threw = (err: unknown, type: AgentEvent['type']) => {
+    if (failed) return
+    failed = true
+    logger.error({ err, event: type }, 'the agent onEvent listener threw; the run goes on, and its later throws are not logged')
+  }
   return (event) => {
+    let returned: unknown
     try {
-      listener(event)
+      returned = listener(event)
     } catch (err) {
-      if (failed) return
-      failed = true
-      logger.error({ err, event: event.type }, 'the agent onEvent listener threw; the run goes on, and its later throws are not logged')
+      threw(err, event.type)
+      return
     }
+    // An async listener (writing events to a database) rejects instead of throwing: unhandled, that would end the process.
+    if (typeof returned === 'object' && returned !== null && typeof (returned as { then?: unknown }).then === 'function')
+      (returned as PromiseLike<unknown>).then(undefined, (err: unknown) => threw(err, event.type))
   }
 }

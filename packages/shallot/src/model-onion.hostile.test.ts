@@ -5,12 +5,16 @@
 import { circuitBreakerModel, consecutive } from '@shallot/circuit-breaker'
 import { contextEditing } from '@shallot/context-editing'
 import {
+  type AgentEvent,
   createAgent as createCoreAgent,
+  defineTool,
   LoopError,
   MiddlewareUsageError,
   type ModelAdapter,
   type ModelMiddleware,
+  type ModelRequest,
   type ModelResponse,
+  memoryCheckpoints,
 } from '@shallot/core'
 import { errorClassifierModel } from '@shallot/error-classifier'
 import { fallbackModel } from '@shallot/fallback'
@@ -19,6 +23,7 @@ import { memoryRetryBudget, retryModel } from '@shallot/retry'
 import { manualClock } from '@shallot/testing'
 import { timeoutModel } from '@shallot/timeout'
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest'
+import { z } from 'zod'
 import { createAgent, defaultModelMiddleware, OptionsError, ToolError } from './index.js'
 import { answer, recorder, scripted, settle, stalling, unavailable } from './model-onion.hostile.support.js'
 
@@ -439,5 +444,206 @@ describe('nonsense numbers in a model layer factory', () => {
     expect(message).toContain(path)
     // The fix: what the option must be, in words (not zod's bare "Invalid input").
     expect(message).toMatch(/must|expected|at least|at most|greater|less/i)
+  })
+})
+
+/** The input of a request: the run's task, the first user message. */
+const taskOf = (request: ModelRequest) => (request.messages[0] as { content: string }).content
+
+describe('50 runs at once on one agent', () => {
+  it('share one retry budget and one breaker: the breaker opens once, the budget is never overspent, each run ends on its own', async () => {
+    const clock = manualClock()
+    const budget = memoryRetryBudget({ maxTokens: 20 })
+    let lowest = budget.available()
+    const retryBudget = {
+      tryTake: (tokens: number) => {
+        const taken = budget.tryTake(tokens)
+        lowest = Math.min(lowest, budget.available())
+        return taken
+      },
+      refill: (tokens: number) => budget.refill(tokens),
+      available: () => budget.available(),
+    }
+    let down = true
+    const model: ModelAdapter & { calls: number } = {
+      name: 'm',
+      calls: 0,
+      async generate(request) {
+        model.calls++
+        const i = Number(taskOf(request))
+        // Each run's call settles at its own virtual moment, so the runs interleave.
+        await clock.sleep((i * 7) % 13)
+        if (down) throw unavailable()
+        return answer(`out ${i}`, i + 1)
+      },
+    }
+    const rec = recorder()
+    const agent = createCoreAgent({
+      model,
+      tools: [],
+      clock,
+      random: () => 0.5,
+      onEvent: rec.onEvent,
+      modelMiddleware: [
+        circuitBreakerModel({ policy: consecutive({ threshold: 3 }), cooldownMs: 60_000 }),
+        retryModel({ maxAttempts: 3, backoff: 'constant', baseMs: 100, retryBudget }),
+      ],
+    })
+    const ids = Array.from({ length: 50 }, (_, i) => i)
+    const storm = ids.map((i) => agent.run({ input: String(i), runId: `storm-${i}` }))
+    await clock.runAll()
+    const stormOutcomes = await Promise.all(storm)
+    for (const outcome of stormOutcomes) expect(stoppedWith(outcome).kind).toBe('model_failed')
+    const opened = rec.events.filter((e) => e.type === 'model.circuit' && e.to === 'open')
+    expect(opened).toHaveLength(1)
+    // 20 tokens at 5 a retry: 4 retries in all, whatever the interleaving, and the bucket never went below empty.
+    expect(rec.events.filter((e) => e.type === 'model.retry')).toHaveLength(4)
+    expect(lowest).toBeGreaterThanOrEqual(0)
+    expect(model.calls).toBe(54)
+
+    // Past the cooldown, one run closes the circuit; then 49 at once each get their own answer.
+    down = false
+    await clock.advance(60_000)
+    const probe = agent.run({ input: '0', runId: 'probe' })
+    await clock.runAll()
+    expect((await probe).status).toBe('completed')
+    rec.events.length = 0
+    const calm = ids.slice(1).map((i) => agent.run({ input: String(i), runId: `calm-${i}` }))
+    await clock.runAll()
+    const calmOutcomes = await Promise.all(calm)
+    calmOutcomes.forEach((outcome, k) => {
+      const i = k + 1
+      expect(outcome.status).toBe('completed')
+      if (outcome.status === 'completed') expect(outcome.output).toBe(`out ${i}`)
+      expect(outcome.usage).toEqual({ inputTokens: i + 1, outputTokens: i + 1, costUsd: 0 })
+      const own = rec.events.filter((e) => 'runId' in e && e.runId === `calm-${i}`).map((e) => e.type)
+      expect(own).toEqual(['run.started', 'model.call', 'run.finished'])
+    })
+  })
+
+  it('keep their own run.state, transcript and usage when a layer writes state and the turns interleave', async () => {
+    const clock = manualClock()
+    const checkpoints = memoryCheckpoints()
+    const model: ModelAdapter = {
+      name: 'm',
+      async generate(request) {
+        const i = Number(taskOf(request))
+        await clock.sleep((i * 11) % 17)
+        const toolTurn = request.messages.length === 1
+        return toolTurn
+          ? { toolCalls: [{ id: `c${i}`, name: 'note', args: { n: i } }], usage: { inputTokens: i, outputTokens: 0 } }
+          : answer(`done ${i}`, i)
+      },
+    }
+    // A third-party layer that keeps per-run state: it must only ever see its own run's.
+    const stateful: ModelMiddleware = async function stateful(ctx, next) {
+      const state = ctx.run.state as { owner?: string; calls?: number }
+      const mine = taskOf({ ...ctx.request, signal: ctx.signal })
+      if (state.owner !== undefined && state.owner !== mine) throw new Error(`run ${ctx.run.id} saw state of ${state.owner}`)
+      state.owner = mine
+      state.calls = (state.calls ?? 0) + 1
+      await next()
+    }
+    const note = defineTool({ name: 'note', description: 'Note n', input: z.object({ n: z.number() }), execute: ({ n }) => `noted ${n}` })
+    const agent = createCoreAgent({ model, tools: [note], clock, checkpoints, modelMiddleware: [stateful] })
+    const runs = Array.from({ length: 50 }, (_, i) => agent.run({ input: String(i), runId: `run-${i}` }))
+    await clock.runAll()
+    const outcomes = await Promise.all(runs)
+    for (const [i, outcome] of outcomes.entries()) {
+      expect(outcome.status).toBe('completed')
+      if (outcome.status === 'completed') expect(outcome.output).toBe(`done ${i}`)
+      expect(outcome.usage).toEqual({ inputTokens: 2 * i, outputTokens: i, costUsd: 0 })
+      expect(outcome.transcript.filter((m) => m.role === 'tool').map((m) => m.content)).toEqual([`noted ${i}`])
+      const saved = await checkpoints.load(`run-${i}`)
+      expect(saved?.state).toMatchObject({ owner: String(i), calls: 2 })
+    }
+  })
+})
+
+describe('an onEvent listener that throws on model events', () => {
+  /** What a run ends with, without its id and timing: the same for the same script. */
+  const essence = (outcome: Awaited<ReturnType<ReturnType<typeof agentWith>['agent']['run']>>) => ({
+    status: outcome.status,
+    output: outcome.status === 'completed' ? outcome.output : undefined,
+    kind: outcome.status === 'stopped' ? outcome.error.kind : undefined,
+    usage: outcome.usage,
+    transcript: outcome.transcript,
+  })
+
+  async function runWith(onEvent: ((event: AgentEvent) => unknown) | undefined, logged: string[] = []) {
+    const clock = manualClock()
+    const primary = scripted('primary', [unavailable(), unavailable(), unavailable()])
+    const spare = scripted('spare', [unavailable(), answer('from spare', 7)])
+    const logger = {
+      info: () => {},
+      warn: () => {},
+      debug: () => {},
+      error: (_o: unknown, msg?: string) => {
+        logged.push(String(msg))
+      },
+      child() {
+        return logger
+      },
+    }
+    const agent = createCoreAgent({
+      model: primary,
+      tools: [],
+      clock,
+      random: () => 0.5,
+      logger,
+      ...(onEvent === undefined ? {} : { onEvent: onEvent as (event: AgentEvent) => void }),
+      modelMiddleware: [fallbackModel({ models: [spare] }), retryModel({ maxAttempts: 2, backoff: 'constant', baseMs: 10 })],
+    })
+    const running = agent.run({ input: 'go', runId: 'same' })
+    await clock.runAll()
+    return essence(await running)
+  }
+
+  it.each([
+    [
+      'throws an Error on model.call',
+      (e: AgentEvent) => {
+        if (e.type === 'model.call') throw new Error('listener down')
+      },
+    ],
+    [
+      'throws a string on every model event',
+      (e: AgentEvent) => {
+        if (e.type.startsWith('model.')) throw 'listener down'
+      },
+    ],
+    [
+      'throws on run.finished',
+      (e: AgentEvent) => {
+        if (e.type === 'run.finished') throw new Error('listener down')
+      },
+    ],
+  ])("%s: the outcome is the quiet agent's", async (_name, listener) => {
+    const quiet = await runWith(undefined)
+    expect(quiet).toMatchObject({ status: 'completed', output: 'from spare' })
+    const logged: string[] = []
+    expect(await runWith(listener, logged)).toEqual(quiet)
+    expect(logged.filter((m) => /onEvent listener threw/.test(m))).toHaveLength(1)
+  })
+
+  it("is async and rejects: the outcome is the quiet agent's, and the rejection is logged, not left unhandled", async () => {
+    const quiet = await runWith(undefined)
+    const logged: string[] = []
+    const outcome = await runWith(async (e: AgentEvent) => {
+      if (e.type === 'model.call') throw new Error('listener down')
+    }, logged)
+    await settle()
+    expect(outcome).toEqual(quiet)
+    expect(logged.filter((m) => /onEvent listener threw/.test(m))).toHaveLength(1)
+  })
+
+  it("has a within that throws: the outcome is the quiet agent's", async () => {
+    const quiet = await runWith(undefined)
+    const listener = Object.assign(() => {}, {
+      within: () => {
+        throw new Error('no context today')
+      },
+    })
+    expect(await runWith(listener)).toEqual(quiet)
   })
 })
