@@ -52,6 +52,7 @@ export {
   type ModelInfo,
   type ModelMiddleware,
   type ModelNext,
+  trustedModelMiddleware,
 } from './model-context.js'
 export type { ModelPrice } from './model-link.js'
 export { OptionsError, parseOptions } from './options.js'

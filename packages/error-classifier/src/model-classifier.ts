@@ -1,4 +1,12 @@
-import { LoopError, type ModelMiddleware, sanitize, ToolError } from '@shallot/core'
+import {
+  LoopError,
+  type ModelContext,
+  type ModelMiddleware,
+  type ModelNext,
+  sanitize,
+  ToolError,
+  trustedModelMiddleware,
+} from '@shallot/core'
 import type { Classifier } from './create-classifier.js'
 import { type ErrorFacts, errorFacts } from './error-facts.js'
 import { modelRunEnding, modelRunEndingError } from './model-run-ending.js'
@@ -79,7 +87,8 @@ export function classifyModelFailure(error: unknown, classifier: Classifier, sec
  * provider and adapter.
  */
 export function modelClassifierLayer(classifier: Classifier, secrets: readonly string[]): ModelMiddleware {
-  return async function errorClassifierModel(ctx, next) {
+  // Keeps the onion's contract: one awaited next(), settled before it settles.
+  return trustedModelMiddleware(async function errorClassifierModel(ctx: ModelContext, next: ModelNext): Promise<void> {
     try {
       await next()
     } catch (err) {
@@ -89,5 +98,5 @@ export function modelClassifierLayer(classifier: Classifier, secrets: readonly s
       if (ctx.signal.aborted && (ToolError.is(ctx.signal.reason) || LoopError.is(ctx.signal.reason))) throw ctx.signal.reason
       throw classifyModelFailure(err, classifier, secrets)
     }
-  }
+  })
 }

@@ -1,4 +1,12 @@
-import { abortReason, LoopError, type ModelContext, type ModelMiddleware, type ModelNext, ToolError } from '@shallot/core'
+import {
+  abortReason,
+  LoopError,
+  type ModelContext,
+  type ModelMiddleware,
+  type ModelNext,
+  ToolError,
+  trustedModelMiddleware,
+} from '@shallot/core'
 import { createSanitizer, describeModelFailure, isTransientModelError, modelFailureCode, optionsParser } from '@shallot/core/kit'
 import { z } from 'zod'
 import type { Backoff } from './backoff/backoff.js'
@@ -130,7 +138,8 @@ export function modelRetryOf(policy: RetryPolicy, store: RetryBudgetStore | unde
     }
   }
 
-  return async function retry(ctx: ModelContext, next: ModelNext): Promise<void> {
+  // Keeps the onion's contract: each next() is awaited before the next one, and it settles only after the last.
+  return trustedModelMiddleware(async function retry(ctx: ModelContext, next: ModelNext): Promise<void> {
     // Inner layers may swap ctx.signal for a deadline; waits and repeats follow the signal this call came with,
     // kept as it came (createAgent's stays deferred: an answered call never makes the run's signal real).
     const came = ctx.currentSignal?.() ?? ctx.signal
@@ -180,7 +189,7 @@ export function modelRetryOf(policy: RetryPolicy, store: RetryBudgetStore | unde
       if (signal.aborted) throw abortReason(signal)
       ctx.attempt++
     }
-  }
+  })
 }
 
 function isThenable(value: unknown): value is PromiseLike<unknown> {

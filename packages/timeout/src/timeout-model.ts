@@ -1,4 +1,12 @@
-import { abortReason, type ModelContext, type ModelMiddleware, type ModelNext, systemClock, ToolError } from '@shallot/core'
+import {
+  abortReason,
+  type ModelContext,
+  type ModelMiddleware,
+  type ModelNext,
+  systemClock,
+  ToolError,
+  trustedModelMiddleware,
+} from '@shallot/core'
 import { type AbortSource, callNext, onAbort, optionsParser, startTimer } from '@shallot/core/kit'
 import { type DeadlineQueue, deadlineQueue, type Expiring } from './deadline-queue.js'
 import { DeadlineSignal, type TimeoutOptions, timeoutOptionsSchema } from './timeout.js'
@@ -35,12 +43,14 @@ export function modelDeadlineOf(options: ParsedTimeoutOptions): ModelMiddleware 
   const limits = new Map(Object.entries(options.models))
   const defaultMs = options.ms ?? DEFAULT_MODEL_TIMEOUT_MS
 
-  return function timeout(ctx: ModelContext, next: ModelNext): Promise<void> {
+  // Keeps the onion's contract as the tool timeout does (decision 270): it settles after next() settled, or, when
+  // it stops waiting, follows the abandoned call to its end itself.
+  return trustedModelMiddleware(function timeout(ctx: ModelContext, next: ModelNext): Promise<void> {
     // createAgent's context hands a signal on without creating it; another host's gets a real one.
     const outer = ctx.currentSignal?.() ?? ctx.signal
     if (outer.aborted) return Promise.reject(abortReason(outer))
     return new ModelDeadline(ctx, outer, limits.get(ctx.model.name) ?? defaultMs).run(next)
-  }
+  })
 }
 
 /**
