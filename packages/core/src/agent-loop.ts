@@ -144,8 +144,24 @@ function spend(r: AgentRun, response: ModelResponse, link: ModelLink, calls: num
     r.log.warn({ model: link.name }, 'the model reported no token usage; limits.maxTokens / maxCostUsd cannot count this call')
   }
   // A final answer is in hand and costs nothing more; a turn that would go on is stopped.
-  const crossed = calls === 0 ? undefined : usageExhausted(r.usage, r.settings.limits, 'spent')
+  const crossed = calls === 0 ? undefined : (usageExhausted(r.usage, r.settings.limits, 'spent') ?? unpriced(r, response, link))
   if (crossed !== undefined) throw crossed
+}
+
+/**
+ * A model a layer asked instead of the agent's own (a fallback's spare) that has no price: its tokens
+ * would cost $0 and the cost budget would never stop the run, so a turn that would go on is stopped.
+ */
+function unpriced(r: AgentRun, response: ModelResponse, link: ModelLink): LoopError | undefined {
+  const { maxCostUsd } = r.settings.limits
+  if (maxCostUsd === undefined || link.price !== undefined || response.usage === undefined) return undefined
+  return new LoopError('budget_exhausted', `limits.maxCostUsd cannot count model '${link.name}': it has no price`, {
+    details: {
+      maxCostUsd,
+      model: link.name,
+      fix: `add prices['${link.name}'] = { inputPerMTokUsd, outputPerMTokUsd } to createAgent's options`,
+    },
+  })
 }
 
 /**

@@ -100,6 +100,8 @@ function whyOf(error: LoopError): string {
 }
 
 function budgetFix(error: LoopError): string {
+  // A budget that cannot count (a model without a price) names its own fix: a higher limit would not help.
+  if (typeof error.details.fix === 'string') return error.details.fix
   if (error.details.maxTokens !== undefined) return 'raise limits.maxTokens'
   if (error.details.maxCostUsd !== undefined) return 'raise limits.maxCostUsd'
   if (error.details.maxTurns !== undefined) return 'raise limits.maxTurns'

@@ -647,3 +647,29 @@ describe('an onEvent listener that throws on model events', () => {
     expect(await runWith(listener)).toEqual(quiet)
   })
 })
+
+describe('a model a layer asks instead of the agent’s own', () => {
+  it('under limits.maxCostUsd, an unpriced spare cannot spend past the budget uncounted: the run stops naming the price to add', async () => {
+    const primary = scripted('primary', [unavailable()])
+    // The spare keeps the run going with a tool call per turn, a million tokens each.
+    const spare = scripted('spare', [
+      { toolCalls: [{ id: 'c1', name: 'note', args: { n: 1 } }], usage: { inputTokens: 1_000_000, outputTokens: 1_000_000 } },
+    ])
+    const note = defineTool({ name: 'note', description: 'Note n', input: z.object({ n: z.number() }), execute: () => 'ok' })
+    const agent = createCoreAgent({
+      model: primary,
+      tools: [note],
+      clock: manualClock(),
+      prices: { primary: { inputPerMTokUsd: 1, outputPerMTokUsd: 1 } },
+      limits: { maxCostUsd: 0.5, maxTurns: 5 },
+      modelMiddleware: [fallbackModel({ models: [spare] })],
+    })
+    const outcome = await agent.run({ input: 'go' })
+    const error = stoppedWith(outcome)
+    expect(error.kind).toBe('budget_exhausted')
+    expect(outcome.status === 'stopped' && outcome.report.text).toMatch(/add prices\['spare'\]/)
+    expect(error.message).toMatch(/cannot count model 'spare': it has no price/)
+    expect(error.details?.fix).toMatch(/prices\['spare'\]/)
+    expect(spare.calls).toBe(1)
+  })
+})
