@@ -29,6 +29,8 @@ export default defineConfig({
   // instead of their class. Node adds `import` or `require` by itself, as each load needs.
   ssr: { resolve: { conditions: nodeConditions, externalConditions: nodeConditions } },
   test: {
+    // Builds the workspace once before any test file starts: the tests that spawn the built packages need dist.
+    globalSetup: ['.ci/vitest-build.ts'],
     // An unhandled rejection anywhere fails the run (vitest's default, stated so nobody turns it off).
     dangerouslyIgnoreUnhandledErrors: false,
     restoreMocks: true,

@@ -1,23 +1,17 @@
 // The quick soak as CI runs it: `pnpm chaos --quick` (60 runs, 3 worker processes, every fault kind
-// at least once) on the built packages, judged by the checker. Real processes and servers share no
+// at least once) on the built packages (vitest's global setup builds them and bench/chaos before any
+// test file starts: .ci/vitest-build.ts), judged by the checker. Real processes and servers share no
 // fake clock, so this one test takes real time (about 40 s); it waits on the soak's exit, never a sleep.
-import { execFileSync, spawn } from 'node:child_process'
+import { spawn } from 'node:child_process'
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs'
-import { createRequire } from 'node:module'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { fileURLToPath } from 'node:url'
-import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { afterAll, describe, expect, it } from 'vitest'
 
 const root = fileURLToPath(new URL('../..', import.meta.url))
 const dir = mkdtempSync(join(tmpdir(), 'shallot-chaos-'))
 afterAll(() => rmSync(dir, { recursive: true, force: true }))
-
-beforeAll(() => {
-  const tsc = createRequire(import.meta.url).resolve('typescript/bin/tsc')
-  const built = ['packages/bullmq', 'packages/store-postgres', 'packages/policy', 'packages/testing', 'bench/chaos']
-  execFileSync(process.execPath, [tsc, '-b', ...built.map((p) => join(root, p))], { stdio: 'pipe' })
-}, 120_000)
 
 function soak(args: string[]): Promise<{ code: number | null; stdout: string; stderr: string }> {
   const hook = join(root, 'bench/chaos/dist/bench/chaos/resolve-hook.js')

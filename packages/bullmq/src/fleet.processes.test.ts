@@ -1,12 +1,11 @@
-// The fleet must-show: 4 worker processes (test/fleet-worker.mjs, on the BUILT packages) take 200
-// runs from one BullMQ queue on a private redis-server; checkpoints, idempotency records and the
+// The fleet must-show: 4 worker processes (test/fleet-worker.mjs, on the BUILT packages, which vitest's
+// global setup builds first: .ci/vitest-build.ts) take 200 runs from one BullMQ queue on a private redis-server; checkpoints, idempotency records and the
 // world (charges) are in a private PostgreSQL. Every run needs one long backoff (a 429 with a 3 s
 // Retry-After): it parks, waits as a delayed job, wakes, completes. One worker is SIGKILLed mid-run;
 // the others take its runs over from their checkpoints. Real time is unavoidable here (separate
 // processes and real servers share no fake clock): the wait is shortened to 3 s, the lock to 2 s,
 // and the test waits by polling the queue's counts, never by a fixed sleep.
-import { type ChildProcessWithoutNullStreams, execFileSync, spawn } from 'node:child_process'
-import { createRequire } from 'node:module'
+import { type ChildProcessWithoutNullStreams, spawn } from 'node:child_process'
 import { fileURLToPath } from 'node:url'
 import { Queue } from 'bullmq'
 import pg from 'pg'
@@ -89,10 +88,6 @@ let fleet: FleetWorker[] = []
 const prefix = 'fleet_'
 
 beforeAll(async () => {
-  const tsc = createRequire(import.meta.url).resolve('typescript/bin/tsc')
-  execFileSync(process.execPath, [tsc, '-b', packageDir, fileURLToPath(new URL('../../store-postgres', import.meta.url))], {
-    stdio: 'pipe',
-  })
   ;[redis, postgres] = await Promise.all([startRedisServer(), startPostgresServer()])
   pool = new pg.Pool({ connectionString: postgres.url, max: 4 })
   pool.on('error', () => {})

@@ -1,10 +1,9 @@
 // A SIGKILL between a human's approval and the checkpoint of the turn it approved, in real
-// processes: the worker (test/approval-worker.mjs) imports the BUILT packages (dist), so beforeAll
-// runs `tsc -b` for this package and its references first (incremental). No test here sleeps: each
+// processes: the worker (test/approval-worker.mjs) imports the BUILT packages (dist), which vitest's
+// global setup builds before any test file starts (.ci/vitest-build.ts). No test here sleeps: each
 // awaits a real child process to exit.
-import { execFileSync, spawn } from 'node:child_process'
+import { spawn } from 'node:child_process'
 import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs'
-import { createRequire } from 'node:module'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { fileURLToPath } from 'node:url'
@@ -52,10 +51,8 @@ function runWorker(
 
 let dir: string
 beforeAll(() => {
-  const tsc = createRequire(import.meta.url).resolve('typescript/bin/tsc')
-  execFileSync(process.execPath, [tsc, '-b', packageDir, join(packageDir, '../store-sqlite')], { stdio: 'pipe' })
   dir = mkdtempSync(join(tmpdir(), 'shallot-approval-'))
-}, 300_000)
+})
 afterAll(() => rmSync(dir, { recursive: true, force: true }))
 
 describe('approval across a SIGKILL', () => {

@@ -1,13 +1,11 @@
 // The must-shows of a fleet on PostgreSQL: real worker processes (test/worker.mjs) sharing one real
-// server, the world being an `effects` table in it. The workers import the BUILT packages (dist), so
-// beforeAll runs `tsc -b` for this package and its references (incremental; the root `pnpm test`
-// builds first anyway). Real time is unavoidable here, and only here: separate processes and a real
+// server, the world being an `effects` table in it. The workers import the BUILT packages (dist),
+// which vitest's global setup builds before any test file starts (.ci/vitest-build.ts). Real time is
+// unavoidable here, and only here: separate processes and a real
 // server cannot share a fake clock. Leases and holds are a few hundred milliseconds; the tests wait
 // by awaiting the workers' answers and by polling the effects table, never by a fixed sleep.
-import { execFileSync } from 'node:child_process'
-import { createRequire } from 'node:module'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import { packageDir, type Result, startFleet, stopFleet, until, type Worker, type WorkerConfig } from './test-support/fleet-workers.js'
+import { type Result, startFleet, stopFleet, until, type Worker, type WorkerConfig } from './test-support/fleet-workers.js'
 import { usePostgres } from './test-support/postgres-fixture.js'
 
 const pg = usePostgres()
@@ -27,8 +25,6 @@ async function effects(what: string): Promise<number> {
 }
 
 beforeAll(async () => {
-  const tsc = createRequire(import.meta.url).resolve('typescript/bin/tsc')
-  execFileSync(process.execPath, [tsc, '-b', packageDir], { stdio: 'pipe' })
   await pg.pool.query('CREATE TABLE effects (id serial PRIMARY KEY, what text NOT NULL, pid int NOT NULL)')
   base = { url: pg.server.url, leaseMs: 5000, holdMs: 200 }
 }, 120_000)

@@ -1,27 +1,15 @@
 // The must-shows of a fleet: real worker processes (test/worker.mjs) sharing one real Redis.
-// The workers import the BUILT packages (dist), so beforeAll runs `tsc -b` for this package and its
-// references (incremental: a no-op when dist is current; the root `pnpm test` builds first anyway).
+// The workers import the BUILT packages (dist), which vitest's global setup builds before any test
+// file starts (.ci/vitest-build.ts).
 // Real time is unavoidable here, and only here: separate processes and a real server cannot share a
 // fake clock. Leases, holds and cooldowns are a few hundred milliseconds to keep each test short;
 // the tests wait by awaiting the workers' answers and by polling the effects file; the one timed wait
 // is the breaker's cooldown, for as long as Redis said was left.
-import { execFileSync } from 'node:child_process'
 import { mkdtempSync, rmSync } from 'node:fs'
-import { createRequire } from 'node:module'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import {
-  effects,
-  packageDir,
-  type Result,
-  spread,
-  startFleet,
-  stopFleet,
-  until,
-  type Worker,
-  type WorkerConfig,
-} from './test-support/fleet-workers.js'
+import { effects, type Result, spread, startFleet, stopFleet, until, type Worker, type WorkerConfig } from './test-support/fleet-workers.js'
 import { type RedisServer, startRedisServer } from './test-support/redis-server.js'
 
 let dir: string
@@ -30,8 +18,6 @@ let fleet: Worker[]
 let config: WorkerConfig
 
 beforeAll(async () => {
-  const tsc = createRequire(import.meta.url).resolve('typescript/bin/tsc')
-  execFileSync(process.execPath, [tsc, '-b', packageDir], { stdio: 'pipe' })
   dir = mkdtempSync(join(tmpdir(), 'shallot-fleet-'))
   redis = await startRedisServer()
   config = {

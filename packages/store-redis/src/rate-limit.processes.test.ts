@@ -1,8 +1,8 @@
 // The rate limit's must-shows for a fleet: three real worker processes (test/rate-limit-worker.mjs, the BUILT
-// packages) sharing one limit in one real Redis. Real time is unavoidable here: separate processes cannot share a
-// fake clock. The limit is 100 calls a second and a call may wait 3 s, so the test takes about 4 s after the build.
-import { type ChildProcessWithoutNullStreams, execFileSync, spawn } from 'node:child_process'
-import { createRequire } from 'node:module'
+// packages, which vitest's global setup builds first: .ci/vitest-build.ts) sharing one limit in one real Redis. Real
+// time is unavoidable here: separate processes cannot share a fake clock. The limit is 100 calls a second and a call
+// may wait 3 s, so the test takes about 4 s.
+import { type ChildProcessWithoutNullStreams, spawn } from 'node:child_process'
 import { join } from 'node:path'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { packageDir } from './test-support/fleet-workers.js'
@@ -64,8 +64,6 @@ let redis: RedisServer
 let fleet: Worker[] = []
 
 beforeAll(async () => {
-  const tsc = createRequire(import.meta.url).resolve('typescript/bin/tsc')
-  execFileSync(process.execPath, [tsc, '-b', packageDir], { stdio: 'pipe' })
   redis = await startRedisServer()
   const config = { port: redis.port, prefix: 'fleet-rl', timeoutMs: 1000, limit: LIMIT, perMs: PER_MS, burst: 1, maxWaitMs: MAX_WAIT_MS }
   fleet = [0, 1, 2].map(

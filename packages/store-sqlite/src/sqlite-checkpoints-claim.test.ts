@@ -1,16 +1,16 @@
 // The claim on a run: two connections on one file stand for two processes; a third, real process
-// that dies holding a claim shows that a dead holder's claim lapses at once. Lease expiry runs on
+// that dies holding a claim shows that a dead holder's claim lapses at once (it loads the BUILT
+// package, dist, which vitest's global setup builds first: .ci/vitest-build.ts). Lease expiry runs on
 // fake timers (Date and setInterval), never a sleep.
-import { execFileSync, spawn } from 'node:child_process'
+import { spawn } from 'node:child_process'
 import { mkdtempSync, rmSync } from 'node:fs'
-import { createRequire } from 'node:module'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { createAgent, defineTool, OptionsError, ResumeError } from '@shallot/core'
 import { scriptedModel } from '@shallot/testing'
 import Database from 'better-sqlite3'
-import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from 'vitest'
+import { afterAll, afterEach, describe, expect, it, vi } from 'vitest'
 import { z } from 'zod'
 import { type SqliteCheckpoints, sqliteCheckpoints } from './index.js'
 
@@ -28,11 +28,6 @@ function claimRows(store: SqliteCheckpoints): string[] {
   const rows = store.database.prepare('SELECT run_id FROM "shallot_checkpoints_claims" ORDER BY run_id').all() as { run_id: string }[]
   return rows.map((r) => r.run_id)
 }
-
-beforeAll(() => {
-  const tsc = createRequire(import.meta.url).resolve('typescript/bin/tsc')
-  execFileSync(process.execPath, [tsc, '-b', packageDir], { stdio: 'pipe' })
-}, 120_000)
 
 describe('sqliteCheckpoints claim', () => {
   it('refuses a run held by another connection until the holder releases it; a second release is harmless', () => {

@@ -1,9 +1,8 @@
 // Several real processes on one SQLite file. The workers (test/worker.mjs) import the BUILT packages
-// (dist), so beforeAll runs `tsc -b` for this package and its references first (incremental: a no-op
-// when dist is current). No test here sleeps: each awaits real child processes to exit.
-import { type ChildProcessWithoutNullStreams, execFileSync, spawn } from 'node:child_process'
+// (dist), which vitest's global setup builds before any test file starts (.ci/vitest-build.ts). No
+// test here sleeps: each awaits real child processes to exit.
+import { type ChildProcessWithoutNullStreams, spawn } from 'node:child_process'
 import { mkdtempSync, rmSync } from 'node:fs'
-import { createRequire } from 'node:module'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { fileURLToPath } from 'node:url'
@@ -83,10 +82,8 @@ function effects(db: string, runId: string): number {
 
 let dir: string
 beforeAll(() => {
-  const tsc = createRequire(import.meta.url).resolve('typescript/bin/tsc')
-  execFileSync(process.execPath, [tsc, '-b', packageDir], { stdio: 'pipe' })
   dir = mkdtempSync(join(tmpdir(), 'shallot-sqlite-'))
-}, 120_000)
+})
 afterAll(() => rmSync(dir, { recursive: true, force: true }))
 
 describe('sqliteStore across processes', () => {

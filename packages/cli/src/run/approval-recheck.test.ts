@@ -1,13 +1,11 @@
 import { existsSync, readFileSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { type FakeProvider, fakeProvider } from '@shallot/testing'
-import { afterEach, beforeAll, describe, expect, it } from 'vitest'
-import { buildCli, childEnv, filesystemMcp, mainHere, shallot, tempDir } from './run.test-helper.js'
+import { afterEach, describe, expect, it } from 'vitest'
+import { childEnv, filesystemMcp, mainHere, shallot, tempDir } from './run.test-helper.js'
 
 // Decision 600, end to end: the policy file is edited between `shallot run` (a process of its own, which
 // checkpoints the stopped run to disk) and `shallot resume` (main() here, reading the file and the checkpoint afresh).
-
-beforeAll(buildCli, 120_000)
 
 const cleanups: Array<() => Promise<void> | void> = []
 afterEach(async () => {

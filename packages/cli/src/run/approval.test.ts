@@ -3,12 +3,10 @@ import { existsSync, readFileSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { PassThrough } from 'node:stream'
 import { type FakeProvider, fakeProvider } from '@shallot/testing'
-import { afterEach, beforeAll, describe, expect, it, vi } from 'vitest'
+import { afterEach, describe, expect, it, vi } from 'vitest'
 import { main } from '../cli.js'
-import { binPath, buildCli, childEnv, filesystemMcp, shallot, tempDir } from './run.test-helper.js'
+import { binPath, childEnv, filesystemMcp, shallot, tempDir } from './run.test-helper.js'
 import { splitCommand } from './split-command.js'
-
-beforeAll(buildCli, 120_000)
 
 const cleanups: Array<() => Promise<void> | void> = []
 afterEach(async () => {

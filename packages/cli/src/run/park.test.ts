@@ -4,9 +4,9 @@ import { join } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { promisify } from 'node:util'
 import { type FakeProvider, fakeProvider, type ManualClock, manualClock } from '@shallot/testing'
-import { afterEach, beforeAll, describe, expect, it, vi } from 'vitest'
+import { afterEach, describe, expect, it, vi } from 'vitest'
 import { main } from '../cli.js'
-import { binPath, buildCli, childEnv, shallot, tempDir } from './run.test-helper.js'
+import { binPath, childEnv, shallot, tempDir } from './run.test-helper.js'
 
 const busyServer = fileURLToPath(new URL('../../fixtures/busy-mcp-server.mjs', import.meta.url))
 const busyMcp = `"${process.execPath}" "${busyServer}"`
@@ -155,8 +155,6 @@ describe('shallot run --park-after: a long wait parks the run in its checkpoint'
 })
 
 describe('shallot run --park-after, as a user runs it', { timeout: 60_000 }, () => {
-  beforeAll(buildCli, 120_000)
-
   it('the built command parks, and the resume command it printed, pasted into a shell after the wake time, completes the run', async () => {
     const { root, flag, fake, config, db } = await setup(1500)
     const env = childEnv({ OPENAI_API_KEY: 'sk-fake-4242', OPENAI_BASE_URL: fake.openaiBaseURL })

@@ -6,11 +6,9 @@ import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync
 import { join } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { fakeProvider } from '@shallot/testing'
-import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import { buildCli, childEnv, shallot } from './run.test-helper.js'
+import { afterAll, describe, expect, it } from 'vitest'
+import { childEnv, shallot } from './run.test-helper.js'
 import { splitCommand } from './split-command.js'
-
-beforeAll(buildCli, 120_000)
 
 const packageDir = fileURLToPath(new URL('../..', import.meta.url))
 const read = (file: string) => readFileSync(new URL(file, import.meta.url), 'utf8')

@@ -1,77 +1,16 @@
-import { type ChildProcess, execFile, spawn } from 'node:child_process'
-import { existsSync, mkdirSync, readFileSync, rmSync, watch, writeFileSync } from 'node:fs'
+import { type ChildProcess, spawn } from 'node:child_process'
 import { mkdtemp, realpath, rm } from 'node:fs/promises'
 import { createRequire } from 'node:module'
 import { tmpdir } from 'node:os'
 import { dirname, join } from 'node:path'
 import { PassThrough } from 'node:stream'
 import { fileURLToPath } from 'node:url'
-import { promisify } from 'node:util'
 import { vi } from 'vitest'
 import { main } from '../cli.js'
 
 const packageDir = fileURLToPath(new URL('../..', import.meta.url))
-/** The built command, as `npx shallot` runs it. */
+/** The built command, as `npx shallot` runs it: vitest's global setup builds it before any test file starts (.ci/vitest-build.ts). */
 export const binPath = join(packageDir, 'dist/bin.js')
-
-/**
- * Builds the CLI and what it references (incremental: quick when nothing changed), so the child runs this source.
- * Every test file that spawns the CLI calls this in its own worker: when the sources changed, two `tsc -b` at once
- * rewrite the same dist files, and a child spawned by a file whose build already finished can load one half-written.
- * So the builds take turns (a lock folder), and the build runs off the worker's thread, so the hook's timeout holds.
- */
-export async function buildCli(): Promise<void> {
-  const tsc = createRequire(import.meta.url).resolve('typescript/bin/tsc')
-  const release = await buildLock()
-  try {
-    await promisify(execFile)(process.execPath, [tsc, '-b', packageDir])
-  } finally {
-    release()
-  }
-}
-
-const LOCK = join(tmpdir(), 'shallot-cli-build.lock')
-
-/** Takes the build lock (mkdir is atomic, the owner's pid inside), waiting for its removal while another worker builds. */
-async function buildLock(): Promise<() => void> {
-  for (;;) {
-    try {
-      mkdirSync(LOCK)
-      writeFileSync(join(LOCK, 'pid'), String(process.pid))
-      return () => rmSync(LOCK, { recursive: true, force: true })
-    } catch (err) {
-      if ((err as NodeJS.ErrnoException).code !== 'EEXIST') throw err
-    }
-    await new Promise<void>((resolve) => {
-      const watcher = watch(dirname(LOCK), () => again())
-      function again() {
-        watcher.close()
-        resolve()
-      }
-      // Removed before the watcher listened, or left by a worker that died mid-build: try again now.
-      if (!existsSync(LOCK)) again()
-      else if (ownerDied()) {
-        rmSync(LOCK, { recursive: true, force: true })
-        again()
-      }
-    })
-  }
-}
-
-function ownerDied(): boolean {
-  let pid: number
-  try {
-    pid = Number(readFileSync(join(LOCK, 'pid'), 'utf8'))
-  } catch {
-    return false // Taken a moment ago, its pid not yet written; its removal wakes us.
-  }
-  try {
-    process.kill(pid, 0)
-    return false
-  } catch (err) {
-    return (err as NodeJS.ErrnoException).code === 'ESRCH'
-  }
-}
 
 /** The published filesystem server's entry point, as installed from the lockfile. */
 export const filesystemServer = join(

@@ -4,9 +4,7 @@ import { join } from 'node:path'
 import { sqliteCheckpoints, sqliteStore } from '@shallot/store-sqlite'
 import { type FakeProvider, fakeProvider } from '@shallot/testing'
 import { afterEach, beforeAll, describe, expect, it } from 'vitest'
-import { buildCli, childEnv, everythingServer, filesystemMcp, shallot, tempDir } from './run.test-helper.js'
-
-beforeAll(buildCli, 120_000)
+import { childEnv, everythingServer, filesystemMcp, shallot, tempDir } from './run.test-helper.js'
 
 const cleanups: Array<() => Promise<void>> = []
 afterEach(async () => {
