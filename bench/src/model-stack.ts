@@ -6,7 +6,7 @@ import type { Case } from './measure.js'
 /** Tool turns per run: a run asks the model MODEL_TURNS + 1 times. */
 export const MODEL_TURNS = 10
 export const MODEL_CORE = `model calls, ${MODEL_TURNS} tool turns + answer: @shallot/core's createAgent, no model layers`
-export const MODEL_DEFAULT = `… shallot's createAgent: defaultModelMiddleware() (timeout, retry, error-classifier)`
+export const MODEL_DEFAULT = `… shallot's createAgent: defaultModelMiddleware() (circuit breaker, retry, error classifier, timeout)`
 
 /** Asks for one lookup per turn, each with fresh arguments, then answers. */
 function lookupModel(): ModelAdapter {

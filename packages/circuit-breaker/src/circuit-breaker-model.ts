@@ -1,4 +1,13 @@
-import { abortReason, LoopError, type ModelContext, type ModelMiddleware, parseOptions, ToolError } from '@shallot/core'
+import {
+  abortReason,
+  LoopError,
+  type ModelContext,
+  type ModelMiddleware,
+  type ModelNext,
+  parseOptions,
+  ToolError,
+  trustedModelMiddleware,
+} from '@shallot/core'
 import { isTransientModelError } from '@shallot/core/kit'
 import { z } from 'zod'
 import { type Admission, breakerMachine, type Circuit, type Outcome, type Ticket, type Transition } from './breaker-machine.js'
@@ -167,7 +176,8 @@ export function circuitBreakerModel(options?: CircuitBreakerModelOptions): Model
     ctx.circuit = { model, key, circuit: home.peek(ctx.run, key)?.circuit ?? 'closed', refused: false }
   }
 
-  return async function circuitBreakerModel(ctx, next) {
+  // Keeps the onion's contract: at most one next(), awaited (or returned) before it settles.
+  return trustedModelMiddleware(async function circuitBreakerModel(ctx: ModelContext, next: ModelNext): Promise<void> {
     const key = o.key === undefined ? modelBreakerKey(ctx.model) : o.key(ctx)
     if (key === undefined) return next()
     if (typeof key !== 'string') throw new TypeError(`circuitBreakerModel(): key(ctx) must return a string or undefined, got ${typeof key}`)
@@ -196,5 +206,5 @@ export function circuitBreakerModel(options?: CircuitBreakerModelOptions): Model
     // The happy path: a success that changes nothing (a closed circuit with nothing counted) writes nothing.
     if (home.quiet(ctx.run, key, admission, 'success')) ctx.circuit = { model, key, circuit: 'closed', refused: false }
     else await settle(ctx, model, key, admission, 'success', undefined, 1)
-  }
+  })
 }
