@@ -1,5 +1,5 @@
 import type { AgentEvent } from './agent-events.js'
-import { type AbortSource, abortReason } from './channel.js'
+import { type AbortSource, abortReason, neverAborted, onAbort } from './channel.js'
 import { MiddlewareUsageError } from './compose.js'
 import { LoopError } from './errors.js'
 import type { ModelResponse } from './model.js'
@@ -150,6 +150,28 @@ class CallContext implements ModelContext {
   }
 }
 
+/**
+ * The onion, or the run's cancellation if that comes first: a layer that hands the layers inside a signal
+ * of its own that does not follow the run's would otherwise keep a cancelled run waiting for the model
+ * (and complete it with the late answer). What the onion does after that is dropped (`settled`).
+ */
+function untilCancelled(onion: Promise<void>, signal: AbortSource): Promise<void> {
+  if (signal.aborted) return onion
+  return new Promise<void>((resolve, reject) => {
+    const off = onAbort(signal, () => reject(abortReason(signal)))
+    onion.then(
+      () => {
+        off()
+        resolve()
+      },
+      (err: unknown) => {
+        off()
+        reject(err)
+      },
+    )
+  })
+}
+
 /** Per agent: what every model call of its runs shares. */
 export interface ModelOnionSettings {
   readonly onion: ModelOnion
@@ -172,7 +194,8 @@ export async function callModelOnion(
 ): Promise<{ response: ModelResponse; link: ModelLink }> {
   const ctx = new CallContext(run, env, infoOf(settings.model), request, settings.stackKey)
   try {
-    await settings.onion(ctx, terminalOf(env, settings) as unknown as ModelNext)
+    const onion = settings.onion(ctx, terminalOf(env, settings) as unknown as ModelNext)
+    await (env.signal === neverAborted ? onion : untilCancelled(onion, env.signal))
   } catch (err) {
     throw hardFailure(err, ctx, env)
   } finally {

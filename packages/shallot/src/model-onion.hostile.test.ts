@@ -673,3 +673,108 @@ describe('a model a layer asks instead of the agent’s own', () => {
     expect(spare.calls).toBe(1)
   })
 })
+
+describe('a late answer of an attempt that timed out, under retryModel', () => {
+  it('is never taken for the next attempt’s answer: the output and usage are the fresh attempt’s', async () => {
+    const clock = manualClock()
+    const model = stalling('slow', false)
+    const rec = recorder()
+    const agent = createCoreAgent({
+      model,
+      tools: [],
+      clock,
+      random: () => 0.5,
+      onEvent: rec.onEvent,
+      modelMiddleware: [retryModel({ maxAttempts: 2, backoff: 'constant', baseMs: 10 }), timeoutModel({ ms: 1_000 })],
+    })
+    const running = agent.run({ input: 'go' })
+    await clock.advance(1_000)
+    await clock.advance(10)
+    expect(model.held).toHaveLength(2)
+    model.held[0]?.answer(answer('stale', 500))
+    await settle()
+    model.held[1]?.answer(answer('fresh', 3))
+    const outcome = await running
+    expect(outcome.status === 'completed' && outcome.output).toBe('fresh')
+    expect(outcome.usage).toEqual({ inputTokens: 3, outputTokens: 3, costUsd: 0 })
+    const calls = rec.events.filter((e) => e.type === 'model.call')
+    expect(calls.map((e) => e.type === 'model.call' && [e.attempt, e.code ?? 'ok'])).toEqual([
+      [1, 'timeout'],
+      [2, 'ok'],
+    ])
+  })
+})
+
+describe('an adapter that throws something hostile, under shallot’s default model stack', () => {
+  const hostile: [string, () => unknown][] = [
+    ['null', () => null],
+    ['undefined', () => undefined],
+    ['a string', () => 'boom'],
+    [
+      'an object whose status getter throws',
+      () => ({
+        get status() {
+          throw new Error('gotcha')
+        },
+        message: 'x',
+      }),
+    ],
+    [
+      'a revoked proxy',
+      () => {
+        const { proxy, revoke } = Proxy.revocable({}, {})
+        revoke()
+        return proxy
+      },
+    ],
+    [
+      'an error whose cause is itself',
+      () => {
+        const err = new Error('loop') as Error & { cause?: unknown; status?: number }
+        err.cause = err
+        return err
+      },
+    ],
+  ]
+
+  it.each(hostile)('%s: the run stops as model_failed, agent.run never rejects', async (_name, make) => {
+    const model = {
+      name: 'm',
+      generate: async () => {
+        throw make()
+      },
+    }
+    const agent = createAgent({ model, tools: [], clock: manualClock(), random: () => 0.5 })
+    const outcome = await agent.run({ input: 'go' })
+    expect(stoppedWith(outcome).kind).toBe('model_failed')
+    expect(outcome.status === 'stopped' && typeof outcome.report.text).toBe('string')
+  })
+})
+
+describe('a model middleware that hands the layers inside a signal of its own', () => {
+  // Against the contract (docs/writing-middleware.md: a layer's own signal follows the one it replaced), but the
+  // run's cancel must still end the run: it kept a cancelled run waiting, then completed it with the late answer.
+  it("that ignores the run's cancel cannot keep a cancelled run going: it ends as cancelled at once, the late answer is dropped", async () => {
+    const model = stalling('slow', true)
+    const detach: ModelMiddleware = async function detach(ctx, next) {
+      ctx.signal = new AbortController().signal
+      await next()
+    }
+    const { agent, rec } = agentWith([detach], model)
+    const controller = new AbortController()
+    let settled = false
+    const running = agent.run({ input: 'go', signal: controller.signal }).finally(() => {
+      settled = true
+    })
+    await settle()
+    controller.abort()
+    await settle()
+    expect(settled).toBe(true)
+    const outcome = await running
+    expect(stoppedWith(outcome).kind).toBe('cancelled')
+    model.held[0]?.answer(answer('late', 9))
+    await settle()
+    expect(outcome.usage).toEqual({ inputTokens: 0, outputTokens: 0, costUsd: 0 })
+    expect(rec.types()).toEqual(['run.started', 'run.finished'])
+  })
+})

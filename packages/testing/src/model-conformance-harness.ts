@@ -58,6 +58,9 @@ export function modelHarness(definition: MiddlewareDefinition, options: { validO
     if (outcome === undefined) {
       throw new Error(`${definition.name}: a model call never settled with all virtual time run; wait only on ctx.clock and ctx.signal`)
     }
+    // A cancelled run ends at once even if the layer goes on (core races the run's cancel): let what it left run, so the probe sees it.
+    await clock.runAll()
+    await flush()
     return outcome
   }
 
