@@ -1,16 +1,11 @@
 // Runs the example as its README does (real processes, a real redis-server), on 3 workers, and
-// checks the figures it prints. main.ts and its workers run from dist, so the test builds it first.
+// checks the figures it prints. main.ts and its workers run from dist, which the test run's global setup
+// (.ci/vitest-build.ts) builds before any test file starts.
 import { execFileSync } from 'node:child_process'
-import { createRequire } from 'node:module'
 import { fileURLToPath } from 'node:url'
-import { beforeAll, describe, expect, it } from 'vitest'
+import { describe, expect, it } from 'vitest'
 
 const exampleDir = fileURLToPath(new URL('..', import.meta.url))
-
-beforeAll(() => {
-  const tsc = createRequire(import.meta.url).resolve('typescript/bin/tsc')
-  execFileSync(process.execPath, [tsc, '-b', exampleDir], { stdio: 'pipe' })
-}, 120_000)
 
 /** The value printed after `label` on its line. */
 function figure(output: string, label: string): string {
