@@ -77,6 +77,27 @@ describe('a throwing stack.on() listener', () => {
   })
 })
 
+describe('an async stack.on() listener that rejects', () => {
+  it('is logged once like one that throws, never an unhandled rejection, and changes no outcome', async () => {
+    const { logger, errors } = brokenLogger([])
+    const stack = createStack({ tools: [echo, missing], middleware: [chatty], logger })
+    let calls = 0
+    // An async listener, as one that writes events to a database is: it rejects instead of throwing.
+    stack.on(async () => {
+      calls++
+      throw new TypeError('database down')
+    })
+    for (let i = 0; i < 3; i++) {
+      expect(await stack.dispatch({ id: `e${i}`, name: 'echo', args: { message: 'hi' } })).toMatchObject({ ok: true, value: 'hi' })
+      expect((await stack.dispatch({ id: `m${i}`, name: 'read_file', args: { path: 'a' } })).error).toMatchObject({ code: 'not_found' })
+    }
+    // The rejections settle after the calls: vitest fails the file on an unhandled one.
+    await new Promise((resolve) => setImmediate(resolve))
+    expect(calls).toBe(24)
+    expect(errors.filter((line) => line.includes('stack.on() listener threw'))).toHaveLength(1)
+  })
+})
+
 describe('a logger whose methods throw', () => {
   it('never changes an outcome, and each failing method is reported once through logger.error', async () => {
     const { logger, errors } = brokenLogger(['info', 'debug', 'warn'])

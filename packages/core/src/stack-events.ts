@@ -90,15 +90,23 @@ export function stackEvents(logger: Logger, clock: Clock): StackEvents {
       announce(numbered<StackEvent>(shared, ctx.callSeq))
     }
   }
+  function threw(listener: (event: StackEvent) => void, err: unknown, type: string): void {
+    if (failedListeners.has(listener)) return
+    failedListeners.add(listener)
+    logger.error({ err, event: type }, 'a stack.on() listener threw; the call goes on, and its later throws are not logged')
+  }
   function announce(event: StackEvent): void {
     for (const listener of listeners) {
+      let returned: unknown
       try {
-        listener(event)
+        returned = listener(event)
       } catch (err) {
-        if (failedListeners.has(listener)) continue
-        failedListeners.add(listener)
-        logger.error({ err, event: event.type }, 'a stack.on() listener threw; the call goes on, and its later throws are not logged')
+        threw(listener, err, event.type)
+        continue
       }
+      // An async listener rejects instead of throwing: unhandled, that would end the process.
+      if (typeof returned === 'object' && returned !== null && typeof (returned as { then?: unknown }).then === 'function')
+        (returned as PromiseLike<unknown>).then(undefined, (err: unknown) => threw(listener, err, event.type))
     }
   }
   function finished(
