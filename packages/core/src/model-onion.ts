@@ -1,4 +1,4 @@
-import type { AgentEvent } from './agent-events.js'
+import { type AgentEvent, noAgentEvents } from './agent-events.js'
 import { type AbortSource, abortReason, neverAborted, onAbort } from './channel.js'
 import { MiddlewareUsageError } from './compose.js'
 import { LoopError } from './errors.js'
@@ -113,7 +113,7 @@ class CallContext implements ModelContext {
   readonly clock: Clock
   readonly random: () => number
   readonly emit: (event: AgentEvent) => void
-  /** Set once the onion settled: the terminal then refuses, so nothing reaches the model after the call's outcome. */
+  /** Set once the onion settled: the terminal then refuses and `emit` drops, so nothing reaches the model or a listener after the call's outcome. */
   settled = false
   #current: AbortSource
 
@@ -128,7 +128,15 @@ class CallContext implements ModelContext {
     this.log = env.log
     this.clock = env.clock
     this.random = env.random
-    this.emit = env.emit
+    // Once the call settled, what a layer left running tells nothing: its run may have ended (a cancel, a usage error).
+    // An own function, not a method, so a layer may call it unbound as before; none is made when nobody listens.
+    const sink = env.emit
+    this.emit =
+      sink === noAgentEvents
+        ? sink
+        : (event) => {
+            if (!this.settled) sink(event)
+          }
     this.#current = env.signal
   }
 

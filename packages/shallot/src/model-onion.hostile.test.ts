@@ -778,3 +778,30 @@ describe('a model middleware that hands the layers inside a signal of its own', 
     expect(rec.types()).toEqual(['run.started', 'run.finished'])
   })
 })
+
+describe('a retry budget store that answers slowly', () => {
+  it('a cancel while it is asked ends the run at once, and its late yes tells no model.retry after the outcome', async () => {
+    let answerTake: (yes: boolean) => void = () => {}
+    const retryBudget = {
+      tryTake: () =>
+        new Promise<boolean>((resolve) => {
+          answerTake = resolve
+        }),
+      refill: () => {},
+      available: () => 500,
+    }
+    const model = scripted('m', [unavailable(), answer()])
+    const { agent, rec, clock } = agentWith([retryModel({ maxAttempts: 3, backoff: 'constant', baseMs: 10, retryBudget })], model)
+    const controller = new AbortController()
+    const running = agent.run({ input: 'go', signal: controller.signal })
+    await settle()
+    controller.abort()
+    const outcome = await running
+    expect(stoppedWith(outcome).kind).toBe('cancelled')
+    answerTake(true)
+    await settle()
+    await clock.runAll()
+    expect(model.calls).toBe(1)
+    expect(rec.types()).toEqual(['run.started', 'model.call', 'run.finished'])
+  })
+})
