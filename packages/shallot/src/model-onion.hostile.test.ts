@@ -805,3 +805,63 @@ describe('a retry budget store that answers slowly', () => {
     expect(rec.types()).toEqual(['run.started', 'model.call', 'run.finished'])
   })
 })
+
+describe('50 runs at once through one rateLimitModel', () => {
+  it('never lets more than the limit reach the model in any window, and every run completes with its own answer', async () => {
+    const clock = manualClock()
+    const at: number[] = []
+    const model: ModelAdapter = {
+      name: 'm',
+      async generate(request) {
+        at.push(clock.now())
+        return answer(`out ${taskOf(request)}`, 1)
+      },
+    }
+    const agent = createCoreAgent({
+      model,
+      tools: [],
+      clock,
+      modelMiddleware: [rateLimitModel({ limit: 5, perMs: 1_000, burst: 5, maxWaitMs: 60_000 })],
+    })
+    const runs = Array.from({ length: 50 }, (_, i) => agent.run({ input: String(i) }))
+    await clock.runAll()
+    const outcomes = await Promise.all(runs)
+    outcomes.forEach((outcome, i) => {
+      expect(outcome.status === 'completed' && outcome.output).toBe(`out ${i}`)
+    })
+    expect(at).toHaveLength(50)
+    // Any window of 1,000 ms holds at most burst + the calls that refilled within it.
+    for (const start of at) expect(at.filter((t) => t >= start && t < start + 1_000).length).toBeLessThanOrEqual(5 + 5)
+    // 5 at once, then one every 200 ms: the 50th at 9 s.
+    expect(Math.max(...at)).toBe(9_000)
+  })
+
+  it('a key function that throws or answers no string stops the run as model_failed, naming key', async () => {
+    for (const key of [
+      () => {
+        throw new Error('no key today')
+      },
+      () => 42 as unknown as string,
+    ]) {
+      const { agent, model } = agentWith([rateLimitModel({ limit: 1, key })])
+      const error = stoppedWith(await agent.run({ input: 'go' }))
+      expect(error.kind).toBe('model_failed')
+      expect(error.message).toMatch(/key/)
+      expect((model as { calls: number }).calls).toBe(0)
+    }
+  })
+})
+
+describe('a third-party layer that sets ctx.attempt to nonsense inside circuitBreakerModel', () => {
+  it('does not keep the circuit from opening after threshold failures', async () => {
+    const model = scripted('m', [unavailable()])
+    const nonsense: ModelMiddleware = async function nonsense(ctx, next) {
+      ctx.attempt = Number.NaN
+      await next()
+    }
+    const { agent, rec } = agentWith([circuitBreakerModel({ policy: consecutive({ threshold: 3 }), cooldownMs: 60_000 }), nonsense], model)
+    for (let i = 0; i < 4; i++) await agent.run({ input: 'go' })
+    expect(rec.events.filter((e) => e.type === 'model.circuit' && e.to === 'open')).toHaveLength(1)
+    expect((model as { calls: number }).calls).toBe(3)
+  })
+})
