@@ -11,9 +11,10 @@ import {
 import { isTransientModelError } from '@shallot/core/kit'
 import { z } from 'zod'
 import { type Admission, breakerMachine, type Circuit, type Outcome, type Ticket, type Transition } from './breaker-machine.js'
-import { type BreakerStateChange, checkBreakerOptions, circuitBreakerOptionsSchema, lifetimeOf } from './circuit-breaker.js'
+import { checkBreakerOptions, circuitBreakerOptionsSchema, lifetimeOf } from './circuit-breaker.js'
 import { consecutive } from './consecutive.js'
 import { type BreakerHost, type StateHome, stateHome } from './state-home.js'
+import { stateListener } from './state-listener.js'
 
 /** What the model breaker leaves in the context for the layers outside it (fallback reads it): the circuit of the model it judged. */
 export interface ModelCircuitNote {
@@ -127,21 +128,13 @@ export function circuitBreakerModel(options?: CircuitBreakerModelOptions): Model
     return home
   }
   const isFailure = o.isFailure ?? isTransientModelError
-  const { onStateChange } = o
-  let listenerFailed = false
+  const tell = stateListener(o.onStateChange)
 
   function report(ctx: ModelContext, model: string, key: string, changes: readonly Transition[]): void {
     for (const { from, to, reason } of changes) {
       ctx.log.warn({ model, key, from, to, reason }, 'model circuit changed')
       ctx.emit({ type: 'model.circuit', at: ctx.clock.now(), runId: ctx.run.id, model, from, to, reason })
-      if (onStateChange === undefined) continue
-      try {
-        onStateChange({ key, from, to, reason, at: ctx.clock.now(), runId: ctx.run.id } satisfies BreakerStateChange)
-      } catch (err) {
-        if (listenerFailed) continue
-        listenerFailed = true
-        ctx.log.error({ key, err }, 'circuit breaker onStateChange threw; the call goes on, and its later throws are not logged')
-      }
+      tell({ key, from, to, reason, at: ctx.clock.now(), runId: ctx.run.id }, ctx.log)
     }
   }
 

@@ -1,8 +1,8 @@
-import { createRun, createStack, defineTool, type Logger, OptionsError, ToolError } from '@shallot/core'
+import { createAgent, createRun, createStack, defineTool, type Logger, OptionsError, ToolError } from '@shallot/core'
 import { manualClock } from '@shallot/testing'
 import { describe, expect, it } from 'vitest'
 import { z } from 'zod'
-import { type BreakerStateChange, circuitBreaker, consecutive, sampling } from './index.js'
+import { type BreakerStateChange, circuitBreaker, circuitBreakerModel, consecutive, sampling } from './index.js'
 
 /** A tool that fails while `sick.value` is true. */
 function sickTool() {
@@ -87,6 +87,40 @@ describe('state changes', () => {
     // open, half-open, closed: three throws, one line.
     expect(thrown).toBe(3)
     expect(lines.filter((l) => l.level === 'error' && l.msg?.startsWith('circuit breaker onStateChange threw'))).toHaveLength(1)
+  })
+})
+
+describe('an async onStateChange that rejects', () => {
+  it('is logged once like one that throws, never an unhandled rejection, on the tool and the model breaker', async () => {
+    const clock = manualClock()
+    const sick = sickTool()
+    const { logger, lines } = capturingLogger()
+    let told = 0
+    // An async listener (posting to a dashboard) rejects instead of throwing.
+    const onStateChange = async () => {
+      told++
+      throw new Error('dashboard is down')
+    }
+    const breaker = circuitBreaker({ policy: consecutive({ threshold: 1 }), cooldownMs: 1000, onStateChange })
+    const stack = createStack({ middleware: [breaker], tools: [sick.tool], logger, clock })
+    expect((await stack.dispatch(call('1'))).error?.code).toBe('upstream_error')
+    await clock.advance(1000)
+    sick.sick.value = false
+    expect(await stack.dispatch(call('2'))).toMatchObject({ ok: true })
+
+    const failing = { name: 'flaky', generate: async () => Promise.reject(Object.assign(new Error('503'), { status: 503 })) }
+    const agent = createAgent({
+      model: failing,
+      tools: [],
+      logger,
+      modelMiddleware: [circuitBreakerModel({ policy: consecutive({ threshold: 1 }), onStateChange })],
+    })
+    expect(await agent.run({ input: 'hi' })).toMatchObject({ status: 'stopped' })
+    // The rejections settle after the calls: vitest fails the file on an unhandled one.
+    await new Promise((resolve) => setImmediate(resolve))
+    // Tool breaker: open, half-open, closed; model breaker: open.
+    expect(told).toBe(4)
+    expect(lines.filter((l) => l.level === 'error' && l.msg?.startsWith('circuit breaker onStateChange threw'))).toHaveLength(2)
   })
 })
 

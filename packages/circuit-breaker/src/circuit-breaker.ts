@@ -1,4 +1,13 @@
-import { abortReason, LoopError, type Middleware, type Next, type ToolContext, ToolError, trustedMiddleware } from '@shallot/core'
+import {
+  abortReason,
+  type Logger,
+  LoopError,
+  type Middleware,
+  type Next,
+  type ToolContext,
+  ToolError,
+  trustedMiddleware,
+} from '@shallot/core'
 import { type AbortSource, callNext } from '@shallot/core/kit'
 import {
   type Admission,
@@ -15,6 +24,7 @@ import { consecutive } from './consecutive.js'
 import { indictsTool } from './indicts-tool.js'
 import { runKeys } from './run-keys.js'
 import { type StateHome, stateHome } from './state-home.js'
+import { stateListener } from './state-listener.js'
 
 export {
   type BreakerStateChange,
@@ -55,9 +65,8 @@ export function circuitBreaker(options?: CircuitBreakerOptions): Middleware {
   const b: Breaker = {
     machine,
     home: stateHome(machine, o.maxKeys, lifetimeOf(o), o.store),
-    onStateChange: o.onStateChange,
+    tell: stateListener(o.onStateChange),
     isFailure: o.isFailure ?? indictsTool,
-    listenerFailed: false,
   }
   const { home } = b
   const keyOf = o.key
@@ -98,10 +107,9 @@ export function circuitBreaker(options?: CircuitBreakerOptions): Middleware {
 interface Breaker {
   readonly machine: BreakerMachine
   readonly home: StateHome
-  readonly onStateChange: ((change: BreakerStateChange) => void) | undefined
+  /** The user's onStateChange: one that throws or rejects is logged once, not on every state change after. */
+  readonly tell: (change: BreakerStateChange, log: Logger) => void
   readonly isFailure: (error: unknown, ctx: ToolContext) => boolean
-  /** A listener that throws is logged once, not on every state change after. */
-  listenerFailed: boolean
 }
 
 /**
@@ -201,18 +209,10 @@ function settle(
 }
 
 function report(b: Breaker, ctx: ToolContext, key: string, changes: readonly Transition[]): void {
-  const { onStateChange } = b
   for (const { from, to, reason } of changes) {
     const fields = { key, from, to, reason }
     ctx.log.info(fields, 'circuit breaker state change')
     ctx.emit('circuit-breaker.state', fields)
-    if (onStateChange === undefined) continue
-    try {
-      onStateChange({ ...fields, at: ctx.clock.now(), runId: ctx.run.id })
-    } catch (err) {
-      if (b.listenerFailed) continue
-      b.listenerFailed = true
-      ctx.log.error({ key, err }, 'circuit breaker onStateChange threw; the call goes on, and its later throws are not logged')
-    }
+    b.tell({ ...fields, at: ctx.clock.now(), runId: ctx.run.id }, ctx.log)
   }
 }
