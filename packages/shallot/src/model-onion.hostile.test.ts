@@ -843,11 +843,12 @@ describe('50 runs at once through one rateLimitModel', () => {
       },
       () => 42 as unknown as string,
     ]) {
-      const { agent, model } = agentWith([rateLimitModel({ limit: 1, key })])
+      const model = scripted('m', [answer()])
+      const { agent } = agentWith([rateLimitModel({ limit: 1, key })], model)
       const error = stoppedWith(await agent.run({ input: 'go' }))
       expect(error.kind).toBe('model_failed')
       expect(error.message).toMatch(/key/)
-      expect((model as { calls: number }).calls).toBe(0)
+      expect(model.calls).toBe(0)
     }
   })
 })
@@ -862,6 +863,6 @@ describe('a third-party layer that sets ctx.attempt to nonsense inside circuitBr
     const { agent, rec } = agentWith([circuitBreakerModel({ policy: consecutive({ threshold: 3 }), cooldownMs: 60_000 }), nonsense], model)
     for (let i = 0; i < 4; i++) await agent.run({ input: 'go' })
     expect(rec.events.filter((e) => e.type === 'model.circuit' && e.to === 'open')).toHaveLength(1)
-    expect((model as { calls: number }).calls).toBe(3)
+    expect(model.calls).toBe(3)
   })
 })
