@@ -2,7 +2,8 @@
 // packages (dist), as a deployment would. Usage: node fleet-worker.mjs '<json config>'.
 // The world lives in PostgreSQL: `charges` gets one row per card charge (a write tool), `quotes` one
 // row per run the first time it asks for a quote, which answers 429 with a long Retry-After.
-// Prints "ready" once the worker runs, then one JSON line per agent call: { runId, call, start, end, status, wakeAt?, waitMs? }.
+// Prints "ready" once the worker runs, then one JSON line per agent call: { runId, call, start, end, status, wokeAt?, wakeAt?, waitMs? }.
+import { AsyncLocalStorage } from 'node:async_hooks'
 import { agentWorker } from '@shallot/bullmq'
 import { createAgent, defineTool, ToolError } from '@shallot/core'
 import { idempotency } from '@shallot/idempotency'
@@ -66,6 +67,17 @@ const model = {
   },
 }
 
+// The agent's wall clock, read through a recorder: each agent call notes the last time it read it, which for a
+// resume of a parked run is the moment it compared wakeAt with now (parked again, or waited out the rest and went
+// on). The time the call started is earlier by however long the claim and the checkpoint load took.
+const call = new AsyncLocalStorage()
+const wallNow = () => {
+  const now = Date.now()
+  const reads = call.getStore()
+  if (reads !== undefined) reads.wokeAt = now
+  return now
+}
+
 const inner = createAgent({
   model,
   tools: [charge, quote],
@@ -75,18 +87,20 @@ const inner = createAgent({
     retry({ capMs: 200, baseMs: 50, retryBudget: false }),
   ],
   checkpoints: stores.checkpoints,
-  park: { afterMs: 1000 },
+  park: { afterMs: config.parkAfterMs, wallNow },
 })
 
 // The agent as the worker sees it, timed: how long each run or resume held this worker.
 const timed =
-  (call) =>
+  (name) =>
   async (...args) => {
     const start = Date.now()
-    const runId = call === 'run' ? args[0].runId : args[0]
-    process.stdout.write(`${JSON.stringify({ runId, call, start, status: 'started' })}\n`)
-    const outcome = await inner[call](...args)
-    const line = { runId, call, start, end: Date.now(), status: outcome.status }
+    const runId = name === 'run' ? args[0].runId : args[0]
+    process.stdout.write(`${JSON.stringify({ runId, call: name, start, status: 'started' })}\n`)
+    const reads = {}
+    const outcome = await call.run(reads, () => inner[name](...args))
+    const line = { runId, call: name, start, end: Date.now(), status: outcome.status }
+    if (reads.wokeAt !== undefined) line.wokeAt = reads.wokeAt
     if (outcome.status === 'parked') Object.assign(line, { wakeAt: outcome.wakeAt, waitMs: outcome.reason.waitMs })
     if (outcome.status === 'completed') line.output = outcome.output
     process.stdout.write(`${JSON.stringify(line)}\n`)
