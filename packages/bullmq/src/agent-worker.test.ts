@@ -62,7 +62,7 @@ function world() {
   return { effects, tools: [charge, quote], script }
 }
 
-function setup(options: { checkpoints?: CheckpointStore; concurrency?: number } = {}) {
+function setup(options: { checkpoints?: CheckpointStore; concurrency?: number; asyncListener?: boolean } = {}) {
   const name = `q${++queues}`
   const w = world()
   const checkpoints = options.checkpoints ?? memoryCheckpoints()
@@ -74,10 +74,16 @@ function setup(options: { checkpoints?: CheckpointStore; concurrency?: number } 
     agent,
     checkpoints,
     ...(options.concurrency === undefined ? {} : { concurrency: options.concurrency }),
-    onOutcome: (outcome) => {
-      outcomes.push(outcome.status)
-      if (outcome.status === 'parked') throw new Error('a listener that throws must not fail the job')
-    },
+    onOutcome: options.asyncListener
+      ? async (outcome) => {
+          outcomes.push(outcome.status)
+          // An async listener (writing the outcome to a database) rejects instead of throwing.
+          if (outcome.status === 'parked') throw new Error('a listener that rejects must not fail the job nor the process')
+        }
+      : (outcome) => {
+          outcomes.push(outcome.status)
+          if (outcome.status === 'parked') throw new Error('a listener that throws must not fail the job')
+        },
   })
   const runs = agentQueue({ name, connection })
   const events = new QueueEvents(name, { connection })
@@ -100,6 +106,16 @@ describe('agentWorker', () => {
     const job = await runs.queue.getJob(runId)
     const result = await job?.waitUntilFinished(events)
     expect(result).toEqual({ status: 'completed', runId, output: 'done', turns: 2, steps: 5 })
+    expect(effects).toEqual({ charges: 1, quotes: 2 })
+    expect(outcomes).toEqual(['parked', 'completed'])
+  })
+
+  it('logs an async onOutcome listener that rejects, and the run still parks and completes', async () => {
+    const { runs, events, effects, outcomes } = setup({ asyncListener: true })
+    await events.waitUntilReady()
+    const runId = await runs.enqueue({ runId: 'order-async', input: 'charge and quote' })
+    const result = await (await runs.queue.getJob(runId))?.waitUntilFinished(events)
+    expect(result).toMatchObject({ status: 'completed', runId })
     expect(effects).toEqual({ charges: 1, quotes: 2 })
     expect(outcomes).toEqual(['parked', 'completed'])
   })

@@ -123,7 +123,12 @@ export function agentWorker(options: AgentWorkerOptions): AgentWorker {
       throw new UnrecoverableError(`run "${runId}": ${message}`)
     }
     try {
-      onOutcome?.(outcome, job)
+      const returned: unknown = onOutcome?.(outcome, job)
+      // An async listener rejects instead of throwing: unhandled, that would end the worker's process.
+      if (typeof returned === 'object' && returned !== null && typeof (returned as { then?: unknown }).then === 'function')
+        (returned as PromiseLike<unknown>).then(undefined, (err: unknown) =>
+          log.warn({ runId, err }, 'agentWorker onOutcome listener threw'),
+        )
     } catch (err) {
       log.warn({ runId, err }, 'agentWorker onOutcome listener threw')
     }
