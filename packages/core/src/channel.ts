@@ -111,6 +111,24 @@ export function onAbort(source: AbortSource, callback: () => void): () => void {
   return subscribe(source.signal, callback)
 }
 
+/** Waits for `work`, but stops waiting as soon as `source` aborts; a late settle is dropped, never unhandled. */
+export function untilAborted<T>(work: PromiseLike<T>, source: AbortSource): Promise<T> {
+  return new Promise<T>((resolve, reject) => {
+    const off = onAbort(source, () => reject(abortReason(source)))
+    // Promise.resolve: a hostile thenable whose then() throws becomes a rejection that still unsubscribes.
+    Promise.resolve(work).then(
+      (value) => {
+        off()
+        resolve(value)
+      },
+      (err: unknown) => {
+        off()
+        reject(err)
+      },
+    )
+  })
+}
+
 /** Whether `source` may still abort: false for {@link neverAborted}. */
 export function canAbort(source: AbortSource): boolean {
   return source !== neverAborted

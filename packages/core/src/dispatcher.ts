@@ -1,5 +1,5 @@
 import type { CallContext } from './call-context.js'
-import { type AbortSource, abortReason, canAbort, onAbort } from './channel.js'
+import { type AbortSource, abortReason, canAbort, untilAborted } from './channel.js'
 import { MiddlewareUsageError } from './compose.js'
 import { droppedRetryAfter, type ToolError } from './errors.js'
 import { LinkedSignal } from './linked-signal.js'
@@ -49,24 +49,6 @@ class AttemptContext implements ToolExecuteContext {
 }
 
 const isPromise = (value: unknown): value is PromiseLike<unknown> => typeof (value as PromiseLike<unknown> | null)?.then === 'function'
-
-/** Waits for `work`, but stops waiting as soon as `source` aborts; a late settle is dropped, never unhandled. */
-function untilAborted(work: PromiseLike<unknown>, source: AbortSource): Promise<unknown> {
-  return new Promise((resolve, reject) => {
-    const off = onAbort(source, () => reject(abortReason(source)))
-    // Promise.resolve: a hostile thenable whose then() throws becomes a rejection that still unsubscribes.
-    Promise.resolve(work).then(
-      (value) => {
-        off()
-        resolve(value)
-      },
-      (err: unknown) => {
-        off()
-        reject(err)
-      },
-    )
-  })
-}
 
 /**
  * Whether the terminal itself must stop waiting when `source` aborts. A run's (its stop too) or a

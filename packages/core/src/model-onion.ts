@@ -1,5 +1,5 @@
 import { type AgentEvent, noAgentEvents } from './agent-events.js'
-import { type AbortSource, abortReason, neverAborted, onAbort } from './channel.js'
+import { type AbortSource, abortReason, neverAborted, untilAborted } from './channel.js'
 import { MiddlewareUsageError } from './compose.js'
 import { LoopError } from './errors.js'
 import type { ModelResponse } from './model.js'
@@ -158,28 +158,6 @@ class CallContext implements ModelContext {
   }
 }
 
-/**
- * The onion, or the run's cancellation if that comes first: a layer that hands the layers inside a signal
- * of its own that does not follow the run's would otherwise keep a cancelled run waiting for the model
- * (and complete it with the late answer). What the onion does after that is dropped (`settled`).
- */
-function untilCancelled(onion: Promise<void>, signal: AbortSource): Promise<void> {
-  if (signal.aborted) return onion
-  return new Promise<void>((resolve, reject) => {
-    const off = onAbort(signal, () => reject(abortReason(signal)))
-    onion.then(
-      () => {
-        off()
-        resolve()
-      },
-      (err: unknown) => {
-        off()
-        reject(err)
-      },
-    )
-  })
-}
-
 /** Per agent: what every model call of its runs shares. */
 export interface ModelOnionSettings {
   readonly onion: ModelOnion
@@ -203,7 +181,12 @@ export async function callModelOnion(
   const ctx = new CallContext(run, env, infoOf(settings.model), request, settings.stackKey)
   try {
     const onion = settings.onion(ctx, terminalOf(env, settings) as unknown as ModelNext)
-    await (env.signal === neverAborted ? onion : untilCancelled(onion, env.signal))
+    // The onion, or the run's cancellation if that comes first: a layer that hands the layers inside a signal of its
+    // own that does not follow the run's would otherwise keep a cancelled run waiting for the model (and complete it
+    // with the late answer). What the onion does after that is dropped (`settled`). A run already cancelled is left
+    // to the onion, whose terminal refuses at once.
+    const { signal } = env
+    await (signal === neverAborted || signal.aborted ? onion : untilAborted(onion, signal))
   } catch (err) {
     throw hardFailure(err, ctx, env)
   } finally {

@@ -2,7 +2,7 @@ import { needsEagerParse } from './call-args.js'
 import type { CallContext } from './call-context.js'
 import { systemClock } from './clock.js'
 import { createTerminal } from './dispatcher.js'
-import { LoopError } from './errors.js'
+import type { LoopError } from './errors.js'
 import { guardLogger, silentLogger } from './logger.js'
 import { renderError } from './render.js'
 import { createRun } from './run.js'
@@ -133,7 +133,10 @@ export function createStack(options: StackOptions): Stack {
   }
 }
 
-/** Shows a completed turn to the layers that watch turns: a `LoopError` ends the run, any other throw is logged. */
+/**
+ * Shows a completed turn to the layers that watch turns: a `LoopError` ends the run. The onion is always
+ * composed, and compose logs any other throw by layer name and shows the turn to the layers behind it.
+ */
 function observeTurn(core: StackCore, turn: CompletedTurn, run: RunContext): void {
   const observe = core.layers.onion.observeTurn
   if (observe === undefined) return
@@ -142,10 +145,5 @@ function observeTurn(core: StackCore, turn: CompletedTurn, run: RunContext): voi
     if (events.listeners.size > 0)
       events.announce(numbered<StackEvent>({ ...fields, type, at: clock.now(), runId: run.id, turn: turn.turn, callId: '', tool: '' }, 0))
   }
-  try {
-    observe(turn, run, { log: logger, emit })
-  } catch (err) {
-    if (LoopError.is(err)) throw err
-    logger.error({ err, runId: run.id, turn: turn.turn }, 'a layer failed while observing a turn; the run goes on')
-  }
+  observe(turn, run, { log: logger, emit })
 }
