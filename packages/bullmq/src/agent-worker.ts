@@ -10,6 +10,7 @@ import {
   silentLogger,
   ToolError,
 } from '@shallot/core'
+import { callListener } from '@shallot/core/kit'
 import { type ConnectionOptions, DelayedError, type Job, type RateLimiterOptions, UnrecoverableError, Worker } from 'bullmq'
 import { z } from 'zod'
 import { type RunJob, type RunJobResult, runJobSchema } from './run-job.js'
@@ -122,16 +123,13 @@ export function agentWorker(options: AgentWorkerOptions): AgentWorker {
       log.warn({ runId, err }, 'run cannot go on; its job fails without retries')
       throw new UnrecoverableError(`run "${runId}": ${message}`)
     }
-    try {
-      const returned: unknown = onOutcome?.(outcome, job)
-      // An async listener rejects instead of throwing: unhandled, that would end the worker's process.
-      if (typeof returned === 'object' && returned !== null && typeof (returned as { then?: unknown }).then === 'function')
-        (returned as PromiseLike<unknown>).then(undefined, (err: unknown) =>
-          log.warn({ runId, err }, 'agentWorker onOutcome listener threw'),
-        )
-    } catch (err) {
-      log.warn({ runId, err }, 'agentWorker onOutcome listener threw')
-    }
+    // A listener that throws, or an async one that rejects, is logged: it never fails the job nor ends the process.
+    if (onOutcome !== undefined)
+      callListener(
+        (told: ParkingOutcome) => onOutcome(told, job),
+        outcome,
+        (err) => log.warn({ runId, err }, 'agentWorker onOutcome listener threw'),
+      )
     if (outcome.status === 'parked') {
       // The job waits in Redis, not in this process: BullMQ hands it to a worker at wakeAt.
       await job.moveToDelayed(outcome.wakeAt, token)

@@ -1,4 +1,5 @@
 import type { Logger } from '@shallot/core'
+import { callListener } from '@shallot/core/kit'
 
 /**
  * The user's `onStateChange`, told of one change. A listener that throws, or an async one that
@@ -15,15 +16,5 @@ export function stateListener<C extends { readonly key: string }>(
     failed = true
     log.error({ key, err }, 'circuit breaker onStateChange threw; the call goes on, and its later throws are not logged')
   }
-  return (change, log) => {
-    let returned: unknown
-    try {
-      returned = listener(change)
-    } catch (err) {
-      threw(err, change.key, log)
-      return
-    }
-    if (typeof returned === 'object' && returned !== null && typeof (returned as { then?: unknown }).then === 'function')
-      (returned as PromiseLike<unknown>).then(undefined, (err: unknown) => threw(err, change.key, log))
-  }
+  return (change, log) => callListener(listener, change, (err) => threw(err, change.key, log))
 }

@@ -1,4 +1,5 @@
 import type { AgentLimits } from './agent-limits.js'
+import { callListener } from './call-listener.js'
 import type { ModelFinishReason, ModelUsage } from './model.js'
 import type { Logger } from './types.js'
 import type { RunUsage } from './usage-budget.js'
@@ -187,16 +188,6 @@ export function agentEvents(logger: Logger, listener: AgentEventSink | undefined
     failed = true
     logger.error({ err, event: type }, 'the agent onEvent listener threw; the run goes on, and its later throws are not logged')
   }
-  return (event) => {
-    let returned: unknown
-    try {
-      returned = listener(event)
-    } catch (err) {
-      threw(err, event.type)
-      return
-    }
-    // An async listener (writing events to a database) rejects instead of throwing: unhandled, that would end the process.
-    if (typeof returned === 'object' && returned !== null && typeof (returned as { then?: unknown }).then === 'function')
-      (returned as PromiseLike<unknown>).then(undefined, (err: unknown) => threw(err, event.type))
-  }
+  // An async listener (writing events to a database) rejects instead of throwing: logged the same way.
+  return (event) => callListener(listener, event, (err) => threw(err, event.type))
 }

@@ -21,6 +21,7 @@ export {
 } from './approvals.js'
 export { type BoundedCall, boundedCall, type StoreUnavailable } from './bounded-call.js'
 export { emitFresh } from './call-context.js'
+export { callListener } from './call-listener.js'
 export { canonicalJson, hashOf, tupleHasher } from './canonical.js'
 export { type AbortSource, onAbort } from './channel.js'
 export { callNext } from './compose.js'

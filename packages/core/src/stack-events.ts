@@ -1,4 +1,5 @@
 import type { CallContext, EventSink } from './call-context.js'
+import { callListener } from './call-listener.js'
 import { silentLogger } from './logger.js'
 import type { Clock, Logger, TraceEvent } from './types.js'
 
@@ -96,18 +97,8 @@ export function stackEvents(logger: Logger, clock: Clock): StackEvents {
     logger.error({ err, event: type }, 'a stack.on() listener threw; the call goes on, and its later throws are not logged')
   }
   function announce(event: StackEvent): void {
-    for (const listener of listeners) {
-      let returned: unknown
-      try {
-        returned = listener(event)
-      } catch (err) {
-        threw(listener, err, event.type)
-        continue
-      }
-      // An async listener rejects instead of throwing: unhandled, that would end the process.
-      if (typeof returned === 'object' && returned !== null && typeof (returned as { then?: unknown }).then === 'function')
-        (returned as PromiseLike<unknown>).then(undefined, (err: unknown) => threw(listener, err, event.type))
-    }
+    // An async listener rejects instead of throwing: logged the same way.
+    for (const listener of listeners) callListener(listener, event, (err) => threw(listener, err, event.type))
   }
   function finished(
     ctx: CallContext,
