@@ -3,6 +3,7 @@ import type { AgentEventListener } from './agent-events.js'
 import type { AgentLimits } from './agent-limits.js'
 import { type CheckpointSeal, checkpointKeyBytes, checkpointSeal, MIN_CHECKPOINT_KEY_BYTES } from './checkpoint-seal.js'
 import type { CheckpointStore } from './checkpoints.js'
+import { type LayerEntry, modelSideOf } from './layer.js'
 import { guardLogger } from './logger.js'
 import type { ModelAdapter } from './model.js'
 import { composeModel, type ModelMiddleware } from './model-context.js'
@@ -11,7 +12,7 @@ import type { ModelOnionSettings } from './model-onion.js'
 import { OptionsError, parseOptions } from './options.js'
 import { DEFAULT_MAX_PARK_MS, type ParkSettings } from './park.js'
 import { createStack, type Stack, type StackOptions } from './stack.js'
-import type { Clock, Logger, Middleware } from './types.js'
+import type { Clock, Logger } from './types.js'
 
 export type { AgentLimits } from './agent-limits.js'
 
@@ -67,7 +68,7 @@ export interface AgentOptions<Model extends AgentModel = ModelAdapter> {
   /** Either a ready stack, or the tools (and optionally middleware) to build one. */
   stack?: Stack
   tools?: StackOptions['tools']
-  middleware?: Middleware | readonly Middleware[]
+  middleware?: StackOptions['middleware']
   limits?: Partial<AgentLimits>
   logger?: Logger
   clock?: Clock
@@ -105,7 +106,7 @@ export interface AgentOptions<Model extends AgentModel = ModelAdapter> {
    * its model once per call, with no retry and no deadline: `shallot`'s `createAgent` gives the
    * default stack (`defaultModelMiddleware()`), and so does listing it here (decision 500).
    */
-  modelMiddleware?: ModelMiddleware | readonly ModelMiddleware[]
+  modelMiddleware?: LayerEntry<ModelMiddleware> | readonly LayerEntry<ModelMiddleware>[]
 }
 
 const DEFAULT_LIMITS: AgentLimits = { maxTurns: 20, maxSteps: 100, maxParallelToolCalls: 4 }
@@ -170,17 +171,16 @@ export interface AgentSettings {
 
 /** Checks `modelMiddleware` and composes it; without it, the onion is the one attempt. */
 function modelOnionOf(given: unknown, model: ModelLink, prices: ReadonlyMap<string, ModelPrice>): ModelOnionSettings {
-  const list = given === undefined ? [] : typeof given === 'function' ? [given] : given
-  const fix = 'pass a model middleware (ctx, next) => Promise<void>, or an array of them, outermost first'
-  if (!Array.isArray(list))
-    throw new OptionsError('createAgent()', [{ path: 'modelMiddleware', message: `must be a function or an array; ${fix}` }])
-  const bad = list.findIndex((layer) => typeof layer !== 'function')
-  if (bad >= 0) {
-    throw new OptionsError('createAgent()', [
-      { path: `modelMiddleware.${bad}`, message: `must be a function, got ${list[bad] === null ? 'null' : typeof list[bad]}; ${fix}` },
-    ])
-  }
-  return { onion: composeModel(list as ModelMiddleware[]), model, prices, stackKey: Object.freeze({}) }
+  const list: readonly unknown[] = given === undefined ? [] : Array.isArray(given) ? given : [given]
+  const layers = list.map((entry, i) => {
+    try {
+      return modelSideOf(entry, Array.isArray(given) ? `modelMiddleware[${i}]` : 'modelMiddleware')
+    } catch (err) {
+      const path = Array.isArray(given) ? `modelMiddleware.${i}` : 'modelMiddleware'
+      throw new OptionsError('createAgent()', [{ path, message: (err as Error).message.replace(/^[^:]*: /, '') }])
+    }
+  })
+  return { onion: composeModel(layers), model, prices, stackKey: Object.freeze({}) }
 }
 
 const SUGAR_FIX = "import { createAgent } from 'shallot' (it builds the default model stack from it), or list the layer in modelMiddleware"

@@ -1,4 +1,5 @@
 import type { z } from 'zod'
+import { isLayer, type Layer, modelSideOf, toolSideOf } from './layer.js'
 import type { ModelMiddleware } from './model-context.js'
 import { parseOptions } from './options.js'
 import type { Middleware } from './types.js'
@@ -22,8 +23,8 @@ export interface MiddlewareDefinition<Schema extends z.ZodType = z.ZodType> {
   readonly options: Schema
   /** Which calls it wraps. */
   readonly handles: { readonly tools: boolean; readonly models: boolean }
-  /** The tool-call layer; for a definition of model calls only, it throws a TypeError saying so. */
-  readonly create: (options: z.output<Schema>, env: MiddlewareEnv) => Middleware
+  /** The layer (or, for tool calls only, a middleware function); for a definition of model calls only, it throws a TypeError saying so. */
+  readonly create: (options: z.output<Schema>, env: MiddlewareEnv) => Middleware | Layer
   readonly createModel: ((options: z.output<Schema>, env: MiddlewareEnv) => ModelMiddleware) | undefined
   /** Validates raw options with the schema (an `OptionsError` naming the option on failure), then creates the tool-call layer. */
   build(options: unknown, env?: MiddlewareEnv): Middleware
@@ -50,8 +51,11 @@ export function defineMiddleware<Schema extends z.ZodType>(spec: {
   name: string
   description?: string
   options: Schema
-  create?: (options: z.output<Schema>, env: MiddlewareEnv) => Middleware
+  /** The layer from checked options: a `Layer` (tool calls, model calls or both), or a tool middleware function. */
+  create?: (options: z.output<Schema>, env: MiddlewareEnv) => Middleware | Layer
   createModel?: (options: z.output<Schema>, env: MiddlewareEnv) => ModelMiddleware
+  /** Which calls the layers `create` returns wrap. Default: tool calls, and model calls when `createModel` is given. */
+  handles?: { tools: boolean; models: boolean }
 }): MiddlewareDefinition<Schema> {
   if (typeof spec?.name !== 'string' || !NAME.test(spec.name)) {
     throw new TypeError(
@@ -79,25 +83,29 @@ export function defineMiddleware<Schema extends z.ZodType>(spec: {
     name,
     description: spec.description ?? '',
     options: spec.options,
-    handles: Object.freeze({ tools: spec.create !== undefined, models: createModel !== undefined }),
+    handles: Object.freeze(spec.handles ?? { tools: spec.create !== undefined, models: createModel !== undefined }),
     create,
     createModel,
     build(options, env = {}) {
-      return layerOf(name, 'create', create(parseOptions(name, spec.options, options), env))
+      return toolSideOf(layerOf(name, 'create', create(parseOptions(name, spec.options, options), env)), `middleware "${name}"`)
     },
     buildModel(options, env = {}) {
-      if (createModel === undefined)
+      if (createModel !== undefined)
+        return layerOf(name, 'createModel', createModel(parseOptions(name, spec.options, options), env)) as ModelMiddleware
+      if (spec.create === undefined || !definition.handles.models)
         throw new TypeError(`middleware "${name}" wraps tool calls only: list it in the tool stack (middleware), not the model stack`)
-      return layerOf(name, 'createModel', createModel(parseOptions(name, spec.options, options), env))
+      return modelSideOf(layerOf(name, 'create', create(parseOptions(name, spec.options, options), env)), `middleware "${name}"`)
     },
   }
   return Object.freeze(definition)
 }
 
-function layerOf<Layer>(name: string, factory: string, layer: Layer): Layer {
-  if (typeof layer !== 'function')
-    throw new TypeError(`middleware "${name}": ${factory}() returned ${typeof layer}, not a middleware function`)
-  return layer
+function layerOf(name: string, factory: string, layer: unknown): Middleware | Layer | ModelMiddleware {
+  if (typeof layer !== 'function' && !isLayer(layer))
+    throw new TypeError(
+      `middleware "${name}": ${factory}() returned ${layer === null ? 'null' : typeof layer}, not a layer or a middleware function`,
+    )
+  return layer as Middleware | Layer
 }
 
 /** True for a value made by {@link defineMiddleware}, from any installed copy of core. */

@@ -43,6 +43,7 @@ export {
   type ToolErrorJSON,
   type ToolErrorOptions,
 } from './errors.js'
+export { isLayer, type Layer, type LayerEntry, modelSideOf, toolSideOf } from './layer.js'
 export { silentLogger } from './logger.js'
 export type { Message, ModelAdapter, ModelFinishReason, ModelRequest, ModelResponse, ModelTool, ModelUsage } from './model.js'
 export {

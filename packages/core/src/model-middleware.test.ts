@@ -175,7 +175,7 @@ describe('createAgent({ modelMiddleware })', () => {
 
   it('refuses a list with a non-function, naming the index and the fix', () => {
     expect(() => createAgent({ model: model([done('x')]), tools: [echo], modelMiddleware: [async (_c, n) => n(), null as never] })).toThrow(
-      /modelMiddleware\.1.*must be a function, got null/,
+      /modelMiddleware\.1.*must be a layer \(e\.g\. retry\(\)\) or a model middleware function .*got null/,
     )
     expect(() => createAgent({ model: model([done('x')]), tools: [echo], modelMiddleware: { __proto__: null } as never })).toThrow(
       OptionsError,
@@ -238,6 +238,6 @@ describe('defineMiddleware with createModel', () => {
 
   it('names the factory when createModel returns something that is not a middleware', () => {
     const broken = defineMiddleware({ name: 'broken', options: z.object({}), createModel: () => 42 as never })
-    expect(() => broken.buildModel({})).toThrow('middleware "broken": createModel() returned number, not a middleware function')
+    expect(() => broken.buildModel({})).toThrow('middleware "broken": createModel() returned number, not a layer or a middleware function')
   })
 })

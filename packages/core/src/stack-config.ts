@@ -2,6 +2,7 @@ import { z } from 'zod'
 import { ESCALATE_ALL, type EscalationPolicy } from './channel.js'
 import { compose } from './compose.js'
 import { defineTool } from './define-tool.js'
+import { type LayerEntry, toolSideOf } from './layer.js'
 import { OptionsError } from './options.js'
 import { optionsParser } from './options-parser.js'
 import type { ErrorRenderer } from './render.js'
@@ -18,8 +19,8 @@ export interface StackLimits {
 }
 
 export interface StackOptions {
-  /** The layers, outermost first. Default: none (the bare dispatcher). */
-  middleware?: Middleware | readonly Middleware[]
+  /** The layers, outermost first: layer objects (`retry()`) or middleware functions. Default: none (the bare dispatcher). */
+  middleware?: LayerEntry<Middleware> | readonly LayerEntry<Middleware>[]
   tools: readonly AnyTool[] | Readonly<Record<string, AnyTool>>
   clock?: Clock
   random?: () => number
@@ -120,8 +121,8 @@ export interface Layers {
 }
 
 export function toLayers(middleware: StackOptions['middleware'], tools: ReadonlyMap<string, AnyTool>): Layers {
-  const list =
-    middleware === undefined ? [] : Array.isArray(middleware) ? (middleware as readonly Middleware[]) : [middleware as Middleware]
+  const given: readonly unknown[] = middleware === undefined ? [] : Array.isArray(middleware) ? middleware : [middleware]
+  const list = given.map((entry, i) => toolSideOf(entry, Array.isArray(middleware) ? `middleware[${i}]` : 'middleware'))
   const { layers, overrides } = splitOverrides(list, tools)
   return { onion: compose(layers), tools: overrides === undefined ? tools : new Map([...tools, ...overrides]) }
 }

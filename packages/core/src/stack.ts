@@ -42,7 +42,7 @@ export interface Stack {
   /** Shows a completed turn to the layers that watch turns; rejects the turn only with a `LoopError`. */
   observeTurn?(turn: CompletedTurn, run: RunContext): void
   /** Swaps the layers. Calls in flight finish with the layers they started with. */
-  setMiddleware(middleware: Middleware | readonly Middleware[]): void
+  setMiddleware(middleware: StackOptions['middleware']): void
   /** Subscribes to every call's events; returns the unsubscribe function. */
   on(listener: (event: StackEvent) => void): () => void
 }
