@@ -1,5 +1,6 @@
 // Every published package imported by name, so `tsc` with skipLibCheck false reads every .d.ts a consumer
 // can reach, and the run proves each entry point loads under plain Node from an npm install.
+import * as agent from '@shallot/agent'
 import * as aiSdk from '@shallot/ai-sdk'
 import * as builtins from '@shallot/builtins'
 import * as bulkhead from '@shallot/bulkhead'
@@ -35,6 +36,7 @@ import * as timeout from '@shallot/timeout'
 import * as shallot from 'shallot'
 
 const modules = {
+  agent,
   aiSdk,
   builtins,
   bulkhead,

@@ -3,8 +3,9 @@
 // Prints "ready", then one JSON line per outcome. Reads JSON lines on stdin: { "jump": ms } moves
 // this process's clock (the agent's monotonic clock and its wall clock for parks) forward.
 import { createInterface } from 'node:readline'
+import { type Agent, createAgent, type ParkingOutcome } from '@shallot/agent'
 import { agentWorker } from '@shallot/bullmq'
-import { type Agent, type ApprovalAnswer, type Clock, createAgent, type ParkingOutcome, systemClock, ToolError } from '@shallot/core'
+import { type ApprovalAnswer, type Clock, systemClock, ToolError } from '@shallot/core'
 import { idempotency } from '@shallot/idempotency'
 import { policy } from '@shallot/policy'
 import { retry, retryModel } from '@shallot/retry'

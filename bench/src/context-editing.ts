@@ -1,5 +1,6 @@
+import { createAgent } from '@shallot/agent'
 import { contextEditing } from '@shallot/context-editing'
-import { createAgent, type ModelAdapter, type ModelMiddleware } from '@shallot/core'
+import type { ModelAdapter, ModelMiddleware } from '@shallot/core'
 import { readTool } from './fixtures.js'
 import type { Case } from './measure.js'
 

@@ -1,4 +1,5 @@
-import { createAgent, type ModelAdapter } from '@shallot/core'
+import { createAgent } from '@shallot/agent'
+import type { ModelAdapter } from '@shallot/core'
 import { defaultMiddleware } from 'shallot'
 import { distinctCall, readTool, stackOf, writeTool } from './fixtures.js'
 import { koaSevenAsync } from './peers.js'

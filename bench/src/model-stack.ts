@@ -1,4 +1,5 @@
-import { createAgent as coreAgent, type ModelAdapter } from '@shallot/core'
+import { createAgent as coreAgent } from '@shallot/agent'
+import type { ModelAdapter } from '@shallot/core'
 import { createAgent } from 'shallot'
 import { readTool } from './fixtures.js'
 import type { Case } from './measure.js'

@@ -1,4 +1,5 @@
-import { createAgent, type ModelAdapter, sanitize } from '@shallot/core'
+import { createAgent } from '@shallot/agent'
+import { type ModelAdapter, sanitize } from '@shallot/core'
 import { createSanitizer } from '@shallot/core/kit'
 import { classify } from '@shallot/error-classifier'
 import { circuitBreaker, defaultMiddleware, errorClassifier, idempotency, panicCatcher, retry, stuckLoop, timeout } from 'shallot'

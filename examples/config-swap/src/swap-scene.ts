@@ -1,7 +1,8 @@
 import { readFile, writeFile } from 'node:fs/promises'
 import { join } from 'node:path'
+import { createAgent, type RunOutcome } from '@shallot/agent'
 import { createStackFromConfig, loadConfig, type ShallotConfig, watchConfig } from '@shallot/config'
-import { createAgent, defineTool, type ModelAdapter, type RunOutcome, ToolError } from '@shallot/core'
+import { defineTool, type ModelAdapter, ToolError } from '@shallot/core'
 import { scriptedModel } from '@shallot/testing'
 import { z } from 'zod'
 

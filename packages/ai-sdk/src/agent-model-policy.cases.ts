@@ -1,4 +1,5 @@
-import { type AgentEvent, defineTool, type ModelAdapter, memoryCheckpoints } from '@shallot/core'
+import { type AgentEvent, memoryCheckpoints } from '@shallot/agent'
+import { defineTool, type ModelAdapter } from '@shallot/core'
 import { type FakeProvider, type FakeProviderOptions, fakeProvider, type ManualClock, manualClock } from '@shallot/testing'
 import { afterEach, describe, expect, it } from 'vitest'
 import { z } from 'zod'

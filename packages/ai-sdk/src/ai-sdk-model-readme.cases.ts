@@ -1,5 +1,6 @@
 import { createOpenAI } from '@ai-sdk/openai'
-import { createAgent, defineTool } from '@shallot/core'
+import { createAgent } from '@shallot/agent'
+import { defineTool } from '@shallot/core'
 import { z } from 'zod'
 import { aiSdkModel } from './index.js'
 

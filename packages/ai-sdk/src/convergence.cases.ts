@@ -1,4 +1,5 @@
-import { createAgent, defineTool, LoopError, type Middleware } from '@shallot/core'
+import { createAgent } from '@shallot/agent'
+import { defineTool, LoopError, type Middleware } from '@shallot/core'
 import { stuckLoop } from '@shallot/stuck-loop'
 import { type FakeProvider, type FakeRequest, type FakeTurn, fakeProvider } from '@shallot/testing'
 import { generateText, stepCountIs, streamText, tool } from 'ai'

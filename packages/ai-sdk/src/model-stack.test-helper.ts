@@ -1,5 +1,6 @@
+import { type Agent, type AgentModel, type AgentOptions, createAgent as createCoreAgent } from '@shallot/agent'
 import { circuitBreakerModel, consecutive } from '@shallot/circuit-breaker'
-import { type Agent, type AgentModel, type AgentOptions, createAgent as createCoreAgent, type ModelAdapter } from '@shallot/core'
+import type { ModelAdapter } from '@shallot/core'
 import { errorClassifierModel } from '@shallot/error-classifier'
 import { fallbackModel } from '@shallot/fallback'
 import { retryModel } from '@shallot/retry'

@@ -1,4 +1,5 @@
-import { createAgent, defineTool, ToolError } from '@shallot/core'
+import { createAgent } from '@shallot/agent'
+import { defineTool, ToolError } from '@shallot/core'
 import { type FakeProvider, fakeProvider } from '@shallot/testing'
 import { generateText, stepCountIs, tool } from 'ai'
 import { afterEach, beforeEach, describe, expect, it } from 'vitest'

@@ -1,4 +1,5 @@
-import { createAgent, createStack, OptionsError } from '@shallot/core'
+import { createAgent } from '@shallot/agent'
+import { createStack, OptionsError } from '@shallot/core'
 import { scriptedModel } from '@shallot/testing'
 import { jsonSchema, tool } from 'ai'
 import { describe, expect, it } from 'vitest'

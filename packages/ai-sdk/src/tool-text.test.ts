@@ -1,4 +1,5 @@
-import { createAgent, TOOL_TEXT_LIMITS } from '@shallot/core'
+import { createAgent } from '@shallot/agent'
+import { TOOL_TEXT_LIMITS } from '@shallot/core'
 import { generateText, jsonSchema, tool } from 'ai'
 import { describe, expect, it } from 'vitest'
 import { z } from 'zod'

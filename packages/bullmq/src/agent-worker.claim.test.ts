@@ -1,7 +1,9 @@
 // A job whose run is held by another driver (a stalled job's first worker still running it, seen
 // through the checkpoint store's claim) must wait, not fail: the run is alive elsewhere. Against a
 // private redis-server; the test waits on job events, never a sleep.
-import { type CheckpointStore, createAgent, defineTool, memoryCheckpoints } from '@shallot/core'
+
+import { type CheckpointStore, createAgent, memoryCheckpoints } from '@shallot/agent'
+import { defineTool } from '@shallot/core'
 import { scriptedModel } from '@shallot/testing'
 import { QueueEvents } from 'bullmq'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'

@@ -3,7 +3,9 @@
 // reports the failed attempt. The job is retried with agentQueue's default attempts and backoff,
 // resumes from the last good checkpoint, parks, wakes and completes; the write ran once. Real time is
 // BullMQ's and the servers' (nothing here can share a fake clock): the test waits on job events.
-import { createAgent, defineTool, type ModelAdapter, ToolError } from '@shallot/core'
+
+import { createAgent } from '@shallot/agent'
+import { defineTool, type ModelAdapter, ToolError } from '@shallot/core'
 import { idempotency } from '@shallot/idempotency'
 import { QueueEvents } from 'bullmq'
 import pg from 'pg'

@@ -1,6 +1,8 @@
 // agentQueue and agentWorker in one process against a private redis-server. Real time is BullMQ's
 // (delays are Redis timestamps): parks are 400 ms, and the tests wait on job events, never a sleep.
-import { type CheckpointStore, createAgent, defineTool, memoryCheckpoints, OptionsError, ToolError } from '@shallot/core'
+
+import { type CheckpointStore, createAgent, memoryCheckpoints } from '@shallot/agent'
+import { defineTool, OptionsError, ToolError } from '@shallot/core'
 import { idempotency, memoryIdempotencyStore } from '@shallot/idempotency'
 import { scriptedModel } from '@shallot/testing'
 import { QueueEvents } from 'bullmq'

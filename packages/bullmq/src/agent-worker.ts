@@ -1,15 +1,5 @@
-import {
-  type Agent,
-  type CheckpointStore,
-  type Logger,
-  LoopError,
-  type ParkingOutcome,
-  parseOptions,
-  ResumeError,
-  type RunOutcome,
-  silentLogger,
-  ToolError,
-} from '@shallot/core'
+import { type Agent, type CheckpointStore, type ParkingOutcome, ResumeError, type RunOutcome } from '@shallot/agent'
+import { type Logger, LoopError, parseOptions, silentLogger, ToolError } from '@shallot/core'
 import { callListener } from '@shallot/core/kit'
 import { type ConnectionOptions, DelayedError, type Job, type RateLimiterOptions, UnrecoverableError, Worker } from 'bullmq'
 import { z } from 'zod'

@@ -4,8 +4,9 @@
 // row per run the first time it asks for a quote, which answers 429 with a long Retry-After.
 // Prints "ready" once the worker runs, then one JSON line per agent call: { runId, call, start, end, status, wokeAt?, wakeAt?, waitMs? }.
 import { AsyncLocalStorage } from 'node:async_hooks'
+import { createAgent } from '@shallot/agent'
 import { agentWorker } from '@shallot/bullmq'
-import { createAgent, defineTool, ToolError } from '@shallot/core'
+import { defineTool, ToolError } from '@shallot/core'
 import { idempotency } from '@shallot/idempotency'
 import { retry } from '@shallot/retry'
 import { postgresStores } from '@shallot/store-postgres'

@@ -1,13 +1,11 @@
+import { type AgentEvent, createAgent, type RunOutcome } from '@shallot/agent'
 import {
-  type AgentEvent,
-  createAgent,
   LoopError,
   type ModelAdapter,
   type ModelMiddleware,
   type ModelRequest,
   type ModelResponse,
   OptionsError,
-  type RunOutcome,
   ToolError,
 } from '@shallot/core'
 import { type ManualClock, manualClock } from '@shallot/testing'

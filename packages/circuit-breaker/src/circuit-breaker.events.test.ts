@@ -1,4 +1,5 @@
-import { createAgent, createRun, createStack, defineTool, type Logger, OptionsError, ToolError } from '@shallot/core'
+import { createAgent } from '@shallot/agent'
+import { createRun, createStack, defineTool, type Logger, OptionsError, ToolError } from '@shallot/core'
 import { manualClock } from '@shallot/testing'
 import { describe, expect, it } from 'vitest'
 import { z } from 'zod'

@@ -1,4 +1,5 @@
-import { type Agent, type AnyTool, type Clock, createAgent, type ModelAdapter, systemClock } from '@shallot/core'
+import { type Agent, createAgent } from '@shallot/agent'
+import { type AnyTool, type Clock, type ModelAdapter, systemClock } from '@shallot/core'
 import { circuitBreakerModel, consecutive } from './index.js'
 
 /** After 2 failed requests in a row the model is not asked for 10 s: each call fails fast with circuit_open. */

@@ -1,4 +1,5 @@
-import { createAgent, defineTool } from '@shallot/core'
+import { createAgent } from '@shallot/agent'
+import { defineTool } from '@shallot/core'
 import { describe, expect, it } from 'vitest'
 import { z } from 'zod'
 import { createStackFromConfig, loadConfig } from './index.js'

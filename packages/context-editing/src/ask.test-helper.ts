@@ -1,7 +1,8 @@
 // Runs one model call through a model layer as a host does: a ModelContext of its own, the layer, and a terminal
 // that records every request it is asked and answers with the test's model. Not part of the package.
+
+import type { AgentEvent } from '@shallot/agent'
 import {
-  type AgentEvent,
   composeModel,
   createRun,
   LoopError,

@@ -1,5 +1,5 @@
+import type { ModelEvent } from '@shallot/core'
 import {
-  type AgentEvent,
   abortReason,
   LoopError,
   type ModelCallRequest,
@@ -232,7 +232,7 @@ function tell(ctx: ModelContext, strategy: ContextEditingStrategy, applied: Appl
   } catch {
     // the log line is lost; the edit stands
   }
-  // Not yet in core's AgentEvent union: the agent hands every event to onEvent as it is (see the README).
+  // Not in core's ModelEvent union: the agent hands every event to onEvent as it is (see the README).
   const event = {
     type: CONTEXT_EDITED,
     at: ctx.clock.now(),
@@ -243,7 +243,7 @@ function tell(ctx: ModelContext, strategy: ContextEditingStrategy, applied: Appl
     ...fields,
   }
   try {
-    ctx.emit(event as unknown as AgentEvent)
+    ctx.emit(event as unknown as ModelEvent)
   } catch {
     // the event is lost; the edit stands
   }

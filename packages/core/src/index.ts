@@ -1,34 +1,5 @@
-export {
-  type Agent,
-  type AgentEvent,
-  type AgentEventListener,
-  type AgentLimits,
-  type AgentModel,
-  type AgentOptions,
-  type AgentScope,
-  type ApprovalAnswer,
-  createAgent,
-  ParkedError,
-  type ParkedOutcome,
-  type ParkingOutcome,
-  type ResumeOptions,
-  type RunOutcome,
-} from './agent.js'
-export type { ModelCircuit } from './agent-events.js'
-export type { ModelBreakerOptions, ModelRetry } from './agent-options.js'
+export type { ApprovalAnswer } from './approval-binding.js'
 export { abortReason } from './channel.js'
-export {
-  type CallRecord,
-  type CheckpointStore,
-  memoryCheckpoints,
-  type ParkReason,
-  type ParkRecord,
-  type PendingTurn,
-  ResumeError,
-  type RunSnapshot,
-  type SettledCall,
-  type TurnRecord,
-} from './checkpoints.js'
 export { systemClock } from './clock.js'
 export { compose, MiddlewareUsageError, trustedMiddleware } from './compose.js'
 export { defineMiddleware, type MiddlewareDefinition, type MiddlewareEnv } from './define-middleware.js'
@@ -55,10 +26,9 @@ export {
   type ModelNext,
   trustedModelMiddleware,
 } from './model-context.js'
-export type { ModelPrice } from './model-link.js'
+export type { ModelCircuit, ModelEvent } from './model-events.js'
 export { OptionsError, parseOptions } from './options.js'
 export { type ErrorRenderer, renderError } from './render.js'
-export { buildReport, type PendingCall, type RunReport } from './report.js'
 export {
   isConnectionFailure,
   MAY_HAVE_TAKEN_EFFECT,
@@ -105,4 +75,3 @@ export type {
   TurnEnv,
 } from './types.js'
 export { TOOL_EFFECTS } from './types.js'
-export type { RunUsage } from './usage-budget.js'

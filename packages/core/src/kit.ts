@@ -16,19 +16,29 @@ export {
   approvalBinding,
   approvalCheckOf,
   approvalFor,
+  dropApprovals,
   putApproval,
+  putBound,
   type StoredAnswer,
 } from './approvals.js'
 export { type BoundedCall, boundedCall, type StoreUnavailable } from './bounded-call.js'
 export { emitFresh } from './call-context.js'
 export { callListener } from './call-listener.js'
 export { canonicalJson, hashOf, tupleHasher } from './canonical.js'
-export { type AbortSource, onAbort } from './channel.js'
+export { type AbortSource, neverAborted, onAbort, untilAborted } from './channel.js'
 export { callNext } from './compose.js'
 export { startTimer } from './deadlines.js'
 export { isMiddlewareDefinition } from './define-middleware.js'
-export { describeModelFailure, isTransientModelError, modelFailureCode } from './model-call.js'
+// For hosts — what a turn loop (shallot's own agent, an integration) needs to run the stack's calls
+// under one run: ids, a run bound to its stop, the guarded logger, a tool's JSON schema for the model.
+export { newRunId } from './ids.js'
+export { LinkedSignal, SETTLED } from './linked-signal.js'
+export { guardLogger, isSilent } from './logger.js'
+export { describeModelFailure, isTransientModelError, modelFailureCode } from './model-failure.js'
 export { optionsParser } from './options-parser.js'
+export { createRunOn, runSource } from './run.js'
+export { RunStop, stopOptions } from './run-stop.js'
+export { jsonSchemaOf } from './shape.js'
 export {
   type HostLimits,
   maxStepsFrom,

@@ -1,6 +1,6 @@
-import type { AgentEvent } from './agent-events.js'
 import { compose, trustedMiddleware } from './compose.js'
 import type { Message, ModelAdapter, ModelResponse, ModelTool } from './model.js'
+import type { ModelEvent } from './model-events.js'
 import type { Clock, DeferredSignal, Logger, Middleware, RunContext } from './types.js'
 
 /** The model a call is asking. A layer (fallback) may swap it for the layers inside it. */
@@ -48,7 +48,7 @@ export interface ModelContext {
   /** What layers key per-agent state by: one object per agent's model onion, standing for nothing else. */
   readonly stackKey: object
   /** Hands an agent event (`model.retry`, `model.fallback`, `model.circuit`) to the agent's listener. */
-  emit(event: AgentEvent): void
+  emit(event: ModelEvent): void
 }
 
 /** The inner layers of a model call, as seen from one layer. May be called again once the previous call settled. */

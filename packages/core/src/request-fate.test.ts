@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest'
-import { isTransientModelError } from './model-call.js'
+import { isTransientModelError } from './model-failure.js'
 import { isConnectionFailure, REQUEST_FATES, requestFate } from './request-fate.js'
 
 const factsOf = (row: (typeof REQUEST_FATES)[number]) =>

@@ -3,16 +3,8 @@
 // by hand, is judged by core's transient rule (what its own model path retried) and goes through a
 // createAgent whose model onion holds errorClassifierModel() alone; the layer's verdict is read from the outcome.
 import Anthropic from '@anthropic-ai/sdk'
-import {
-  createAgent,
-  defineTool,
-  LoopError,
-  type ModelAdapter,
-  type ModelMiddleware,
-  type ModelResponse,
-  OptionsError,
-  ToolError,
-} from '@shallot/core'
+import { createAgent } from '@shallot/agent'
+import { defineTool, LoopError, type ModelAdapter, type ModelMiddleware, type ModelResponse, OptionsError, ToolError } from '@shallot/core'
 import { isTransientModelError } from '@shallot/core/kit'
 import { type FakeProvider, type FakeTurn, fakeProvider } from '@shallot/testing'
 import OpenAI from 'openai'

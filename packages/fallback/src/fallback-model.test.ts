@@ -1,7 +1,6 @@
+import { type AgentEvent, createAgent, type RunOutcome } from '@shallot/agent'
 import { circuitBreakerModel, consecutive } from '@shallot/circuit-breaker'
 import {
-  type AgentEvent,
-  createAgent,
   defineTool,
   LoopError,
   type ModelAdapter,
@@ -9,7 +8,6 @@ import {
   type ModelRequest,
   type ModelResponse,
   OptionsError,
-  type RunOutcome,
   ToolError,
 } from '@shallot/core'
 import { manualClock } from '@shallot/testing'

@@ -1,5 +1,6 @@
+import { createAgent } from '@shallot/agent'
 import { circuitBreaker, consecutive } from '@shallot/circuit-breaker'
-import { type Clock, createAgent, createStack, defineTool, type Stack, ToolError } from '@shallot/core'
+import { type Clock, createStack, defineTool, type Stack, ToolError } from '@shallot/core'
 import { constant, retry } from '@shallot/retry'
 import { scriptedModel } from '@shallot/testing'
 import { describe, expect, it } from 'vitest'

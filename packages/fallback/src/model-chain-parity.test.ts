@@ -2,20 +2,10 @@
 // model chain (`model: [a, b]`, its breaker and retry) gave for the same scenario: the scenarios and their
 // expectations are core's tests of the chain (core/src/agent-model.test.ts). Core's chain is gone (decision
 // 500, step 3: `model: [a, b]` is sugar of shallot's createAgent, whose tests run these down its path too).
+
+import { type Agent, type AgentEvent, createAgent, type RunOutcome } from '@shallot/agent'
 import { circuitBreakerModel, consecutive } from '@shallot/circuit-breaker'
-import {
-  type Agent,
-  type AgentEvent,
-  type Clock,
-  createAgent,
-  defineTool,
-  LoopError,
-  type ModelAdapter,
-  type ModelMiddleware,
-  type ModelResponse,
-  type RunOutcome,
-  ToolError,
-} from '@shallot/core'
+import { type Clock, defineTool, LoopError, type ModelAdapter, type ModelMiddleware, type ModelResponse, ToolError } from '@shallot/core'
 import { isTransientModelError } from '@shallot/core/kit'
 import { describe, expect, it } from 'vitest'
 import { z } from 'zod'

@@ -1,5 +1,6 @@
+import { type Agent, createAgent } from '@shallot/agent'
 import { circuitBreakerModel, consecutive } from '@shallot/circuit-breaker'
-import { type Agent, type AnyTool, type Clock, createAgent, type ModelAdapter, systemClock } from '@shallot/core'
+import { type AnyTool, type Clock, type ModelAdapter, systemClock } from '@shallot/core'
 import { fallbackModel } from './index.js'
 
 /** gpt answers; while it is down, claude does. After 3 failed requests gpt's circuit opens and it is skipped for 30 s. */

@@ -1,4 +1,5 @@
-import { createAgent, createRun, createStack, defineTool, LoopError, memoryCheckpoints, ToolError } from '@shallot/core'
+import { createAgent, memoryCheckpoints } from '@shallot/agent'
+import { createRun, createStack, defineTool, LoopError, ToolError } from '@shallot/core'
 import { manualClock, scriptedModel } from '@shallot/testing'
 import { describe, expect, it } from 'vitest'
 import { z } from 'zod'

@@ -1,5 +1,5 @@
+import { createAgent } from '@shallot/agent'
 import {
-  createAgent,
   createRun,
   createStack,
   defineTool,

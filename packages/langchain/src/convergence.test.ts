@@ -1,7 +1,8 @@
 // Convergence (stuck-loop's turn hook, decision 322) under LangChain's own agent loop: shallotMiddleware shows each
 // completed turn to the stack's observeTurn before the next model call, as shallot's createAgent does after each turn.
 import { ChatAnthropic } from '@langchain/anthropic'
-import { createAgent as createShallotAgent, defineTool, type Middleware, type ModelAdapter, type StackEvent } from '@shallot/core'
+import { createAgent as createShallotAgent } from '@shallot/agent'
+import { defineTool, type Middleware, type ModelAdapter, type StackEvent } from '@shallot/core'
 import { stuckLoop } from '@shallot/stuck-loop'
 import { manualClock } from '@shallot/testing'
 import { createAgent, tool } from 'langchain'

@@ -2,7 +2,8 @@
 // retryModel around errorClassifierModel), so they end as createAgent({ modelMiddleware }) ends with those layers:
 // the same outcome, the same failure name, the same requests, the same wait for a server's retry-after-ms.
 import { ChatAnthropic } from '@langchain/anthropic'
-import { createAgent as createShallotAgent, type LoopError, type ModelAdapter, ToolError } from '@shallot/core'
+import { createAgent as createShallotAgent } from '@shallot/agent'
+import { type LoopError, type ModelAdapter, ToolError } from '@shallot/core'
 import { errorClassifierModel } from '@shallot/error-classifier'
 import { retryModel } from '@shallot/retry'
 import { type FakeProvider, type FakeStep, fakeProvider, type ManualClock, manualClock } from '@shallot/testing'

@@ -1,7 +1,8 @@
 import { fileURLToPath } from 'node:url'
 import { Client } from '@modelcontextprotocol/sdk/client/index.js'
 import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js'
-import { createAgent, createStack, type ModelRequest, TOOL_TEXT_LIMITS } from '@shallot/core'
+import { createAgent } from '@shallot/agent'
+import { createStack, type ModelRequest, TOOL_TEXT_LIMITS } from '@shallot/core'
 import { afterEach, describe, expect, it } from 'vitest'
 import { mcpTools } from './index.js'
 

@@ -1,7 +1,8 @@
 import { Client } from '@modelcontextprotocol/sdk/client/index.js'
 import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js'
+import { createAgent, type RunOutcome } from '@shallot/agent'
 import { circuitBreaker, consecutive } from '@shallot/circuit-breaker'
-import { createAgent, type ModelAdapter, type RunOutcome } from '@shallot/core'
+import type { ModelAdapter } from '@shallot/core'
 import { indictsServer, mcpTools, serverKey } from './index.js'
 
 export async function askFilesystem(model: ModelAdapter, serverEntry: string, dir: string): Promise<RunOutcome> {

@@ -1,7 +1,8 @@
 // Convergence (stuck-loop's turn hook, decision 322) under the OpenAI Agents SDK's own run loop: the set's
 // callModelInputFilter shows each completed turn to the stack's observeTurn before the next model call (decision 525).
 import { Agent, run, setTracingDisabled } from '@openai/agents'
-import { createAgent, defineTool, type Middleware, type ModelAdapter } from '@shallot/core'
+import { createAgent } from '@shallot/agent'
+import { defineTool, type Middleware, type ModelAdapter } from '@shallot/core'
 import { stuckLoop } from '@shallot/stuck-loop'
 import { describe, expect, it } from 'vitest'
 import { z } from 'zod'

@@ -1,6 +1,7 @@
 import { SpanStatusCode, type Tracer, trace } from '@opentelemetry/api'
 import type { ReadableSpan, SpanProcessor } from '@opentelemetry/sdk-trace-base'
-import { type AgentEvent, defineTool, type ModelAdapter, type ModelRequest, type ModelResponse, ToolError } from '@shallot/core'
+import type { AgentEvent } from '@shallot/agent'
+import { defineTool, type ModelAdapter, type ModelRequest, type ModelResponse, ToolError } from '@shallot/core'
 import { manualClock } from '@shallot/testing'
 import { createAgent } from 'shallot'
 import { afterEach, describe, expect, it } from 'vitest'

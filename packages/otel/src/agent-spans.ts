@@ -1,5 +1,6 @@
 import { type Attributes, type Context, context, type Span, SpanKind, SpanStatusCode, type Tracer, trace } from '@opentelemetry/api'
-import type { AgentEvent, AgentEventListener, AgentScope, Clock } from '@shallot/core'
+import type { AgentEvent, AgentEventListener, AgentScope } from '@shallot/agent'
+import type { Clock } from '@shallot/core'
 import { type ClockTime, eventAttributes, MAX_ATTRIBUTE_CHARS } from './attributes.js'
 import type { Instruments } from './instruments.js'
 import { providerName } from './provider-name.js'

@@ -1,5 +1,6 @@
 import { context, SpanKind, SpanStatusCode, type Tracer, trace } from '@opentelemetry/api'
-import { type Agent, parseOptions, type RunOutcome } from '@shallot/core'
+import type { Agent, RunOutcome } from '@shallot/agent'
+import { parseOptions } from '@shallot/core'
 import { z } from 'zod'
 import { ClockTime, MAX_ATTRIBUTE_CHARS, sanitizerOf } from './attributes.js'
 import { errorTypeOf } from './error-type.js'

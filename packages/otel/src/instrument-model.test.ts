@@ -1,5 +1,6 @@
 import { SpanStatusCode, trace } from '@opentelemetry/api'
-import { createAgent, type ModelAdapter, OptionsError } from '@shallot/core'
+import { createAgent } from '@shallot/agent'
+import { type ModelAdapter, OptionsError } from '@shallot/core'
 import { manualClock } from '@shallot/testing'
 import { afterEach, expect, it } from 'vitest'
 import { otelSdk } from '../test/world.js'

@@ -1,6 +1,7 @@
 import { context, SpanKind, SpanStatusCode, type Tracer, trace } from '@opentelemetry/api'
 import type { ReadableSpan } from '@opentelemetry/sdk-trace-base'
-import { createAgent, defineTool, type ModelAdapter, type ModelMiddleware, type ModelResponse, ToolError } from '@shallot/core'
+import { createAgent } from '@shallot/agent'
+import { defineTool, type ModelAdapter, type ModelMiddleware, type ModelResponse, ToolError } from '@shallot/core'
 import { afterEach, describe, expect, it } from 'vitest'
 import { z } from 'zod'
 import { otelSdk } from '../test/world.js'

@@ -1,5 +1,6 @@
 import { Writable } from 'node:stream'
-import type { Logger, RunOutcome } from '@shallot/core'
+import type { RunOutcome } from '@shallot/agent'
+import type { Logger } from '@shallot/core'
 import { manualClock, seededRandom } from '@shallot/testing'
 import pino from 'pino'
 import { consecutive, createAgent, defaultMiddleware } from 'shallot'

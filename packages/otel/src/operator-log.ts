@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto'
+import type { Agent } from '@shallot/agent'
 import {
-  type Agent,
   type Clock,
   type Logger,
   type Middleware,

@@ -1,5 +1,6 @@
 import { SpanStatusCode, trace } from '@opentelemetry/api'
-import { createAgent, createStack, defineTool, type Middleware, type ModelResponse, ToolError } from '@shallot/core'
+import { createAgent } from '@shallot/agent'
+import { createStack, defineTool, type Middleware, type ModelResponse, ToolError } from '@shallot/core'
 import { manualClock } from '@shallot/testing'
 import { afterEach, expect, it } from 'vitest'
 import { z } from 'zod'

@@ -1,14 +1,6 @@
 import { context, type Meter, metrics, type Span, type Tracer, trace } from '@opentelemetry/api'
-import {
-  type AgentEventListener,
-  type Clock,
-  type Middleware,
-  type ModelMiddleware,
-  parseOptions,
-  type Stack,
-  systemClock,
-  type ToolContext,
-} from '@shallot/core'
+import type { AgentEventListener } from '@shallot/agent'
+import { type Clock, type Middleware, type ModelMiddleware, parseOptions, type Stack, systemClock, type ToolContext } from '@shallot/core'
 import { z } from 'zod'
 import { agentSpans } from './agent-spans.js'
 import { ClockTime, MAX_ATTRIBUTE_CHARS, sanitizerOf } from './attributes.js'

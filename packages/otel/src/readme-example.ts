@@ -1,4 +1,5 @@
-import { type AnyTool, createAgent, type Logger, type ModelAdapter } from '@shallot/core'
+import { createAgent } from '@shallot/agent'
+import type { AnyTool, Logger, ModelAdapter } from '@shallot/core'
 import { defaultMiddleware } from 'shallot'
 import { otel } from './index.js'
 

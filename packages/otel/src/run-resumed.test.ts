@@ -1,4 +1,5 @@
-import { createAgent, defineTool, LoopError, type Middleware, memoryCheckpoints } from '@shallot/core'
+import { createAgent, memoryCheckpoints } from '@shallot/agent'
+import { defineTool, LoopError, type Middleware } from '@shallot/core'
 import { afterEach, expect, it } from 'vitest'
 import { z } from 'zod'
 import { otelSdk } from '../test/world.js'

@@ -1,6 +1,7 @@
 import { SpanKind, SpanStatusCode } from '@opentelemetry/api'
 import type { ReadableSpan } from '@opentelemetry/sdk-trace-base'
-import type { RunOutcome, StackEvent } from '@shallot/core'
+import type { RunOutcome } from '@shallot/agent'
+import type { StackEvent } from '@shallot/core'
 import { manualClock, seededRandom } from '@shallot/testing'
 import { consecutive, createAgent, defaultMiddleware } from 'shallot'
 import { afterEach, expect, it } from 'vitest'

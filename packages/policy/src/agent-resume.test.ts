@@ -1,4 +1,5 @@
-import { createAgent, type Json, memoryCheckpoints, OptionsError, type RunOutcome } from '@shallot/core'
+import { createAgent, memoryCheckpoints, type RunOutcome } from '@shallot/agent'
+import { type Json, OptionsError } from '@shallot/core'
 import { idempotency, memoryStore } from '@shallot/idempotency'
 import { scriptedModel } from '@shallot/testing'
 import { describe, expect, it } from 'vitest'

@@ -1,16 +1,5 @@
-import {
-  type CheckpointStore,
-  createAgent,
-  createRun,
-  createStack,
-  defineTool,
-  type Json,
-  LoopError,
-  memoryCheckpoints,
-  type RunOutcome,
-  type RunSnapshot,
-  type ToolCall,
-} from '@shallot/core'
+import { type CheckpointStore, createAgent, memoryCheckpoints, type RunOutcome, type RunSnapshot } from '@shallot/agent'
+import { createRun, createStack, defineTool, type Json, LoopError, type ToolCall } from '@shallot/core'
 import { putApproval } from '@shallot/core/kit'
 import { scriptedModel } from '@shallot/testing'
 import { describe, expect, it } from 'vitest'

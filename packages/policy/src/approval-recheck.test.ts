@@ -1,4 +1,5 @@
-import { type CheckpointStore, createAgent, type Json, type Middleware, memoryCheckpoints, type RunOutcome } from '@shallot/core'
+import { type CheckpointStore, createAgent, memoryCheckpoints, type RunOutcome } from '@shallot/agent'
+import type { Json, Middleware } from '@shallot/core'
 import { manualClock, scriptedModel } from '@shallot/testing'
 import { describe, expect, it } from 'vitest'
 import { POLICY_STATE_KEY, type PolicyOptions, policy } from './index.js'

@@ -1,4 +1,5 @@
-import { createAgent, createRun, createStack, type Json, LoopError, memoryCheckpoints } from '@shallot/core'
+import { createAgent, memoryCheckpoints } from '@shallot/agent'
+import { createRun, createStack, type Json, LoopError } from '@shallot/core'
 import { approvalBinding } from '@shallot/core/kit'
 import { idempotency, memoryStore } from '@shallot/idempotency'
 import { manualClock, scriptedModel } from '@shallot/testing'

@@ -1,4 +1,5 @@
-import { type AnyTool, createAgent, createRun, type Json, type ModelAdapter, type Stack, type ToolCall } from '@shallot/core'
+import { createAgent } from '@shallot/agent'
+import { type AnyTool, createRun, type Json, type ModelAdapter, type Stack, type ToolCall } from '@shallot/core'
 import { idempotency } from '@shallot/idempotency'
 import { panicCatcher } from '@shallot/panic-catcher'
 import { stuckLoop } from '@shallot/stuck-loop'

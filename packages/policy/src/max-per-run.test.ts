@@ -1,4 +1,5 @@
-import { createAgent, createRun, createStack, defineTool, LoopError, type RunContext, type ToolCall } from '@shallot/core'
+import { createAgent } from '@shallot/agent'
+import { createRun, createStack, defineTool, LoopError, type RunContext, type ToolCall } from '@shallot/core'
 import { approvalCheckOf, putApproval } from '@shallot/core/kit'
 import { manualClock, scriptedModel } from '@shallot/testing'
 import { describe, expect, it } from 'vitest'

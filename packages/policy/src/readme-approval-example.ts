@@ -1,4 +1,5 @@
-import { type Agent, type AnyTool, type ApprovalAnswer, createAgent, type ModelAdapter, memoryCheckpoints } from '@shallot/core'
+import { type Agent, createAgent, memoryCheckpoints } from '@shallot/agent'
+import type { AnyTool, ApprovalAnswer, ModelAdapter } from '@shallot/core'
 import { policy } from './index.js'
 
 export function paymentsAgent(model: ModelAdapter, tools: readonly AnyTool[]): Agent {

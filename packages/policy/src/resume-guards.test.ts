@@ -1,4 +1,5 @@
-import { createAgent, defineTool, memoryCheckpoints, ResumeError, type RunOutcome, type RunSnapshot } from '@shallot/core'
+import { createAgent, memoryCheckpoints, ResumeError, type RunOutcome, type RunSnapshot } from '@shallot/agent'
+import { defineTool } from '@shallot/core'
 import { scriptedModel } from '@shallot/testing'
 import { describe, expect, it } from 'vitest'
 import { z } from 'zod'

@@ -3,7 +3,8 @@
 // checkpoint of the turn it approved. It runs the BUILT packages (dist); the test builds them first.
 // Usage: node approval-worker.mjs '<json config>'  → prints the outcome as one JSON line.
 import { readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs'
-import { createAgent, defineTool, ResumeError } from '@shallot/core'
+import { createAgent, ResumeError } from '@shallot/agent'
+import { defineTool } from '@shallot/core'
 import { idempotency } from '@shallot/idempotency'
 import { policy } from '@shallot/policy'
 import { sqliteStore } from '@shallot/store-sqlite'

@@ -1,4 +1,5 @@
-import { createAgent, type ModelAdapter, type ModelMiddleware, type RunOutcome } from '@shallot/core'
+import { createAgent, type RunOutcome } from '@shallot/agent'
+import type { ModelAdapter, ModelMiddleware } from '@shallot/core'
 import { type ManualClock, manualClock } from '@shallot/testing'
 import { describe, expect, it } from 'vitest'
 import { modelRateKey, type RateLimitStore, rateLimitDefinition, rateLimitModel } from './index.js'

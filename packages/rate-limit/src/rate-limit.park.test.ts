@@ -1,4 +1,5 @@
-import { createAgent, defineTool, type ModelAdapter, memoryCheckpoints } from '@shallot/core'
+import { createAgent, memoryCheckpoints } from '@shallot/agent'
+import { defineTool, type ModelAdapter } from '@shallot/core'
 import { manualClock } from '@shallot/testing'
 import { describe, expect, it } from 'vitest'
 import { z } from 'zod'

@@ -1,4 +1,5 @@
-import { createAgent, createRun, createStack, defineTool, type Logger } from '@shallot/core'
+import { createAgent } from '@shallot/agent'
+import { createRun, createStack, defineTool, type Logger } from '@shallot/core'
 import { manualClock, seededRandom } from '@shallot/testing'
 import { timeout } from '@shallot/timeout'
 import { describe, expect, it } from 'vitest'

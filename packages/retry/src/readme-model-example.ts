@@ -1,4 +1,5 @@
-import { type AnyTool, type Clock, createAgent, type ModelAdapter } from '@shallot/core'
+import { createAgent } from '@shallot/agent'
+import type { AnyTool, Clock, ModelAdapter } from '@shallot/core'
 import { retryModel } from './index.js'
 
 /** An agent whose model calls are repeated on a 429, a 5xx, a dropped connection or a timeout. */

@@ -1,7 +1,5 @@
+import { type AgentEvent, type AgentOptions, createAgent } from '@shallot/agent'
 import {
-  type AgentEvent,
-  type AgentOptions,
-  createAgent,
   createStack,
   defineTool,
   LoopError,

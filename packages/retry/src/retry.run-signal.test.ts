@@ -1,5 +1,6 @@
 import { getEventListeners } from 'node:events'
-import { createAgent, defineTool, ToolError } from '@shallot/core'
+import { createAgent } from '@shallot/agent'
+import { defineTool, ToolError } from '@shallot/core'
 import { describe, expect, it } from 'vitest'
 import { z } from 'zod'
 import { retry } from './index.js'

@@ -1,15 +1,6 @@
+import { type Agent, type AgentModel, type AgentOptions, createAgent as createCoreAgent, type ParkingOutcome } from '@shallot/agent'
 import { consecutive } from '@shallot/circuit-breaker'
-import {
-  type Agent,
-  type AgentModel,
-  type AgentOptions,
-  createAgent as createCoreAgent,
-  type ModelAdapter,
-  type ModelMiddleware,
-  OptionsError,
-  type ParkingOutcome,
-  parseOptions,
-} from '@shallot/core'
+import { type ModelAdapter, type ModelMiddleware, OptionsError, parseOptions } from '@shallot/core'
 import { closest } from '@shallot/core/kit'
 import { fallbackModel } from '@shallot/fallback'
 import { z } from 'zod'

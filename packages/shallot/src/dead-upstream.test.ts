@@ -1,4 +1,5 @@
-import { createAgent, defineTool, type Middleware } from '@shallot/core'
+import { createAgent } from '@shallot/agent'
+import { defineTool, type Middleware } from '@shallot/core'
 import { type ManualClock, manualClock, scriptedModel, seededRandom } from '@shallot/testing'
 import { describe, expect, it } from 'vitest'
 import { z } from 'zod'

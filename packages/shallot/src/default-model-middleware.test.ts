@@ -1,12 +1,5 @@
-import {
-  type AgentOptions,
-  createAgent,
-  type ModelAdapter,
-  type ModelRequest,
-  type ModelResponse,
-  OptionsError,
-  ToolError,
-} from '@shallot/core'
+import { type AgentOptions, createAgent } from '@shallot/agent'
+import { type ModelAdapter, type ModelRequest, type ModelResponse, OptionsError, ToolError } from '@shallot/core'
 import { type ManualClock, manualClock, seededRandom } from '@shallot/testing'
 import { describe, expect, it } from 'vitest'
 import { createAgent as createShallotAgent } from './create-agent.js'

@@ -1,4 +1,24 @@
 // The names an application uses, listed one by one: a new export of a package is a decision here, not a side effect.
+
+export {
+  type Agent,
+  type AgentEvent,
+  type AgentEventListener,
+  type AgentLimits,
+  type AgentModel,
+  type AgentOptions,
+  type AgentScope,
+  type CheckpointStore,
+  type ModelPrice,
+  memoryCheckpoints,
+  ParkedError,
+  type ParkingOutcome,
+  ResumeError,
+  type RunOutcome,
+  type RunReport,
+  type RunSnapshot,
+  type RunUsage,
+} from '@shallot/agent'
 export { type BulkheadOptions, bulkhead } from '@shallot/bulkhead'
 export {
   type BreakerStore,
@@ -12,15 +32,7 @@ export {
 export { type CoalesceOptions, coalesce } from '@shallot/coalesce'
 export { type ContextEditingOptions, type ContextEditingStrategy, contextEditing } from '@shallot/context-editing'
 export {
-  type Agent,
-  type AgentEvent,
-  type AgentEventListener,
-  type AgentLimits,
-  type AgentModel,
-  type AgentOptions,
-  type AgentScope,
   type AnyTool,
-  type CheckpointStore,
   type Clock,
   compose,
   createRun,
@@ -37,22 +49,13 @@ export {
   MiddlewareUsageError,
   type ModelAdapter,
   type ModelFinishReason,
-  type ModelPrice,
   type ModelRequest,
   type ModelResponse,
   type ModelTool,
   type ModelUsage,
-  memoryCheckpoints,
   type Next,
   OptionsError,
-  ParkedError,
-  type ParkingOutcome,
-  ResumeError,
   type RunContext,
-  type RunOutcome,
-  type RunReport,
-  type RunSnapshot,
-  type RunUsage,
   type Stack,
   type StackEvent,
   type StackOptions,

@@ -1,5 +1,7 @@
 // Helpers of model-onion.hostile.test.ts: scripted and stalling model adapters, and an event recorder.
-import type { AgentEvent, ModelAdapter, ModelRequest, ModelResponse } from '@shallot/core'
+
+import type { AgentEvent } from '@shallot/agent'
+import type { ModelAdapter, ModelRequest, ModelResponse } from '@shallot/core'
 
 /** A final answer with token usage, so a counted (or wrongly counted) call shows in `outcome.usage`. */
 export const answer = (text = 'done', tokens = 10): ModelResponse => ({

@@ -2,11 +2,10 @@
 // never answer, cancels at every await, many runs on one agent, throwing listeners and nonsense options.
 // Everything goes through the API a user calls (createAgent, the layer factories); time is virtual.
 
+import { type AgentEvent, createAgent as createCoreAgent, memoryCheckpoints } from '@shallot/agent'
 import { circuitBreakerModel, consecutive } from '@shallot/circuit-breaker'
 import { contextEditing } from '@shallot/context-editing'
 import {
-  type AgentEvent,
-  createAgent as createCoreAgent,
   defineTool,
   LoopError,
   MiddlewareUsageError,
@@ -14,7 +13,6 @@ import {
   type ModelMiddleware,
   type ModelRequest,
   type ModelResponse,
-  memoryCheckpoints,
 } from '@shallot/core'
 import { errorClassifierModel } from '@shallot/error-classifier'
 import { fallbackModel } from '@shallot/fallback'

@@ -1,4 +1,4 @@
-import type { RunSnapshot } from '@shallot/core'
+import type { RunSnapshot } from '@shallot/agent'
 import { z } from 'zod'
 import { jsonValue } from './stored-values.js'
 

@@ -1,6 +1,8 @@
 // The claim on a run across a fleet: store instances on one prefix stand for workers. Lease expiry
 // runs on a test clock handed to the server as `wallNow`, never a sleep.
-import { createAgent, defineTool, OptionsError, ResumeError } from '@shallot/core'
+
+import { createAgent, ResumeError } from '@shallot/agent'
+import { defineTool, OptionsError } from '@shallot/core'
 import { scriptedModel } from '@shallot/testing'
 import { describe, expect, it } from 'vitest'
 import { z } from 'zod'

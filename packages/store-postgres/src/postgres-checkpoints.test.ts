@@ -1,4 +1,5 @@
-import { type CheckpointStore, createAgent, defineTool, LoopError, type RunSnapshot } from '@shallot/core'
+import { type CheckpointStore, createAgent, type RunSnapshot } from '@shallot/agent'
+import { defineTool, LoopError } from '@shallot/core'
 import { scriptedModel } from '@shallot/testing'
 import { describe, expect, it } from 'vitest'
 import { z } from 'zod'

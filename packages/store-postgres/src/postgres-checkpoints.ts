@@ -1,4 +1,5 @@
-import { type CheckpointStore, type RunSnapshot, ToolError } from '@shallot/core'
+import type { CheckpointStore, RunSnapshot } from '@shallot/agent'
+import { ToolError } from '@shallot/core'
 import { runSnapshotSchema } from './checkpoint-schema.js'
 import { postgresClaims } from './postgres-claims.js'
 import { type PostgresStoreContext, statement } from './postgres-store-context.js'

@@ -1,5 +1,6 @@
+import { createAgent } from '@shallot/agent'
 import { circuitBreaker } from '@shallot/circuit-breaker'
-import { type Clock, createAgent, createStack, defineTool, OptionsError, systemClock, ToolError } from '@shallot/core'
+import { type Clock, createStack, defineTool, OptionsError, systemClock, ToolError } from '@shallot/core'
 import { idempotency } from '@shallot/idempotency'
 import { type RetryOptions, retry } from '@shallot/retry'
 import { manualClock, scriptedModel } from '@shallot/testing'

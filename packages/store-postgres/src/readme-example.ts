@@ -1,5 +1,6 @@
+import { createAgent } from '@shallot/agent'
 import { circuitBreaker } from '@shallot/circuit-breaker'
-import { type AnyTool, createAgent, type ModelAdapter } from '@shallot/core'
+import type { AnyTool, ModelAdapter } from '@shallot/core'
 import { idempotency } from '@shallot/idempotency'
 import { retry } from '@shallot/retry'
 import pg from 'pg'

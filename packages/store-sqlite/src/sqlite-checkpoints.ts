@@ -1,4 +1,5 @@
-import { type CheckpointStore, parseOptions, type RunSnapshot, ToolError } from '@shallot/core'
+import type { CheckpointStore, RunSnapshot } from '@shallot/agent'
+import { parseOptions, ToolError } from '@shallot/core'
 import Database from 'better-sqlite3'
 import { z } from 'zod'
 import { type SqliteClaims, sqliteClaims } from './sqlite-claims.js'

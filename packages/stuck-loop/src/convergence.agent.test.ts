@@ -1,4 +1,5 @@
-import { createAgent, createRun, defineTool, type Json, LoopError, memoryCheckpoints, OptionsError } from '@shallot/core'
+import { createAgent, memoryCheckpoints } from '@shallot/agent'
+import { createRun, defineTool, type Json, LoopError, OptionsError } from '@shallot/core'
 import { manualClock, type ScriptedTurn, type ScriptStep, scriptedModel } from '@shallot/testing'
 import { describe, expect, it } from 'vitest'
 import { z } from 'zod'

@@ -1,4 +1,5 @@
-import { createAgent, defineTool, ToolError } from '@shallot/core'
+import { createAgent } from '@shallot/agent'
+import { defineTool, ToolError } from '@shallot/core'
 import { manualClock, scriptedModel } from '@shallot/testing'
 import { describe, expect, it } from 'vitest'
 import { z } from 'zod'

@@ -1,4 +1,5 @@
-import { createAgent, defineTool, memoryCheckpoints, ToolError } from '@shallot/core'
+import { createAgent, memoryCheckpoints } from '@shallot/agent'
+import { defineTool, ToolError } from '@shallot/core'
 import { describe, expect, it } from 'vitest'
 import { z } from 'zod'
 import { manualClock } from './manual-clock.js'

@@ -1,14 +1,7 @@
 // The agent, model, probe and clock that middlewareConformance runs a model-call layer in. Not exported by the package.
 import { getEventListeners } from 'node:events'
-import {
-  createAgent,
-  type MiddlewareDefinition,
-  type MiddlewareEnv,
-  type ModelMiddleware,
-  type ModelRequest,
-  type ModelResponse,
-  type RunOutcome,
-} from '@shallot/core'
+import { createAgent, type RunOutcome } from '@shallot/agent'
+import type { MiddlewareDefinition, MiddlewareEnv, ModelMiddleware, ModelRequest, ModelResponse } from '@shallot/core'
 import { vi } from 'vitest'
 import { flush } from './conformance-harness.js'
 import { type ManualClock, manualClock } from './manual-clock.js'

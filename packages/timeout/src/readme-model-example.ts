@@ -1,4 +1,5 @@
-import { type AnyTool, type Clock, createAgent, type ModelAdapter } from '@shallot/core'
+import { createAgent } from '@shallot/agent'
+import type { AnyTool, Clock, ModelAdapter } from '@shallot/core'
 import { timeoutModel } from './index.js'
 
 /** An agent whose every model attempt gets 20 s, and the model named 'fast' 5 s. */

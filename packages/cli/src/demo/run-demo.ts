@@ -1,4 +1,5 @@
-import { createAgent, type RunOutcome, type StackEvent, systemClock } from '@shallot/core'
+import { createAgent, type RunOutcome } from '@shallot/agent'
+import { type StackEvent, systemClock } from '@shallot/core'
 import { manualClock, scriptedModel, seededRandom } from '@shallot/testing'
 import { consecutive, defaultMiddleware } from 'shallot'
 import { type RunRecord, recordRun } from '../report/record.js'

@@ -1,4 +1,5 @@
-import type { RunOutcome, StackEvent } from '@shallot/core'
+import type { RunOutcome } from '@shallot/agent'
+import type { StackEvent } from '@shallot/core'
 import { color } from './paint.js'
 import type { Executions } from './tools.js'
 

@@ -1,4 +1,5 @@
-import type { Message, ModelRequest, ParkingOutcome, RunOutcome, StackEvent } from '@shallot/core'
+import type { ParkingOutcome, RunOutcome } from '@shallot/agent'
+import type { Message, ModelRequest, StackEvent } from '@shallot/core'
 import { color } from './paint.js'
 
 function short(text: string, max = 120): string {

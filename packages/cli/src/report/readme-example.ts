@@ -1,5 +1,5 @@
 import { writeFile } from 'node:fs/promises'
-import { type AgentOptions, createAgent } from '@shallot/core'
+import { type AgentOptions, createAgent } from '@shallot/agent'
 import { recordRun, renderHtml } from '../index.js'
 
 /** Runs one task and writes its timeline page; the record is returned for `JSON.stringify` too. */

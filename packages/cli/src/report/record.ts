@@ -1,5 +1,6 @@
 import { readFile, stat } from 'node:fs/promises'
-import { type Clock, type ModelAdapter, type ParkingOutcome, type Stack, type StackEvent, systemClock } from '@shallot/core'
+import type { ParkingOutcome } from '@shallot/agent'
+import { type Clock, type ModelAdapter, type Stack, type StackEvent, systemClock } from '@shallot/core'
 import { z } from 'zod'
 
 /** A layer event as recorded: its type, time, call, and its own fields flattened to scalars. */

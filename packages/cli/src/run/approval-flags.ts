@@ -1,4 +1,5 @@
-import type { ApprovalAnswer, Json, PendingCall } from '@shallot/core'
+import type { PendingCall } from '@shallot/agent'
+import type { ApprovalAnswer, Json } from '@shallot/core'
 import { UsageError } from '../usage.js'
 
 interface ApprovalFlags {

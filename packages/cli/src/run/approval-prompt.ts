@@ -1,4 +1,5 @@
-import type { ApprovalAnswer, Json, PendingCall } from '@shallot/core'
+import type { PendingCall } from '@shallot/agent'
+import type { ApprovalAnswer, Json } from '@shallot/core'
 import type { LineReader } from './line-reader.js'
 
 /** Wrong answers to one question before it counts as a no. */

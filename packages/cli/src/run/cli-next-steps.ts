@@ -1,4 +1,4 @@
-import type { RunOutcome } from '@shallot/core'
+import type { RunOutcome } from '@shallot/agent'
 import type { ResolvedModel } from './model-spec.js'
 
 type Stopped = Extract<RunOutcome, { status: 'stopped' }>

@@ -1,21 +1,9 @@
 import { existsSync, statSync } from 'node:fs'
 import { dirname, resolve } from 'node:path'
+import { type Agent, type AgentOptions, memoryCheckpoints, ParkedError, type ParkingOutcome, ResumeError } from '@shallot/agent'
 import { aiSdkModel } from '@shallot/ai-sdk'
 import { ConfigError, createStackFromConfig, loadConfig, type ShallotConfig } from '@shallot/config'
-import {
-  type Agent,
-  type AgentOptions,
-  type ApprovalAnswer,
-  type ModelAdapter,
-  type ModelRequest,
-  memoryCheckpoints,
-  ParkedError,
-  type ParkingOutcome,
-  ResumeError,
-  type StackEvent,
-  systemClock,
-  ToolError,
-} from '@shallot/core'
+import { type ApprovalAnswer, type ModelAdapter, type ModelRequest, type StackEvent, systemClock, ToolError } from '@shallot/core'
 import type { ServerEnvInherit } from '@shallot/mcp'
 import { policyDefinition } from '@shallot/policy'
 import { type SqliteCheckpoints, type SqliteStore, sqliteCheckpoints, sqliteStore } from '@shallot/store-sqlite'

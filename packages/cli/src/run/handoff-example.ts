@@ -1,6 +1,6 @@
 import { writeFile } from 'node:fs/promises'
 import { join } from 'node:path'
-import type { Agent } from '@shallot/core'
+import type { Agent } from '@shallot/agent'
 import { handoffOf } from '../index.js'
 
 /** Runs a task; when it stops, writes what a person needs to pick it up, and says where. */

@@ -1,5 +1,6 @@
 import { execFileSync } from 'node:child_process'
-import { createAgent, defineTool, memoryCheckpoints, ToolError } from '@shallot/core'
+import { createAgent, memoryCheckpoints } from '@shallot/agent'
+import { defineTool, ToolError } from '@shallot/core'
 import { policy } from '@shallot/policy'
 import { manualClock, scriptedModel } from '@shallot/testing'
 import { describe, expect, it } from 'vitest'

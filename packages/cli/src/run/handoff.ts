@@ -1,4 +1,5 @@
-import type { Message, ParkingOutcome } from '@shallot/core'
+import type { ParkingOutcome } from '@shallot/agent'
+import type { Message } from '@shallot/core'
 import { sanitize } from '@shallot/core'
 
 /** Options of {@link handoffOf}. */

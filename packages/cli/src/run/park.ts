@@ -1,4 +1,5 @@
-import type { Clock, ParkedOutcome } from '@shallot/core'
+import type { ParkedOutcome } from '@shallot/agent'
+import type { Clock } from '@shallot/core'
 import { UsageError } from '../usage.js'
 
 /** The longest park: core's default `park.maxWaitMs`, one day. */

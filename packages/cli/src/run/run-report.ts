@@ -1,4 +1,4 @@
-import type { ParkingOutcome } from '@shallot/core'
+import type { ParkingOutcome } from '@shallot/agent'
 import { escapeControls } from '@shallot/core/kit'
 
 /**

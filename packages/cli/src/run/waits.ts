@@ -1,4 +1,5 @@
-import type { AgentEvent, Clock, StackEvent } from '@shallot/core'
+import type { AgentEvent } from '@shallot/agent'
+import type { Clock, StackEvent } from '@shallot/core'
 import { sanitize } from '@shallot/core'
 import type { StatusStream } from '../cli-io.js'
 import { terminalText } from '../terminal-text.js'

@@ -1,4 +1,4 @@
-import type { Agent, CheckpointStore, ParkingOutcome } from '@shallot/core'
+import type { Agent, CheckpointStore, ParkingOutcome } from '@shallot/agent'
 import { agentQueue, agentWorker } from '../../index.js'
 
 /** Runs as jobs: a parked run waits as a delayed job; a crashed worker's runs go on elsewhere from their checkpoints. */

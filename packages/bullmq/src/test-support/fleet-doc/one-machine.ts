@@ -1,4 +1,5 @@
-import { type AnyTool, createAgent, type ModelAdapter } from '@shallot/core'
+import { createAgent } from '@shallot/agent'
+import type { AnyTool, ModelAdapter } from '@shallot/core'
 import { idempotency } from '@shallot/idempotency'
 import { retry } from '@shallot/retry'
 import { sqliteCheckpoints, sqliteStore } from '@shallot/store-sqlite'

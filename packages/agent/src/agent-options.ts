@@ -1,0 +1,307 @@
+import {
+  type Clock,
+  composeModel,
+  createStack,
+  type LayerEntry,
+  type Logger,
+  type ModelAdapter,
+  type ModelMiddleware,
+  modelSideOf,
+  OptionsError,
+  parseOptions,
+  type Stack,
+  type StackOptions,
+} from '@shallot/core'
+import { guardLogger } from '@shallot/core/kit'
+import { z } from 'zod'
+import type { AgentEventListener } from './agent-events.js'
+import type { AgentLimits } from './agent-limits.js'
+import { type CheckpointSeal, checkpointKeyBytes, checkpointSeal, MIN_CHECKPOINT_KEY_BYTES } from './checkpoint-seal.js'
+import type { CheckpointStore } from './checkpoints.js'
+import { type ModelLink, type ModelPrice, modelLink } from './model-link.js'
+import type { ModelOnionSettings } from './model-onion.js'
+import { DEFAULT_MAX_PARK_MS, type ParkSettings } from './park.js'
+
+export type { AgentLimits } from './agent-limits.js'
+
+/** A model, or a fallback chain of them (the chain is sugar of `shallot`'s `createAgent`). */
+export type AgentModel = ModelAdapter | readonly ModelAdapter[]
+
+/** `modelRetry`: sugar of `shallot`'s `createAgent` for the retry layer of its default model stack. */
+export interface ModelRetry {
+  /** Attempts per model call, counting the first. Default 3. */
+  maxAttempts: number
+  /** Full-jitter backoff: a random wait up to `baseMs * 2^(attempt-1)`, at most `capMs`; a Retry-After is a floor under it. */
+  baseMs: number
+  capMs: number
+  /** Longest provider pushback (`Retry-After`) waited for; a longer one gives the model up for this call. Default 60 s. */
+  maxRetryAfterMs: number
+}
+
+/** `modelBreaker`: sugar of `shallot`'s `createAgent` for the breaker of each model of a chain. */
+export interface ModelBreakerOptions {
+  /** Failed requests in a row (transient errors, deadlines) that open the circuit. Default 3. */
+  threshold: number
+  /** How long an open circuit skips the model; a longer `Retry-After` from the provider wins. Default 30 s. */
+  cooldownMs: number
+}
+
+/**
+ * `createAgent`'s options. `Model` defaults to one adapter, so code that wraps `options.model`
+ * (recorders, instrumentation) keeps a single adapter to wrap; a chain's options are
+ * `AgentOptions<AgentModel>` (or `AgentOptions<readonly ModelAdapter[]>`).
+ */
+export interface AgentOptions<Model extends AgentModel = ModelAdapter> {
+  /**
+   * The model. A model's `name` keys `prices` and names it in reports and events. A fallback chain
+   * `[primary, spare]` is sugar of `shallot`'s `createAgent` (its `fallbackModel` layer); here it is
+   * refused: list `fallbackModel({ models: [spare] })` from `@shallot/fallback` in `modelMiddleware`.
+   */
+  model: Model
+  /** The system prompt (instructions), sent with every model call. */
+  system?: string
+  /** What each model costs, by model name, for `limits.maxCostUsd` (which needs a price for every model). */
+  prices?: Readonly<Record<string, ModelPrice>>
+  /**
+   * Called with each event of every run: started and finished, each model attempt, a retry, a
+   * fallback to the next model, a circuit change. Its optional `within` runs each run and model
+   * attempt in the listener's context (see {@link AgentEventListener}).
+   */
+  onEvent?: AgentEventListener
+  /**
+   * Sugar of `shallot`'s `createAgent`: the breaker of each model of a chain. `@shallot/core`'s
+   * `createAgent` refuses it (list `circuitBreakerModel()` in `modelMiddleware`).
+   */
+  modelBreaker?: Partial<ModelBreakerOptions>
+  /** Either a ready stack, or the tools (and optionally middleware) to build one. */
+  stack?: Stack
+  tools?: StackOptions['tools']
+  middleware?: StackOptions['middleware']
+  limits?: Partial<AgentLimits>
+  logger?: Logger
+  clock?: Clock
+  random?: () => number
+  checkpoints?: CheckpointStore
+  /**
+   * A secret of at least 32 bytes: every checkpoint is saved with an HMAC over its contents, and
+   * `resume` refuses one without this key's digest (`ResumeError('corrupt_checkpoint')`, nothing
+   * run), so whoever can write to the store cannot plant a call, an approval or a state the run
+   * never had. Without it the store is trusted as the agent's own memory. Needs `checkpoints`.
+   */
+  checkpointKey?: string | Uint8Array
+  /**
+   * Parks a run instead of holding the worker while a tool call must wait at least `afterMs` (a
+   * long `Retry-After` the retry layer would not wait out, an open circuit's cooldown): the turn is
+   * checkpointed with `wakeAt` and the outcome is `{ status: 'parked', runId, wakeAt, reason }`;
+   * `agent.resume(runId)` after `wakeAt` redoes only the waiting calls. Needs `checkpoints`.
+   * `maxWaitMs` (default one day) is the longest park; `wallNow` the wall clock (default `Date.now`).
+   */
+  park?: { afterMs: number; maxWaitMs?: number; wallNow?: () => number }
+  /**
+   * Whether a soft error of category `fatal` / `user` ends the run. Default: both do. It is the
+   * stack's policy (`createStack({ escalate })`), passed to the stack this agent builds; with a ready
+   * `stack`, set it there.
+   */
+  escalate?: { fatal?: boolean; user?: boolean }
+  /**
+   * Sugar of `shallot`'s `createAgent`: retries of a failing model call (its default model stack's
+   * retry layer). `@shallot/core`'s `createAgent` refuses it (list `retryModel()` in `modelMiddleware`).
+   */
+  modelRetry?: Partial<ModelRetry>
+  /**
+   * The model call's onion, outermost first: each layer wraps every model call as tool middleware
+   * wraps every tool call, and the innermost `next()` asks the model once. Without it the agent asks
+   * its model once per call, with no retry and no deadline: `shallot`'s `createAgent` gives the
+   * default stack (`defaultModelMiddleware()`), and so does listing it here (decision 500).
+   */
+  modelMiddleware?: LayerEntry<ModelMiddleware> | readonly LayerEntry<ModelMiddleware>[]
+}
+
+const DEFAULT_LIMITS: AgentLimits = { maxTurns: 20, maxSteps: 100, maxParallelToolCalls: 4 }
+
+const tokens = z
+  .number({ error: 'must be a whole number of tokens > 0, e.g. 200000 (leave it out for no token budget)' })
+  .int({ error: 'must be a whole number of tokens > 0, e.g. 200000' })
+  .positive({ error: 'must be a whole number of tokens > 0, e.g. 200000' })
+const dollars = z
+  .number({ error: 'must be a finite number of US dollars > 0, e.g. 2.5 (leave it out for no cost budget)' })
+  .positive({ error: 'must be a finite number of US dollars > 0, e.g. 2.5' })
+
+const agentOptionsSchema = z.object({
+  limits: z
+    .strictObject({
+      maxTurns: z.number().int().positive().default(DEFAULT_LIMITS.maxTurns),
+      maxSteps: z.number().int().positive().default(DEFAULT_LIMITS.maxSteps),
+      maxParallelToolCalls: z.number().int().positive().default(DEFAULT_LIMITS.maxParallelToolCalls),
+      maxTokens: tokens.optional(),
+      maxCostUsd: dollars.optional(),
+    })
+    .default(DEFAULT_LIMITS),
+  system: z.string({ error: 'must be a string (the system prompt)' }).optional(),
+  park: z
+    .strictObject({
+      afterMs: z
+        .number({ error: 'must be a number of ms, e.g. 5000: a wait at least this long parks the run' })
+        .positive({ error: 'must be a number of ms > 0, e.g. 5000' })
+        .max(DEFAULT_MAX_PARK_MS * 365, { error: 'must be a finite number of ms, e.g. 5000' }),
+      maxWaitMs: z
+        .number({ error: 'must be a number of ms, e.g. 3600000 (one hour)' })
+        .positive({ error: 'must be a number of ms > 0' })
+        .max(DEFAULT_MAX_PARK_MS * 365, { error: 'must be at most a year of ms' })
+        .default(DEFAULT_MAX_PARK_MS),
+      wallNow: z
+        .custom<() => number>((v) => typeof v === 'function', 'must be a function () => number returning wall-clock epoch ms')
+        .optional(),
+    })
+    .refine((p) => p.afterMs <= p.maxWaitMs, { message: 'afterMs must not exceed maxWaitMs', path: ['afterMs'] })
+    .optional(),
+})
+
+/** What the loop runs with, every option checked and defaulted. */
+export interface AgentSettings {
+  /** The agent's model, named and priced. */
+  readonly model: ModelLink
+  readonly system: string | undefined
+  readonly stack: Stack
+  readonly limits: AgentLimits
+  readonly clock: Clock
+  readonly random: () => number
+  readonly logger: Logger
+  readonly checkpoints: CheckpointStore | undefined
+  /** Seals every checkpoint saved and checks every one resumed; undefined without `checkpointKey`. */
+  readonly seal: CheckpointSeal | undefined
+  /** Undefined: no run parks. */
+  readonly park: ParkSettings | undefined
+  readonly onEvent: AgentEventListener | undefined
+  /** The model onion: the given layers around one attempt (only the attempt without `modelMiddleware`). */
+  readonly modelOnion: ModelOnionSettings
+}
+
+/** Checks `modelMiddleware` and composes it; without it, the onion is the one attempt. */
+function modelOnionOf(given: unknown, model: ModelLink, prices: ReadonlyMap<string, ModelPrice>): ModelOnionSettings {
+  const list: readonly unknown[] = given === undefined ? [] : Array.isArray(given) ? given : [given]
+  const layers = list.map((entry, i) => {
+    try {
+      return modelSideOf(entry, Array.isArray(given) ? `modelMiddleware[${i}]` : 'modelMiddleware')
+    } catch (err) {
+      const path = Array.isArray(given) ? `modelMiddleware.${i}` : 'modelMiddleware'
+      throw new OptionsError('createAgent()', [{ path, message: (err as Error).message.replace(/^[^:]*: /, '') }])
+    }
+  })
+  return { onion: composeModel(layers), model, prices, stackKey: Object.freeze({}) }
+}
+
+const SUGAR_FIX = "import { createAgent } from 'shallot' (it builds the default model stack from it), or list the layer in modelMiddleware"
+
+/**
+ * `modelRetry`, `modelBreaker`, `limits.modelTimeoutMs` and a chain `model: [a, b]` are sugar of
+ * `shallot`'s `createAgent` for its default model stack: core asks the model only through
+ * `modelMiddleware`, so here each is refused, naming the layer that does it (decision 500, step 3).
+ */
+function refuseSugar(options: AgentOptions<AgentModel>): void {
+  const refuse = (path: string, layer: string) => {
+    throw new OptionsError('createAgent()', [
+      {
+        path,
+        message: `is sugar of shallot's createAgent; @shallot/core's createAgent asks the model only through modelMiddleware: ${SUGAR_FIX}: ${layer}`,
+      },
+    ])
+  }
+  if (Array.isArray(options.model))
+    refuse('model', 'pass model: a and modelMiddleware: [fallbackModel({ models: [b] }), …] from @shallot/fallback')
+  if (options.modelRetry !== undefined) refuse('modelRetry', 'modelMiddleware: [retryModel({ maxAttempts: 3 }), …] from @shallot/retry')
+  if (options.modelBreaker !== undefined)
+    refuse(
+      'modelBreaker',
+      'modelMiddleware: [circuitBreakerModel({ policy: consecutive({ threshold: 3 }) }), …] from @shallot/circuit-breaker',
+    )
+  const limits = options.limits as { modelTimeoutMs?: unknown } | undefined
+  if (typeof limits === 'object' && limits !== null && limits.modelTimeoutMs !== undefined)
+    refuse('limits.modelTimeoutMs', 'modelMiddleware: [timeoutModel({ ms: 60_000 }), …] from @shallot/timeout')
+}
+
+/** The seal of `checkpointKey`, checked: never echoed in an error, since it is a secret. */
+function checkpointSealOf(key: unknown, checkpoints: CheckpointStore | undefined): CheckpointSeal | undefined {
+  if (key === undefined) return undefined
+  const bytes = checkpointKeyBytes(key)
+  if (bytes === undefined) {
+    throw new OptionsError('createAgent()', [
+      {
+        path: 'checkpointKey',
+        message: `must be a secret of at least ${MIN_CHECKPOINT_KEY_BYTES} bytes (a string or a Uint8Array), e.g. 32 random bytes from your secret store`,
+      },
+    ])
+  }
+  if (checkpoints === undefined) {
+    throw new OptionsError('createAgent()', [
+      {
+        path: 'checkpointKey',
+        message: 'needs a checkpoints store whose checkpoints it seals; pass createAgent({ checkpoints, checkpointKey })',
+      },
+    ])
+  }
+  return checkpointSeal(bytes)
+}
+
+/** Checks `createAgent`'s options and builds the stack when the caller gave tools instead of one. */
+export function agentSettings(options: AgentOptions<AgentModel>): AgentSettings {
+  if (typeof options !== 'object' || options === null) throw new TypeError('createAgent() takes an options object { model, tools }')
+  refuseSugar(options)
+  const { limits, system, park } = parseOptions('createAgent()', agentOptionsSchema, {
+    limits: options.limits,
+    system: options.system,
+    park: options.park,
+  })
+  const checkpoints = options.checkpoints
+  if (checkpoints !== undefined && (typeof checkpoints?.save !== 'function' || typeof checkpoints?.load !== 'function')) {
+    throw new OptionsError('createAgent()', [
+      { path: 'checkpoints', message: 'must be a checkpoint store { save(snapshot), load(runId) }, e.g. memoryCheckpoints()' },
+    ])
+  }
+  const seal = checkpointSealOf(options.checkpointKey, checkpoints)
+  if (park !== undefined && checkpoints === undefined) {
+    // A parked run lives only in its checkpoint: without a store it could never wake.
+    throw new OptionsError('createAgent()', [
+      { path: 'park', message: 'needs a checkpoints store to park runs in; pass createAgent({ checkpoints, park })' },
+    ])
+  }
+  if (options.onEvent !== undefined && typeof options.onEvent !== 'function') {
+    throw new OptionsError('createAgent()', [{ path: 'onEvent', message: 'must be a function (event) => void' }])
+  }
+  const within = (options.onEvent as { within?: unknown } | undefined)?.within
+  if (within !== undefined && typeof within !== 'function') {
+    throw new OptionsError('createAgent()', [{ path: 'onEvent.within', message: 'must be a function (scope, fn) => fn()' }])
+  }
+  const { link, prices } = modelLink(options.model, options.prices, limits.maxCostUsd !== undefined, options.modelMiddleware !== undefined)
+  if (options.stack === undefined && options.tools === undefined) throw new TypeError('createAgent(): pass either stack or tools')
+  if (options.stack !== undefined && options.escalate !== undefined) {
+    // Silently ignoring it would leave a run going on that the caller asked to stop.
+    throw new OptionsError('createAgent()', [
+      { path: 'escalate', message: 'belongs to the stack; with `stack`, pass it to createStack({ escalate })' },
+    ])
+  }
+  const stack =
+    options.stack ??
+    createStack({
+      tools: options.tools ?? [],
+      ...(options.middleware === undefined ? {} : { middleware: options.middleware }),
+      ...(options.clock === undefined ? {} : { clock: options.clock }),
+      ...(options.random === undefined ? {} : { random: options.random }),
+      ...(options.logger === undefined ? {} : { logger: options.logger }),
+      ...(options.escalate === undefined ? {} : { escalate: options.escalate }),
+    })
+  return {
+    model: link,
+    system,
+    stack,
+    limits,
+    clock: options.clock ?? stack.clock,
+    random: options.random ?? stack.random,
+    logger: guardLogger(options.logger ?? stack.logger),
+    checkpoints,
+    seal,
+    park: park === undefined ? undefined : { afterMs: park.afterMs, maxWaitMs: park.maxWaitMs, wallNow: park.wallNow ?? Date.now },
+    onEvent: options.onEvent,
+    modelOnion: modelOnionOf(options.modelMiddleware, link, prices),
+  }
+}

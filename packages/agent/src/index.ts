@@ -1,0 +1,31 @@
+export {
+  type Agent,
+  type AgentEvent,
+  type AgentEventListener,
+  type AgentLimits,
+  type AgentModel,
+  type AgentOptions,
+  type AgentScope,
+  createAgent,
+  ParkedError,
+  type ParkedOutcome,
+  type ParkingOutcome,
+  type ResumeOptions,
+  type RunOutcome,
+} from './agent.js'
+export type { ModelBreakerOptions, ModelRetry } from './agent-options.js'
+export {
+  type CallRecord,
+  type CheckpointStore,
+  memoryCheckpoints,
+  type ParkReason,
+  type ParkRecord,
+  type PendingTurn,
+  ResumeError,
+  type RunSnapshot,
+  type SettledCall,
+  type TurnRecord,
+} from './checkpoints.js'
+export type { ModelPrice } from './model-link.js'
+export { buildReport, type PendingCall, type RunReport } from './report.js'
+export type { RunUsage } from './usage-budget.js'
