@@ -2,14 +2,11 @@ import {
   abortReason,
   type Budget,
   type Clock,
-  isConnectionFailure,
   type Logger,
-  LoopError,
   type ModelAdapter,
   type ModelRequest,
   type ModelResponse,
   silentLogger,
-  ToolError,
 } from '@shallot/core'
 import { type AbortSource, describeModelFailure, LinkedSignal, modelFailureCode, neverAborted, onAbort, SETTLED } from '@shallot/core/kit'
 import { type AgentEvent, type AgentEventSink, type AgentScopeRunner, noAgentEvents, noScope } from './agent-events.js'
