@@ -1,4 +1,5 @@
 import type { Json } from '@shallot/core'
+import { waitMsOf } from '@shallot/core/kit'
 import type { FailurePolicy } from './failure-policy.js'
 
 /** Where a circuit is: `closed` lets calls through, `open` refuses them, `half-open` lets probes through. */
@@ -164,7 +165,7 @@ export function breakerMachine(config: BreakerMachineConfig): BreakerMachine {
         ? settleClosed(m, state, ticket, outcome, now, retryAfterMs, attempts)
         : settleProbe(m, state, ticket, outcome, now, retryAfterMs)
     },
-    remainingMs,
+    remainingMs: (state, now) => remainingMs(m, state, now),
     isState: (value): value is BreakerState => isStateOf(policy, value),
   }
 }
@@ -228,10 +229,10 @@ function admitNotClosed(m: Machine, stored: BreakerState, now: number): Admissio
   let state = rebase(m, stored, now)
   let changes = NONE
   if (state.circuit === 'open') {
-    const remaining = state.openedAt + state.openMs - now
+    const remaining = state.openedAt + cooldownOf(m, state) - now
     if (remaining > 0) return refuse(state, remaining, NONE, 0)
     state = { ...state, circuit: 'half-open', probes: [] }
-    changes = [{ from: 'open', to: 'half-open', reason: `cooldown of ${state.openMs} ms elapsed` }]
+    changes = [{ from: 'open', to: 'half-open', reason: `cooldown of ${cooldownOf(m, state)} ms elapsed` }]
   }
   const held = state.probes.filter(([, at]) => now - at < m.maxHalfOpenMs)
   const expired = state.probes.length - held.length
@@ -319,11 +320,21 @@ function probeSucceeded(m: Machine, state: BreakerState, slot: number): Settleme
   }
 }
 
-function remainingMs(state: BreakerState, now: number): number | undefined {
+/**
+ * How long an opening stays open, held to this breaker's `maxCooldownMs`: a state read from a shared
+ * store (another worker's configuration, a script or a clock gone wrong) may say 1e12 or `Infinity`,
+ * and no opening this breaker makes is longer. A cooldown that is no wait at all (`NaN`, negative)
+ * reads as the longest, the side that never lets a storm through early.
+ */
+function cooldownOf(m: Machine, state: BreakerState): number {
+  return Math.min(waitMsOf(state.openMs) ?? m.maxCooldownMs, m.maxCooldownMs)
+}
+
+function remainingMs(m: Machine, state: BreakerState, now: number): number | undefined {
   if (state.circuit !== 'open') return undefined
   // An opening stamped later than now came from another clock; admit() restarts its cooldown.
-  if (state.openedAt > now) return state.openMs
-  return Math.max(0, state.openedAt + state.openMs - now)
+  if (state.openedAt > now) return cooldownOf(m, state)
+  return Math.max(0, state.openedAt + cooldownOf(m, state) - now)
 }
 
 function isStateOf(policy: FailurePolicy, value: Json | undefined): value is BreakerState {

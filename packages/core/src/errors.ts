@@ -1,4 +1,5 @@
 import { truncate } from './text/truncate.js'
+import { waitMsOf } from './wait-ms.js'
 
 /** How a soft failure should be treated by the layers above it. */
 export type ErrorCategory = 'transient' | 'recoverable' | 'user' | 'fatal'
@@ -65,9 +66,9 @@ const droppedValues = new WeakMap<object, { readonly value: unknown }>()
  */
 function checkedRetryAfter(error: object, value: unknown): number | undefined {
   if (value === undefined) return undefined
-  if (typeof value === 'number' && Number.isFinite(value) && value >= 0) return value
-  droppedValues.set(error, { value })
-  return undefined
+  const ms = waitMsOf(value)
+  if (ms === undefined) droppedValues.set(error, { value })
+  return ms
 }
 
 /** The `retryAfterMs` a ToolError was given and dropped as unusable, if any (internal: for the log line). */

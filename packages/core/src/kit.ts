@@ -55,5 +55,6 @@ export { createSanitizer, type SanitizeOptions, type Sanitizer } from './text/sa
 export { stripStackFrames } from './text/strip-stack-frames.js'
 export { truncate } from './text/truncate.js'
 export { invalidArguments } from './tool-refusals.js'
+export { waitMsOf } from './wait-ms.js'
 export { refineWallNow, wallNowOf, wallNowShape } from './wall-now.js'
 export { withoutStackTrace } from './without-stack-trace.js'

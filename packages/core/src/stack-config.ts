@@ -31,13 +31,14 @@ export interface StackOptions {
   renderError?: ErrorRenderer
   /**
    * Your secrets, redacted from every text the model reads (error messages, hints, details, refusals,
-   * panics; successful output too with `redactOutput`), whichever layer wrote it: literal values
-   * (under 4 characters they are ignored) or patterns. Secrets a layer declares (the error
-   * classifier's `secrets`) are added to these.
+   * panics, successful output), whichever layer wrote it: literal values (under 4 characters they are
+   * ignored; also matched as JSON escapes them) or patterns. Secrets a layer declares (the error
+   * classifier's `secrets`, redact's `hashKey`) are added to these.
    */
   secrets?: readonly (string | RegExp)[]
   /**
-   * Also redact secrets, addresses, paths and e-mail addresses from successful output. Default false:
+   * Also redact the built-in secret shapes (tokens, keys), addresses, paths and e-mail addresses from
+   * successful output (`secrets` are redacted from it either way). Default false:
    * a false positive changes data the model reads (an e-mail it was asked to find, a 10.x address it
    * must configure), and it costs a pass per pattern over every output. Invisible characters are
    * stripped from successful output either way.

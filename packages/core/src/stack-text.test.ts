@@ -114,10 +114,11 @@ describe('successful output', () => {
     expect(json.content).toBe('{"note":"total 42."}')
   })
 
-  it('keeps secrets in successful output by default, and redacts them with redactOutput', async () => {
+  it('redacts the stack’s secrets from successful output always, and the built-in shapes with redactOutput', async () => {
     const value = 'owner ann.lee@example.com, key tenant-9f31c, tabs\tand\r\nlines'
     const kept = await createStack({ tools: [returning(value)], secrets: ['tenant-9f31c'] }).dispatch(call)
-    expect(kept.content).toBe(value)
+    expect(kept.content).toBe('owner ann.lee@example.com, key [redacted], tabs\tand\r\nlines')
+    expect(kept.value).toBe(value)
     const redacted = await createStack({ tools: [returning(value)], secrets: ['tenant-9f31c'], redactOutput: true }).dispatch(call)
     expect(redacted.content).toBe('owner [redacted], key [redacted], tabs\tand\r\nlines')
   })

@@ -1,5 +1,5 @@
 import { abortReason, type Clock, type Logger, ToolError } from '@shallot/core'
-import { type AbortSource, onAbort, startTimer } from '@shallot/core/kit'
+import { type AbortSource, onAbort, startTimer, waitMsOf } from '@shallot/core/kit'
 import type { RateDecision, RateReservation, RateRule } from './gcra.js'
 import type { RateLimitStore } from './rate-limit-store.js'
 
@@ -18,7 +18,7 @@ export const STORE_FAILED_OPEN = Object.freeze({ admitted: true, waitMs: 0, stor
   readonly storeFailed: true
 }
 
-const isPromise = <T>(value: T | Promise<T>): value is Promise<T> => typeof (value as { then?: unknown })?.then === 'function'
+const isPromise = (value: unknown): value is Promise<unknown> => typeof (value as { then?: unknown })?.then === 'function'
 
 /** The soft refusal of a call whose store failed, when the layer fails closed: the store's own ToolError, or one like it. */
 export function storeUnavailable(err: unknown): ToolError {
@@ -37,8 +37,8 @@ export function storeUnavailable(err: unknown): ToolError {
  * Races a store's answer against `timeoutMs` on the caller's clock and the caller's signal, leaving no timer
  * or listener. An answer that comes after the race was lost is handed to `late` (its place goes unused).
  */
-function bounded(caller: Caller, answer: Promise<RateDecision>, timeoutMs: number, late: (d: RateDecision) => void): Promise<RateDecision> {
-  return new Promise<RateDecision>((resolve, reject) => {
+function bounded(caller: Caller, answer: Promise<unknown>, timeoutMs: number, late: (answer: unknown) => void): Promise<unknown> {
+  return new Promise<unknown>((resolve, reject) => {
     let settled = false
     const finish = (then: () => void) => {
       if (settled) return
@@ -56,19 +56,33 @@ function bounded(caller: Caller, answer: Promise<RateDecision>, timeoutMs: numbe
   })
 }
 
-/** A decision as the store gave it, checked: a store that answers garbage has failed. */
-function checked(decision: unknown): RateDecision {
-  const d = decision as Partial<RateDecision> | null | undefined
-  if (typeof d !== 'object' || d === null || typeof d.admitted !== 'boolean' || typeof d.waitMs !== 'number' || !(d.waitMs >= 0)) {
-    throw new TypeError(`the store answered ${JSON.stringify(decision) ?? String(decision)}, not { admitted, waitMs }`)
+const shown = (value: unknown) =>
+  typeof value === 'string' ? JSON.stringify(value) : typeof value === 'object' && value !== null ? 'an object' : String(value)
+
+/**
+ * A decision as the store gave it, each field read once: a store that answers garbage has failed. Garbage
+ * is anything but an object whose `admitted` is a boolean and whose `waitMs` is a finite number of 0 ms or
+ * more (`NaN`, `±Infinity`, `-1`, `'5'`, `null`), and an answer whose fields throw when read.
+ */
+function readDecision(answer: unknown): RateDecision {
+  if (typeof answer !== 'object' || answer === null) throw new TypeError(`the store answered ${shown(answer)}, not { admitted, waitMs }`)
+  const { admitted, waitMs, reservation } = answer as Record<string, unknown>
+  const ms = waitMsOf(waitMs)
+  if (typeof admitted !== 'boolean' || ms === undefined) {
+    throw new TypeError(
+      `the store answered { admitted: ${shown(admitted)}, waitMs: ${shown(waitMs)} }, not a boolean and a finite wait of 0 ms or more`,
+    )
   }
-  return d as RateDecision
+  return reservation === undefined ? { admitted, waitMs: ms } : { admitted, waitMs: ms, reservation: reservation as RateReservation }
 }
 
 /**
  * Asks the store for one call. A synchronous store answers synchronously (no promise, no timer); an async
  * one is bounded by `timeoutMs` and the caller's signal. A store that throws, rejects, is late or answers
  * garbage is failed: open gives {@link STORE_FAILED_OPEN}, closed throws the soft `store_unavailable`.
+ * A wait the store proposes is checked against the rule before anyone sleeps on it: an admission past
+ * `maxWaitMs` is a refusal (its place given back), and a refusal never says to come back later than an
+ * honest store could (`maxWaitMs` and one interval), whatever the store's clock says.
  * The caller's own cancellation is never a store failure: it throws the abort's reason. A place reserved
  * by an answer that came too late (after the cancellation or `timeoutMs`) is given back.
  */
@@ -89,21 +103,34 @@ export function decide(
     if (mode === 'closed') throw storeUnavailable(err)
     return STORE_FAILED_OPEN
   }
-  let answer: RateDecision | Promise<RateDecision>
+  // An honest store (one clock, GCRA) never proposes more: a refusal comes due within maxWaitMs and one interval
+  // (give or take the millisecond every wait is rounded to).
+  const longest = rule.maxWaitMs + rule.intervalMs
+  const checked = (answer: unknown): RateDecision => {
+    const decision = readDecision(answer)
+    if (decision.admitted ? decision.waitMs <= rule.maxWaitMs : decision.waitMs <= longest + 1) return decision
+    caller.log.warn(
+      { key, admitted: decision.admitted, waitMs: decision.waitMs, maxWaitMs: rule.maxWaitMs },
+      'rate limit store proposed a wait past what maxWaitMs allows; the call is refused',
+    )
+    if (decision.admitted) giveBack(caller, store, key, rule, decision.reservation, timeoutMs)
+    return { admitted: false, waitMs: Math.min(decision.waitMs, longest) }
+  }
+  let answer: unknown
   try {
     answer = store.acquire(key, rule, caller.clock.now())
+    if (!isPromise(answer)) return checked(answer)
   } catch (err) {
     return failed(err)
   }
-  if (!isPromise(answer)) {
+  // A reservation that arrives after its caller stopped waiting for it (cancelled, or the store was late) is given back.
+  const late = (lateAnswer: unknown) => {
     try {
-      return checked(answer)
-    } catch (err) {
-      return failed(err)
+      giveBack(caller, store, key, rule, readDecision(lateAnswer).reservation, timeoutMs)
+    } catch {
+      // A late answer that is garbage names no place to give back.
     }
   }
-  // A reservation that arrives after its caller stopped waiting for it (cancelled, or the store was late) is given back.
-  const late = (d: RateDecision) => giveBack(caller, store, key, rule, (d as Partial<RateDecision> | null)?.reservation, timeoutMs)
   return bounded(caller, answer, timeoutMs, late).then(checked).then(undefined, failed)
 }
 

@@ -4,8 +4,11 @@ import { gcra, gcraRefund, type RateDecision, type RateReservation, type RateRul
  * Where a rate limit keeps its state, so a fleet of workers shares one limit (`@shallot/store-redis`
  * and `@shallot/store-postgres` ship one each: one Lua script, one SQL statement). `acquire` decides
  * one call atomically: admit it now, reserve it a place up to `rule.maxWaitMs` ahead, or refuse it
- * without taking anything. It may be async; when it throws, rejects or does not answer within the
- * layer's `storeTimeoutMs`, the layer fails open or closed as its `onStoreFailure` option says.
+ * without taking anything. It may be async; when it throws, rejects, does not answer within the
+ * layer's `storeTimeoutMs` or answers garbage (a `waitMs` that is not a finite number of 0 ms or more),
+ * the layer fails open or closed as its `onStoreFailure` option says. The layer never trusts a wait
+ * past its own bound: an admission with a `waitMs` over `rule.maxWaitMs` is refused (and its place
+ * given back), and a refusal's wait is capped at `rule.maxWaitMs + rule.intervalMs`.
  *
  * @example
  * const store: RateLimitStore = { acquire: (key, rule, now) => myAtomicGcra(key, rule) }

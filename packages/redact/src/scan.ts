@@ -43,7 +43,8 @@ interface Span {
 
 /** Compiles the rules once into a function that rewrites one text, noting what it found. */
 export function textScanner(rules: readonly Rule[], secret: Strategy | undefined, hashKey: string) {
-  const core = secret === undefined ? undefined : createSanitizer()
+  // Core's sanitizer, without secrets of its own: it strips what the model never sees, and redacts core's secret shapes.
+  const core = createSanitizer()
   const hashOf = (name: string, value: string) =>
     `[${name}:${createHmac('sha256', hashKey).update(name).update('\0').update(value).digest('hex').slice(0, 16)}]`
 
@@ -81,8 +82,14 @@ export function textScanner(rules: readonly Rule[], secret: Strategy | undefined
     }
   }
 
-  /** The text with every value found replaced by its rule's strategy (a `block` value is redacted too). */
-  return function scan(text: string, findings: Findings): string {
+  /**
+   * The text as the model will read it (invisible and bidi characters stripped, as the stack strips
+   * them), with every value found replaced by its rule's strategy (a `block` value is redacted too).
+   * Detectors run on that one text, never on the raw one: a card split by a zero-width space is
+   * found whole, and cannot be joined after the check.
+   */
+  return function scan(raw: string, findings: Findings): string {
+    const text = core.output(raw, Number.POSITIVE_INFINITY, false)
     let out = text
     const plain = PLAIN_SHORT.test(text)
     const spans = spansOf(text, plain)
@@ -99,11 +106,10 @@ export function textScanner(rules: readonly Rule[], secret: Strategy | undefined
       parts.push(text.slice(at))
       out = parts.join('')
     }
-    if (core !== undefined && secret !== undefined && !plain) {
+    if (secret !== undefined && !plain) {
       // Core's secret patterns last, over what is left: a JWT, a bearer token, `password=`, a private key, ...
-      // One pass when nothing changes (the usual case); the second tells a secret from an invisible character stripped.
       const redacted = core.output(out, Number.POSITIVE_INFINITY, true)
-      if (redacted !== out && redacted !== core.output(out, Number.POSITIVE_INFINITY, false)) {
+      if (redacted !== out) {
         findings.add('secret', secret)
         return redacted
       }

@@ -7,7 +7,10 @@
  * const stacks = [retry({ retryBudget: shared }), retry({ retryBudget: shared })]
  */
 export interface RetryBudgetStore {
-  /** Takes `tokens` if that many are left and answers true; otherwise takes nothing and answers false. */
+  /**
+   * Takes `tokens` if that many are left and answers true; otherwise takes nothing and answers false.
+   * Only `true` lets a retry run: any other answer, a throw or a rejection is no (the budget fails closed).
+   */
   tryTake(tokens: number): boolean | Promise<boolean>
   /** Puts `tokens` back, never past the capacity. */
   refill(tokens: number): void | Promise<void>

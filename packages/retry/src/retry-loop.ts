@@ -213,7 +213,8 @@ async function spendRetryTokens(s: RetrySettings, ctx: ToolContext, error: ToolE
   const cost = error.code === 'timeout' ? costs.timeout : costs.retry
   try {
     const taken = store.tryTake(cost)
-    return typeof taken === 'boolean' ? taken : await taken
+    // Only true is yes: a store answering 'false', 1 or anything else has not said the tokens were taken.
+    return (typeof taken === 'boolean' ? taken : await taken) === true
   } catch (err) {
     // A budget that cannot be read fails closed: no retry beats an unbounded storm.
     ctx.log.warn({ err }, 'retry budget store failed; not retrying')

@@ -129,10 +129,28 @@ export const MIN_SECRET_LENGTH = 4
 
 const onlyNonEmpty = (match: string) => (match === '' ? '' : REDACTED)
 
+/** How deep JSON text inside JSON text is still searched for a literal: a result rendered as JSON that holds JSON that holds JSON. */
+const ESCAPE_LEVELS = 4
+
+/** A literal as JSON writes it inside a string, escaped once and again up to {@link ESCAPE_LEVELS}; none when escaping changes nothing. */
+function escapedForms(literal: string): string[] {
+  const forms: string[] = []
+  let form = literal
+  for (let level = 0; level < ESCAPE_LEVELS; level++) {
+    const escaped = JSON.stringify(form).slice(1, -1)
+    if (escaped === form) break
+    forms.push(escaped)
+    form = escaped
+  }
+  return forms
+}
+
 /**
  * Compiles a user's secrets once into one replacing function. Literals are matched exactly
- * (after invisible characters are stripped from them, as they are from the text); patterns get the
- * `g` flag and never replace an empty match. A pattern's cost is the pattern's: keep them linear.
+ * (after invisible characters are stripped from them, as they are from the text), and as JSON
+ * escapes them inside a string, up to four times over (a key with a quote or a backslash in a
+ * result rendered as JSON, JSON text inside it included); patterns get the `g` flag and never replace an empty match. A pattern's cost
+ * is the pattern's: keep them linear.
  */
 export function compileSecrets(secrets: readonly Secret[], clean: (text: string) => string): (text: string) => string {
   const literals: string[] = []
@@ -140,7 +158,8 @@ export function compileSecrets(secrets: readonly Secret[], clean: (text: string)
   for (const [i, secret] of secrets.entries()) {
     if (typeof secret === 'string') {
       const literal = clean(secret)
-      if (literal.length >= MIN_SECRET_LENGTH && !literals.includes(literal)) literals.push(literal)
+      if (literal.length < MIN_SECRET_LENGTH) continue
+      for (const form of [literal, ...escapedForms(literal)]) if (!literals.includes(form)) literals.push(form)
     } else if (secret instanceof RegExp) {
       const flags = secret.flags.replace('y', '')
       patterns.push(new RegExp(secret.source, flags.includes('g') ? flags : `${flags}g`))

@@ -106,10 +106,29 @@ describe('sanitize', () => {
     expect(sanitizeText(text)).toBe('boom\n  at least 3 items are needed')
   })
 
-  it('keeps control characters in successful output but strips invisible ones, and redacts there only when asked', () => {
+  it('keeps control characters in successful output but strips invisible ones, redacts its secrets always and the built-in shapes when asked', () => {
     const sanitizer = createSanitizer({ secrets: ['hunter2'] })
-    expect(sanitizer.output('a\r\nb\u202Ec hunter2', 1000, false)).toBe('a\r\nbc hunter2')
+    expect(sanitizer.output('a\r\nb\u202Ec hunter2 ann@example.com', 1000, false)).toBe('a\r\nbc [redacted] ann@example.com')
     expect(sanitizer.output('a\r\nb\u202Ec hunter2 ann@example.com', 1000, true)).toBe('a\r\nbc [redacted] [redacted]')
+  })
+
+  it('finds a secret split by an invisible character, since the text is stripped before any pattern runs', () => {
+    const sanitizer = createSanitizer({ secrets: ['tenant-9f31c'] })
+    for (const split of ['tenant\u200B-9f31c', 'tenant-\u00AD9f31c', 'ten\u{E0041}ant-9f31c', 'tenant-9\u202E\u202Cf31c']) {
+      expect(sanitizer.output(`key ${split}`, 1000, false)).toBe('key [redacted]')
+      expect(sanitizer.text(`key ${split}`)).toBe('key [redacted]')
+    }
+    expect(sanitizer.output('card ann@exam\u200Bple.com', 1000, true)).toBe('card [redacted]')
+  })
+
+  it('redacts a literal secret as JSON escapes it inside a string, at every depth a result renders it', () => {
+    const secret = 'k3y"quoted\\and-slashed'
+    const sanitizer = createSanitizer({ secrets: [secret] })
+    let text = secret
+    for (let level = 0; level < 4; level++) {
+      text = JSON.stringify({ v: text })
+      expect(sanitizer.output(text, 10_000, false)).not.toContain('quoted')
+    }
   })
 
   it('caps long text at maxLength with a visible marker', () => {

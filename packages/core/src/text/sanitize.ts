@@ -20,8 +20,9 @@ export interface Sanitizer {
    */
   text(text: string, maxLength?: number): string
   /**
-   * Successful output: invisible characters removed, control characters kept; secrets redacted
-   * only when `redact` is true; capped at `maxLength`.
+   * Successful output: invisible characters removed, control characters kept; the sanitizer's own
+   * secrets redacted always, the built-in secret shapes (e-mails, private addresses, tokens) only
+   * when `redact` is true; capped at `maxLength`.
    */
   output(text: string, maxLength: number, redact: boolean): string
 }
@@ -43,12 +44,15 @@ function windowOf(max: number): number {
 export function createSanitizer(options: SanitizeOptions = {}): Sanitizer {
   const secrets = compileSecrets(options.secrets ?? [], stripInvisible)
 
-  function clean(source: string, max: number, strip: (text: string) => string, redact: boolean): string {
+  // One order for every text: invisible characters go first, so every pattern sees the text the model
+  // will read (a key split by a zero-width space is matched whole); the cap comes last, so a secret
+  // that straddles it is redacted whole, never cut in half.
+  function clean(source: string, max: number, strip: (text: string) => string, builtins: boolean): string {
     const window = windowOf(max)
     const cut = source.length > window
     let out = cut ? source.slice(0, cutPoint(source, window)) : source
-    out = strip(out)
-    if (redact) out = redactBuiltins(secrets(out))
+    out = secrets(strip(out))
+    if (builtins) out = redactBuiltins(out)
     return truncateFrom(out, max, source.length, cut)
   }
 
