@@ -40,7 +40,7 @@ import { type SdkExecutionOptions, sdkCall } from './sdk-call.js'
 import { softErrorOutput } from './soft-error-output.js'
 import { softErrorTracer } from './soft-error-tracer.js'
 import { isSoftFailure, type SoftFailure, softFailure } from './soft-failure.js'
-import { toShallotTools } from './to-shallot-tool.js'
+import { type Reconcile, toShallotTools } from './to-shallot-tool.js'
 import {
   approvalResponse,
   approvedIn,
@@ -62,6 +62,13 @@ export const shallotToolsOptionsSchema = z
     ...stackSourceShape,
     /** What repeating each tool does to the world; tools not listed are `write` (never repeated unless safe). */
     effects: z.record(z.string(), z.enum(TOOL_EFFECTS)).optional(),
+    /** `reconcile` per tool name, for writes whose outcome may be unknown (see `defineTool`); needs `idempotency()` in the middleware. */
+    reconcile: z
+      .record(
+        z.string(),
+        custom<Reconcile>('a function (args, context) => a reconcile answer', (v) => typeof v === 'function'),
+      )
+      .optional(),
     /** The run these calls belong to (its budget and per-run state). Default: a new run per `shallotTools()` call. */
     run: custom<RunContext>('a run from createRun()', (v) => isObject(v) && isObject((v as RunContext).budget)).optional(),
     /** Deprecated: use `limits: { maxSteps }` (kept for one minor version). */
@@ -69,7 +76,7 @@ export const shallotToolsOptionsSchema = z
     /** Your cancellation: aborting it cancels every call in flight and the generation (through `abortSignal`). */
     signal: custom<AbortSignal>('an AbortSignal', (v) => v instanceof AbortSignal).optional(),
   })
-  .superRefine(onlyWithoutStack(['effects']))
+  .superRefine(onlyWithoutStack(['effects', 'reconcile']))
   .superRefine(runBudgetRefinement)
 
 export type ShallotToolsOptions = z.input<typeof shallotToolsOptionsSchema>
@@ -167,7 +174,13 @@ export function shallotTools<T extends ToolSet>(tools: T, options?: ShallotTools
   const o = parseOptions('shallotTools()', shallotToolsOptionsSchema, options)
   const stack =
     o.stack ??
-    stackFromSource(o, toShallotTools(tools, o.effects === undefined ? {} : { effects: o.effects as Record<string, ToolEffect> }))
+    stackFromSource(
+      o,
+      toShallotTools(tools, {
+        ...(o.effects === undefined ? {} : { effects: o.effects as Record<string, ToolEffect> }),
+        ...(o.reconcile === undefined ? {} : { reconcile: o.reconcile }),
+      }),
+    )
   for (const [name, sdkTool] of Object.entries(tools)) {
     if (typeof sdkTool.execute === 'function' && !stack.tools.has(name)) {
       throw new TypeError(
