@@ -66,7 +66,7 @@ afterAll(() => {
 describe("the README's Example: aiSdkModel(openai.chat('gpt-4o-mini'))", () => {
   const example = () => {
     const [block] = tsBlocks('README.md', 'Example')
-    if (block === undefined || !block.includes("aiSdkModel(openai"))
+    if (block === undefined || !block.includes("aiSdkModel(openai.chat('gpt-4o-mini'))"))
       throw new Error("README.md's Example no longer leads with aiSdkModel(openai.chat('gpt-4o-mini'))")
     return emit('readme-example.js', block)
   }
