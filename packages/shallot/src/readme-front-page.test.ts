@@ -1,5 +1,6 @@
 import { readFileSync } from 'node:fs'
 import { fileURLToPath } from 'node:url'
+import { builtinDefinitions } from '@shallot/builtins'
 import { describe, expect, it } from 'vitest'
 
 // The front page is what a newcomer reads first: it says what shallot is and that it is not on npm yet, defines its
@@ -46,5 +47,48 @@ describe('README.md, the front page', () => {
   it('keeps the benchmark tables in docs/benchmarks.md and links them', () => {
     expect(readme).not.toContain('<!-- bench-agents:start -->')
     expect(readme).toContain('](docs/benchmarks.md)')
+  })
+})
+
+describe('what the docs count and cite is what the repository has', () => {
+  const root = (path: string) => readFileSync(fileURLToPath(new URL(`../../../${path}`, import.meta.url)), 'utf8')
+  const names = builtinDefinitions.map((d) => d.name)
+  const NUMBERS = [
+    'zero',
+    'one',
+    'two',
+    'three',
+    'four',
+    'five',
+    'six',
+    'seven',
+    'eight',
+    'nine',
+    'ten',
+    'eleven',
+    'twelve',
+    'thirteen',
+    'fourteen',
+  ]
+
+  it("docs/config.md's stack bullet names every built-in, and config's README counts them", () => {
+    const bullet = root('docs/config.md').split('- **`stack`**')[1]?.split('\n- ')[0] ?? ''
+    for (const name of names) expect(bullet).toContain(`\`${name}\``)
+    expect(root('packages/config/README.md')).toContain(`the ${NUMBERS[names.length]} built-in definitions`)
+  })
+
+  it('the README counts the layers shallot exports, and names the Node versions CI runs', async () => {
+    const exported = Object.keys(await import('./index.js'))
+    const layers = ['bulkhead', 'circuitBreaker', 'coalesce', 'contextEditing', 'errorClassifier', 'fallback', 'hedging']
+      .concat(['idempotency', 'panicCatcher', 'rateLimit', 'redact', 'retry', 'stuckLoop', 'timeout'])
+      .filter((name) => exported.includes(name))
+    expect(readme).toContain(`all ${NUMBERS[layers.length]} layers`)
+    expect(readme).toContain('CI tests Node 20 and 24')
+    expect(root('.ci/run')).toContain('node24')
+  })
+
+  it('cites no DESIGN.md, which is not in the repository', () => {
+    const pages = ['README.md', 'docs/config.md', 'docs/errors.md', 'packages/retry/README.md', 'packages/circuit-breaker/README.md']
+    for (const page of pages.concat('packages/error-classifier/README.md')) expect(root(page)).not.toContain('DESIGN.md')
   })
 })
