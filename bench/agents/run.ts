@@ -1,7 +1,7 @@
 /**
  * `pnpm bench:agents [--seed=1] [--episodes=20] [--matrix=3] [--docs]`: the table on stdout, JSON
  * and an SVG chart under bench/agents/results; with `--docs`, the generated sections of
- * docs/benchmarks.md and README.md are rewritten from this run.
+ * docs/benchmarks.md is rewritten from this run (the README summarises it by hand and links it).
  * `pnpm bench:agents trace <contender> <task> [--seed=1] [--episode=0] [--fault=mixed|<kind>]`
  * replays one episode and prints what happened, line by line.
  */
@@ -27,7 +27,7 @@ function flag(args: readonly string[], name: string, fallback: string): string {
   return found === undefined ? fallback : found.slice(name.length + 3)
 }
 
-function render(result: BenchResult): { summary: string; focused: string; full: string } {
+function render(result: BenchResult): string {
   const contenders = result.mixed.map((s) => s.contender)
   const summary = table(result.mixed)
   const kinds = Object.keys(result.matrix)
@@ -40,7 +40,7 @@ function render(result: BenchResult): { summary: string; focused: string; full: 
     return rows === undefined ? [] : ['', focus(label, rows)]
   })
   const header = `Seed ${result.seed}; ${result.episodes} mixed-schedule episodes per task and contender; matrix: ${result.matrixEpisodes} per fault kind and task. Virtual time.`
-  return { summary, focused: focused.join('\n').trim(), full: [header, '', summary, '', faults, ...focused].join('\n') }
+  return [header, '', summary, '', faults, ...focused].join('\n')
 }
 
 function replaceSection(file: string, marker: string, body: string): void {
@@ -72,7 +72,7 @@ async function bench(args: readonly string[]): Promise<void> {
   } finally {
     uninstallVirtualTime()
   }
-  const { summary, focused, full } = render(result)
+  const full = render(result)
   process.stdout.write(`${full}\n\n(${((performance.now() - started) / 1000).toFixed(1)} s real)\n`)
   const results = join(agentsDir, 'results')
   mkdirSync(results, { recursive: true })
@@ -82,11 +82,6 @@ async function bench(args: readonly string[]): Promise<void> {
   writeFileSync(join(results, `seed-${seed}.svg`), svg)
   if (args.includes('--docs')) {
     replaceSection(join(repoDir, 'docs/benchmarks.md'), 'bench-agents', full)
-    replaceSection(
-      join(repoDir, 'README.md'),
-      'bench-agents',
-      `${summary}\n\n${focused}\n\n![Agent runs under faults](bench/agents/results/seed-${seed}.svg)`.replace(/\n{3,}/g, '\n\n'),
-    )
   }
 }
 

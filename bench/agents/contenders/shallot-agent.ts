@@ -4,7 +4,7 @@
  *
  * "used fully" adds what the docs recommend for writes and for a tool with a mirror: each write
  * forwards `idempotencyKey` upstream and is declared `idempotent` (packages/idempotency/README.md,
- * DESIGN.md "ToolDefinition") with a `reconcile` that asks the service's lookup endpoint whether a
+ * core's `ToolDefinition`) with a `reconcile` that asks the service's lookup endpoint whether a
  * write under the call's key landed (the same README, "Upstream keys and reconciliation"), and
  * `fallback()` answers the primary forecast from its mirror (packages/fallback/README.md), placed
  * inside retry, as that page says for a read whose mirror is as good as the primary: the first failure

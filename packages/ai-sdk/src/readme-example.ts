@@ -11,7 +11,8 @@ export async function explainMain(model: LanguageModel, readFile: (path: string)
   })
   const shallot = shallotTools(
     { read_file: readFileTool },
-    { middleware: [circuitBreaker({ policy: consecutive({ threshold: 2 }) })], effects: { read_file: 'read' } },
+    // model: which provider reads the results (Anthropic flags a soft error as is_error on the wire).
+    { model, middleware: [circuitBreaker({ policy: consecutive({ threshold: 2 }) })], effects: { read_file: 'read' } },
   )
   const { text } = await generateText({
     model,

@@ -26,6 +26,7 @@ import {
   type InferToolInput,
   type InferToolOutput,
   jsonSchema,
+  type LanguageModel,
   type StopCondition,
   type StreamTextTransform,
   type Tool,
@@ -37,10 +38,10 @@ import { hardStopTransform } from './hard-stop-transform.js'
 import { newStepLedger, observeLastStep } from './observe-steps.js'
 import { repairMalformedInput } from './repair-tool-call.js'
 import { type SdkExecutionOptions, sdkCall } from './sdk-call.js'
-import { softErrorOutput } from './soft-error-output.js'
+import { flagsToolErrors, softErrorOutput } from './soft-error-output.js'
 import { softErrorTracer } from './soft-error-tracer.js'
 import { isSoftFailure, type SoftFailure, softFailure } from './soft-failure.js'
-import { toShallotTools } from './to-shallot-tool.js'
+import { type Reconcile, toShallotTools } from './to-shallot-tool.js'
 import {
   approvalResponse,
   approvedIn,
@@ -62,14 +63,30 @@ export const shallotToolsOptionsSchema = z
     ...stackSourceShape,
     /** What repeating each tool does to the world; tools not listed are `write` (never repeated unless safe). */
     effects: z.record(z.string(), z.enum(TOOL_EFFECTS)).optional(),
+    /** `reconcile` per tool name, for writes whose outcome may be unknown (see `defineTool`); needs `idempotency()` in the middleware. */
+    reconcile: z
+      .record(
+        z.string(),
+        custom<Reconcile>('a function (args, context) => a reconcile answer', (v) => typeof v === 'function'),
+      )
+      .optional(),
     /** The run these calls belong to (its budget and per-run state). Default: a new run per `shallotTools()` call. */
     run: custom<RunContext>('a run from createRun()', (v) => isObject(v) && isObject((v as RunContext).budget)).optional(),
     /** Deprecated: use `limits: { maxSteps }` (kept for one minor version). */
     maxSteps: z.number().int().positive().optional(),
     /** Your cancellation: aborting it cancels every call in flight and the generation (through `abortSignal`). */
     signal: custom<AbortSignal>('an AbortSignal', (v) => v instanceof AbortSignal).optional(),
+    /**
+     * The model the tools are offered to (the one you pass `generateText`). The SDK does not tell a tool
+     * which provider reads its result, so this does: a provider that flags a failed tool result on the
+     * wire (Anthropic: `is_error: true`) gets the soft error flagged. Without it, a soft error is plain text.
+     */
+    model: custom<LanguageModel>(
+      'an AI SDK language model (the one passed to generateText)',
+      (v) => typeof v === 'string' || isObject(v),
+    ).optional(),
   })
-  .superRefine(onlyWithoutStack(['effects']))
+  .superRefine(onlyWithoutStack(['effects', 'reconcile']))
   .superRefine(runBudgetRefinement)
 
 export type ShallotToolsOptions = z.input<typeof shallotToolsOptionsSchema>
@@ -155,8 +172,11 @@ function defaultModelOutput(output: unknown) {
  * Arguments are validated once, by the stack, so invalid ones are soft errors the layers see too.
  * Make one per generation: it holds the run (budget, per-run counters) and the hard-stop signal.
  *
+ * Pass `model` (the one `generateText` gets) so a provider that flags failed tool results on the
+ * wire (Anthropic's `is_error`) gets a soft error flagged.
+ *
  * @example
- * const shallot = shallotTools({ read_file: readFile }, { middleware: [retry(), timeout({ ms: 5000 })], effects: { read_file: 'read' } })
+ * const shallot = shallotTools({ read_file: readFile }, { model, middleware: [retry(), timeout({ ms: 5000 })], effects: { read_file: 'read' } })
  * const result = await generateText({
  *   model, prompt, tools: shallot.tools, abortSignal: shallot.abortSignal,
  *   stopWhen: [stepCountIs(10), shallot.stopOnHardError],
@@ -167,7 +187,13 @@ export function shallotTools<T extends ToolSet>(tools: T, options?: ShallotTools
   const o = parseOptions('shallotTools()', shallotToolsOptionsSchema, options)
   const stack =
     o.stack ??
-    stackFromSource(o, toShallotTools(tools, o.effects === undefined ? {} : { effects: o.effects as Record<string, ToolEffect> }))
+    stackFromSource(
+      o,
+      toShallotTools(tools, {
+        ...(o.effects === undefined ? {} : { effects: o.effects as Record<string, ToolEffect> }),
+        ...(o.reconcile === undefined ? {} : { reconcile: o.reconcile }),
+      }),
+    )
   for (const [name, sdkTool] of Object.entries(tools)) {
     if (typeof sdkTool.execute === 'function' && !stack.tools.has(name)) {
       throw new TypeError(
@@ -177,6 +203,7 @@ export function shallotTools<T extends ToolSet>(tools: T, options?: ShallotTools
   }
   const maxSteps = maxStepsFrom(o)
   const run = o.run ?? createRun(maxSteps === undefined ? {} : { maxSteps })
+  const flagErrors = flagsToolErrors(o.model)
   const stopper = new AbortController()
   const abortSignal = o.signal === undefined ? stopper.signal : AbortSignal.any([o.signal, stopper.signal])
   let error: LoopError | undefined
@@ -229,8 +256,8 @@ export function shallotTools<T extends ToolSet>(tools: T, options?: ShallotTools
         return failure
       },
       toModelOutput(output) {
-        // The SDK does not say which provider reads this, so the one output every provider sends as is.
-        if (isSoftFailure(output.output)) return softErrorOutput(output.output.content, false)
+        // The SDK does not say which provider reads this: the model option does, else the output every provider sends as is.
+        if (isSoftFailure(output.output)) return softErrorOutput(output.output.content, flagErrors)
         return original === undefined ? defaultModelOutput(output.output) : original(output)
       },
     } as Tool

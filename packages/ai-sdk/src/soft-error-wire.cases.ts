@@ -32,7 +32,7 @@ function scriptMissingFile() {
 const secondBody = () => JSON.stringify(provider.requests[1]?.body)
 
 describe.each(formats)('a soft error on the wire, $name', (format) => {
-  it('shallotTools: the model reads the stack’s JSON as is, not wrapped in {"error": …}', async () => {
+  it('shallotTools: the model reads the stack’s JSON as is, not wrapped in {"error": …}; Anthropic marks it is_error', async () => {
     const readFile = tool({
       description: 'Read a file',
       inputSchema: z.object({ path: z.string() }),
@@ -41,9 +41,10 @@ describe.each(formats)('a soft error on the wire, $name', (format) => {
       },
     })
     scriptMissingFile()
-    const shallot = shallotTools({ read_file: readFile }, { effects: { read_file: 'read' } })
+    const model = format.model(provider)
+    const shallot = shallotTools({ read_file: readFile }, { model, effects: { read_file: 'read' } })
     const result = await generateText({
-      model: format.model(provider),
+      model,
       prompt: 'read src/mian.rs',
       tools: shallot.tools,
       abortSignal: shallot.abortSignal,
@@ -52,6 +53,7 @@ describe.each(formats)('a soft error on the wire, $name', (format) => {
     expect(provider.requests[1]?.toolResults).toEqual([{ id: 'call_1', content: rendered }])
     expect(JSON.parse(provider.requests[1]?.toolResults[0]?.content ?? '')).toMatchObject({ error: 'not_found' })
     expect(result.text).toBe(rendered)
+    expect(secondBody().includes('"is_error":true')).toBe(format.api === 'anthropic-messages')
   })
 
   it('aiSdkModel: the model reads the stack’s JSON as is; Anthropic marks it is_error', async () => {

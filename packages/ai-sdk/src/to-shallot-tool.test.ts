@@ -1,10 +1,60 @@
 import { createAgent } from '@shallot/agent'
-import { createStack, OptionsError } from '@shallot/core'
+import { createStack, OptionsError, silentLogger, type ToolExecuteContext } from '@shallot/core'
 import { scriptedModel } from '@shallot/testing'
 import { jsonSchema, tool } from 'ai'
 import { describe, expect, it } from 'vitest'
 import { z } from 'zod'
 import { shallotTools, toShallotTool, toShallotTools } from './index.js'
+
+const refundTool = () =>
+  tool({
+    description: 'Refund a payment',
+    inputSchema: z.object({ payment: z.string() }),
+    execute: async ({ payment }) => ({ refund: `re_${payment}` }),
+  })
+const reconcileContext: ToolExecuteContext = {
+  call: { id: 'c1', name: 'refund', args: {} },
+  signal: new AbortController().signal,
+  idempotencyKey: 'k-1',
+  attempt: 1,
+  log: silentLogger,
+}
+
+describe('toShallotTool(s): the rest of a defineTool spec', () => {
+  it("takes a reconcile beside the effect: the shallot tool's reconcile asks it with the arguments and the key", async () => {
+    const heard: unknown[] = []
+    const refund = toShallotTool('refund', refundTool(), {
+      effect: 'write',
+      reconcile: async ({ payment }, { idempotencyKey }) => {
+        heard.push([payment, idempotencyKey])
+        return { status: 'applied', result: { refund: 're_found' } }
+      },
+    })
+    expect(await refund.reconcile?.({ payment: 'pay_1' }, reconcileContext)).toEqual({ status: 'applied', result: { refund: 're_found' } })
+    expect(heard).toEqual([['pay_1', 'k-1']])
+  })
+
+  it('toShallotTools and shallotTools take reconcile per tool name, and refuse a name that is not a tool', async () => {
+    const reconcile = async () => ({ status: 'not_applied' as const })
+    const [viaTools] = toShallotTools({ refund: refundTool() }, { reconcile: { refund: reconcile } })
+    expect(await viaTools?.reconcile?.({ payment: 'pay_1' }, reconcileContext)).toEqual({ status: 'not_applied' })
+    const set = shallotTools({ refund: refundTool() }, { reconcile: { refund: reconcile } })
+    expect(await set.stack.tools.get('refund')?.reconcile?.({ payment: 'pay_1' }, reconcileContext)).toEqual({ status: 'not_applied' })
+    expect(() => toShallotTools({ refund: refundTool() }, { reconcile: { refnud: reconcile } })).toThrow(
+      'toShallotTools(): reconcile names "refnud", which is not one of the tools (refund)',
+    )
+  })
+
+  it('refuses a field it would not use, naming it and the ones it knows, instead of dropping it', () => {
+    expect(() => toShallotTool('refund', refundTool(), { effect: 'write', reconciler: () => {} } as never)).toThrow(OptionsError)
+    expect(() => toShallotTool('refund', refundTool(), { effect: 'write', reconciler: () => {} } as never)).toThrow(
+      `toShallotTool("refund"): unknown option "reconciler"; did you mean 'reconcile'?`,
+    )
+    expect(() => toShallotTool('refund', refundTool(), { retries: 3 } as never)).toThrow(
+      'toShallotTool("refund"): unknown option "retries"; known options: effect, reconcile',
+    )
+  })
+})
 
 describe('toShallotTool', () => {
   it('keeps name, description and a zod input schema, and defaults the effect to write', () => {

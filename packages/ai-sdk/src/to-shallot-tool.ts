@@ -1,17 +1,36 @@
-import { type AnyTool, defineTool, type ToolEffect } from '@shallot/core'
-import { asSchema, type FlexibleSchema, type Tool, type ToolSet } from 'ai'
+import { type AnyTool, defineTool, parseOptions, TOOL_EFFECTS, type ToolDefinition, type ToolEffect } from '@shallot/core'
+import { asSchema, type FlexibleSchema, type InferToolInput, type Tool, type ToolSet } from 'ai'
 import { z } from 'zod'
 import { type SdkExecutionOptions, sdkCall } from './sdk-call.js'
 
-export interface ToShallotToolOptions {
+/** A tool's `reconcile`, as `defineTool` takes it: whether an attempt whose outcome is unknown took effect. */
+// biome-ignore lint/suspicious/noExplicitAny: the arguments are the tool's own, typed where the tool is known
+export type Reconcile<Input = any> = NonNullable<ToolDefinition<z.ZodType<Input>>['reconcile']>
+
+/** What a shallot tool needs that an AI SDK tool does not say: the rest of `defineTool`'s spec. */
+export interface ToShallotToolOptions<Input = unknown> {
   /** What repeating a call does to the world. Default `write`: the AI SDK has no such notion, so nothing is repeated unless you say so. */
   effect?: ToolEffect
+  /** For a `write` whose outcome may be unknown: whether an attempt with these arguments took effect (see `defineTool`). */
+  reconcile?: Reconcile<Input>
 }
 
 export interface ToShallotToolsOptions {
   /** Effect per tool name; tools not listed are `write`. */
   effects?: Readonly<Record<string, ToolEffect>>
+  /** `reconcile` per tool name, for writes whose outcome may be unknown. */
+  reconcile?: Readonly<Record<string, Reconcile>>
 }
+
+const isFunction = (v: unknown) => typeof v === 'function'
+const reconcileSchema = z.custom<Reconcile>(isFunction, {
+  message: "must be a function (args, context) => { status: 'applied', result } | { status: 'not_applied' } | { status: 'unknown' }",
+})
+const toolOptionsSchema = z.strictObject({ effect: z.enum(TOOL_EFFECTS).optional(), reconcile: reconcileSchema.optional() })
+const toolsOptionsSchema = z.strictObject({
+  effects: z.record(z.string(), z.enum(TOOL_EFFECTS)).optional(),
+  reconcile: z.record(z.string(), reconcileSchema).optional(),
+})
 
 const isZod4 = (schema: unknown): schema is z.ZodType =>
   typeof schema === 'object' && schema !== null && '_zod' in schema && typeof (schema as { safeParse?: unknown }).safeParse === 'function'
@@ -59,21 +78,26 @@ async function lastValue(stream: AsyncIterable<unknown>): Promise<unknown> {
  * schema (see {@link inputSchemaOf}), and an `execute` that calls the SDK tool's own with the call's
  * signal. A streaming `execute` (an async iterable) resolves to its last value.
  *
+ * `options` are what `defineTool` takes and the SDK tool does not say: `effect` and `reconcile`; any
+ * other field is refused (`OptionsError` naming it and the known ones).
+ *
  * @example
  * const readFile = toShallotTool('read_file', tool({ inputSchema: z.object({ path: z.string() }), execute: read }), { effect: 'read' })
  * const stack = createStack({ middleware: [retry()], tools: [readFile] })
  */
-export function toShallotTool(name: string, sdkTool: Tool, options: ToShallotToolOptions = {}): AnyTool {
+export function toShallotTool<T extends Tool>(name: string, sdkTool: T, options: ToShallotToolOptions<InferToolInput<T>> = {}): AnyTool {
+  const o = parseOptions(`toShallotTool("${name}")`, toolOptionsSchema, options)
   const run = sdkTool.execute as ((input: unknown, options: SdkExecutionOptions) => unknown) | undefined
   if (typeof run !== 'function') {
     throw new TypeError(`toShallotTool("${name}"): the tool has no execute function, so there is nothing for a stack to run`)
   }
   return defineTool({
+    reconcile: o.reconcile,
     name,
     // ai 7 allows a description computed from the call's context, which a stack's tool cannot know.
     description: typeof sdkTool.description === 'string' ? sdkTool.description : '',
     input: inputSchemaOf(sdkTool.inputSchema as FlexibleSchema<unknown>),
-    effect: options.effect ?? 'write',
+    effect: o.effect ?? 'write',
     async execute(args, { signal }) {
       const call = sdkCall.getStore()
       // Everything the SDK passed (its context field differs between majors), with the attempt's signal.
@@ -93,19 +117,30 @@ export function toShallotTool(name: string, sdkTool: Tool, options: ToShallotToo
  * Tools without `execute` (client-side or provider-executed) are left out.
  *
  * @example
- * const stack = createStack({ middleware: defaultMiddleware(), tools: toShallotTools(tools, { effects: { read_file: 'read' } }) })
+ * const stack = createStack({ middleware: defaultMiddleware(), tools: toShallotTools(tools, { effects: { read_file: 'read' }, reconcile: { refund: findRefund } }) })
  */
 export function toShallotTools(tools: ToolSet, options: ToShallotToolsOptions = {}): AnyTool[] {
-  const effects = options.effects ?? {}
-  for (const name of Object.keys(effects)) {
-    if (!Object.hasOwn(tools, name)) {
-      throw new TypeError(`toShallotTools(): effects names "${name}", which is not one of the tools (${Object.keys(tools).join(', ')})`)
+  const o = parseOptions('toShallotTools()', toolsOptionsSchema, options)
+  const effects = o.effects ?? {}
+  const reconcilers = o.reconcile ?? {}
+  for (const [option, names] of [
+    ['effects', Object.keys(effects)],
+    ['reconcile', Object.keys(reconcilers)],
+  ] as const) {
+    for (const name of names) {
+      if (!Object.hasOwn(tools, name)) {
+        throw new TypeError(`toShallotTools(): ${option} names "${name}", which is not one of the tools (${Object.keys(tools).join(', ')})`)
+      }
     }
   }
   return Object.entries(tools)
     .filter(([, sdkTool]) => typeof sdkTool.execute === 'function')
     .map(([name, sdkTool]) => {
       const effect = effects[name]
-      return toShallotTool(name, sdkTool as Tool, effect === undefined ? {} : { effect })
+      const reconcile = reconcilers[name]
+      return toShallotTool(name, sdkTool as Tool, {
+        ...(effect === undefined ? {} : { effect }),
+        ...(reconcile === undefined ? {} : { reconcile }),
+      })
     })
 }

@@ -71,7 +71,7 @@ describe('fallback: the cache never crosses a stack or a scope', () => {
     expect(events.at(-1)).toMatchObject({ type: 'fallback.unavailable', tried: ['cache'] })
     const acme = await ask('acme')
     expect(acme.replayed).toBe(true)
-    expect(acme.value).toMatchObject({ fallback: expect.stringContaining('from cache'), value: { owner: 'bank' } })
+    expect(acme.value).toMatchObject({ note: expect.stringContaining('cached'), value: { owner: 'bank' } })
   })
 
   it('parallel calls of two tenants, failing in between, are each answered only from their own results', async () => {

@@ -75,11 +75,8 @@ describe('fallback', () => {
     expect(runs.status_page).toBe(before)
     expect(result.ok).toBe(true)
     expect(result.replayed).toBe(true)
-    expect(result.value).toEqual({
-      fallback: "from cache, 4 min old, because 'status_page' failed (circuit_open)",
-      value: { region: 'all', status: 'all systems go' },
-    })
-    expect(result.content).toContain('from cache, 4 min old')
+    expect(result.value).toEqual({ note: 'cached 4 min ago', value: { region: 'all', status: 'all systems go' } })
+    expect(result.content).toContain('cached 4 min ago')
     expect(result.content).toContain('all systems go')
     expect(events.at(-1)).toMatchObject({ type: 'fallback.used', from: 'cache', because: 'circuit_open', ageMs: 240_000 })
   })
@@ -163,10 +160,7 @@ describe('fallback', () => {
     const { health, runs, call } = setup({ tools: { status_page: { from: 'tool', tool: 'status_mirror' } } })
     health.status_page = false
     const result = await call('status_page')
-    expect(result.value).toEqual({
-      fallback: "from 'status_mirror', because 'status_page' failed (upstream_error)",
-      value: { status: 'degraded (mirror)' },
-    })
+    expect(result.value).toEqual({ note: 'from status_mirror', value: { status: 'degraded (mirror)' } })
     expect(runs.status_mirror).toBe(1)
   })
 
@@ -229,10 +223,7 @@ describe('fallback', () => {
   it('tries the sources in order: a cache miss falls through to a fixed value', async () => {
     const { health, call } = setup({ tools: { status_page: [{ from: 'cache' }, { from: 'value', value: { status: 'unknown' } }] } })
     health.status_page = false
-    expect((await call('status_page')).value).toEqual({
-      fallback: "a fixed answer, because 'status_page' failed (upstream_error)",
-      value: { status: 'unknown' },
-    })
+    expect((await call('status_page')).value).toEqual({ note: 'a default answer', value: { status: 'unknown' } })
   })
 
   it('passes through a failure whose code is not in `on`', async () => {

@@ -157,10 +157,27 @@ export type FallbackOptions = z.input<typeof fallbackOptionsSchema>
 
 type Source = z.output<typeof fallbackSourceSchema>
 
-/** The answer the model reads instead of the failure: the value, and a note that says where it came from. */
+/**
+ * The answer the model reads instead of the failure: a short note saying where the value came from
+ * (`cached 4 min ago`, `from status_mirror`, `a default answer`), and the value. The note names no
+ * failure and no error code: a model reads an answer it can use, not a failure to work around (the
+ * `fallback.used` event keeps the code for the operator).
+ */
 export interface FallbackAnswer {
-  readonly fallback: string
+  readonly note: string
   readonly value: unknown
+}
+
+/** A string that holds a JSON object or array goes to the model as that JSON, not as an escaped string inside the answer. */
+function asJson(value: unknown): unknown {
+  if (typeof value !== 'string') return value
+  const text = value.trim()
+  if (!(text.startsWith('{') && text.endsWith('}')) && !(text.startsWith('[') && text.endsWith(']'))) return value
+  try {
+    return JSON.parse(text)
+  } catch {
+    return value
+  }
 }
 
 const clone = (value: unknown): { ok: true; value: unknown } | { ok: false } => {
@@ -179,7 +196,8 @@ const clone = (value: unknown): { ok: true; value: unknown } | { ok: false } => 
  * open, it timed out past retry, it is overloaded: the codes in `on`), answers from a fallback
  * instead: the last good result of the same call (`from: 'cache'`, with its age), another tool
  * (`from: 'tool'`, through the stack's `dispatch`), or a fixed value. The model reads the answer
- * with a note saying so: `{ "fallback": "from cache, 4 min old, because 'status_page' failed (circuit_open)", "value": ... }`.
+ * as a success, with a short note saying where it came from: `{ "note": "cached 4 min ago", "value": { ... } }`
+ * (a value that is JSON text goes as JSON).
  * A `write` never falls back and is never cached: an answer that did not come from doing the
  * write would tell the model something happened that did not. A fallback call never falls back
  * itself, so two tools that name each other cannot recurse. The cache is kept per stack and, with
@@ -214,10 +232,9 @@ export function fallback(options?: FallbackOptions): Middleware {
     cacheKey: string | undefined,
   ): Promise<FallbackAnswer | undefined> {
     const name = ctx.call.name
-    const because = `because '${name}' failed (${error.code})`
     if (source.from === 'value') {
       ctx.emit('fallback.used', { from: 'value', because: error.code })
-      return { fallback: `a fixed answer, ${because}`, value: structuredClone(source.value) }
+      return { note: 'a default answer', value: asJson(structuredClone(source.value)) }
     }
     if (source.from === 'cache') {
       const entry = cacheKey === undefined ? undefined : cache.lookup(ctx, cacheKey)
@@ -225,7 +242,7 @@ export function fallback(options?: FallbackOptions): Middleware {
       if (entry === undefined || copy === undefined || !copy.ok) return undefined
       const ageMs = ctx.clock.now() - entry.storedAt
       ctx.emit('fallback.used', { from: 'cache', because: error.code, ageMs })
-      return { fallback: `from cache, ${describeAge(ageMs)} old, ${because}`, value: copy.value }
+      return { note: `cached ${describeAge(ageMs)} ago`, value: asJson(copy.value) }
     }
     if (source.tool === name) return undefined
     // Named after the call it answers and the source's place, so the same call makes it under the same id
@@ -252,7 +269,7 @@ export function fallback(options?: FallbackOptions): Middleware {
       return undefined
     }
     ctx.emit('fallback.used', { from: 'tool', via: source.tool, because: error.code })
-    return { fallback: `from '${source.tool}', ${because}`, value: result.value }
+    return { note: `from ${source.tool}`, value: asJson(result.value) }
   }
 
   return async function fallback(ctx: ToolContext, next: Next): Promise<void> {

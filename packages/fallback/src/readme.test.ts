@@ -43,10 +43,8 @@ describe('README', () => {
     await ask('eu')
     await ask('eu')
     const cached = await ask('eu')
-    expect(cached.content).toBe(
-      `{"fallback":"from cache, 4 min old, because 'status_page' failed (circuit_open)","value":"eu: all systems go"}`,
-    )
+    expect(cached.content).toBe('{"note":"cached 4 min ago","value":"eu: all systems go"}')
     const mirrored = await ask('us')
-    expect(mirrored.content).toBe(`{"fallback":"from 'status_mirror', because 'status_page' failed (circuit_open)","value":"us: degraded"}`)
+    expect(mirrored.content).toBe('{"note":"from status_mirror","value":"us: degraded"}')
   })
 })

@@ -46,7 +46,14 @@ function heard(answer: unknown): Heard {
 }
 
 /** Asks once, bounded by `timeoutMs` and the call's signal. Throws only the call's own abort reason. */
-async function askOnce(ctx: ToolContext, tool: AnyTool, key: string, attempt: number, timeoutMs: number): Promise<Heard> {
+async function askOnce(
+  ctx: ToolContext,
+  tool: AnyTool,
+  key: string,
+  attempt: number,
+  timeoutMs: number,
+  sentAt: number | undefined,
+): Promise<Heard> {
   const reconcile = tool.reconcile
   if (reconcile === undefined) return { answer: 'malformed', problem: 'the tool has no reconcile' }
   const outer = ctx.signal
@@ -55,7 +62,8 @@ async function askOnce(ctx: ToolContext, tool: AnyTool, key: string, attempt: nu
   const onAbort = () => controller.abort(abortReason(outer))
   outer.addEventListener('abort', onAbort, { once: true })
   try {
-    const context = { call: ctx.call, signal: controller.signal, idempotencyKey: key, attempt, log: ctx.log }
+    const asking = { call: ctx.call, signal: controller.signal, idempotencyKey: key, attempt, log: ctx.log }
+    const context = sentAt === undefined ? asking : { ...asking, sentAt }
     const asked = Promise.resolve().then(() => reconcile(ctx.args, context))
     const timer = ctx.clock.sleep(timeoutMs, controller.signal).then(
       () => TIMED_OUT,
@@ -87,12 +95,19 @@ async function askOnce(ctx: ToolContext, tool: AnyTool, key: string, attempt: nu
  * while the answer is unknown (a throw, a timeout or a malformed answer counts as unknown), with
  * backoff on the stack clock, one step of the run's budget per question, and never past `withinMs`.
  * Every question is traced (`idempotency.reconcile_attempt`), the outcome too (`idempotency.reconciled`).
+ * `sentAt` (wall-clock ms), when known, reaches the reconciler: when the attempt in question was sent.
  * Throws only what ends the call anyway: the call's abort reason, or the budget's `LoopError`.
  *
  * @example
- * const reconciled = await askReconciler(ctx, tool, key, { attempts: 3, delayMs: 1000, timeoutMs: 10_000, withinMs: 60_000 })
+ * const reconciled = await askReconciler(ctx, tool, key, { attempts: 3, delayMs: 1000, timeoutMs: 10_000, withinMs: 60_000 }, sentAt)
  */
-export async function askReconciler(ctx: ToolContext, tool: AnyTool, key: string, limits: ReconcileLimits): Promise<Reconciled> {
+export async function askReconciler(
+  ctx: ToolContext,
+  tool: AnyTool,
+  key: string,
+  limits: ReconcileLimits,
+  sentAt?: number,
+): Promise<Reconciled> {
   const end = ctx.clock.now() + limits.withinMs
   let hint: string | undefined
   let attempts = 0
@@ -110,7 +125,7 @@ export async function askReconciler(ctx: ToolContext, tool: AnyTool, key: string
     if (left <= 0) break
     ctx.run.budget.spend(`reconcile:${tool.name}`)
     attempts = attempt
-    const said = await askOnce(ctx, tool, key, attempt, Math.min(limits.timeoutMs, left))
+    const said = await askOnce(ctx, tool, key, attempt, Math.min(limits.timeoutMs, left), sentAt)
     const { json: _json, ...fields } = said as { json?: string }
     ctx.emit('idempotency.reconcile_attempt', { key, attempt, ...fields })
     if (said.answer !== 'applied' && said.answer !== 'not_applied') {

@@ -10,7 +10,7 @@ import {
   type ToolExecuteContext,
 } from '@shallot/core'
 import { manualClock, scriptedModel } from '@shallot/testing'
-import { describe, expect, it } from 'vitest'
+import { describe, expect, it, vi } from 'vitest'
 import { z } from 'zod'
 import { type IdempotencyStore, idempotency, memoryIdempotencyStore } from './index.js'
 
@@ -136,6 +136,30 @@ describe('idempotency: a write whose outcome is unknown is reconciled', () => {
     ])
     expect((await dispatch('c3')).trace.map((e) => e.type)).toEqual(['idempotency.replayed'])
     expect(seen).toMatchObject({ runs: 1, asked: 4 })
+  })
+
+  it('tells the reconciler when the call was sent (wall clock); a later call asking about an earlier one is not told', async () => {
+    vi.useFakeTimers({ toFake: ['Date'], now: Date.UTC(2026, 4, 1, 12) })
+    try {
+      const heard: Array<number | undefined> = []
+      const { dispatch } = setup(
+        (_n, context) => {
+          heard.push(context.sentAt)
+          return { status: 'unknown' }
+        },
+        () => {
+          // The write takes 5 s on the wall clock before it times out.
+          vi.setSystemTime(Date.now() + 5000)
+          timedOut()
+        },
+      )
+      const sent = Date.now()
+      await dispatch()
+      await dispatch('c2')
+      expect(heard).toEqual([sent, sent, sent, undefined, undefined, undefined])
+    } finally {
+      vi.useRealTimers()
+    }
   })
 
   it('a later identical call runs the tool when the reconciler finds the earlier one did not land', async () => {

@@ -13,6 +13,16 @@ declare module '@shallot/core' {
      */
     idempotencyKey?: string
   }
+  interface ToolExecuteContext {
+    /**
+     * Set by `idempotency()` when it asks a tool's `reconcile` after the call's own attempt left its
+     * outcome unknown: the wall-clock time (`Date.now()`, ms) just before that call's first attempt
+     * was sent, so a reconciler can search the service for a write with these arguments made since
+     * then. Absent in `execute`, and when a later call asks about an earlier call's attempt (a resume,
+     * another process): then nothing here says when it was sent.
+     */
+    readonly sentAt?: number
+  }
 }
 
 /**

@@ -77,12 +77,14 @@ function proceed(layer: Layer, ctx: ToolContext, next: Next, call: Guarded, flig
   }
   // The terminal counts every real invocation of the tool: if none happened, nothing reached the world.
   const executionsBefore = ctx.executions
+  // Wall-clock, as the service a reconciler searches keeps its own records: no attempt of this call was sent before it.
+  const sentAt = Date.now()
   return callNext(next).then(
     () => succeeded(layer, ctx, call, flight, claim),
     (err: unknown) => {
       const reachedTool = ctx.executions !== executionsBefore
       if (call.reconcilable && !LoopError.is(err) && !ctx.signal.aborted && settleAction(call.effect, err, reachedTool) === 'unknown')
-        return reconcileFailure(layer, ctx, call, flight, claim, err)
+        return reconcileFailure(layer, ctx, call, { flight, token: claim, sentAt }, err)
       // The call's own error is what propagates, whatever settling it did.
       const rethrow = () => {
         land(layer, call, flight)
@@ -125,9 +127,14 @@ function landSucceeded(layer: Layer, call: Guarded, flight: InFlight, json: stri
 }
 
 /** Asks the tool's reconciler; a stop while asking (cancellation, a hard error) leaves the record unknown, then propagates. */
-async function askOrSettleUnknown(layer: Layer, ctx: ToolContext, call: Guarded, flight: InFlight, token: string): Promise<Reconciled> {
+async function askOrSettleUnknown(
+  layer: Layer,
+  ctx: ToolContext,
+  call: Guarded,
+  { flight, token, sentAt }: { flight: InFlight; token: string; sentAt?: number },
+): Promise<Reconciled> {
   try {
-    return await askReconciler(ctx, ctx.tool as AnyTool, call.key, layer.limits)
+    return await askReconciler(ctx, ctx.tool as AnyTool, call.key, layer.limits, sentAt)
   } catch (stop) {
     await settleAs(layer, ctx, call, token, 'unknown')
     land(layer, call, flight)
@@ -145,11 +152,11 @@ async function reconcileFailure(
   layer: Layer,
   ctx: ToolContext,
   call: Guarded,
-  flight: InFlight,
-  token: string,
+  owned: { flight: InFlight; token: string; sentAt: number },
   err: unknown,
 ): Promise<void> {
-  const reconciled = await askOrSettleUnknown(layer, ctx, call, flight, token)
+  const { flight, token } = owned
+  const reconciled = await askOrSettleUnknown(layer, ctx, call, owned)
   if (reconciled.outcome === 'applied') {
     ctx.result = { value: JSON.parse(reconciled.json) }
     return succeeded(layer, ctx, call, flight, token)
@@ -192,7 +199,8 @@ async function takeOver(
     return proceed(layer, ctx, next, call, flight, claim)
   }
   ctx.emit('idempotency.reclaimed', { key: call.key, reason })
-  const reconciled = await askOrSettleUnknown(layer, ctx, call, flight, token)
+  // The attempt in question was sent by an earlier call, perhaps in another process: its send time is not known here.
+  const reconciled = await askOrSettleUnknown(layer, ctx, call, { flight, token })
   if (reconciled.outcome === 'applied') {
     ctx.result = { value: JSON.parse(reconciled.json), replayed: true }
     return succeeded(layer, ctx, call, flight, token)

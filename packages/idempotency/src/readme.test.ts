@@ -1,9 +1,10 @@
 import { readFileSync } from 'node:fs'
 import { createRun, createStack, ToolError } from '@shallot/core'
 import { manualClock } from '@shallot/testing'
-import { describe, expect, it } from 'vitest'
+import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest'
 import { idempotency, memoryIdempotencyStore } from './index.js'
 import { type Charge, type PaymentsApi, type Payout, paymentTools } from './readme-example.js'
+import { type Refund, type RefundsApi, refundStack } from './readme-search-example.js'
 
 const read = (file: string) => readFileSync(new URL(file, import.meta.url), 'utf8')
 
@@ -67,5 +68,58 @@ describe('README: upstream keys and reconciliation', () => {
     expect(result.trace.find((e) => e.type === 'idempotency.reconciled')).toMatchObject({ outcome: 'applied' })
     expect(await stack.dispatch({ ...call, id: 'c2' })).toMatchObject({ ok: true, replayed: true, value: { id: 'po_1' } })
     expect(payouts).toHaveLength(1)
+  })
+})
+
+describe('README: a reconciler for a keyless API searches by what the write carried, since it was sent', () => {
+  /** A refunds API that answers late: `lose` refunds are made but their answer is lost (a timeout), `drop` are never made. */
+  function refundsApi(faults: Array<'lose' | 'drop' | undefined>) {
+    const refunds: Refund[] = []
+    const api: RefundsApi = {
+      async createRefund({ payment, amount }) {
+        const fault = faults.shift()
+        if (fault === 'drop') throw new ToolError('timeout', 'refund_payment timed out')
+        refunds.push({ id: `re_${refunds.length + 1}`, payment, amount, created: Date.now() })
+        if (fault === 'lose') throw new ToolError('timeout', 'refund_payment timed out')
+        return refunds.at(-1) as Refund
+      },
+      async listRefunds({ payment, createdSince }) {
+        return refunds.filter((r) => r.payment === payment && r.created >= createdSince)
+      },
+    }
+    return { api, refunds }
+  }
+  const refund = (id: string) => ({ id, name: 'refund_payment', args: { payment: 'pay_42', amount: 1200 } })
+
+  beforeEach(() => {
+    vi.useFakeTimers({ toFake: ['Date'], now: Date.UTC(2026, 4, 1, 12) })
+  })
+  afterEach(() => {
+    vi.useRealTimers()
+  })
+
+  it('shows the type-checked example verbatim (importing the published name)', () => {
+    const example = read('./readme-search-example.ts').replace("from './index.js'", "from '@shallot/idempotency'")
+    expect(read('../README.md')).toContain(example)
+  })
+
+  it('the refund went out and its answer was lost: the search finds it, the call succeeds, refunded once', async () => {
+    const { api, refunds } = refundsApi(['lose'])
+    // An older refund of the same payment and amount, from the day before: outside the window, not taken for this one.
+    refunds.push({ id: 're_old', payment: 'pay_42', amount: 1200, created: Date.now() - 86_400_000 })
+    const stack = refundStack(api)
+    const result = await stack.dispatch(refund('c1'))
+    expect(result).toMatchObject({ ok: true, value: { id: 're_2', payment: 'pay_42', amount: 1200 } })
+    expect(refunds.map((r) => r.id)).toEqual(['re_old', 're_2'])
+  })
+
+  it('the refund never went out: the search finds nothing, the error says a repeat is safe, and the repeat refunds once', async () => {
+    const { api, refunds } = refundsApi(['drop'])
+    const stack = refundStack(api)
+    const first = await stack.dispatch(refund('c1'))
+    expect(first).toMatchObject({ ok: false, error: { code: 'timeout' } })
+    expect(first.error?.safeToRepeat).toBe(true)
+    expect(await stack.dispatch(refund('c2'))).toMatchObject({ ok: true, value: { id: 're_1' } })
+    expect(refunds).toHaveLength(1)
   })
 })

@@ -23,7 +23,7 @@ import { markErrorResults, speaksAnthropic } from './mark-error-results.js'
 import { callThroughOnion, composeModelLayers, modelCallLayers, type OnionCallEnv } from './model-call-policy.js'
 import { modelToolTextOf } from './model-tool-text.js'
 import { newTurnLedger, observeCompletedTurn, type TurnLedger } from './observe-turns.js'
-import { type LangChainTool, toShallotTool } from './to-shallot-tool.js'
+import { type LangChainTool, reconcileSchema, toShallotTool } from './to-shallot-tool.js'
 
 const custom = <T>(what: string, check: (v: unknown) => boolean) => z.custom<T>(check, { message: `must be ${what}` })
 const isObject = (v: unknown) => typeof v === 'object' && v !== null
@@ -39,6 +39,8 @@ export const shallotMiddlewareOptionsSchema = z
     ...stackSourceShape,
     /** What repeating each tool does to the world; tools not listed are `write` (never repeated unless safe). */
     effects: z.record(z.string(), z.enum(TOOL_EFFECTS)).default({}),
+    /** `reconcile` per tool name, for writes whose outcome may be unknown (see `defineTool`); needs `idempotency()` in the middleware. */
+    reconcile: z.record(z.string(), reconcileSchema).default({}),
     /** Which shallot run a call belongs to. Default: the thread id, else the id of the conversation's first message. */
     runKey: custom<(request: ToolCallRequest) => string>('a function (request) => string', isFunction).optional(),
     /** Deprecated: use `limits: { maxSteps }` (kept for one minor version). */
@@ -154,7 +156,9 @@ function toolStack(o: z.output<typeof shallotMiddlewareOptionsSchema>): { regist
     register(source) {
       if (o.stack !== undefined || registry.get(source.name)?.source === source) return
       const effect = o.effects[source.name]
-      registry.set(source.name, { source, tool: toShallotTool(source, effect === undefined ? {} : { effect }) })
+      const reconcile = o.reconcile[source.name]
+      const options = { ...(effect === undefined ? {} : { effect }), ...(reconcile === undefined ? {} : { reconcile }) }
+      registry.set(source.name, { source, tool: toShallotTool(source, options) })
       built = undefined
     },
     stack() {

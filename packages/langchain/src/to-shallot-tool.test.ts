@@ -1,6 +1,6 @@
 import { ToolMessage } from '@langchain/core/messages'
 import { DynamicStructuredTool } from '@langchain/core/tools'
-import { createStack, LoopError, OptionsError } from '@shallot/core'
+import { createStack, LoopError, OptionsError, silentLogger } from '@shallot/core'
 import { tool } from 'langchain'
 import { describe, expect, it } from 'vitest'
 import { z } from 'zod'
@@ -61,6 +61,41 @@ describe('loopErrorOf', () => {
     expect(loopErrorOf(hard)).toBe(hard)
     expect(loopErrorOf(new Error('plain'))).toBeUndefined()
     expect(loopErrorOf(undefined)).toBeUndefined()
+  })
+})
+
+describe('toShallotTool: the rest of a defineTool spec', () => {
+  const refund = tool(async ({ payment }) => `re_${payment}`, {
+    name: 'refund_payment',
+    description: 'Refund a payment',
+    schema: z.object({ payment: z.string() }),
+  })
+  const context = {
+    call: { id: 'c1', name: 'refund_payment', args: {} },
+    signal: new AbortController().signal,
+    idempotencyKey: 'k-1',
+    attempt: 1,
+    log: silentLogger,
+  }
+
+  it("takes a reconcile beside the effect: the shallot tool's reconcile asks it with the arguments and the key", async () => {
+    const heard: unknown[] = []
+    const shallotTool = toShallotTool(refund, {
+      effect: 'write',
+      reconcile: async ({ payment }: { payment: string }, { idempotencyKey }) => {
+        heard.push([payment, idempotencyKey])
+        return { status: 'applied', result: `re_found_${payment}` }
+      },
+    })
+    expect(await shallotTool.reconcile?.({ payment: 'pay_1' }, context)).toEqual({ status: 'applied', result: 're_found_pay_1' })
+    expect(heard).toEqual([['pay_1', 'k-1']])
+  })
+
+  it('refuses a field it would not use, naming it and the ones it knows, instead of dropping it', () => {
+    expect(() => toShallotTool(refund, { effect: 'write', retries: 3 } as never)).toThrow(
+      'toShallotTool("refund_payment"): unknown option "retries"; known options: effect, reconcile',
+    )
+    expect(() => shallotMiddleware({ reconcile: { refund_payment: 'find it' } as never })).toThrow('option reconcile.refund_payment')
   })
 })
 

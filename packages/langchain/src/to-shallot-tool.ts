@@ -1,5 +1,15 @@
 import type { ToolMessage } from '@langchain/core/messages'
-import { type AnyTool, abortReason, defineTool, type ToolEffect, ToolError } from '@shallot/core'
+import {
+  type AnyTool,
+  abortReason,
+  defineTool,
+  parseOptions,
+  TOOL_EFFECTS,
+  type ToolDefinition,
+  type ToolEffect,
+  ToolError,
+} from '@shallot/core'
+import { z } from 'zod'
 import { handlerCall } from './handler-call.js'
 import { inputSchemaOf } from './input-schema-of.js'
 
@@ -12,10 +22,23 @@ export interface LangChainTool {
   invoke(input: never, config?: { signal?: AbortSignal }): Promise<unknown>
 }
 
+/** A tool's `reconcile`, as `defineTool` takes it: whether an attempt whose outcome is unknown took effect. */
+// biome-ignore lint/suspicious/noExplicitAny: the arguments are the tool's own; annotate them where you write it
+export type Reconcile = NonNullable<ToolDefinition<z.ZodType<any>>['reconcile']>
+
+/** What a shallot tool needs that a LangChain tool does not say: the rest of `defineTool`'s spec. */
 export interface ToShallotToolOptions {
   /** What repeating a call does to the world. Default `write`: LangChain has no such notion, so nothing is repeated unless you say so. */
   effect?: ToolEffect
+  /** For a `write` whose outcome may be unknown: whether an attempt with these arguments took effect (see `defineTool`). */
+  reconcile?: Reconcile
 }
+
+/** A `reconcile` as options take it. */
+export const reconcileSchema = z.custom<Reconcile>((v) => typeof v === 'function', {
+  message: "must be a function (args, context) => { status: 'applied', result } | { status: 'not_applied' } | { status: 'unknown' }",
+})
+const optionsSchema = z.strictObject({ effect: z.enum(TOOL_EFFECTS).optional(), reconcile: reconcileSchema.optional() })
 
 const isToolMessage = (value: unknown): value is ToolMessage =>
   typeof value === 'object' && value !== null && (value as { type?: unknown }).type === 'tool' && 'tool_call_id' in value
@@ -56,16 +79,20 @@ function isInvocationError(error: unknown): error is Error {
  * (see {@link inputSchemaOf}). Inside `shallotMiddleware` its `execute` runs LangChain's own handler
  * for the call (so LangChain's config, state and callbacks apply); anywhere else it calls
  * `tool.invoke(args, { signal })`. A ToolMessage with `status: 'error'` becomes a soft `tool_error`.
+ * `options` are what `defineTool` takes and the LangChain tool does not say: `effect` and `reconcile`;
+ * any other field is refused (`OptionsError` naming it and the known ones).
  *
  * @example
  * const stack = createStack({ middleware: [retry()], tools: [toShallotTool(searchTool, { effect: 'read' })] })
  */
 export function toShallotTool(lcTool: LangChainTool, options: ToShallotToolOptions = {}): AnyTool {
+  const o = parseOptions(`toShallotTool("${lcTool.name}")`, optionsSchema, options)
   return defineTool({
     name: lcTool.name,
     description: lcTool.description,
     input: inputSchemaOf(lcTool.schema),
-    effect: options.effect ?? 'write',
+    effect: o.effect ?? 'write',
+    reconcile: o.reconcile,
     async execute(args, { signal }) {
       const call = handlerCall.getStore()
       let value: unknown

@@ -1,6 +1,6 @@
 import { Agent, run } from '@openai/agents'
 import { circuitBreaker, consecutive } from '@shallot/circuit-breaker'
-import { LoopError, type Middleware, OptionsError, ToolError } from '@shallot/core'
+import { LoopError, type Middleware, OptionsError, silentLogger, ToolError } from '@shallot/core'
 import { stuckLoop } from '@shallot/stuck-loop'
 import { manualClock } from '@shallot/testing'
 import { describe, expect, it } from 'vitest'
@@ -175,6 +175,42 @@ describe('hard errors stop the run and reach the caller as the LoopError', () =>
     await expect(running).rejects.toMatchObject({ kind: 'fatal', message: 'delete_all is never allowed here' })
     expect(siblingSignal?.aborted).toBe(true)
     expect(model.requests).toHaveLength(1)
+  })
+})
+
+describe('a spec', () => {
+  const refund = {
+    name: 'refund_payment',
+    description: 'Refund a payment',
+    parameters: z.object({ payment: z.string() }),
+    execute: async ({ payment }: { payment: string }) => ({ refund: `re_${payment}` }),
+  }
+
+  it("keeps its reconcile: the stack's tool asks it, with the arguments and the key", async () => {
+    const heard: unknown[] = []
+    const set = shallotFunctionTools([
+      {
+        ...refund,
+        reconcile: async (args: { payment: string }, { idempotencyKey }: { idempotencyKey: string | undefined }) => {
+          heard.push([args, idempotencyKey])
+          return { status: 'applied' as const, result: { refund: 're_found' } }
+        },
+      },
+    ])
+    const reconcile = set.stack.tools.get('refund_payment')?.reconcile
+    const context = { call: { id: 'c1', name: 'refund_payment', args: {} }, signal: new AbortController().signal, attempt: 1 }
+    const answer = await reconcile?.({ payment: 'pay_1' }, { ...context, idempotencyKey: 'k-1', log: silentLogger })
+    expect(answer).toEqual({ status: 'applied', result: { refund: 're_found' } })
+    expect(heard).toEqual([[{ payment: 'pay_1' }, 'k-1']])
+  })
+
+  it('with a field shallot would not use is refused, naming the field and what to do instead', () => {
+    expect(() => shallotFunctionTools([{ ...refund, needsApproval: true } as never])).toThrow(
+      'shallotFunctionTools(): spec "refund_payment" has the unknown field "needsApproval": ask for approval with policy() in the middleware',
+    )
+    expect(() => shallotFunctionTools([{ ...refund, reconciler: () => ({ status: 'unknown' }) } as never])).toThrow(
+      'spec "refund_payment" has the unknown field "reconciler": remove it; a spec takes name, description, parameters, effect, execute, reconcile',
+    )
   })
 })
 

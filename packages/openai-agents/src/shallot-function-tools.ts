@@ -14,6 +14,7 @@ import {
   parseOptions,
   type RunContext,
   type Stack,
+  type ToolDefinition,
   type ToolEffect,
   type ToolErrorJSON,
   toolDescription,
@@ -40,6 +41,32 @@ export interface ShallotFunctionToolSpec<Args = unknown> {
   /** `read`, `idempotent` or `write` (default: never repeated unless the error proves nothing happened). */
   effect?: ToolEffect
   execute(args: Args, details: { signal: AbortSignal; idempotencyKey: string | undefined; attempt: number; runContext: unknown }): unknown
+  /**
+   * For a `write` whose outcome may be unknown (a timeout after it landed): whether an attempt with
+   * these arguments took effect, as `defineTool`'s `reconcile` (a lookup at the same service).
+   */
+  reconcile?: ToolDefinition<z.ZodType<Args>>['reconcile']
+}
+
+const SPEC_FIELDS = ['name', 'description', 'parameters', 'effect', 'execute', 'reconcile']
+
+/** What to do instead of a field the SDK's `tool()` takes and a spec does not: the stack does that job. */
+const INSTEAD: Readonly<Record<string, string>> = {
+  needsApproval: 'ask for approval with policy() in the middleware',
+  errorFunction: 'the stack renders every failure as the text the model reads (createStack({ renderError }))',
+  strict: 'the stack validates the arguments with parameters',
+  timeoutMs: 'give timeout() in the middleware',
+  isEnabled: 'leave the tool out of the specs',
+}
+
+/** Refuses a spec field shallot would not use, naming it and what to do instead, rather than dropping it. */
+function checkSpecFields(spec: object, index: number): void {
+  for (const field of Object.keys(spec)) {
+    if (SPEC_FIELDS.includes(field)) continue
+    const name = typeof (spec as { name?: unknown }).name === 'string' ? `"${(spec as { name: string }).name}"` : `[${index}]`
+    const fix = INSTEAD[field] ?? `remove it; a spec takes ${SPEC_FIELDS.join(', ')}`
+    throw new TypeError(`shallotFunctionTools(): spec ${name} has the unknown field "${field}": ${fix}`)
+  }
 }
 
 // The SDK's run context of the call being dispatched, for the tool's `execute` (core's execute context has no slot for it).
@@ -114,22 +141,23 @@ const parametersOf = (schema: z.ZodType) => {
 /** The specs as shallot tools: each runs its `execute` with the SDK's run context of the call. */
 // biome-ignore lint/suspicious/noExplicitAny: each spec has its own argument type; the stack validates them
 function definitionsOf(specs: readonly ShallotFunctionToolSpec<any>[]): AnyTool[] {
-  return specs.map(
-    (spec) =>
-      defineTool({
-        name: spec.name,
-        description: spec.description,
-        input: spec.parameters as z.ZodType,
-        effect: spec.effect ?? 'write',
-        execute: (args, ctx) =>
-          (spec.execute as ShallotFunctionToolSpec['execute'])(args, {
-            signal: ctx.signal,
-            idempotencyKey: ctx.idempotencyKey,
-            attempt: ctx.attempt,
-            runContext: agentsCall.getStore(),
-          }),
-      }) as AnyTool,
-  )
+  return specs.map((spec, index) => {
+    if (typeof spec === 'object' && spec !== null) checkSpecFields(spec, index)
+    return defineTool({
+      name: spec.name,
+      description: spec.description,
+      input: spec.parameters as z.ZodType,
+      effect: spec.effect ?? 'write',
+      execute: (args, ctx) =>
+        (spec.execute as ShallotFunctionToolSpec['execute'])(args, {
+          signal: ctx.signal,
+          idempotencyKey: ctx.idempotencyKey,
+          attempt: ctx.attempt,
+          runContext: agentsCall.getStore(),
+        }),
+      reconcile: spec.reconcile,
+    }) as AnyTool
+  })
 }
 
 /**

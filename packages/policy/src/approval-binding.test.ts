@@ -133,10 +133,14 @@ describe('approvals handed to a stack bind to tool and arguments too', () => {
     expect(sent).toEqual(['50000 to bob'])
   })
 
-  it('an answer keyed by id alone (written into the run state by hand) approves nothing', async () => {
+  it('an answer keyed by id alone (written into the run state by hand) approves nothing; the stop says why and how to answer', async () => {
     const { stack: s, sent } = stack()
     const run = createRun({ state: { [POLICY_STATE_KEY]: { approvals: { call_1: 'approve' } } } })
     await expect(s.dispatch(bob, { run })).rejects.toSatisfy((err: unknown) => LoopError.is(err) && err.kind === 'user_input_required')
+    await expect(s.dispatch(bob, { run })).rejects.toThrow(
+      'the answer the run state holds for call_1 does not count: it is bound to another turn, tool or arguments, or was written by id alone; ' +
+        'answer this very call with agent.resume(runId, { approvals }) or putApproval(run, call, answer)',
+    )
     expect(sent).toEqual([])
   })
 

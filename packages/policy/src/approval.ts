@@ -97,7 +97,10 @@ export function answerIn(run: RunContext, call: ToolCall): Json | undefined {
 export function staleAnswerProblem(run: RunContext, call: ToolCall): string | undefined {
   const stored = approvalFor(run, call)
   if (stored === undefined || 'answer' in stored) return undefined
-  return 'the run state holds an answer for this id that is not bound to this call (another turn, tool or arguments, or written by id alone); it approves nothing, so answer this call again'
+  return (
+    `the answer the run state holds for ${call.id} does not count: it is bound to another turn, tool or arguments, or was written ` +
+    'by id alone; answer this very call with agent.resume(runId, { approvals }) or putApproval(run, call, answer)'
+  )
 }
 
 /** The digest of what is approved: the call's tool and arguments as sent, as an answer to it must name. */

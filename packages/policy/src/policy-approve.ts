@@ -34,7 +34,8 @@ const askedAgain = (reason: string, again: Outdated) => `${reason}; asked again:
 /** Stops the run for a person's answer to this call, recording the rule that asks so that an answer stands only while it does. */
 function stopFor(ctx: ToolContext, rule: CompiledRule, problem?: string, again?: Outdated): never {
   recordAsked(ctx.run, ctx.call, { rule: rule.id, fingerprint: rule.fingerprint })
-  throw approvalRequired([pending(ctx, rule, problem, again)])
+  // A policy change is already in the reason ("asked again: …"); any other problem goes into the message too.
+  throw approvalRequired([pending(ctx, rule, problem, again)], again === undefined ? problem : undefined)
 }
 
 export function pending(ctx: ToolContext, rule: CompiledRule, problem?: string, again?: Outdated): PendingApproval {

@@ -71,15 +71,17 @@ export function approvalUsed(tool: string, callId: string): ToolError {
 
 /**
  * The hard stop of a run that needs a human's decision. `details.pending` names each call exactly;
- * the answers go into the run state under `details.stateKey`, `approvals[callId]`.
+ * the answers go into the run state under `details.stateKey`, `approvals[callId]`. `why`, when given,
+ * says in the message why an answer the run state held did not count.
  *
  * @example
  * approvalRequired([{ callId: 'c1', tool: 'transfer', arguments: '{"amountCents":50000}', reason: 'over $100', rule: 'big', digest: '9f…' }]).kind
  * // 'user_input_required'
  */
-export function approvalRequired(pending: readonly PendingApproval[]): LoopError {
+export function approvalRequired(pending: readonly PendingApproval[], why?: string): LoopError {
   const first = pending[0] as PendingApproval
-  return new LoopError('user_input_required', `call ${first.callId} to '${first.tool}' needs approval: ${first.reason}`, {
+  const message = `call ${first.callId} to '${first.tool}' needs approval: ${first.reason}${why === undefined ? '' : `; ${why}`}`
+  return new LoopError('user_input_required', message, {
     details: {
       tool: first.tool,
       code: 'approval_required',

@@ -1,7 +1,9 @@
 import { readFileSync } from 'node:fs'
-import { type ModelAdapter, ToolError } from '@shallot/core'
+import { createStack, defineTool, type ModelAdapter, ToolError } from '@shallot/core'
 import { manualClock } from '@shallot/testing'
 import { describe, expect, it } from 'vitest'
+import { z } from 'zod'
+import { retry } from './index.js'
 import { patientAgent } from './readme-model-example.js'
 
 const read = (file: string) => readFileSync(new URL(file, import.meta.url), 'utf8')
@@ -27,5 +29,28 @@ describe('README, model calls', () => {
     await clock.runAll()
     expect(await run).toMatchObject({ status: 'completed', output: 'answered', steps: 3 })
     expect(asked).toEqual([0, 2000, 4000])
+  })
+})
+
+describe('README, when retry gives up', () => {
+  it('a dead upstream: the error keeps its code and message, is no longer retryable, and its hint is the one the README quotes', async () => {
+    const clock = manualClock()
+    const readFile = defineTool({
+      name: 'read_file',
+      description: 'Read a file',
+      input: z.object({ path: z.string() }),
+      effect: 'read',
+      execute: () => {
+        throw new ToolError('upstream_error', 'HTTP 500', { category: 'transient', retryable: true, retryAfterMs: 1000 })
+      },
+    })
+    const stack = createStack({ tools: [readFile], clock, middleware: [retry({ maxAttempts: 3 })] })
+    const pending = stack.dispatch({ id: 'c1', name: 'read_file', args: { path: 'a.txt' } })
+    await clock.runAll()
+    const result = await pending
+    expect(result.attempts).toBe(3)
+    expect(result.error).toMatchObject({ code: 'upstream_error', message: 'HTTP 500', retryable: false })
+    expect(result.error?.retryAfterMs).toBeUndefined()
+    expect(read('../README.md').replace(/\s+/g, ' ')).toContain(`\`${result.error?.hint}\``)
   })
 })

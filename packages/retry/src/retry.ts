@@ -101,7 +101,7 @@ function retrySettings(parsed: z.output<typeof retryOptionsSchema>): RetrySettin
  * Repeats a failed tool call when the error says it is transient and repeating is safe: `retryable` errors only,
  * and for a `write` tool only `safeToRepeat` ones. Waits with full-jitter backoff by default (`retryAfterMs` is a floor),
  * abortably on the run's signal; never more than 6 calls in all (past that the run ends with `recovery_exhausted`);
- * a token bucket stops retry storms. When it gives up, the last error goes back to the model unedited.
+ * a token bucket stops retry storms. When it gives up, the last error goes back to the model (with a hint that does not invite the repeat when every attempt failed alike).
  * Takes the plain-data policy, or a backoff object alone.
  *
  * @example

@@ -10,8 +10,9 @@ import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from 'vitest
 
 // The samples that lead with a real model, run as a user runs them: the README's Example, the umbrella README's
 // Usage and docs/model-adapter.md's aiSdkModel blocks, each transpiled as written and run by Node against a local
-// OpenAI-compatible server (fakeProvider: Chat Completions and Responses), importing the built packages by name.
-// The README's parking block runs in this process on a scripted model.
+// OpenAI-compatible server (fakeProvider), importing the built packages by name. The README's Example runs against
+// one that answers only /v1/chat/completions, as vLLM, Ollama and most proxies do: a sample that needs the Responses
+// API fails there. The README's parking block runs in this process on a scripted model.
 
 const ROOT = resolve(fileURLToPath(new URL('../../..', import.meta.url)))
 const RUN_DIR = join(ROOT, 'packages', 'shallot', '.docs-run', `readme-example-${process.pid}`)
@@ -62,16 +63,17 @@ afterAll(() => {
   rmSync(project, { recursive: true, force: true })
 })
 
-describe("the README's Example: aiSdkModel(openai('gpt-4o-mini'))", () => {
+describe("the README's Example: aiSdkModel(openai.chat('gpt-4o-mini'))", () => {
   const example = () => {
     const [block] = tsBlocks('README.md', 'Example')
-    if (block === undefined || !block.includes("aiSdkModel(openai('gpt-4o-mini'))"))
-      throw new Error("README.md's Example no longer leads with aiSdkModel(openai('gpt-4o-mini'))")
+    if (block === undefined || !block.includes("aiSdkModel(openai.chat('gpt-4o-mini'))"))
+      throw new Error("README.md's Example no longer leads with aiSdkModel(openai.chat('gpt-4o-mini'))")
     return emit('readme-example.js', block)
   }
 
-  it('completes against an OpenAI-compatible server: the mistyped path is a soft not_found the model reads, then the file', async () => {
+  it('completes against a Chat-Completions-only server: the mistyped path is a soft not_found the model reads, then the file', async () => {
     provider = await fakeProvider({
+      apis: ['openai-chat'],
       script: [
         { toolCalls: [{ name: 'read_file', args: { path: 'src/mian.rs' } }] },
         (request) => {
@@ -84,14 +86,17 @@ describe("the README's Example: aiSdkModel(openai('gpt-4o-mini'))", () => {
     const { stdout, stderr } = await node(example(), project, { OPENAI_BASE_URL: provider.openaiBaseURL, OPENAI_API_KEY: 'sk-readme' })
     expect(stdout).toBe('It prints: fn main() { println!("hello from the README"); }\n')
     expect(stderr).toBe('')
-    expect(provider.requests.map((r) => [r.api, r.model, r.headers.authorization, r.toolNames])).toEqual(
-      Array.from({ length: 3 }, () => ['openai-responses', 'gpt-4o-mini', 'Bearer sk-readme', ['read_file']]),
+    expect(provider.requests.map((r) => [r.path, r.model, r.headers.authorization, r.toolNames])).toEqual(
+      Array.from({ length: 3 }, () => ['/v1/chat/completions', 'gpt-4o-mini', 'Bearer sk-readme', ['read_file']]),
     )
   }, 60_000)
 
   it("takes the switch's stopped case on a bad key: the report on stderr, the key nowhere in it", async () => {
     const key = 'sk-proj-Wr0ngKeyWr0ngKeyWr0ngKeyWr0ngKeyWr0ngKey12'
-    provider = await fakeProvider({ script: [{ fault: 'authentication', message: `Incorrect API key provided: ${key}` }] })
+    provider = await fakeProvider({
+      apis: ['openai-chat'],
+      script: [{ fault: 'authentication', message: `Incorrect API key provided: ${key}` }],
+    })
     const { stdout, stderr } = await node(example(), project, { OPENAI_BASE_URL: provider.openaiBaseURL, OPENAI_API_KEY: key })
     expect(stdout).toBe('')
     expect(stderr).toMatch(/stopped: user_input_required/)

@@ -236,6 +236,15 @@ describe('fakeProvider: hostile requests and options', () => {
     expect((await read(chat(provider))).choices[0]?.message.content).toBe('kept')
   })
 
+  it('serves only the APIs it is given: a Chat-Completions-only server answers /v1/responses with 404, as vLLM does', async () => {
+    const provider = await start({ apis: ['openai-chat'], script: [{ text: 'kept' }] })
+    const response = await fetch(`${provider.url}/v1/responses`, { method: 'POST', body: '{"model":"gpt-4o-mini","input":"hi"}' })
+    expect(response.status).toBe(404)
+    expect((await read(response)).error.message).toBe('fakeProvider: no route for POST /v1/responses; it serves POST /v1/chat/completions')
+    expect((await read(chat(provider))).choices[0]?.message.content).toBe('kept')
+    await expect(start({ apis: [] })).rejects.toThrow(/apis/)
+  })
+
   it('refuses a body that is not a JSON object with 400, in the API own error shape', async () => {
     const provider = await start({ script: [{ text: 'kept' }] })
     for (const body of ['{"model": ', '[1, 2]', '42', '']) {

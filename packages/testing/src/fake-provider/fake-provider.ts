@@ -8,10 +8,14 @@ import { planReply } from './plan-reply.js'
 import { play } from './play.js'
 import { viewOf } from './request-view.js'
 import { optionsSchema, schemaOf } from './turn-schema.js'
-import type { FakeOutcome, FakeProvider, FakeProviderOptions, FakeReply, FakeRequest, FakeStep, FakeTurn } from './types.js'
+import type { FakeApi, FakeOutcome, FakeProvider, FakeProviderOptions, FakeReply, FakeRequest, FakeStep, FakeTurn } from './types.js'
 import type { WireFormat } from './wire.js'
 
-const ROUTES = new Map<string, WireFormat>([openaiChat, openaiResponses, anthropicMessages].map((wire) => [`POST ${wire.path}`, wire]))
+const WIRES: readonly WireFormat[] = [openaiChat, openaiResponses, anthropicMessages]
+
+/** The routes of the APIs served: `POST <path>` → its wire format. */
+const routesOf = (apis: readonly FakeApi[] | undefined): ReadonlyMap<string, WireFormat> =>
+  new Map(WIRES.filter((wire) => apis === undefined || apis.includes(wire.api)).map((wire) => [`POST ${wire.path}`, wire]))
 
 type MutableRequest = { -readonly [K in keyof FakeRequest]: FakeRequest[K] }
 
@@ -130,10 +134,11 @@ function refusalOf(
   wire: WireFormat | undefined,
   entry: MutableRequest,
   read: { size: number; tooLarge: boolean; body: unknown; parseFailed: boolean },
-  maxBodyBytes: number,
+  served: { routes: ReadonlyMap<string, WireFormat>; maxBodyBytes: number },
 ): { status: number; message: string } | undefined {
+  const { routes: servedRoutes, maxBodyBytes } = served
   if (wire === undefined) {
-    const routes = [...ROUTES.keys()].join(', ')
+    const routes = [...servedRoutes.keys()].join(', ')
     return { status: 404, message: `fakeProvider: no route for ${entry.method} ${entry.path}; it serves ${routes}` }
   }
   if (read.tooLarge)
@@ -180,6 +185,7 @@ export async function fakeProvider(options: FakeProviderOptions = {}): Promise<F
   const now = (parsed.now as (() => number) | undefined) ?? Date.now
   const onEnd = parsed.onEnd ?? 'fail'
   const maxBodyBytes = parsed.maxBodyBytes ?? 8 * 1024 * 1024
+  const routes = routesOf(parsed.apis)
   const steps: FakeStep[] = (parsed.script ?? []).map((step, i) => checkStep(step, `option script[${i}]`))
   const script: Script = { steps, played: 0, onEnd }
   const requests: MutableRequest[] = []
@@ -212,7 +218,7 @@ export async function fakeProvider(options: FakeProviderOptions = {}): Promise<F
     const at = now()
     const receivedAt = Date.now()
     const path = (req.url ?? '/').split('?')[0] as string
-    const wire = ROUTES.get(`${req.method} ${path}`)
+    const wire = routes.get(`${req.method} ${path}`)
     const read = await readBody(req, maxBodyBytes)
     const { text, body } = read
     const entry = entryOf(req, requests.length, wire, path, body, at, receivedAt)
@@ -221,7 +227,7 @@ export async function fakeProvider(options: FakeProviderOptions = {}): Promise<F
       settle(entry, closing ? 'closed_by_server' : 'client_closed')
       leave(res)
     })
-    const refused = refusalOf(wire, entry, read, maxBodyBytes)
+    const refused = refusalOf(wire, entry, read, { routes, maxBodyBytes })
     if (refused !== undefined) {
       entry.outcome = 'rejected'
       return sendError(res, wire, refused.status, refused.message)

@@ -75,4 +75,8 @@ export const optionsSchema = z.strictObject({
   onEnd: z.enum(['fail', 'repeat']).optional(),
   now: z.function().optional(),
   maxBodyBytes: z.number().int().positive().optional(),
+  apis: z
+    .array(z.enum(['openai-chat', 'openai-responses', 'anthropic-messages']))
+    .min(1)
+    .optional(),
 })

@@ -131,6 +131,11 @@ export interface FakeProviderOptions {
   now?: () => number
   /** Bodies larger than this are refused with 413. Default 8 MiB. */
   maxBodyBytes?: number
+  /**
+   * The APIs it serves; the paths of the others get a 404, as from a server that speaks only these
+   * (vLLM, Ollama and most proxies serve Chat Completions and not Responses). Default: all three.
+   */
+  apis?: readonly FakeApi[]
 }
 
 export interface FakeProvider {
