@@ -1,12 +1,8 @@
 import { type Agent, type AnyTool, type Clock, createAgent, type ModelAdapter, systemClock } from '@shallot/core'
-import { circuitBreakerModel, consecutive } from './index.js'
+import { circuitBreaker, consecutive } from './index.js'
 
-/** After 2 failed requests in a row the model is not asked for 10 s: each call fails fast with circuit_open. */
+/** After 2 failed requests in a row, a tool (or the model) is not asked for 10 s: one layer, both lists, a circuit each. */
 export function guardedAgent(model: ModelAdapter, tools: AnyTool[], clock: Clock = systemClock): Agent {
-  return createAgent({
-    model,
-    tools,
-    clock,
-    modelMiddleware: [circuitBreakerModel({ policy: consecutive({ threshold: 2 }), cooldownMs: 10_000 })],
-  })
+  const breaker = circuitBreaker({ policy: consecutive({ threshold: 2 }), cooldownMs: 10_000 })
+  return createAgent({ model, tools, clock, middleware: [breaker], modelMiddleware: [breaker] })
 }

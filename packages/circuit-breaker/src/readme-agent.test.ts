@@ -1,18 +1,19 @@
 import { readFileSync } from 'node:fs'
-import { type ModelAdapter, ToolError } from '@shallot/core'
-import { manualClock } from '@shallot/testing'
+import { defineTool, type ModelAdapter, ToolError } from '@shallot/core'
+import { manualClock, scriptedModel } from '@shallot/testing'
 import { describe, expect, it } from 'vitest'
-import { guardedAgent } from './readme-model-example.js'
+import { z } from 'zod'
+import { guardedAgent } from './readme-agent-example.js'
 
 const read = (file: string) => readFileSync(new URL(file, import.meta.url), 'utf8')
 
-describe('README, model calls', () => {
+describe('README, one layer in both lists', () => {
   it('shows the type-checked example verbatim (importing the published name)', () => {
-    const example = read('./readme-model-example.ts').replace("from './index.js'", "from '@shallot/circuit-breaker'")
+    const example = read('./readme-agent-example.ts').replace("from './index.js'", "from '@shallot/circuit-breaker'")
     expect(read('../README.md')).toContain(example)
   })
 
-  it('runs: two failures open the circuit, the next run fails fast without asking, a probe after 10 s closes it', async () => {
+  it('runs, model calls: two failures open the circuit, the next run fails fast without asking, a probe after 10 s closes it', async () => {
     const clock = manualClock()
     let asked = 0
     let up = false
@@ -36,5 +37,25 @@ describe('README, model calls', () => {
     up = true
     await clock.advance(8000)
     expect(await agent.run({ input: 'hi' })).toMatchObject({ status: 'completed', output: 'back' })
+  })
+
+  it('runs, tool calls: after two failures the model reads circuit_open instead of a third request', async () => {
+    const clock = manualClock()
+    let requests = 0
+    const search = defineTool({
+      name: 'search',
+      description: 'Search the docs',
+      input: z.object({ q: z.string() }),
+      effect: 'read',
+      execute: () => {
+        requests++
+        throw new ToolError('upstream_error', 'HTTP 503', { category: 'transient' })
+      },
+    })
+    const ask = (id: string) => ({ toolCalls: [{ id, name: 'search', args: { q: id } }] })
+    const model = scriptedModel([ask('1'), ask('2'), ask('3'), ({ lastResults }) => ({ text: String(lastResults[0]?.content) })])
+    const outcome = await guardedAgent(model, [search], clock).run({ input: 'look it up' })
+    expect(requests).toBe(2)
+    expect(outcome).toMatchObject({ status: 'completed', output: expect.stringContaining('circuit breaker open after 2 failures') })
   })
 })

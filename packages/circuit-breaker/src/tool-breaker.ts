@@ -1,13 +1,4 @@
-import {
-  abortReason,
-  type Logger,
-  LoopError,
-  type Middleware,
-  type Next,
-  type ToolContext,
-  ToolError,
-  trustedMiddleware,
-} from '@shallot/core'
+import { abortReason, type Logger, LoopError, type Middleware, type Next, type ToolContext, ToolError } from '@shallot/core'
 import { type AbortSource, callNext } from '@shallot/core/kit'
 import {
   type Admission,
@@ -18,41 +9,22 @@ import {
   type Ticket,
   type Transition,
 } from './breaker-machine.js'
-import { type BreakerStateChange, type CircuitBreakerOptions, lifetimeOf, parseCircuitBreakerOptions } from './circuit-breaker-options.js'
+import { type BreakerStateChange, type CircuitBreakerConfig, lifetimeOf } from './circuit-breaker-options.js'
 import { circuitOpenError } from './circuit-open-error.js'
 import { consecutive } from './consecutive.js'
 import { indictsTool } from './indicts-tool.js'
+import { keyFrom } from './key-from.js'
 import { runKeys } from './run-keys.js'
 import { type StateHome, stateHome } from './state-home.js'
 import { stateListener } from './state-listener.js'
 
-export {
-  type BreakerStateChange,
-  type CircuitBreakerOptions,
-  checkBreakerOptions,
-  checkHalfOpen,
-  circuitBreakerOptionsSchema,
-  lifetimeOf,
-} from './circuit-breaker-options.js'
-
 const isPromise = <T>(value: T | Promise<T>): value is Promise<T> => typeof (value as { then?: unknown })?.then === 'function'
 
 /**
- * A per-tool circuit breaker: after repeated failures that indict a tool, calls to it are refused
- * with a soft `circuit_open` the model can route around; after the cooldown one probe (or
- * `halfOpenProbes`) tests the tool, and its success closes the circuit. No timers: the move to
- * half-open happens on the first call after the cooldown, by the injected monotonic clock.
- * Place it outside retry: it sees each call once, after its retries, and a failed call counts once
- * per request it made, so a dead tool opens the circuit after `threshold` requests (decision 407).
- *
- * @example
- * const stack = createStack({
- *   middleware: [circuitBreaker({ policy: consecutive({ threshold: 2 }), cooldownMs: 30_000 }), retry(), timeout({ ms: 5000 })],
- *   tools: [search, getTicket],
- * })
+ * The tool side of {@link circuitBreaker}: one breaker per tool (or per `key`) for every run of the
+ * stack (or per run, with lifetime `run`), refusing calls with a soft `circuit_open` while open.
  */
-export function circuitBreaker(options?: CircuitBreakerOptions): Middleware {
-  const o = parseCircuitBreakerOptions(options)
+export function toolBreaker(o: CircuitBreakerConfig): Middleware {
   const machine = breakerMachine({
     policy: o.policy ?? consecutive(),
     cooldownMs: o.cooldownMs,
@@ -75,7 +47,12 @@ export function circuitBreaker(options?: CircuitBreakerOptions): Middleware {
   const middleware: Middleware = function circuitBreaker(ctx, next) {
     const tool = ctx.tool
     if (tool === undefined) return next()
-    const key = keyOf === undefined ? tool.name : keyOf(ctx)
+    let key: string | undefined
+    try {
+      key = keyOf === undefined ? tool.name : keyFrom(keyOf, ctx)
+    } catch (err) {
+      return Promise.reject(err)
+    }
     if (key === undefined) return next()
     if (keyOf !== undefined) keysOfRun.note(ctx.run, tool.name, key)
     // The signal as it stands, not made real: a store's wait makes it real only if it must wait.
@@ -88,8 +65,6 @@ export function circuitBreaker(options?: CircuitBreakerOptions): Middleware {
       : proceed(b, ctx, next, tool.name, key, signal, admission)
   }
 
-  // Keeps the onion's contract by construction (docs/decisions/270-compose-fast-path.md): compose calls it without the misuse bookkeeping.
-  trustedMiddleware(middleware)
   middleware.describeTool = function describeTool(tool, run, now) {
     const key = keyOf === undefined ? tool.name : keysOfRun.get(run, tool.name)
     if (key === undefined) return undefined
