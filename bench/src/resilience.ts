@@ -18,10 +18,10 @@ export function resilienceCases(): Case[] {
   const layers = {
     bulkhead: [bulkhead({ limit: 10, queue: 10 })],
     // Never over the limit: the path every admitted call takes (one GCRA step in memory, no timer).
-    'rate-limit (under the limit)': [rateLimit({ limit: 1_000_000, perMs: 1 })],
-    'fallback (no source for the tool)': [fallback({ tools: { other_tool: { from: 'cache' } } })],
-    'fallback (caching every result)': [fallback({ default: { from: 'cache' } })],
-    'fallback (fixed value)': [fallback({ default: { from: 'value', value: 0 } })],
+    'rate-limit (under the limit)': [rateLimit({ limit: 1_000_000, perMs: 1 }).wrapToolCall],
+    'fallback (no source for the tool)': [fallback({ tools: { other_tool: { from: 'cache' } } }).wrapToolCall],
+    'fallback (caching every result)': [fallback({ default: { from: 'cache' } }).wrapToolCall],
+    'fallback (fixed value)': [fallback({ default: { from: 'value', value: 0 } }).wrapToolCall],
     'hedging (answers before the delay)': [hedging({ delayMs: 1000 })],
   }
   const cases: Case[] = [
@@ -43,8 +43,8 @@ export function resilienceCases(): Case[] {
 export function resilienceOptionCases(): Case[] {
   const cases: Case[] = []
   const happy: Record<string, Middleware[]> = {
-    'circuit-breaker (closed)': [circuitBreaker()],
-    'circuit-breaker halfOpenSuccesses 3 of 5 (closed)': [circuitBreaker({ halfOpenProbes: 5, halfOpenSuccesses: 3 })],
+    'circuit-breaker (closed)': [circuitBreaker().wrapToolCall],
+    'circuit-breaker halfOpenSuccesses 3 of 5 (closed)': [circuitBreaker({ halfOpenProbes: 5, halfOpenSuccesses: 3 }).wrapToolCall],
     'retry (success)': [retry()],
     'retry onRetry + onGiveUp (success)': [retry({ onRetry: () => undefined, onGiveUp: () => {} })],
   }

@@ -140,7 +140,7 @@ export function eachLayerCases(): Case[] {
     'panic-catcher': [panicCatcher()],
     'stuck-loop': [stuckLoop()],
     'idempotency (write)': [idempotency()],
-    'circuit-breaker': [circuitBreaker()],
+    'circuit-breaker': [circuitBreaker().wrapToolCall],
     retry: [retry()],
     'error-classifier': [errorClassifier()],
     timeout: [timeout({ ms: 5_000 })],

@@ -103,7 +103,7 @@ async function runAgent(setup: EpisodeSetup, use: Use): Promise<RunEnd> {
     let built: Stack | undefined
     const answerFromMirror = fallback({ tools: sources, dispatch: (call, options) => (built as Stack).dispatch(call, options) })
     // panic-catcher, stuck-loop, idempotency, circuit-breaker, retry | fallback | error-classifier, timeout
-    layers.splice(5, 0, answerFromMirror)
+    layers.splice(5, 0, answerFromMirror.wrapToolCall)
     built = createStack({ tools, middleware: layers })
     stack = built
   }

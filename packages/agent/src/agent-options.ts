@@ -54,8 +54,8 @@ export interface ModelBreakerOptions {
 export interface AgentOptions<Model extends AgentModel = ModelAdapter> {
   /**
    * The model. A model's `name` keys `prices` and names it in reports and events. A fallback chain
-   * `[primary, spare]` is sugar of `shallot`'s `createAgent` (its `fallbackModel` layer); here it is
-   * refused: list `fallbackModel({ models: [spare] })` from `@shallot/fallback` in `modelMiddleware`.
+   * `[primary, spare]` is sugar of `shallot`'s `createAgent` (its `fallback` layer); here it is
+   * refused: list `fallback({ models: [spare] })` from `@shallot/fallback` in `modelMiddleware`.
    */
   model: Model
   /** The system prompt (instructions), sent with every model call. */
@@ -70,7 +70,7 @@ export interface AgentOptions<Model extends AgentModel = ModelAdapter> {
   onEvent?: AgentEventListener
   /**
    * Sugar of `shallot`'s `createAgent`: the breaker of each model of a chain. `@shallot/core`'s
-   * `createAgent` refuses it (list `circuitBreakerModel()` in `modelMiddleware`).
+   * `createAgent` refuses it (list `circuitBreaker()` in `modelMiddleware`).
    */
   modelBreaker?: Partial<ModelBreakerOptions>
   /** Either a ready stack, or the tools (and optionally middleware) to build one. */
@@ -208,13 +208,10 @@ function refuseSugar(options: AgentOptions<AgentModel>): void {
     ])
   }
   if (Array.isArray(options.model))
-    refuse('model', 'pass model: a and modelMiddleware: [fallbackModel({ models: [b] }), …] from @shallot/fallback')
+    refuse('model', 'pass model: a and modelMiddleware: [fallback({ models: [b] }), …] from @shallot/fallback')
   if (options.modelRetry !== undefined) refuse('modelRetry', 'modelMiddleware: [retryModel({ maxAttempts: 3 }), …] from @shallot/retry')
   if (options.modelBreaker !== undefined)
-    refuse(
-      'modelBreaker',
-      'modelMiddleware: [circuitBreakerModel({ policy: consecutive({ threshold: 3 }) }), …] from @shallot/circuit-breaker',
-    )
+    refuse('modelBreaker', 'modelMiddleware: [circuitBreaker({ policy: consecutive({ threshold: 3 }) }), …] from @shallot/circuit-breaker')
   const limits = options.limits as { modelTimeoutMs?: unknown } | undefined
   if (typeof limits === 'object' && limits !== null && limits.modelTimeoutMs !== undefined)
     refuse('limits.modelTimeoutMs', 'modelMiddleware: [timeoutModel({ ms: 60_000 }), …] from @shallot/timeout')

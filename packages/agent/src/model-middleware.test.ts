@@ -183,7 +183,7 @@ describe('createAgent({ modelMiddleware })', () => {
 
   it('refuses a model chain with modelMiddleware: the chain is the fallback layer', () => {
     expect(() => createAgent({ model: [model([done('a')], 'a'), model([done('b')], 'b')], tools: [echo], modelMiddleware: [] })).toThrow(
-      /option model: is sugar of shallot's createAgent; .*fallbackModel\(\{ models: \[b\] \}\)/,
+      /option model: is sugar of shallot's createAgent; .*fallback\(\{ models: \[b\] \}\)/,
     )
   })
 })

@@ -1,8 +1,8 @@
 import { type Agent, type AgentModel, type AgentOptions, createAgent as createCoreAgent } from '@shallot/agent'
-import { circuitBreakerModel, consecutive } from '@shallot/circuit-breaker'
+import { circuitBreaker, consecutive } from '@shallot/circuit-breaker'
 import type { ModelAdapter } from '@shallot/core'
 import { errorClassifierModel } from '@shallot/error-classifier'
-import { fallbackModel } from '@shallot/fallback'
+import { fallback } from '@shallot/fallback'
 import { retryModel } from '@shallot/retry'
 import { timeoutModel } from '@shallot/timeout'
 
@@ -20,8 +20,8 @@ export function createAgent(options: AgentOptions<AgentModel>): Agent {
   const layers = [
     ...(chain.length > 1
       ? [
-          fallbackModel({ models: chain.slice(1) }),
-          circuitBreakerModel({
+          fallback({ models: chain.slice(1) }),
+          circuitBreaker({
             policy: consecutive({ threshold: modelBreaker?.threshold ?? 3 }),
             cooldownMs: modelBreaker?.cooldownMs ?? 30_000,
           }),

@@ -1,4 +1,4 @@
-import type { ToolContext } from '@shallot/core'
+import type { ModelContext, ToolContext } from '@shallot/core'
 import { optionsParser } from '@shallot/core/kit'
 import { z } from 'zod'
 import type { Transition } from './breaker-machine.js'
@@ -21,11 +21,18 @@ const isPolicy = (v: unknown) =>
   ['initial', 'isCounts', 'record', 'shouldOpen', 'failures', 'rebase'].every((m) => typeof (v as never)[m] === 'function')
 const isStore = (v: unknown) => typeof v === 'object' && v !== null && typeof (v as BreakerStore).update === 'function'
 
-/** Options of {@link circuitBreaker}. */
+/**
+ * Options of {@link circuitBreaker}, for its tool side and its model side alike. `key` and `isFailure`
+ * receive the call's context: a `ToolContext` around a tool call, a `ModelContext` around a model call
+ * (tell them apart with `'call' in ctx`).
+ */
 export const circuitBreakerOptionsSchema = z
   .strictObject({
-    /** Which breaker a call belongs to. Default: the tool's name. Return `undefined` to let a call bypass the breaker. */
-    key: fn<(ctx: ToolContext) => string | undefined>('(ctx) => string | undefined').optional(),
+    /**
+     * Which breaker a call belongs to: a tool call's default is the tool's name, a model call's
+     * `model:<provider>:<name>` ({@link modelBreakerKey}). Return `undefined` to let a call bypass the breaker.
+     */
+    key: fn<(ctx: ToolContext | ModelContext) => string | undefined>('(ctx) => string | undefined').optional(),
     /** When the circuit opens. Default `consecutive({ threshold: 5 })`. */
     policy: z
       .custom<FailurePolicy>(isPolicy, {
@@ -62,15 +69,19 @@ export const circuitBreakerOptionsSchema = z
     maxKeys: z.number().int().min(1).default(1000),
     /** Where stack-scoped state lives. Default: this process's memory. */
     store: z.custom<BreakerStore>(isStore, { message: 'must be a BreakerStore { get(key), update(key, change) }' }).optional(),
-    /** Which errors count against the circuit. Default {@link indictsTool}. Hard errors and caller cancellation never do. */
-    isFailure: fn<(error: unknown, ctx: ToolContext) => boolean>('(error, ctx) => boolean').optional(),
+    /**
+     * Which errors count against the circuit. Default: {@link indictsTool} for a tool call, core's transient
+     * model errors (408/429/5xx, timeouts, dropped connections) for a model call. Hard errors and caller
+     * cancellation never reach it.
+     */
+    isFailure: fn<(error: unknown, ctx: ToolContext | ModelContext) => boolean>('(error, ctx) => boolean').optional(),
     /** Called on every state change, after it is logged and emitted. */
     onStateChange: fn<(change: BreakerStateChange) => void>('(change) => void').optional(),
   })
   .superRefine(checkBreakerOptions)
 
 /**
- * The checks across options, the same for the tool and the model breaker: a trial that can close,
+ * The checks across options, the same for both sides: a trial that can close,
  * a ceiling above the cooldown, one name for the lifetime, a store only where state is shared.
  *
  * @example
@@ -108,7 +119,11 @@ export function checkBreakerOptions(
   }
 }
 
+/** What {@link circuitBreaker} accepts. */
 export type CircuitBreakerOptions = z.input<typeof circuitBreakerOptionsSchema>
+
+/** The options once checked, defaults filled in: what each side is built from. */
+export type CircuitBreakerConfig = z.output<typeof circuitBreakerOptionsSchema>
 
 export const parseCircuitBreakerOptions = optionsParser('circuitBreaker()', circuitBreakerOptionsSchema)
 

@@ -153,7 +153,7 @@ describe('what counts against the circuit', () => {
     const seen: string[] = []
     const t = breakerStack({
       isFailure: (error, ctx) => {
-        seen.push(ctx.call.id)
+        seen.push('call' in ctx ? ctx.call.id : ctx.model.name)
         return ToolError.is(error) && error.code === 'not_found'
       },
     })

@@ -3,7 +3,7 @@ import { createRun, createStack, defineTool, type Logger, OptionsError, ToolErro
 import { manualClock } from '@shallot/testing'
 import { describe, expect, it } from 'vitest'
 import { z } from 'zod'
-import { type BreakerStateChange, circuitBreaker, circuitBreakerModel, consecutive, sampling } from './index.js'
+import { type BreakerStateChange, circuitBreaker, consecutive, sampling } from './index.js'
 
 /** A tool that fails while `sick.value` is true. */
 function sickTool() {
@@ -114,7 +114,7 @@ describe('an async onStateChange that rejects', () => {
       model: failing,
       tools: [],
       logger,
-      modelMiddleware: [circuitBreakerModel({ policy: consecutive({ threshold: 1 }), onStateChange })],
+      modelMiddleware: [circuitBreaker({ policy: consecutive({ threshold: 1 }), onStateChange })],
     })
     expect(await agent.run({ input: 'hi' })).toMatchObject({ status: 'stopped' })
     // The rejections settle after the calls: vitest fails the file on an unhandled one.

@@ -1,4 +1,15 @@
-import { createRun, createStack, defineTool, type Json, type Logger, LoopError, OptionsError, ToolError } from '@shallot/core'
+import {
+  createRun,
+  createStack,
+  defineTool,
+  type Json,
+  type Logger,
+  LoopError,
+  type ModelContext,
+  OptionsError,
+  type ToolContext,
+  ToolError,
+} from '@shallot/core'
 import { manualClock } from '@shallot/testing'
 import { describe, expect, it } from 'vitest'
 import { z } from 'zod'
@@ -28,7 +39,7 @@ function fetchTool(down: Set<string>) {
 }
 
 const get = (host: string, id = host) => ({ id, name: 'fetch_url', args: { url: `https://${host}/x` } })
-const hostKey = (ctx: { call: { args: unknown } }) => new URL((ctx.call.args as { url: string }).url).host
+const hostKey = (ctx: ToolContext | ModelContext) => ('call' in ctx ? new URL((ctx.call.args as { url: string }).url).host : undefined)
 const code = async (p: Promise<{ error?: { code: string } }>) => (await p).error?.code ?? 'ok'
 
 describe('lifetime', () => {

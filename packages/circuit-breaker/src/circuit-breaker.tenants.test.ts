@@ -1,4 +1,4 @@
-import { createRun, createStack, defineTool, type ToolContext, ToolError } from '@shallot/core'
+import { createRun, createStack, defineTool, type ModelContext, type ToolContext, ToolError } from '@shallot/core'
 import { manualClock } from '@shallot/testing'
 import { describe, expect, it } from 'vitest'
 import { z } from 'zod'
@@ -17,8 +17,8 @@ function searchTool() {
   })
 }
 
-const tenantOf = (ctx: ToolContext) => ctx.run.state.tenant as string
-const byTenant = (ctx: ToolContext) => `${tenantOf(ctx)}:${ctx.call.name}`
+const tenantOf = (ctx: ToolContext | ModelContext) => ctx.run.state.tenant as string
+const byTenant = (ctx: ToolContext | ModelContext) => ('call' in ctx ? `${tenantOf(ctx)}:${ctx.call.name}` : undefined)
 const search = (id: string) => ({ id, name: 'search', args: { q: 'invoices' } })
 
 describe('circuit-breaker: a run is told only about the circuits its own calls use', () => {

@@ -1,218 +1,32 @@
-import {
-  abortReason,
-  type Logger,
-  LoopError,
-  type Middleware,
-  type Next,
-  type ToolContext,
-  ToolError,
-  trustedMiddleware,
-} from '@shallot/core'
-import { type AbortSource, callNext } from '@shallot/core/kit'
-import {
-  type Admission,
-  type BreakerMachine,
-  breakerMachine,
-  type Outcome,
-  type Settlement,
-  type Ticket,
-  type Transition,
-} from './breaker-machine.js'
-import { type BreakerStateChange, type CircuitBreakerOptions, lifetimeOf, parseCircuitBreakerOptions } from './circuit-breaker-options.js'
-import { circuitOpenError } from './circuit-open-error.js'
-import { consecutive } from './consecutive.js'
-import { indictsTool } from './indicts-tool.js'
-import { runKeys } from './run-keys.js'
-import { type StateHome, stateHome } from './state-home.js'
-import { stateListener } from './state-listener.js'
+import type { Layer, Middleware, ModelMiddleware } from '@shallot/core'
+import { type CircuitBreakerOptions, parseCircuitBreakerOptions } from './circuit-breaker-options.js'
+import { modelBreaker } from './model-breaker.js'
+import { toolBreaker } from './tool-breaker.js'
 
-export {
-  type BreakerStateChange,
-  type CircuitBreakerOptions,
-  checkBreakerOptions,
-  checkHalfOpen,
-  circuitBreakerOptionsSchema,
-  lifetimeOf,
-} from './circuit-breaker-options.js'
-
-const isPromise = <T>(value: T | Promise<T>): value is Promise<T> => typeof (value as { then?: unknown })?.then === 'function'
+/** What {@link circuitBreaker} returns: one layer with a side for tool calls and a side for model calls. */
+export interface CircuitBreakerLayer extends Layer {
+  readonly name: 'circuit-breaker'
+  /** Around tool calls (`middleware`): one breaker per tool (or `key`), soft `circuit_open` refusals, `UNAVAILABLE` in describeTool. */
+  readonly wrapToolCall: Middleware
+  /** Around model calls (`modelMiddleware`): one breaker per model per agent (or `key`, or store), fail-fast `circuit_open`. */
+  readonly wrapModelCall: ModelMiddleware
+}
 
 /**
- * A per-tool circuit breaker: after repeated failures that indict a tool, calls to it are refused
- * with a soft `circuit_open` the model can route around; after the cooldown one probe (or
- * `halfOpenProbes`) tests the tool, and its success closes the circuit. No timers: the move to
- * half-open happens on the first call after the cooldown, by the injected monotonic clock.
- * Place it outside retry: it sees each call once, after its retries, and a failed call counts once
- * per request it made, so a dead tool opens the circuit after `threshold` requests (decision 407).
+ * A circuit breaker for tool calls and model calls, from one set of options. After repeated
+ * failures a tool's calls are refused with a soft `circuit_open` the model can route around, and a
+ * model's calls fail fast with the same code (a fallback layer outside moves on to the next model);
+ * after the cooldown one probe (or `halfOpenProbes`) tests it, and its success closes the circuit. No
+ * timers: the move to half-open happens on the first call after the cooldown, by the injected
+ * monotonic clock. Place it outside retry: it sees each call once, after its retries, and a failed
+ * call counts once per request it made. List it in `middleware` for tool calls, in `modelMiddleware`
+ * for model calls, or in both: each list takes its own side, and the two keep separate circuits.
  *
  * @example
- * const stack = createStack({
- *   middleware: [circuitBreaker({ policy: consecutive({ threshold: 2 }), cooldownMs: 30_000 }), retry(), timeout({ ms: 5000 })],
- *   tools: [search, getTicket],
- * })
+ * const breaker = circuitBreaker({ policy: consecutive({ threshold: 2 }), cooldownMs: 30_000 })
+ * const agent = createAgent({ model, tools, middleware: [breaker, retry()], modelMiddleware: [breaker, retry()] })
  */
-export function circuitBreaker(options?: CircuitBreakerOptions): Middleware {
+export function circuitBreaker(options?: CircuitBreakerOptions): CircuitBreakerLayer {
   const o = parseCircuitBreakerOptions(options)
-  const machine = breakerMachine({
-    policy: o.policy ?? consecutive(),
-    cooldownMs: o.cooldownMs,
-    cooldownGrowth: o.cooldownGrowth,
-    maxCooldownMs: o.maxCooldownMs ?? o.cooldownMs * 10,
-    halfOpenProbes: o.halfOpenProbes,
-    halfOpenSuccesses: o.halfOpenSuccesses,
-    maxHalfOpenMs: o.maxHalfOpenMs,
-  })
-  const b: Breaker = {
-    machine,
-    home: stateHome(machine, o.maxKeys, lifetimeOf(o), o.store),
-    tell: stateListener(o.onStateChange),
-    isFailure: o.isFailure ?? indictsTool,
-  }
-  const { home } = b
-  const keyOf = o.key
-  const keysOfRun = runKeys(o.maxKeys)
-
-  const middleware: Middleware = function circuitBreaker(ctx, next) {
-    const tool = ctx.tool
-    if (tool === undefined) return next()
-    const key = keyOf === undefined ? tool.name : keyOf(ctx)
-    if (key === undefined) return next()
-    if (keyOf !== undefined) keysOfRun.note(ctx.run, tool.name, key)
-    // The signal as it stands, not made real: a store's wait makes it real only if it must wait.
-    const signal = ctx.currentSignal()
-    if (signal.aborted) return Promise.reject(abortReason(signal))
-    // The happy path (a closed circuit, in local or run state) reads neither the clock nor writes anything.
-    const admission = home.admitClosed(ctx.run, key)
-    return admission === undefined
-      ? admitThenProceed(b, ctx, next, tool.name, key, signal)
-      : proceed(b, ctx, next, tool.name, key, signal, admission)
-  }
-
-  // Keeps the onion's contract by construction (docs/decisions/270-compose-fast-path.md): compose calls it without the misuse bookkeeping.
-  trustedMiddleware(middleware)
-  middleware.describeTool = function describeTool(tool, run, now) {
-    const key = keyOf === undefined ? tool.name : keysOfRun.get(run, tool.name)
-    if (key === undefined) return undefined
-    const state = home.peek(run, key)
-    if (state === undefined || state.circuit !== 'open') return undefined
-    const remaining = machine.remainingMs(state, now)
-    if (remaining === undefined || remaining <= 0) return undefined
-    const which = key === tool.name ? '' : ` (${key})`
-    return `UNAVAILABLE${which}: circuit open, retry in ${Math.ceil(remaining / 1000)}s`
-  }
-  return middleware
-}
-
-/** One `circuitBreaker()`'s parts, built once: every call it handles goes through the functions below. */
-interface Breaker {
-  readonly machine: BreakerMachine
-  readonly home: StateHome
-  /** The user's onStateChange: one that throws or rejects is logged once, not on every state change after. */
-  readonly tell: (change: BreakerStateChange, log: Logger) => void
-  readonly isFailure: (error: unknown, ctx: ToolContext) => boolean
-}
-
-/**
- * The call once admitted (or refused): reactions on next()'s promise rather than an await, so a call
- * blocked in its tool keeps no suspended frame here.
- */
-function proceed(
-  b: Breaker,
-  ctx: ToolContext,
-  next: Next,
-  tool: string,
-  key: string,
-  signal: AbortSource,
-  admission: Admission,
-): Promise<void> {
-  try {
-    if (admission.changes.length > 0) report(b, ctx, key, admission.changes)
-    if (admission.expired > 0) ctx.emit('circuit-breaker.probe_expired', { key, count: admission.expired })
-    if (!admission.pass) {
-      const { circuit, failures } = admission.state
-      ctx.emit('circuit-breaker.refused', { key, circuit, retryAfterMs: admission.retryAfterMs })
-      throw circuitOpenError({ tool, key, circuit: circuit as 'open' | 'half-open', failures, retryAfterMs: admission.retryAfterMs })
-    }
-    if (admission.probe !== 0) ctx.emit('circuit-breaker.probe', { key, probe: admission.probe })
-  } catch (refused) {
-    return Promise.reject(refused)
-  }
-  // Retry inside the breaker bumps ctx.attempt for each repeat: the requests this call made.
-  const firstAttempt = ctx.attempt
-  return callNext(next).then(
-    () => settle(b, ctx, key, signal, admission, 'success', undefined),
-    (err: unknown) => {
-      const settled = settle(b, ctx, key, signal, admission, judge(b, ctx, key, err, signal), err, ctx.attempt - firstAttempt + 1)
-      if (settled === undefined) throw err
-      return settled.then(() => {
-        throw err
-      })
-    },
-  )
-}
-
-/**
- * A circuit that is not closed in local or run state, or a shared store: admission may wait on the store.
- * Admission and settlement read the clock inside the step, when the home applies it: a shared store
- * hands the step times no later than the moment update() was called, so a `now` read then is never
- * earlier than them. A `now` read before the call could be, by however long the process stalled
- * between the two reads (preempted, collecting garbage): a probe slot another worker took a moment
- * ago would then read as a time from another clock, be forgotten, and a second probe run.
- */
-async function admitThenProceed(b: Breaker, ctx: ToolContext, next: Next, tool: string, key: string, signal: AbortSource): Promise<void> {
-  const pending = b.home.apply(ctx, key, signal, (current) => b.machine.admit(current, ctx.clock.now()))
-  return proceed(b, ctx, next, tool, key, signal, isPromise(pending) ? await pending : pending)
-}
-
-function judge(b: Breaker, ctx: ToolContext, key: string, error: unknown, signal: AbortSource): Outcome {
-  if (LoopError.is(error)) return 'neutral'
-  let verdictOn = error
-  if (signal.aborted) {
-    // The caller's own cancellation says nothing about the tool; an outer deadline (a ToolError) might.
-    const reason = abortReason(signal)
-    if (LoopError.is(reason)) return 'neutral'
-    verdictOn = reason
-  }
-  try {
-    return b.isFailure(verdictOn, ctx) ? 'failure' : 'neutral'
-  } catch (err) {
-    ctx.log.error({ key, err }, 'circuit breaker isFailure threw; not counting this error')
-    return 'neutral'
-  }
-}
-
-function settle(
-  b: Breaker,
-  ctx: ToolContext,
-  key: string,
-  signal: AbortSource,
-  ticket: Ticket,
-  outcome: Outcome,
-  error: unknown,
-  attempts = 1,
-): void | Promise<void> {
-  if (b.home.quiet(ctx.run, key, ticket, outcome)) return
-  const retryAfterMs = outcome === 'failure' && ToolError.is(error) ? error.retryAfterMs : undefined
-  // The clock is read in the step, as in admitThenProceed: a probe's own slot must not look like the future.
-  const done = b.home.apply(ctx, key, signal, (current) =>
-    b.machine.settle(current, ticket, outcome, ctx.clock.now(), retryAfterMs, attempts),
-  )
-  const after = ({ stale, change, trial }: Settlement) => {
-    if (stale) ctx.emit('circuit-breaker.stale', { key, outcome, probe: ticket.probe })
-    else if (trial !== undefined) ctx.emit('circuit-breaker.probe_succeeded', { key, probe: ticket.probe, ...trial })
-    else if (outcome === 'failure') ctx.emit('circuit-breaker.failure', { key, code: ToolError.is(error) ? error.code : 'thrown' })
-    else if (outcome === 'neutral') ctx.emit('circuit-breaker.probe_released', { key, probe: ticket.probe })
-    if (change !== undefined) report(b, ctx, key, [change])
-  }
-  if (isPromise(done)) return done.then(after)
-  after(done)
-}
-
-function report(b: Breaker, ctx: ToolContext, key: string, changes: readonly Transition[]): void {
-  for (const { from, to, reason } of changes) {
-    const fields = { key, from, to, reason }
-    ctx.log.info(fields, 'circuit breaker state change')
-    ctx.emit('circuit-breaker.state', fields)
-    b.tell({ ...fields, at: ctx.clock.now(), runId: ctx.run.id }, ctx.log)
-  }
+  return Object.freeze({ name: 'circuit-breaker', wrapToolCall: toolBreaker(o), wrapModelCall: modelBreaker(o) })
 }

@@ -1,8 +1,8 @@
 import { defineMiddleware, type MiddlewareEnv } from '@shallot/core'
 import { z } from 'zod'
 import type { BreakerStore } from './breaker-store.js'
-import { checkHalfOpen, circuitBreaker, circuitBreakerOptionsSchema, lifetimeOf } from './circuit-breaker.js'
-import { circuitBreakerModel } from './circuit-breaker-model.js'
+import { circuitBreaker } from './circuit-breaker.js'
+import { checkHalfOpen, circuitBreakerOptionsSchema, lifetimeOf } from './circuit-breaker-options.js'
 import { consecutive, consecutiveOptionsSchema } from './consecutive.js'
 import { sampling, samplingOptionsSchema } from './sampling.js'
 
@@ -43,7 +43,7 @@ export const circuitBreakerFileOptionsSchema = z
   })
   .superRefine(checkHalfOpen)
 
-/** The file's options as the breakers take them: the policy built from its data, the host's shared store. */
+/** The file's options as the breaker takes them: the policy built from its data, the host's shared store. */
 function fromFile({ policy, ...options }: z.output<typeof circuitBreakerFileOptionsSchema>, env: MiddlewareEnv) {
   const store = lifetimeOf(options) === 'run' ? undefined : (env.stores as { breaker?: BreakerStore } | undefined)?.breaker
   const failurePolicy = policy?.sampling !== undefined ? sampling(policy.sampling) : consecutive(policy?.consecutive)
@@ -51,18 +51,20 @@ function fromFile({ policy, ...options }: z.output<typeof circuitBreakerFileOpti
 }
 
 /**
- * `circuitBreaker` as a middleware definition, for config files and registries. A host that
+ * `circuitBreaker` as a middleware definition, for config files and registries: one layer, whose tool
+ * side serves `stack:` and whose model side serves `modelMiddleware:`. A host that
  * shares breaker state (across reconfigurations, or a fleet) passes it as `env.stores.breaker`;
  * a run-scoped breaker ignores it, its state lives in the run.
  *
  * @example
  * const layer = circuitBreakerDefinition.build({ policy: { consecutive: { threshold: 3 } }, cooldownMs: 10_000 })
+ * const modelLayer = circuitBreakerDefinition.buildModel({ cooldownMs: 10_000 })
  */
 export const circuitBreakerDefinition = defineMiddleware({
   name: 'circuit-breaker',
   description:
     'Per-tool and per-model breaker: after repeated failures, refuses a tool softly (or a model fast) with circuit_open until a probe succeeds.',
   options: circuitBreakerFileOptionsSchema,
+  handles: { tools: true, models: true },
   create: (options, env) => circuitBreaker(fromFile(options, env)),
-  createModel: (options, env) => circuitBreakerModel(fromFile(options, env)),
 })

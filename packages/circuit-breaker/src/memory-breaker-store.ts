@@ -29,7 +29,7 @@ const parseStoreOptions = optionsParser('memoryBreakerStore()', optionsSchema)
  *
  * @example
  * const store = memoryBreakerStore({ maxKeys: 100 })
- * circuitBreaker({ key: (ctx) => hostOf(ctx.call.args), store })
+ * circuitBreaker({ key: (ctx) => ('call' in ctx ? hostOf(ctx.call.args) : undefined), store })
  */
 export function memoryBreakerStore(options?: MemoryBreakerStoreOptions): MemoryBreakerStore {
   return boundedStates(parseStoreOptions(options).maxKeys)

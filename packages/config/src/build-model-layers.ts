@@ -1,4 +1,4 @@
-import { composeModel, type MiddlewareEnv, type ModelMiddleware, OptionsError } from '@shallot/core'
+import { composeModel, type MiddlewareEnv, type ModelMiddleware, modelSideOf, OptionsError } from '@shallot/core'
 import { ConfigError, type ConfigIssue } from './config-error.js'
 import type { PathKey } from './config-source.js'
 import { makeIssue } from './describe-issue.js'
@@ -29,7 +29,7 @@ function createIssues(err: unknown, plan: LayerPlan, lineOf: ShallotConfig['sour
 }
 
 /**
- * Creates the layers of `modelMiddleware:` with each definition's `createModel`, once per
+ * Creates the layers of `modelMiddleware:` with each definition's model side, once per
  * configuration and never per call; an instance in `previous` with the same definition and options
  * is kept with its state. Throws a {@link ConfigError} when a layer refuses its options.
  */
@@ -48,8 +48,12 @@ export function buildModelLayers(config: ShallotConfig, env: MiddlewareEnv, prev
     }
     try {
       // The options the plan already checked and filled in, as build-layers hands `create` its own.
-      const layer = plan.definition.createModel?.(plan.base.parsed as never, env)
-      if (typeof layer !== 'function') throw new TypeError(`createModel() returned ${typeof layer}, not a model middleware function`)
+      // A definition's model side: its createModel, or the model side of the layer its create returns.
+      const { createModel, create } = plan.definition
+      const layer =
+        createModel === undefined
+          ? modelSideOf(create(plan.base.parsed as never, env), 'create()')
+          : modelSideOf(createModel(plan.base.parsed as never, env), 'createModel()')
       cache.set(key, { definition: plan.definition, layer })
       layers.push(layer)
     } catch (err) {

@@ -43,8 +43,8 @@ const NAME = /^(@[a-z0-9-~][a-z0-9-._~]*\/)?[a-z0-9-~][a-z0-9-._~]*$/
  * export default defineMiddleware({
  *   name: '@acme/shallot-rate-limit',
  *   options: z.object({ rps: z.number().positive() }),
- *   create: ({ rps }) => rateLimit({ rps }),
- *   createModel: ({ rps }) => rateLimitModel({ rps }),
+ *   handles: { tools: true, models: true },
+ *   create: ({ rps }) => rateLimit({ rps }), // a Layer: wrapToolCall and wrapModelCall
  * })
  */
 export function defineMiddleware<Schema extends z.ZodType>(spec: {

@@ -33,6 +33,22 @@ describe('stackSourceShape: one set of words for every host', () => {
     expect(maxStepsFrom(o)).toBe(3)
   })
 
+  it('takes layers in middleware, as createStack does: each entry’s tool side', async () => {
+    const seen: string[] = []
+    const layer = {
+      name: 'audit',
+      wrapToolCall: async (ctx: { call: { name: string } }, next: () => Promise<void>) => {
+        seen.push(ctx.call.name)
+        await next()
+      },
+      wrapModelCall: async (_ctx: unknown, next: () => Promise<void>) => next(),
+    }
+    const stack = stackFromSource(parseHost({ middleware: [layer], escalate: { fatal: false } }), [leaky])
+    await stack.dispatch({ id: 'c1', name: 'deploy', args: {} })
+    expect(seen).toEqual(['deploy'])
+    expect(() => parseHost({ middleware: [{ name: 'nothing' }] })).toThrow(/option middleware: must be a layer or middleware/)
+  })
+
   it('escalates by default, as createStack does', async () => {
     const stack = stackFromSource(parseHost({}), [leaky])
     await expect(stack.dispatch({ id: 'c1', name: 'deploy', args: {} })).rejects.toMatchObject({ name: 'LoopError', kind: 'fatal' })

@@ -1,7 +1,8 @@
 import { z } from 'zod'
+import { isLayer } from './layer.js'
 import type { ErrorRenderer } from './render.js'
 import { createStack, type Stack, type StackLimits, type StackOptions } from './stack.js'
-import type { Clock, Logger, Middleware } from './types.js'
+import type { Clock, Logger } from './types.js'
 
 const isObject = (v: unknown) => typeof v === 'object' && v !== null
 const isFunction = (v: unknown) => typeof v === 'function'
@@ -27,10 +28,10 @@ export interface HostLimits extends StackLimits {
 export const stackSourceShape = {
   /** A ready stack from `createStack()`. */
   stack: custom<Stack>('a stack from createStack()', (v) => isObject(v) && isFunction((v as Stack).dispatch)).optional(),
-  /** The layers to build a stack from, outermost first. */
-  middleware: custom<Middleware | readonly Middleware[]>(
-    'a middleware or an array of middlewares',
-    (v) => isFunction(v) || (Array.isArray(v) && v.every(isFunction)),
+  /** The layers to build a stack from, outermost first: layer objects (`retry()`) or middleware functions. */
+  middleware: custom<StackOptions['middleware']>(
+    'a layer or middleware, or an array of them',
+    (v) => isFunction(v) || isLayer(v) || (Array.isArray(v) && v.every((e) => isFunction(e) || isLayer(e))),
   ).optional(),
   clock: custom<Clock>('a Clock { now(), sleep(ms, signal) }', (v) => isObject(v) && isFunction((v as Clock).now)).optional(),
   random: custom<() => number>('a function () => number', isFunction).optional(),
@@ -49,7 +50,7 @@ export const stackSourceShape = {
 /** What {@link stackSourceShape} parses to. */
 export interface StackSource {
   stack?: Stack | undefined
-  middleware?: Middleware | readonly Middleware[] | undefined
+  middleware?: StackOptions['middleware'] | undefined
   clock?: Clock | undefined
   random?: (() => number) | undefined
   logger?: Logger | undefined

@@ -1,15 +1,15 @@
-// The layers (fallbackModel, circuitBreakerModel and a retry layer) must give the outcome core's own
+// The layers (fallback({ models }), circuitBreaker() and a retry layer) must give the outcome core's own
 // model chain (`model: [a, b]`, its breaker and retry) gave for the same scenario: the scenarios and their
 // expectations are core's tests of the chain (core/src/agent-model.test.ts). Core's chain is gone (decision
 // 500, step 3: `model: [a, b]` is sugar of shallot's createAgent, whose tests run these down its path too).
 
 import { type Agent, type AgentEvent, createAgent, type RunOutcome } from '@shallot/agent'
-import { circuitBreakerModel, consecutive } from '@shallot/circuit-breaker'
+import { circuitBreaker, consecutive } from '@shallot/circuit-breaker'
 import { type Clock, defineTool, LoopError, type ModelAdapter, type ModelMiddleware, type ModelResponse, ToolError } from '@shallot/core'
 import { isTransientModelError } from '@shallot/core/kit'
 import { describe, expect, it } from 'vitest'
 import { z } from 'zod'
-import { fallbackModel } from './index.js'
+import { fallback } from './index.js'
 
 /** Core's test clock: a sleep returns at once and moves `now` by its length. */
 function virtualClock(): Clock & { advance(ms: number): void } {
@@ -46,8 +46,8 @@ type Path = 'layers'
 function chainAgent(_path: Path, models: [ModelAdapter, ModelAdapter], clock: Clock, onEvent: (e: AgentEvent) => void): Agent {
   const common = { tools: [echo], clock, random: () => 0, onEvent }
   const layers = [
-    fallbackModel({ models: [models[1]] }),
-    circuitBreakerModel({ policy: consecutive({ threshold: 3 }), cooldownMs: 30_000 }),
+    fallback({ models: [models[1]] }),
+    circuitBreaker({ policy: consecutive({ threshold: 3 }), cooldownMs: 30_000 }),
     retryLikeCore,
   ]
   return createAgent({ ...common, model: models[0], modelMiddleware: layers })

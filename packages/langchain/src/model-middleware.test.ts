@@ -1,6 +1,7 @@
 // shallotMiddleware({ modelMiddleware }): LangChain's model calls take a model stack as createAgent({ modelMiddleware })
 // does — the layers decide, a third party's layer wraps every attempt, modelCall's retry fields are refused beside it.
 import { ChatAnthropic } from '@langchain/anthropic'
+import { circuitBreaker } from '@shallot/circuit-breaker'
 import { type ModelMiddleware, OptionsError } from '@shallot/core'
 import { errorClassifierModel } from '@shallot/error-classifier'
 import { retryModel } from '@shallot/retry'
@@ -76,6 +77,11 @@ describe('shallotMiddleware({ modelMiddleware })', () => {
       /modelCall\.maxAttempts: belongs to the retry layer/,
     )
     expect(() => shallotMiddleware({ modelMiddleware: [retryModel()], modelCall: { timeoutMs: 5000 } })).not.toThrow()
+  })
+
+  it('takes a layer as it takes a model middleware: its model side', () => {
+    expect(() => shallotMiddleware({ modelMiddleware: [circuitBreaker(), retryModel()] })).not.toThrow()
+    expect(() => shallotMiddleware({ modelMiddleware: circuitBreaker() })).not.toThrow()
   })
 
   it.each([[42], ['retry'], [[retryModel(), null]], [{ next: () => {} }]])('refuses %j as modelMiddleware', (bad) => {

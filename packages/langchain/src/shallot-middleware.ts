@@ -2,9 +2,12 @@ import { AIMessage, ToolMessage } from '@langchain/core/messages'
 import {
   type AnyTool,
   createRun,
+  isLayer,
+  type LayerEntry,
   LoopError,
   type ModelMiddleware,
   type MutableRun,
+  modelSideOf,
   parseOptions,
   type Stack,
   type StackEvent,
@@ -66,12 +69,12 @@ export const shallotMiddlewareOptionsSchema = z
       .default({ timeoutMs: 60_000 }),
     /**
      * The model layers every model call goes through, outermost first (`retryModel()`, `errorClassifierModel()`,
-     * `circuitBreakerModel()`, your own), as `createAgent({ modelMiddleware })` takes them. Default: the layers
+     * `circuitBreaker()`, your own), as `createAgent({ modelMiddleware })` takes them. Default: the layers
      * `modelCall` stands for. `modelCall.timeoutMs` stays the deadline of each attempt.
      */
-    modelMiddleware: custom<ModelMiddleware | readonly ModelMiddleware[]>(
-      'a model middleware (ctx, next) => Promise<void> or an array of them',
-      (v) => isFunction(v) || (Array.isArray(v) && v.every(isFunction)),
+    modelMiddleware: custom<LayerEntry<ModelMiddleware> | readonly LayerEntry<ModelMiddleware>[]>(
+      'a model middleware (ctx, next) => Promise<void> or a layer (e.g. circuitBreaker()), or an array of them',
+      (v) => isFunction(v) || isLayer(v) || (Array.isArray(v) && v.every((e) => isFunction(e) || isLayer(e))),
     ).optional(),
   })
   .superRefine(onlyWithoutStack(['onEvent']))
@@ -97,8 +100,11 @@ function retryOnlyOnce(options: { modelCall: Record<string, unknown>; modelMiddl
 
 /** The model onion: the layers given, else the ones `modelCall` stands for, with its figures or core's defaults. */
 function modelLayersOf(o: z.output<typeof shallotMiddlewareOptionsSchema>): ModelMiddleware[] {
-  if (o.modelMiddleware !== undefined)
-    return Array.isArray(o.modelMiddleware) ? [...o.modelMiddleware] : [o.modelMiddleware as ModelMiddleware]
+  const given = o.modelMiddleware
+  if (given !== undefined)
+    return Array.isArray(given)
+      ? given.map((entry, i) => modelSideOf(entry, `modelMiddleware[${i}]`))
+      : [modelSideOf(given, 'modelMiddleware')]
   const { modelCall } = o
   return modelCallLayers({
     timeoutMs: modelCall.timeoutMs,

@@ -1,7 +1,6 @@
 import { defineMiddleware, type MiddlewareEnv } from '@shallot/core'
 import { z } from 'zod'
 import { rateLimit } from './rate-limit.js'
-import { rateLimitModel } from './rate-limit-model.js'
 import { rateLimitDataShape } from './rate-limit-options.js'
 import { isRateLimitStore, type RateLimitStore } from './rate-limit-store.js'
 
@@ -21,8 +20,8 @@ function storeOf(env: MiddlewareEnv): { store?: RateLimitStore } {
 }
 
 /**
- * `rateLimit` as a middleware definition, for config files and registries: one options schema for
- * tool calls (`create`) and model calls (`createModel`). A host that limits a fleet passes a shared
+ * `rateLimit` as a middleware definition, for config files and registries: one layer, whose tool side
+ * serves `stack:` and whose model side serves `modelMiddleware:`. A host that limits a fleet passes a shared
  * store as `env.stores.rateLimit` (`redisRateLimitStore`, `postgresRateLimitStore`).
  *
  * @example
@@ -34,6 +33,6 @@ export const rateLimitDefinition = defineMiddleware({
   description:
     'A GCRA rate limit per tool (or model, or per key): waits up to maxWaitMs for a turn, else refuses softly with rate_limited and retryAfterMs.',
   options: rateLimitFileOptionsSchema,
+  handles: { tools: true, models: true },
   create: (options, env) => rateLimit({ ...options, ...storeOf(env) }),
-  createModel: (options, env) => rateLimitModel({ ...options, ...storeOf(env) }),
 })

@@ -1,6 +1,6 @@
 export { rateLimitDefinition, rateLimitDefinition as definition, rateLimitFileOptionsSchema } from './definition.js'
 export { gcra, gcraRefund, type RateDecision, type RateReservation, type RateRule } from './gcra.js'
-export { type RateLimitOptions, rateLimit, rateLimitOptionsSchema } from './rate-limit.js'
-export { modelRateKey, type RateLimitModelOptions, rateLimitModel, rateLimitModelOptionsSchema } from './rate-limit-model.js'
+export { modelRateKey } from './limit-model-calls.js'
+export { type RateLimitLayer, type RateLimitOptions, rateLimit, rateLimitOptionsSchema } from './rate-limit.js'
 export { isRateLimitStore, type MemoryRateLimitStoreOptions, memoryRateLimitStore, type RateLimitStore } from './rate-limit-store.js'
 export { type RateLimitFacts, rateLimitedError } from './rate-limited-error.js'

@@ -4,7 +4,7 @@ import { manualClock, seededRandom } from '@shallot/testing'
 import { timeout } from '@shallot/timeout'
 import { describe, expect, it } from 'vitest'
 import { z } from 'zod'
-import { gcra, memoryRateLimitStore, type RateDecision, type RateLimitStore, rateLimit, rateLimitModel } from './index.js'
+import { gcra, memoryRateLimitStore, type RateDecision, type RateLimitStore, rateLimit } from './index.js'
 
 // A cancelled waiter gives its reserved place back (decision 585): through the layer, on a manual clock.
 
@@ -177,7 +177,7 @@ describe('rateLimit: a cancelled waiter gives its place back', () => {
         return { text: 'done', toolCalls: [] }
       },
     }
-    const agent = createAgent({ model, tools: [], clock, modelMiddleware: [rateLimitModel({ limit: 1, perMs: 1000, maxWaitMs: 2000 })] })
+    const agent = createAgent({ model, tools: [], clock, modelMiddleware: [rateLimit({ limit: 1, perMs: 1000, maxWaitMs: 2000 })] })
     await agent.run({ input: 'a' })
     const controller = new AbortController()
     const cancelled = agent.run({ input: 'b', signal: controller.signal })

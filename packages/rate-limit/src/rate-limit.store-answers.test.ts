@@ -1,4 +1,5 @@
-import { createAgent, createStack, defineTool, type ModelAdapter, type ToolResult } from '@shallot/core'
+import { createAgent } from '@shallot/agent'
+import { createStack, defineTool, type ModelAdapter, type ToolResult } from '@shallot/core'
 import { manualClock } from '@shallot/testing'
 import { describe, expect, it } from 'vitest'
 import { z } from 'zod'

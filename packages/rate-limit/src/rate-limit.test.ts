@@ -90,7 +90,7 @@ describe('rateLimit: over the limit', () => {
     const { clock, call } = setup({
       limit: 1,
       maxWaitMs: 0,
-      key: (ctx) => ((ctx.call.args as { q: string }).q === 'free' ? undefined : 'tenant-a'),
+      key: (ctx) => ('call' in ctx && (ctx.call.args as { q: string }).q === 'free' ? undefined : 'tenant-a'),
     })
     expect((await call('x')).ok).toBe(true)
     expect((await call('y')).error?.code).toBe('rate_limited')

@@ -1,17 +1,21 @@
 import { readFileSync } from 'node:fs'
-import { createRun, defineTool } from '@shallot/core'
+import { createRun, defineTool, type ModelAdapter } from '@shallot/core'
 import { manualClock } from '@shallot/testing'
 import { describe, expect, it } from 'vitest'
 import { z } from 'zod'
+import { pacedAgent } from './readme-agent-example.js'
 import { searchStack } from './readme-example.js'
 
 const read = (file: string) => readFileSync(new URL(file, import.meta.url), 'utf8')
 
 describe('README', () => {
-  it('shows the type-checked example verbatim (importing the published name)', () => {
-    const example = read('./readme-example.ts').replace("from './index.js'", "from '@shallot/rate-limit'")
-    expect(read('../README.md')).toContain(example)
-  })
+  it.each(['./readme-example.ts', './readme-agent-example.ts'])(
+    'shows the type-checked example %s verbatim (importing the published name)',
+    (file) => {
+      const example = read(file).replace("from './index.js'", "from '@shallot/rate-limit'")
+      expect(read('../README.md')).toContain(example)
+    },
+  )
 
   it('runs: 40 searches of one tenant at once: 20 at once, 10 more within a second, 10 refused; another tenant is not held up', async () => {
     const clock = manualClock()
@@ -36,5 +40,38 @@ describe('README', () => {
     expect(results.filter((r) => r.ok)).toHaveLength(30)
     expect(results.filter((r) => r.error?.code === 'rate_limited')).toHaveLength(10)
     expect(Math.max(...ran)).toBe(1000)
+  })
+
+  it('runs: one layer in both lists paces the model and the tool a second apart, each in its own bucket', async () => {
+    const clock = manualClock()
+    const searchedAt: number[] = []
+    const askedAt: number[] = []
+    const search = defineTool({
+      name: 'search',
+      description: 'Search the docs',
+      input: z.object({ q: z.string() }),
+      effect: 'read',
+      execute: ({ q }) => {
+        searchedAt.push(clock.now())
+        return `results for ${q}`
+      },
+    })
+    const turns = [
+      { toolCalls: [{ id: 'a', name: 'search', args: { q: 'a' } }] },
+      { toolCalls: [{ id: 'b', name: 'search', args: { q: 'b' } }] },
+    ]
+    const model: ModelAdapter = {
+      name: 'gpt',
+      generate: async () => {
+        askedAt.push(clock.now())
+        return turns[askedAt.length - 1] ?? { text: 'done', toolCalls: [] }
+      },
+    }
+    const outcome = pacedAgent(model, [search], clock).run({ input: 'look it up' })
+    await clock.runAll()
+    expect(await outcome).toMatchObject({ status: 'completed', output: 'done' })
+    expect(askedAt).toEqual([0, 1000, 2000])
+    // The tool's bucket is not the model's: each search is its tool's first call in its second.
+    expect(searchedAt).toEqual([0, 1000])
   })
 })

@@ -1,5 +1,5 @@
 // Core's model tests (once packages/core/src/agent-model.test.ts), through shallot's createAgent: its
-// default model stack (defaultModelMiddleware, and fallbackModel with a breaker per model for a chain)
+// default model stack (defaultModelMiddleware, and fallback({ models }) with a breaker per model for a chain)
 // must end every scenario as core's own retry, breaker and chain did (decision 500, step 3).
 import { describe, expect, it } from 'vitest'
 import { z } from 'zod'

@@ -2,7 +2,7 @@ import { type Agent, type AgentModel, type AgentOptions, createAgent as createCo
 import { consecutive } from '@shallot/circuit-breaker'
 import { type ModelAdapter, type ModelMiddleware, OptionsError, parseOptions } from '@shallot/core'
 import { closest } from '@shallot/core/kit'
-import { fallbackModel } from '@shallot/fallback'
+import { fallback } from '@shallot/fallback'
 import { z } from 'zod'
 import { defaultModelMiddleware } from './default-model-middleware.js'
 
@@ -141,7 +141,7 @@ function defaultStackOf(options: AgentOptions<AgentModel>): { model: ModelAdapte
     retry: { maxAttempts: 3, baseMs: 250, capMs: 4000, maxRetryAfterMs: 60_000, ...options.modelRetry },
     timeout: { ms: options.limits?.modelTimeoutMs ?? 60_000 },
   })
-  if (spares.length > 0) layers.unshift(fallbackModel({ models: spares }))
+  if (spares.length > 0) layers.unshift(fallback({ models: spares }).wrapModelCall)
   return { model: (chain?.[0] ?? options.model) as ModelAdapter, modelMiddleware: layers }
 }
 
@@ -149,7 +149,7 @@ function defaultStackOf(options: AgentOptions<AgentModel>): { model: ModelAdapte
  * `@shallot/core`'s `createAgent`, with model calls through the default model stack when no
  * `modelMiddleware` is given: `defaultModelMiddleware()` (retry of transient failures with Retry-After
  * as a floor, the provider's failure classified once, a deadline per attempt) and, for `model: [a, b]`,
- * `fallbackModel` and a breaker per model. `modelRetry`, `modelBreaker`, `limits.modelTimeoutMs` and
+ * `fallback({ models })` and a breaker per model. `modelRetry`, `modelBreaker`, `limits.modelTimeoutMs` and
  * `model: [a, b]` are sugar for that stack's options (decision 500). With `modelMiddleware`, the layers
  * given there decide alone.
  *

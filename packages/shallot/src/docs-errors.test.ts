@@ -162,13 +162,13 @@ const scenarios: Record<string, () => Promise<string>> = {
     ),
   circuit_open: () =>
     soft(
-      [circuitBreaker({ policy: consecutive({ threshold: 2 }), cooldownMs: 30_000 }), errorClassifier()],
+      [circuitBreaker({ policy: consecutive({ threshold: 2 }), cooldownMs: 30_000 }).wrapToolCall, errorClassifier()],
       [failing('server_error')],
       [{ name: 'search' }, { name: 'search', args: { q: 'b' } }, { name: 'search', args: { q: 'c' } }],
     ),
   rate_limited: () =>
     soft(
-      [rateLimit({ limit: 10, perMs: 60_000, burst: 1, maxWaitMs: 2_000 })],
+      [rateLimit({ limit: 10, perMs: 60_000, burst: 1, maxWaitMs: 2_000 }).wrapToolCall],
       [tool('search', 'read', () => 'hits')],
       [{ name: 'search' }, { name: 'search', args: { q: 'b' } }],
     ),

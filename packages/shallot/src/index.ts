@@ -80,7 +80,7 @@ export {
   memoryStore,
 } from '@shallot/idempotency'
 export { type PanicCatcherOptions, panicCatcher } from '@shallot/panic-catcher'
-export { memoryRateLimitStore, type RateLimitOptions, type RateLimitStore, rateLimit, rateLimitModel } from '@shallot/rate-limit'
+export { memoryRateLimitStore, type RateLimitOptions, type RateLimitStore, rateLimit } from '@shallot/rate-limit'
 export { type RedactOptions, type RedactStrategy, redact } from '@shallot/redact'
 export {
   type Backoff,

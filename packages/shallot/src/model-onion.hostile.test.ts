@@ -3,10 +3,11 @@
 // Everything goes through the API a user calls (createAgent, the layer factories); time is virtual.
 
 import { type AgentEvent, createAgent as createCoreAgent, memoryCheckpoints } from '@shallot/agent'
-import { circuitBreakerModel, consecutive } from '@shallot/circuit-breaker'
+import { circuitBreaker, consecutive } from '@shallot/circuit-breaker'
 import { contextEditing } from '@shallot/context-editing'
 import {
   defineTool,
+  type Layer,
   LoopError,
   MiddlewareUsageError,
   type ModelAdapter,
@@ -15,8 +16,8 @@ import {
   type ModelResponse,
 } from '@shallot/core'
 import { errorClassifierModel } from '@shallot/error-classifier'
-import { fallbackModel } from '@shallot/fallback'
-import { rateLimitModel } from '@shallot/rate-limit'
+import { fallback } from '@shallot/fallback'
+import { rateLimit } from '@shallot/rate-limit'
 import { memoryRetryBudget, retryModel } from '@shallot/retry'
 import { manualClock } from '@shallot/testing'
 import { timeoutModel } from '@shallot/timeout'
@@ -26,7 +27,7 @@ import { createAgent, defaultModelMiddleware, OptionsError, ToolError } from './
 import { answer, recorder, scripted, settle, stalling, unavailable } from './model-onion.hostile.support.js'
 
 /** An agent on core's createAgent (no default layers) with `layers` as its model onion and virtual time. */
-function agentWith(layers: ModelMiddleware[], model: ModelAdapter = scripted('m', [answer()])) {
+function agentWith(layers: Array<ModelMiddleware | Layer>, model: ModelAdapter = scripted('m', [answer()])) {
   const clock = manualClock()
   const rec = recorder()
   const agent = createCoreAgent({ model, tools: [], modelMiddleware: layers, clock, onEvent: rec.onEvent })
@@ -293,9 +294,9 @@ describe('a cancel at every await of the model onion', () => {
     expect(rec.types().at(-1)).toBe('run.finished')
   })
 
-  it('while rateLimitModel waits its turn: the run ends at once, the model is not asked, the place is given back', async () => {
+  it('while rateLimit waits its turn: the run ends at once, the model is not asked, the place is given back', async () => {
     const model = scripted('m', [answer()])
-    const { agent, clock } = agentWith([rateLimitModel({ limit: 1, perMs: 10_000, maxWaitMs: 60_000 })], model)
+    const { agent, clock } = agentWith([rateLimit({ limit: 1, perMs: 10_000, maxWaitMs: 60_000 })], model)
     expect((await agent.run({ input: 'first' })).status).toBe('completed')
     const controller = new AbortController()
     const running = agent.run({ input: 'second', signal: controller.signal })
@@ -335,7 +336,7 @@ describe('a cancel at every await of the model onion', () => {
   it('while the spare model thinks, after a fallback: cancelled, not fallback_exhausted', async () => {
     const primary = scripted('primary', [unavailable()])
     const spare = stalling('spare', true)
-    const { agent, rec } = agentWith([fallbackModel({ models: [spare] })], primary)
+    const { agent, rec } = agentWith([fallback({ models: [spare] })], primary)
     const controller = new AbortController()
     const running = agent.run({ input: 'go', signal: controller.signal })
     await settle()
@@ -355,7 +356,7 @@ describe('a cancel at every await of the model onion', () => {
       model: primary,
       tools: [],
       clock: manualClock(),
-      modelMiddleware: [fallbackModel({ models: [spare] })],
+      modelMiddleware: [fallback({ models: [spare] })],
       onEvent: (event) => {
         rec.onEvent(event)
         if (event.type === 'model.fallback') controller.abort()
@@ -380,17 +381,17 @@ describe('nonsense numbers in a model layer factory', () => {
     ['memoryRetryBudget()', 'maxTokens', (v) => memoryRetryBudget({ maxTokens: v })],
     ['timeoutModel()', 'ms', (v) => timeoutModel({ ms: v })],
     ['timeoutModel()', 'models.gpt', (v) => timeoutModel({ models: { gpt: v } })],
-    ['circuitBreakerModel()', 'cooldownMs', (v) => circuitBreakerModel({ cooldownMs: v })],
-    ['circuitBreakerModel()', 'maxCooldownMs', (v) => circuitBreakerModel({ maxCooldownMs: v })],
-    ['circuitBreakerModel()', 'cooldownGrowth', (v) => circuitBreakerModel({ cooldownGrowth: v })],
-    ['circuitBreakerModel()', 'halfOpenProbes', (v) => circuitBreakerModel({ halfOpenProbes: v })],
-    ['circuitBreakerModel()', 'maxHalfOpenMs', (v) => circuitBreakerModel({ maxHalfOpenMs: v })],
+    ['circuitBreaker()', 'cooldownMs', (v) => circuitBreaker({ cooldownMs: v })],
+    ['circuitBreaker()', 'maxCooldownMs', (v) => circuitBreaker({ maxCooldownMs: v })],
+    ['circuitBreaker()', 'cooldownGrowth', (v) => circuitBreaker({ cooldownGrowth: v })],
+    ['circuitBreaker()', 'halfOpenProbes', (v) => circuitBreaker({ halfOpenProbes: v })],
+    ['circuitBreaker()', 'maxHalfOpenMs', (v) => circuitBreaker({ maxHalfOpenMs: v })],
     ['consecutive()', 'threshold', (v) => consecutive({ threshold: v })],
-    ['rateLimitModel()', 'limit', (v) => rateLimitModel({ limit: v })],
-    ['rateLimitModel()', 'perMs', (v) => rateLimitModel({ limit: 1, perMs: v })],
-    ['rateLimitModel()', 'burst', (v) => rateLimitModel({ limit: 1, burst: v })],
-    ['rateLimitModel()', 'maxWaitMs', (v) => rateLimitModel({ limit: 1, maxWaitMs: v })],
-    ['rateLimitModel()', 'storeTimeoutMs', (v) => rateLimitModel({ limit: 1, storeTimeoutMs: v })],
+    ['rateLimit()', 'limit', (v) => rateLimit({ limit: v })],
+    ['rateLimit()', 'perMs', (v) => rateLimit({ limit: 1, perMs: v })],
+    ['rateLimit()', 'burst', (v) => rateLimit({ limit: 1, burst: v })],
+    ['rateLimit()', 'maxWaitMs', (v) => rateLimit({ limit: 1, maxWaitMs: v })],
+    ['rateLimit()', 'storeTimeoutMs', (v) => rateLimit({ limit: 1, storeTimeoutMs: v })],
     ['errorClassifierModel()', 'maxRetryAfterMs', (v) => errorClassifierModel({ maxRetryAfterMs: v })],
     ['contextEditing()', 'maxInputTokens', (v) => contextEditing({ maxInputTokens: v })],
     ['contextEditing()', 'keep', (v) => contextEditing({ keep: v })],
@@ -483,7 +484,7 @@ describe('50 runs at once on one agent', () => {
       random: () => 0.5,
       onEvent: rec.onEvent,
       modelMiddleware: [
-        circuitBreakerModel({ policy: consecutive({ threshold: 3 }), cooldownMs: 60_000 }),
+        circuitBreaker({ policy: consecutive({ threshold: 3 }), cooldownMs: 60_000 }),
         retryModel({ maxAttempts: 3, backoff: 'constant', baseMs: 100, retryBudget }),
       ],
     })
@@ -590,7 +591,7 @@ describe('an onEvent listener that throws on model events', () => {
       random: () => 0.5,
       logger,
       ...(onEvent === undefined ? {} : { onEvent: onEvent as (event: AgentEvent) => void }),
-      modelMiddleware: [fallbackModel({ models: [spare] }), retryModel({ maxAttempts: 2, backoff: 'constant', baseMs: 10 })],
+      modelMiddleware: [fallback({ models: [spare] }), retryModel({ maxAttempts: 2, backoff: 'constant', baseMs: 10 })],
     })
     const running = agent.run({ input: 'go', runId: 'same' })
     await clock.runAll()
@@ -660,7 +661,7 @@ describe('a model a layer asks instead of the agent’s own', () => {
       clock: manualClock(),
       prices: { primary: { inputPerMTokUsd: 1, outputPerMTokUsd: 1 } },
       limits: { maxCostUsd: 0.5, maxTurns: 5 },
-      modelMiddleware: [fallbackModel({ models: [spare] })],
+      modelMiddleware: [fallback({ models: [spare] })],
     })
     const outcome = await agent.run({ input: 'go' })
     const error = stoppedWith(outcome)
@@ -804,7 +805,7 @@ describe('a retry budget store that answers slowly', () => {
   })
 })
 
-describe('50 runs at once through one rateLimitModel', () => {
+describe('50 runs at once through one rateLimit', () => {
   it('never lets more than the limit reach the model in any window, and every run completes with its own answer', async () => {
     const clock = manualClock()
     const at: number[] = []
@@ -819,7 +820,7 @@ describe('50 runs at once through one rateLimitModel', () => {
       model,
       tools: [],
       clock,
-      modelMiddleware: [rateLimitModel({ limit: 5, perMs: 1_000, burst: 5, maxWaitMs: 60_000 })],
+      modelMiddleware: [rateLimit({ limit: 5, perMs: 1_000, burst: 5, maxWaitMs: 60_000 })],
     })
     const runs = Array.from({ length: 50 }, (_, i) => agent.run({ input: String(i) }))
     await clock.runAll()
@@ -842,7 +843,7 @@ describe('50 runs at once through one rateLimitModel', () => {
       () => 42 as unknown as string,
     ]) {
       const model = scripted('m', [answer()])
-      const { agent } = agentWith([rateLimitModel({ limit: 1, key })], model)
+      const { agent } = agentWith([rateLimit({ limit: 1, key })], model)
       const error = stoppedWith(await agent.run({ input: 'go' }))
       expect(error.kind).toBe('model_failed')
       expect(error.message).toMatch(/key/)
@@ -851,14 +852,14 @@ describe('50 runs at once through one rateLimitModel', () => {
   })
 })
 
-describe('a third-party layer that sets ctx.attempt to nonsense inside circuitBreakerModel', () => {
+describe('a third-party layer that sets ctx.attempt to nonsense inside circuitBreaker', () => {
   it('does not keep the circuit from opening after threshold failures', async () => {
     const model = scripted('m', [unavailable()])
     const nonsense: ModelMiddleware = async function nonsense(ctx, next) {
       ctx.attempt = Number.NaN
       await next()
     }
-    const { agent, rec } = agentWith([circuitBreakerModel({ policy: consecutive({ threshold: 3 }), cooldownMs: 60_000 }), nonsense], model)
+    const { agent, rec } = agentWith([circuitBreaker({ policy: consecutive({ threshold: 3 }), cooldownMs: 60_000 }), nonsense], model)
     for (let i = 0; i < 4; i++) await agent.run({ input: 'go' })
     expect(rec.events.filter((e) => e.type === 'model.circuit' && e.to === 'open')).toHaveLength(1)
     expect(model.calls).toBe(3)

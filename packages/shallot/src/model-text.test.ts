@@ -140,7 +140,7 @@ describe('no secret reaches the model through any layer that writes text', () =>
     const key = text.split(' ').at(-1) ?? ''
     const failing = throwing('fetch_report', () => new ToolError('upstream_error', 'HTTP 503', { category: 'transient', retryable: false }))
     const result = await lastOf(
-      [circuitBreaker({ policy: consecutive({ threshold: 2 }), cooldownMs: 30_000, key: () => key })],
+      [circuitBreaker({ policy: consecutive({ threshold: 2 }), cooldownMs: 30_000, key: () => key }).wrapToolCall],
       [failing],
       [{ args: { q: 'a' } }, { args: { q: 'b' } }, { args: { q: 'c' } }],
     )

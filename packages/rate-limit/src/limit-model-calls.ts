@@ -1,29 +1,8 @@
 import { abortReason, type ModelContext, type ModelMiddleware, type ModelNext } from '@shallot/core'
-import { optionsParser } from '@shallot/core/kit'
-import { z } from 'zod'
 import { type Caller, decide, giveBack, STORE_FAILED_OPEN, waitTurn } from './admission.js'
 import type { RateDecision } from './gcra.js'
-import { keyFrom, type Limiter, limiterOf } from './rate-limit.js'
-import { keyFunction, rateLimitDataShape, storeSchema } from './rate-limit-options.js'
+import { keyFrom, type Limiter } from './limiter.js'
 import { rateLimitedError } from './rate-limited-error.js'
-
-/**
- * Options of {@link rateLimitModel}: the tool layer's, with `key` given the model call's context.
- *
- * @example
- * rateLimitModelOptionsSchema.parse({ limit: 50, perMs: 60_000 }).per // 'name'
- */
-export const rateLimitModelOptionsSchema = z.strictObject({
-  ...rateLimitDataShape,
-  /** Which bucket a model call takes from. Default `model:<provider>:<name>` (or `models` with `per: 'all'`). `undefined`: unlimited. */
-  key: keyFunction<ModelContext>(),
-  store: storeSchema,
-})
-
-/** What {@link rateLimitModel} accepts. */
-export type RateLimitModelOptions = z.input<typeof rateLimitModelOptionsSchema>
-
-const parse = optionsParser('rateLimitModel()', rateLimitModelOptionsSchema)
 
 /**
  * The bucket of a model by default: `model:` keeps it apart from a tool of the same name in a shared
@@ -37,26 +16,12 @@ export function modelRateKey(model: { readonly name: string; readonly provider?:
 }
 
 /**
- * A rate limit for model calls, from the same options as {@link rateLimit}: one bucket per model (or
- * per `key`), in this process or fleet-wide through a shared `store`. A request over the limit waits
- * for its turn when that comes within `maxWaitMs`, abortably; otherwise it is refused before the
- * provider is asked with the `rate_limited` ToolError (`retryAfterMs`, not retryable, safe to repeat),
- * as an open circuit refuses: a fallback layer outside moves on to the next model, and with nothing
- * outside the run ends as `model_failed` naming `rate_limited`. Place it inside fallback and outside
- * the breaker and retry: one logical model call takes one place, and the refusal never counts against
- * the model's circuit.
- *
- * @example
- * createAgent({ model, tools, modelMiddleware: [rateLimitModel({ limit: 50, perMs: 60_000, maxWaitMs: 2_000 }), retryModel()] })
+ * The model side of {@link rateLimit}: a request over the limit waits for its turn within `maxWaitMs`,
+ * abortably; otherwise it is refused before the provider is asked with the `rate_limited` ToolError
+ * (`retryAfterMs`, not retryable, safe to repeat), as an open circuit refuses. Place it inside fallback
+ * and outside the breaker and retry: one logical model call takes one place, and the refusal never
+ * counts against the model's circuit.
  */
-export function rateLimitModel(options?: RateLimitModelOptions): ModelMiddleware {
-  const parsed = parse(options)
-  const keyOf = parsed.key
-  const all = parsed.per === 'all'
-  return limitModelCalls(limiterOf(parsed), keyOf === undefined ? (ctx) => (all ? 'models' : modelRateKey(ctx.model)) : keyOf)
-}
-
-/** The model layer of a limiter, with the key function that names a call's bucket. */
 export function limitModelCalls(limiter: Limiter, keyOf: (ctx: ModelContext) => string | undefined): ModelMiddleware {
   const { options, store, rule } = limiter
 
@@ -76,8 +41,8 @@ export function limitModelCalls(limiter: Limiter, keyOf: (ctx: ModelContext) => 
     return waitTurn(caller, waitMs, cancelled).then(() => (ctx.signal.aborted ? Promise.reject(abortReason(ctx.signal)) : next()))
   }
 
-  return async function rateLimitModel(ctx: ModelContext, next: ModelNext): Promise<void> {
-    const key = keyFrom('rateLimitModel()', keyOf, ctx)
+  return async function rateLimitOfModels(ctx: ModelContext, next: ModelNext): Promise<void> {
+    const key = keyFrom('rateLimit()', keyOf, ctx)
     if (key === undefined) return next()
     if (ctx.signal.aborted) throw abortReason(ctx.signal)
     // No step left: the terminal ends the run with its budget error, without a wait for it.

@@ -1,7 +1,7 @@
-import { type AgentEvent, createAgent, type RunOutcome } from '@shallot/agent'
-import { circuitBreakerModel, consecutive } from '@shallot/circuit-breaker'
+import { circuitBreaker, consecutive } from '@shallot/circuit-breaker'
 import {
   defineTool,
+  type Layer,
   LoopError,
   type ModelAdapter,
   type ModelMiddleware,
@@ -13,7 +13,7 @@ import {
 import { manualClock } from '@shallot/testing'
 import { describe, expect, it } from 'vitest'
 import { z } from 'zod'
-import { fallbackDefinition, fallbackModel } from './index.js'
+import { fallback, fallbackDefinition } from './index.js'
 
 type Step = ModelResponse | Error | 'hang'
 
@@ -45,7 +45,7 @@ const answer = (text: string): ModelResponse => ({ text, toolCalls: [] })
 const flush = () => new Promise<void>((resolve) => setImmediate(resolve))
 const errorOf = (outcome: RunOutcome) => (outcome.status === 'stopped' ? outcome.error : undefined)
 
-function agentOf(model: ModelAdapter, layers: ModelMiddleware[]) {
+function agentOf(model: ModelAdapter, layers: Array<ModelMiddleware | Layer>) {
   const events: AgentEvent[] = []
   const agent = createAgent({
     model,
@@ -57,12 +57,12 @@ function agentOf(model: ModelAdapter, layers: ModelMiddleware[]) {
   return { agent, events, run: (signal?: AbortSignal) => agent.run(signal === undefined ? { input: 'go' } : { input: 'go', signal }) }
 }
 
-describe('fallbackModel()', () => {
+describe('fallback()', () => {
   it('asks the next model when one is down, from attempt 1, with a model.fallback event; the request is the same', async () => {
     const a = scripted('a', [overloaded()])
     const b = scripted('b', [overloaded()])
     const c = scripted('c', [answer('from c')])
-    const { run, events } = agentOf(a, [fallbackModel({ models: [b, c] })])
+    const { run, events } = agentOf(a, [fallback({ models: [b, c] })])
     expect(await run()).toMatchObject({ status: 'completed', output: 'from c' })
     expect(
       events.map((e) =>
@@ -75,7 +75,7 @@ describe('fallbackModel()', () => {
 
   it('ends as fallback_exhausted when every model fails, naming each, its attempts and last error; the cause is the last failure', async () => {
     const last = Object.assign(new Error('Service Unavailable'), { status: 503 })
-    const { run } = agentOf(scripted('a', [overloaded()]), [fallbackModel({ models: [scripted('b', [last])] })])
+    const { run } = agentOf(scripted('a', [overloaded()]), [fallback({ models: [scripted('b', [last])] })])
     const error = errorOf(await run())
     expect(error?.kind).toBe('fallback_exhausted')
     expect(error?.message).toBe('every model of the chain was unavailable (a, b)')
@@ -92,9 +92,9 @@ describe('fallbackModel()', () => {
   it('passes a LoopError through as the same object and ends on a failure that is not transient, without asking the next model', async () => {
     const hard = new LoopError('context_exceeded', 'too long')
     const b = scripted('b', [answer('never')])
-    expect(errorOf(await agentOf(scripted('a', [hard]), [fallbackModel({ models: [b] })]).run())).toBe(hard)
+    expect(errorOf(await agentOf(scripted('a', [hard]), [fallback({ models: [b] })]).run())).toBe(hard)
     const bad = Object.assign(new Error('bad field'), { status: 400 })
-    const refused = errorOf(await agentOf(scripted('a', [bad]), [fallbackModel({ models: [b] })]).run())
+    const refused = errorOf(await agentOf(scripted('a', [bad]), [fallback({ models: [b] })]).run())
     expect(refused).toMatchObject({
       kind: 'model_failed',
       message: 'the model call failed after 1 attempt: bad field',
@@ -107,7 +107,7 @@ describe('fallbackModel()', () => {
     const controller = new AbortController()
     const b = scripted('b', ['hang'])
     const c = scripted('c', [answer('never')])
-    const pending = agentOf(scripted('a', [overloaded()]), [fallbackModel({ models: [b, c] })]).run(controller.signal)
+    const pending = agentOf(scripted('a', [overloaded()]), [fallback({ models: [b, c] })]).run(controller.signal)
     await flush()
     expect(b.requests).toHaveLength(1)
     controller.abort(new Error('user gave up'))
@@ -121,24 +121,24 @@ describe('fallbackModel()', () => {
         return Promise.reject(overloaded())
       },
     }
-    expect(errorOf(await agentOf(a, [fallbackModel({ models: [c] })]).run(late.signal))?.kind).toBe('cancelled')
+    expect(errorOf(await agentOf(a, [fallback({ models: [c] })]).run(late.signal))?.kind).toBe('cancelled')
     expect(c.requests).toHaveLength(0)
   })
 
   it('hostile lists: a spare listed twice is refused naming it; the primary listed again is not asked twice; __proto__ is just a name', async () => {
     const b = scripted('b', [answer('b')])
-    expect(() => fallbackModel({ models: [b, b] })).toThrow(/models\[1\].*same model as models\[0\] \('b'\)/)
-    expect(() => fallbackModel({ models: [b, scripted('b', [])] })).toThrow(OptionsError)
-    expect(() => fallbackModel({ models: [] })).toThrow(/models/)
-    expect(() => fallbackModel({ models: [{ name: 'x' } as never] })).toThrow(/model adapter/)
+    expect(() => fallback({ models: [b, b] })).toThrow(/models\[1\].*same model as models\[0\] \('b'\)/)
+    expect(() => fallback({ models: [b, scripted('b', [])] })).toThrow(OptionsError)
+    expect(() => fallback({ models: [] })).toThrow(/models/)
+    expect(() => fallback({ models: [{ name: 'x' } as never] })).toThrow(/model adapter/)
     const a = scripted('a', [overloaded()])
-    const { run, events } = agentOf(a, [fallbackModel({ models: [a] })])
+    const { run, events } = agentOf(a, [fallback({ models: [a] })])
     expect(errorOf(await run())?.kind).toBe('model_failed')
     expect(a.requests).toHaveLength(1)
     expect(events.filter((e) => e.type === 'model.fallback')).toHaveLength(0)
 
     const proto = scripted('__proto__', [overloaded(), answer('from proto')])
-    const layers = [fallbackModel({ models: [proto] }), circuitBreakerModel({ policy: consecutive({ threshold: 1 }) })]
+    const layers = [fallback({ models: [proto] }), circuitBreaker({ policy: consecutive({ threshold: 1 }) })]
     const hostile = agentOf(scripted('a', [overloaded()]), layers)
     expect(errorOf(await hostile.run())?.details.models).toMatchObject([{ model: 'a' }, { model: '__proto__', circuit: 'open' }])
     expect(errorOf(await hostile.run())?.details.models).toMatchObject([
@@ -155,36 +155,43 @@ describe('fallbackModel()', () => {
       made.push(spec)
       return scripted(spec, [answer(`from ${spec}`)])
     }
-    const layer = fallbackModel({ models: ['anthropic:claude-sonnet-4-5'], resolveModel })
+    const layer = fallback({ models: ['anthropic:claude-sonnet-4-5'], resolveModel })
     const { run } = agentOf(scripted('a', [overloaded()]), [layer])
     expect(await run()).toMatchObject({ status: 'completed', output: 'from anthropic:claude-sonnet-4-5' })
     await run()
     expect(made).toEqual(['anthropic:claude-sonnet-4-5'])
-    expect(() => fallbackModel({ models: ['anthropic:claude'] })).toThrow(/models\[0\].*resolveModel/)
-    expect(() => fallbackModel({ models: ['claude'] })).toThrow(/provider:id/)
+    expect(() => fallback({ models: ['anthropic:claude'] })).toThrow(/models\[0\].*resolveModel/)
+    expect(() => fallback({ models: ['claude'] })).toThrow(/provider:id/)
     expect(() =>
-      fallbackModel({
+      fallback({
         models: ['x:y'],
         resolveModel: () => {
           throw new Error('no key')
         },
       }),
     ).toThrow(/resolveModel\('x:y'\) threw: no key/)
-    expect(() => fallbackModel({ models: ['x:y'], resolveModel: () => ({}) as never })).toThrow(/returned no model adapter/)
+    expect(() => fallback({ models: ['x:y'], resolveModel: () => ({}) as never })).toThrow(/returned no model adapter/)
   })
 
   it('the definition builds it from a file (models as provider:id, env.resolveModel) and needs models for model calls', async () => {
     const resolveModel = (spec: string) => scripted(spec, [answer('spare')])
-    const layer = fallbackDefinition.buildModel({ models: ['openai:gpt-4o-mini'], cacheMaxAgeMs: 1000 }, { resolveModel })
+    const layer = fallbackDefinition.buildModel({ models: ['openai:gpt-4o-mini'] }, { resolveModel })
     expect(await agentOf(scripted('a', [overloaded()]), [layer]).run()).toMatchObject({ status: 'completed', output: 'spare' })
-    expect(() => fallbackDefinition.buildModel({ default: { from: 'cache' } })).toThrow(/models/)
+    expect(() => fallbackDefinition.buildModel({ default: { from: 'cache' } })).toThrow(/wraps tool calls only/)
     expect(() => fallbackDefinition.buildModel({ models: ['gpt'] })).toThrow(/models/)
-    // The tool layer of the same options ignores models.
-    expect(typeof fallbackDefinition.build({ models: ['openai:gpt-4o-mini'], default: { from: 'cache' } })).toBe('function')
+    // A tool-call setting on a layer of spare models alone would do nothing: refused, naming it.
+    expect(() => fallbackDefinition.buildModel({ models: ['openai:gpt-4o-mini'], cacheMaxAgeMs: 1000 }, { resolveModel })).toThrow(
+      /option cacheMaxAgeMs: applies to tool calls only/,
+    )
+    // With tool sources too, the same options make both sides; spare models alone make no tool side.
+    expect(typeof fallbackDefinition.build({ models: ['openai:gpt-4o-mini'], default: { from: 'cache' } }, { resolveModel })).toBe(
+      'function',
+    )
+    expect(() => fallbackDefinition.build({ models: ['openai:gpt-4o-mini'] }, { resolveModel })).toThrow(/wraps model calls only/)
   })
 })
 
-describe('fallbackModel() with a run-scoped circuitBreakerModel()', () => {
+describe('fallback() with a run-scoped circuitBreaker()', () => {
   it("keeps the primary's circuit in the run's state: within the run it opens and is skipped; the next run starts closed", async () => {
     const echo = defineTool({ name: 'echo', description: 'Echo', input: z.object({}), effect: 'read', execute: () => 'echoed' })
     const turn = (id: string): ModelResponse => ({ toolCalls: [{ id, name: 'echo', args: {} }] })
@@ -194,7 +201,7 @@ describe('fallbackModel() with a run-scoped circuitBreakerModel()', () => {
       model: a,
       tools: [echo],
       clock: manualClock(),
-      modelMiddleware: [fallbackModel({ models: [b] }), circuitBreakerModel({ policy: consecutive({ threshold: 2 }), lifetime: 'run' })],
+      modelMiddleware: [fallback({ models: [b] }), circuitBreaker({ policy: consecutive({ threshold: 2 }), lifetime: 'run' })],
     })
     const outcome = await agent.run({ input: 'go' })
     expect(outcome).toMatchObject({ status: 'completed', output: 'b done' })
@@ -211,6 +218,6 @@ describe('createAgent({ model: [a, b], modelMiddleware })', () => {
   it('stays refused, naming the fallback layer as the way', () => {
     const a = scripted('a', [answer('a')])
     const b = scripted('b', [answer('b')])
-    expect(() => createAgent({ model: [a, b], tools: [], modelMiddleware: [] })).toThrow(/fallbackModel\(\{ models: \[b\] \}\)/)
+    expect(() => createAgent({ model: [a, b], tools: [], modelMiddleware: [] })).toThrow(/fallback\(\{ models: \[b\] \}\)/)
   })
 })

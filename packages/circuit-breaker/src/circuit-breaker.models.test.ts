@@ -1,5 +1,6 @@
-import { type AgentEvent, createAgent, type RunOutcome } from '@shallot/agent'
+import { type AgentEvent, type AgentEvent, createAgent, createAgent, type RunOutcome } from '@shallot/agent'
 import {
+  type Layer,
   LoopError,
   type ModelAdapter,
   type ModelMiddleware,
@@ -12,8 +13,8 @@ import { type ManualClock, manualClock } from '@shallot/testing'
 import { describe, expect, it } from 'vitest'
 import {
   type BreakerState,
+  circuitBreaker,
   circuitBreakerDefinition,
-  circuitBreakerModel,
   consecutive,
   memoryBreakerStore,
   modelBreakerKey,
@@ -52,7 +53,7 @@ const answer = (text: string): ModelResponse => ({ text, toolCalls: [] })
 const flush = () => new Promise<void>((resolve) => setImmediate(resolve))
 
 /** An agent of one model behind `layers`, on a manual clock, with its model.circuit events. */
-function agentOf(model: ModelAdapter, layers: ModelMiddleware[], clock: ManualClock = manualClock()) {
+function agentOf(model: ModelAdapter, layers: Array<ModelMiddleware | Layer>, clock: ManualClock = manualClock()) {
   const events: AgentEvent[] = []
   const agent = createAgent({
     model,
@@ -71,10 +72,10 @@ function agentOf(model: ModelAdapter, layers: ModelMiddleware[], clock: ManualCl
 
 const errorOf = (outcome: RunOutcome) => (outcome.status === 'stopped' ? outcome.error : undefined)
 
-describe('circuitBreakerModel()', () => {
+describe('circuitBreaker()', () => {
   it('opens after threshold failures and then fails fast, asking the model nothing, with model.circuit events', async () => {
     const m = scripted('gpt', [overloaded()], 'openai')
-    const { run, events } = agentOf(m, [circuitBreakerModel({ policy: consecutive({ threshold: 2 }), cooldownMs: 1000 })])
+    const { run, events } = agentOf(m, [circuitBreaker({ policy: consecutive({ threshold: 2 }), cooldownMs: 1000 })])
     expect(errorOf(await run())?.kind).toBe('model_failed')
     expect(errorOf(await run())?.kind).toBe('model_failed')
     expect(events).toMatchObject([{ type: 'model.circuit', model: 'gpt', from: 'closed', to: 'open', reason: '2 consecutive failures' }])
@@ -88,7 +89,7 @@ describe('circuitBreakerModel()', () => {
 
   it('lets one probe through after the cooldown on the manual clock: success closes, failure reopens for another cooldown', async () => {
     const m = scripted('gpt', [overloaded(), overloaded(), overloaded(), answer('back')])
-    const { run, clock, events } = agentOf(m, [circuitBreakerModel({ policy: consecutive({ threshold: 2 }), cooldownMs: 1000 })])
+    const { run, clock, events } = agentOf(m, [circuitBreaker({ policy: consecutive({ threshold: 2 }), cooldownMs: 1000 })])
     await run()
     await run()
     await clock.advance(999)
@@ -113,7 +114,7 @@ describe('circuitBreakerModel()', () => {
   it('does not count a bad request, a LoopError (passed through as the same object) or the run being cancelled', async () => {
     const hard = new LoopError('context_exceeded', 'too long')
     const m = scripted('gpt', [badRequest(), badRequest(), hard, hard, 'hang', 'hang', answer('still closed')])
-    const { run } = agentOf(m, [circuitBreakerModel({ policy: consecutive({ threshold: 2 }) })])
+    const { run } = agentOf(m, [circuitBreaker({ policy: consecutive({ threshold: 2 }) })])
     expect(errorOf(await run())?.message).toBe('the model call failed after 1 attempt: bad field')
     await run()
     expect(errorOf(await run())).toBe(hard)
@@ -145,7 +146,7 @@ describe('circuitBreakerModel()', () => {
         return answer('ok')
       },
     }
-    const { agent } = agentOf(m, [circuitBreakerModel({ policy: consecutive({ threshold: 3 }), cooldownMs: 1000 })], clock)
+    const { agent } = agentOf(m, [circuitBreaker({ policy: consecutive({ threshold: 3 }), cooldownMs: 1000 })], clock)
     const wave = () => Promise.all(Array.from({ length: 50 }, (_, i) => agent.run({ input: `r${i}` })))
     // All 50 are admitted while closed, and all fail: the circuit opens once.
     expect((await wave()).every((o) => o.status === 'stopped')).toBe(true)
@@ -169,7 +170,7 @@ describe('circuitBreakerModel()', () => {
   })
 
   it('keeps one breaker per agent: the same layer in two agents does not share state; a shared store does', async () => {
-    const layer = circuitBreakerModel({ policy: consecutive({ threshold: 1 }) })
+    const layer = circuitBreaker({ policy: consecutive({ threshold: 1 }) })
     const a = agentOf(scripted('gpt', [overloaded()]), [layer])
     const healthy = scripted('gpt', [answer('fine')])
     const b = agentOf(healthy, [layer])
@@ -177,7 +178,7 @@ describe('circuitBreakerModel()', () => {
     expect(await b.run()).toMatchObject({ status: 'completed' })
 
     const store = memoryBreakerStore()
-    const fleet = (model: ModelAdapter) => agentOf(model, [circuitBreakerModel({ policy: consecutive({ threshold: 1 }), store })])
+    const fleet = (model: ModelAdapter) => agentOf(model, [circuitBreaker({ policy: consecutive({ threshold: 1 }), store })])
     await fleet(scripted('gpt', [overloaded()], 'openai')).run()
     const other = scripted('gpt', [answer('never')], 'openai')
     expect(errorOf(await fleet(other).run())?.cause).toMatchObject({ code: 'circuit_open' })
@@ -189,11 +190,11 @@ describe('circuitBreakerModel()', () => {
     expect(modelBreakerKey({ name: 'gpt-4o', provider: 'openai' })).toBe('model:openai:gpt-4o')
     expect(modelBreakerKey({ name: 'search' })).toBe('model:search')
     const m = scripted('gpt', [overloaded(), answer('through')])
-    const { run } = agentOf(m, [circuitBreakerModel({ policy: consecutive({ threshold: 1 }), key: () => undefined })])
+    const { run } = agentOf(m, [circuitBreaker({ policy: consecutive({ threshold: 1 }), key: () => undefined })])
     await run()
     expect(await run()).toMatchObject({ status: 'completed', output: 'through' })
-    const bad = agentOf(m, [circuitBreakerModel({ key: () => 42 as unknown as string })])
-    expect(errorOf(await bad.run())?.message).toMatch(/key\(ctx\) must return a string or undefined, got number/)
+    const bad = agentOf(m, [circuitBreaker({ key: () => 42 as unknown as string })])
+    expect(errorOf(await bad.run())?.message).toMatch(/option key must return a string or undefined, got number/)
   })
 
   it('counts each request a retry layer inside made, and stretches the cooldown to a longer Retry-After', async () => {
@@ -207,7 +208,7 @@ describe('circuitBreakerModel()', () => {
         await next()
       }
     }
-    const { run, clock } = agentOf(m, [circuitBreakerModel({ policy: consecutive({ threshold: 2 }), cooldownMs: 1000 }), twice])
+    const { run, clock } = agentOf(m, [circuitBreaker({ policy: consecutive({ threshold: 2 }), cooldownMs: 1000 }), twice])
     await run()
     expect(m.requests).toHaveLength(2)
     await clock.advance(4999)
@@ -215,12 +216,12 @@ describe('circuitBreakerModel()', () => {
   })
 
   it('refuses garbage options naming the option; the definition builds a model layer with a sampling policy from a file', () => {
-    expect(() => circuitBreakerModel({ cooldownMs: -1 })).toThrow(OptionsError)
-    expect(() => circuitBreakerModel({ key: 'gpt' as never })).toThrow(/key/)
-    expect(() => circuitBreakerModel({ halfOpenProbes: 1, halfOpenSuccesses: 2 })).toThrow(/halfOpenSuccesses/)
-    expect(() => circuitBreakerModel({ lifetime: 'run', store: memoryBreakerStore() })).toThrow(/store/)
+    expect(() => circuitBreaker({ cooldownMs: -1 })).toThrow(OptionsError)
+    expect(() => circuitBreaker({ key: 'gpt' as never })).toThrow(/key/)
+    expect(() => circuitBreaker({ halfOpenProbes: 1, halfOpenSuccesses: 2 })).toThrow(/halfOpenSuccesses/)
+    expect(() => circuitBreaker({ lifetime: 'run', store: memoryBreakerStore() })).toThrow(/store/)
     expect(circuitBreakerDefinition.handles).toEqual({ tools: true, models: true })
     expect(typeof circuitBreakerDefinition.buildModel({ policy: { sampling: { failureRatio: 0.5 } } })).toBe('function')
-    expect(typeof circuitBreakerModel({ policy: sampling({ failureRatio: 0.5 }) })).toBe('function')
+    expect(typeof circuitBreaker({ policy: sampling({ failureRatio: 0.5 }) }).wrapModelCall).toBe('function')
   })
 })

@@ -1,8 +1,8 @@
 import { createAgent, type RunOutcome } from '@shallot/agent'
-import type { ModelAdapter, ModelMiddleware } from '@shallot/core'
+import type { Layer, ModelAdapter, ModelMiddleware } from '@shallot/core'
 import { type ManualClock, manualClock } from '@shallot/testing'
 import { describe, expect, it } from 'vitest'
-import { modelRateKey, type RateLimitStore, rateLimitDefinition, rateLimitModel } from './index.js'
+import { modelRateKey, type RateLimitStore, rateLimit, rateLimitDefinition } from './index.js'
 
 /** A model that answers at once and remembers when it was asked, on the manual clock. */
 function model(clock: ManualClock, name = 'gpt', provider?: string): ModelAdapter & { askedAt: number[] } {
@@ -18,7 +18,7 @@ function model(clock: ManualClock, name = 'gpt', provider?: string): ModelAdapte
   }
 }
 
-function agentOf(layers: ModelMiddleware[]) {
+function agentOf(layers: Array<ModelMiddleware | Layer>) {
   const clock = manualClock()
   const m = model(clock)
   const agent = createAgent({ model: m, tools: [], clock, modelMiddleware: layers })
@@ -27,9 +27,9 @@ function agentOf(layers: ModelMiddleware[]) {
 
 const errorOf = (outcome: RunOutcome) => (outcome.status === 'stopped' ? outcome.error : undefined)
 
-describe('rateLimitModel()', () => {
+describe('rateLimit()', () => {
   it('spaces model calls by the limit, each waiting its turn within maxWaitMs', async () => {
-    const { clock, m, run } = agentOf([rateLimitModel({ limit: 1, perMs: 1000, maxWaitMs: 2000 })])
+    const { clock, m, run } = agentOf([rateLimit({ limit: 1, perMs: 1000, maxWaitMs: 2000 })])
     const runs = Promise.all([run(), run(), run()])
     await clock.runAll()
     expect((await runs).map((o) => o.status)).toEqual(['completed', 'completed', 'completed'])
@@ -38,7 +38,7 @@ describe('rateLimitModel()', () => {
   })
 
   it('refuses a call whose turn is past maxWaitMs before the provider is asked: the run ends model_failed naming rate_limited', async () => {
-    const { clock, m, run } = agentOf([rateLimitModel({ limit: 1, perMs: 60_000, maxWaitMs: 1000 })])
+    const { clock, m, run } = agentOf([rateLimit({ limit: 1, perMs: 60_000, maxWaitMs: 1000 })])
     expect((await run()).status).toBe('completed')
     const refused = errorOf(await run())
     expect(refused?.kind).toBe('model_failed')
@@ -50,7 +50,7 @@ describe('rateLimitModel()', () => {
   })
 
   it('ends a wait the moment the run is cancelled, leaving no timer and asking nothing', async () => {
-    const { clock, m, run } = agentOf([rateLimitModel({ limit: 1, perMs: 1000, maxWaitMs: 5000 })])
+    const { clock, m, run } = agentOf([rateLimit({ limit: 1, perMs: 1000, maxWaitMs: 5000 })])
     await run()
     const controller = new AbortController()
     const waiting = run(controller.signal)
@@ -69,9 +69,9 @@ describe('rateLimitModel()', () => {
 
   it('fails open or closed on a store that rejects, as onStoreFailure says', async () => {
     const broken: RateLimitStore = { acquire: () => Promise.reject(new Error('ECONNREFUSED')) }
-    const open = agentOf([rateLimitModel({ limit: 1, store: broken })])
+    const open = agentOf([rateLimit({ limit: 1, store: broken })])
     expect((await open.run()).status).toBe('completed')
-    const closed = agentOf([rateLimitModel({ limit: 1, store: broken, onStoreFailure: 'closed' })])
+    const closed = agentOf([rateLimit({ limit: 1, store: broken, onStoreFailure: 'closed' })])
     const stopped = errorOf(await closed.run())
     expect(stopped?.cause).toMatchObject({ code: 'store_unavailable' })
     expect(closed.m.askedAt).toEqual([])

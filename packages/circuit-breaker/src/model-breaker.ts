@@ -1,18 +1,9 @@
-import {
-  abortReason,
-  LoopError,
-  type ModelContext,
-  type ModelMiddleware,
-  type ModelNext,
-  parseOptions,
-  ToolError,
-  trustedModelMiddleware,
-} from '@shallot/core'
+import { abortReason, LoopError, type ModelContext, type ModelMiddleware, type ModelNext, ToolError } from '@shallot/core'
 import { isTransientModelError } from '@shallot/core/kit'
-import { z } from 'zod'
 import { type Admission, breakerMachine, type Circuit, type Outcome, type Ticket, type Transition } from './breaker-machine.js'
-import { checkBreakerOptions, circuitBreakerOptionsSchema, lifetimeOf } from './circuit-breaker.js'
+import { type CircuitBreakerConfig, lifetimeOf } from './circuit-breaker-options.js'
 import { consecutive } from './consecutive.js'
+import { keyFrom } from './key-from.js'
 import { type BreakerHost, type StateHome, stateHome } from './state-home.js'
 import { stateListener } from './state-listener.js'
 
@@ -27,26 +18,10 @@ export interface ModelCircuitNote {
 
 declare module '@shallot/core' {
   interface ModelContext {
-    /** Set by `circuitBreakerModel()` on every call it judges: the circuit of `ctx.model` as the call left it. */
+    /** Set by the model side of `circuitBreaker()` on every call it judges: the circuit of `ctx.model` as the call left it. */
     circuit?: ModelCircuitNote | undefined
   }
 }
-
-const fn = <T>(shape: string) => z.custom<T>((v) => typeof v === 'function', { message: `must be a function ${shape}` })
-const { key: _toolKey, isFailure: _toolIsFailure, ...shared } = circuitBreakerOptionsSchema.shape
-
-/** Options of {@link circuitBreakerModel}: the tool breaker's, with `key` and `isFailure` given the model call's context. */
-export const circuitBreakerModelOptionsSchema = z
-  .strictObject({
-    ...shared,
-    /** Which breaker a model call belongs to. Default `model:<provider>:<name>` (or `model:<name>`). `undefined` bypasses the breaker. */
-    key: fn<(ctx: ModelContext) => string | undefined>('(ctx) => string | undefined').optional(),
-    /** Which failures count against the model's circuit. Default: core's transient model errors (408/429/5xx, timeouts, dropped connections). */
-    isFailure: fn<(error: unknown, ctx: ModelContext) => boolean>('(error, ctx) => boolean').optional(),
-  })
-  .superRefine(checkBreakerOptions)
-
-export type CircuitBreakerModelOptions = z.input<typeof circuitBreakerModelOptionsSchema>
 
 /**
  * The key of a model's breaker: `model:` keeps it apart from a tool of the same name in a shared
@@ -96,18 +71,13 @@ const noEvent = () => {}
 const hostOf = (ctx: ModelContext): BreakerHost => ({ run: ctx.run, log: ctx.log, emit: noEvent })
 
 /**
- * A circuit breaker for model calls: one breaker per model (per agent, unless a shared `store` says
- * otherwise), the same machine, policies and store as {@link circuitBreaker}. After repeated
- * transient failures the model's calls fail fast with a `circuit_open` ToolError (no request is made)
- * until the cooldown ends; then one probe (or `halfOpenProbes`) tests it. Every change is a
- * `model.circuit` agent event. Place it inside fallback (so fallback moves on to the next model)
- * and outside retry (it counts each failed request, as the tool breaker does).
- *
- * @example
- * createAgent({ model: gpt, tools, modelMiddleware: [fallbackModel({ models: [claude] }), circuitBreakerModel({ policy: consecutive({ threshold: 3 }) })] })
+ * The model side of {@link circuitBreaker}: one breaker per model (per agent, unless a shared `store`
+ * says otherwise), the same machine, policies and store as the tool side. After repeated transient
+ * failures the model's calls fail fast with a `circuit_open` ToolError (no request is made) until the
+ * cooldown ends; then one probe (or `halfOpenProbes`) tests it. Every change is a `model.circuit`
+ * agent event.
  */
-export function circuitBreakerModel(options?: CircuitBreakerModelOptions): ModelMiddleware {
-  const o = parseOptions('circuitBreakerModel()', circuitBreakerModelOptionsSchema, options)
+export function modelBreaker(o: CircuitBreakerConfig): ModelMiddleware {
   const machine = breakerMachine({
     policy: o.policy ?? consecutive(),
     cooldownMs: o.cooldownMs,
@@ -170,10 +140,9 @@ export function circuitBreakerModel(options?: CircuitBreakerModelOptions): Model
   }
 
   // Keeps the onion's contract: at most one next(), awaited (or returned) before it settles.
-  return trustedModelMiddleware(async function circuitBreakerModel(ctx: ModelContext, next: ModelNext): Promise<void> {
-    const key = o.key === undefined ? modelBreakerKey(ctx.model) : o.key(ctx)
+  return async function circuitBreakerOfModels(ctx: ModelContext, next: ModelNext): Promise<void> {
+    const key = o.key === undefined ? modelBreakerKey(ctx.model) : keyFrom(o.key, ctx)
     if (key === undefined) return next()
-    if (typeof key !== 'string') throw new TypeError(`circuitBreakerModel(): key(ctx) must return a string or undefined, got ${typeof key}`)
     if (ctx.signal.aborted) throw abortReason(ctx.signal)
     const model = ctx.model.name
     const home = homeOf(ctx.stackKey)
@@ -199,5 +168,5 @@ export function circuitBreakerModel(options?: CircuitBreakerModelOptions): Model
     // The happy path: a success that changes nothing (a closed circuit with nothing counted) writes nothing.
     if (home.quiet(ctx.run, key, admission, 'success')) ctx.circuit = { model, key, circuit: 'closed', refused: false }
     else await settle(ctx, model, key, admission, 'success', undefined, 1)
-  })
+  }
 }

@@ -6,14 +6,14 @@ import {
   type ModelInfo,
   type ModelMiddleware,
   OptionsError,
-  parseOptions,
   ToolError,
 } from '@shallot/core'
 import { describeModelFailure, isTransientModelError } from '@shallot/core/kit'
 import { z } from 'zod'
 
-const OWNER = 'fallbackModel()'
-const MAX_MODELS = 10
+const OWNER = 'fallback()'
+/** The most spare models a chain lists. */
+export const MAX_MODELS = 10
 
 /** How a config file names a spare model: `provider:id`, as `shallot run --model` does. */
 export const modelSpecSchema = z
@@ -30,15 +30,16 @@ const spareSchema = z.union([adapterSchema, modelSpecSchema], {
 /** Turns a `provider:id` string into a model adapter: the host's or the user's, e.g. the one `shallot run` uses. */
 export type ResolveModel = (spec: string) => ModelAdapter
 
-/** Options of {@link fallbackModel}. */
-export const fallbackModelOptionsSchema = z.strictObject({
-  /** The spare models, in the order they are tried after the agent's own: adapters, or `provider:id` strings that `resolveModel` turns into adapters. */
-  models: z.array(spareSchema).min(1).max(MAX_MODELS),
-  /** Resolves the `provider:id` strings of `models`, once, when the layer is made. */
+/** The options of the model side, in {@link fallback}'s one options schema. */
+export const modelShape = {
+  /**
+   * Model calls only: the spare models, in the order they are tried after the agent's own: adapters, or
+   * `provider:id` strings that `resolveModel` turns into adapters. Giving them gives the layer its model side.
+   */
+  models: z.array(spareSchema).min(1).max(MAX_MODELS).optional(),
+  /** Model calls only: resolves the `provider:id` strings of `models`, once, when the layer is made. */
   resolveModel: z.custom<ResolveModel>((v) => typeof v === 'function', { message: 'must be a function (spec) => ModelAdapter' }).optional(),
-})
-
-export type FallbackModelOptions = z.input<typeof fallbackModelOptionsSchema>
+}
 
 /** One model's part in a call that fell through: as core's chain reports it in `fallback_exhausted`. */
 interface Tried {
@@ -129,20 +130,16 @@ function exhausted(tried: readonly Tried[]): LoopError {
 const movesOn = (err: unknown): boolean => (ToolError.is(err) && err.code === 'circuit_open') || isTransientModelError(err)
 
 /**
- * The fallback chain of model calls: when the agent's model fails in a way that says it is down
- * (a transient failure after the retries inside, or a breaker inside that refuses it), the next
- * spare model is asked: `ctx.model` is replaced for the layers inside and `next()` is called again,
- * from attempt 1. A `model.fallback` event says each move. When every model failed the run ends as
- * `fallback_exhausted`, naming each model, its attempts, its circuit and its last error, in the
- * words of core's `model: [a, b]` chain. A LoopError, the run's cancellation and a failure that is
- * not transient (a bad request) end the call at once. Place it outermost: outside the breaker and retry.
- *
- * @example
- * createAgent({ model: gpt, tools, modelMiddleware: [fallbackModel({ models: [claude] }), circuitBreakerModel(), retryModel()] })
+ * The model side of {@link fallback}, the fallback chain of model calls: when the agent's model fails in
+ * a way that says it is down (a transient failure after the retries inside, or a breaker inside that
+ * refuses it), the next spare model is asked: `ctx.model` is replaced for the layers inside and `next()`
+ * is called again, from attempt 1. A `model.fallback` event says each move. When every model failed the
+ * run ends as `fallback_exhausted`, naming each model, its attempts, its circuit and its last error, in
+ * the words of core's `model: [a, b]` chain. A LoopError, the run's cancellation and a failure that is
+ * not transient (a bad request) end the call at once.
  */
-export function fallbackModel(options: FallbackModelOptions): ModelMiddleware {
-  const o = parseOptions(OWNER, fallbackModelOptionsSchema, options)
-  const spares = sparesOf(o.models, o.resolveModel)
+export function modelFallback(models: readonly (ModelAdapter | string)[], resolveModel: ResolveModel | undefined): ModelMiddleware {
+  const spares = sparesOf(models, resolveModel)
 
   /** What fails over after the primary failed with `failure`: the spares in order, each asked from `first`. */
   async function fellThrough(ctx: ModelContext, next: () => Promise<void>, first: number, failure: unknown): Promise<void> {
@@ -172,7 +169,7 @@ export function fallbackModel(options: FallbackModelOptions): ModelMiddleware {
   }
 
   // The happy path (the agent's own model answers) allocates nothing here.
-  return async function fallbackModel(ctx, next) {
+  return async function fallbackOfModels(ctx, next) {
     const first = ctx.attempt
     ;(ctx as { circuit?: unknown }).circuit = undefined
     try {

@@ -1,0 +1,193 @@
+import { abortReason, type Logger, LoopError, type Middleware, type Next, type ToolContext, ToolError } from '@shallot/core'
+import { type AbortSource, callNext } from '@shallot/core/kit'
+import {
+  type Admission,
+  type BreakerMachine,
+  breakerMachine,
+  type Outcome,
+  type Settlement,
+  type Ticket,
+  type Transition,
+} from './breaker-machine.js'
+import { type BreakerStateChange, type CircuitBreakerConfig, lifetimeOf } from './circuit-breaker-options.js'
+import { circuitOpenError } from './circuit-open-error.js'
+import { consecutive } from './consecutive.js'
+import { indictsTool } from './indicts-tool.js'
+import { keyFrom } from './key-from.js'
+import { runKeys } from './run-keys.js'
+import { type StateHome, stateHome } from './state-home.js'
+import { stateListener } from './state-listener.js'
+
+const isPromise = <T>(value: T | Promise<T>): value is Promise<T> => typeof (value as { then?: unknown })?.then === 'function'
+
+/**
+ * The tool side of {@link circuitBreaker}: one breaker per tool (or per `key`) for every run of the
+ * stack (or per run, with lifetime `run`), refusing calls with a soft `circuit_open` while open.
+ */
+export function toolBreaker(o: CircuitBreakerConfig): Middleware {
+  const machine = breakerMachine({
+    policy: o.policy ?? consecutive(),
+    cooldownMs: o.cooldownMs,
+    cooldownGrowth: o.cooldownGrowth,
+    maxCooldownMs: o.maxCooldownMs ?? o.cooldownMs * 10,
+    halfOpenProbes: o.halfOpenProbes,
+    halfOpenSuccesses: o.halfOpenSuccesses,
+    maxHalfOpenMs: o.maxHalfOpenMs,
+  })
+  const b: Breaker = {
+    machine,
+    home: stateHome(machine, o.maxKeys, lifetimeOf(o), o.store),
+    tell: stateListener(o.onStateChange),
+    isFailure: o.isFailure ?? indictsTool,
+  }
+  const { home } = b
+  const keyOf = o.key
+  const keysOfRun = runKeys(o.maxKeys)
+
+  const middleware: Middleware = function circuitBreaker(ctx, next) {
+    const tool = ctx.tool
+    if (tool === undefined) return next()
+    let key: string | undefined
+    try {
+      key = keyOf === undefined ? tool.name : keyFrom(keyOf, ctx)
+    } catch (err) {
+      return Promise.reject(err)
+    }
+    if (key === undefined) return next()
+    if (keyOf !== undefined) keysOfRun.note(ctx.run, tool.name, key)
+    // The signal as it stands, not made real: a store's wait makes it real only if it must wait.
+    const signal = ctx.currentSignal()
+    if (signal.aborted) return Promise.reject(abortReason(signal))
+    // The happy path (a closed circuit, in local or run state) reads neither the clock nor writes anything.
+    const admission = home.admitClosed(ctx.run, key)
+    return admission === undefined
+      ? admitThenProceed(b, ctx, next, tool.name, key, signal)
+      : proceed(b, ctx, next, tool.name, key, signal, admission)
+  }
+
+  middleware.describeTool = function describeTool(tool, run, now) {
+    const key = keyOf === undefined ? tool.name : keysOfRun.get(run, tool.name)
+    if (key === undefined) return undefined
+    const state = home.peek(run, key)
+    if (state === undefined || state.circuit !== 'open') return undefined
+    const remaining = machine.remainingMs(state, now)
+    if (remaining === undefined || remaining <= 0) return undefined
+    const which = key === tool.name ? '' : ` (${key})`
+    return `UNAVAILABLE${which}: circuit open, retry in ${Math.ceil(remaining / 1000)}s`
+  }
+  return middleware
+}
+
+/** One `circuitBreaker()`'s parts, built once: every call it handles goes through the functions below. */
+interface Breaker {
+  readonly machine: BreakerMachine
+  readonly home: StateHome
+  /** The user's onStateChange: one that throws or rejects is logged once, not on every state change after. */
+  readonly tell: (change: BreakerStateChange, log: Logger) => void
+  readonly isFailure: (error: unknown, ctx: ToolContext) => boolean
+}
+
+/**
+ * The call once admitted (or refused): reactions on next()'s promise rather than an await, so a call
+ * blocked in its tool keeps no suspended frame here.
+ */
+function proceed(
+  b: Breaker,
+  ctx: ToolContext,
+  next: Next,
+  tool: string,
+  key: string,
+  signal: AbortSource,
+  admission: Admission,
+): Promise<void> {
+  try {
+    if (admission.changes.length > 0) report(b, ctx, key, admission.changes)
+    if (admission.expired > 0) ctx.emit('circuit-breaker.probe_expired', { key, count: admission.expired })
+    if (!admission.pass) {
+      const { circuit, failures } = admission.state
+      ctx.emit('circuit-breaker.refused', { key, circuit, retryAfterMs: admission.retryAfterMs })
+      throw circuitOpenError({ tool, key, circuit: circuit as 'open' | 'half-open', failures, retryAfterMs: admission.retryAfterMs })
+    }
+    if (admission.probe !== 0) ctx.emit('circuit-breaker.probe', { key, probe: admission.probe })
+  } catch (refused) {
+    return Promise.reject(refused)
+  }
+  // Retry inside the breaker bumps ctx.attempt for each repeat: the requests this call made.
+  const firstAttempt = ctx.attempt
+  return callNext(next).then(
+    () => settle(b, ctx, key, signal, admission, 'success', undefined),
+    (err: unknown) => {
+      const settled = settle(b, ctx, key, signal, admission, judge(b, ctx, key, err, signal), err, ctx.attempt - firstAttempt + 1)
+      if (settled === undefined) throw err
+      return settled.then(() => {
+        throw err
+      })
+    },
+  )
+}
+
+/**
+ * A circuit that is not closed in local or run state, or a shared store: admission may wait on the store.
+ * Admission and settlement read the clock inside the step, when the home applies it: a shared store
+ * hands the step times no later than the moment update() was called, so a `now` read then is never
+ * earlier than them. A `now` read before the call could be, by however long the process stalled
+ * between the two reads (preempted, collecting garbage): a probe slot another worker took a moment
+ * ago would then read as a time from another clock, be forgotten, and a second probe run.
+ */
+async function admitThenProceed(b: Breaker, ctx: ToolContext, next: Next, tool: string, key: string, signal: AbortSource): Promise<void> {
+  const pending = b.home.apply(ctx, key, signal, (current) => b.machine.admit(current, ctx.clock.now()))
+  return proceed(b, ctx, next, tool, key, signal, isPromise(pending) ? await pending : pending)
+}
+
+function judge(b: Breaker, ctx: ToolContext, key: string, error: unknown, signal: AbortSource): Outcome {
+  if (LoopError.is(error)) return 'neutral'
+  let verdictOn = error
+  if (signal.aborted) {
+    // The caller's own cancellation says nothing about the tool; an outer deadline (a ToolError) might.
+    const reason = abortReason(signal)
+    if (LoopError.is(reason)) return 'neutral'
+    verdictOn = reason
+  }
+  try {
+    return b.isFailure(verdictOn, ctx) ? 'failure' : 'neutral'
+  } catch (err) {
+    ctx.log.error({ key, err }, 'circuit breaker isFailure threw; not counting this error')
+    return 'neutral'
+  }
+}
+
+function settle(
+  b: Breaker,
+  ctx: ToolContext,
+  key: string,
+  signal: AbortSource,
+  ticket: Ticket,
+  outcome: Outcome,
+  error: unknown,
+  attempts = 1,
+): void | Promise<void> {
+  if (b.home.quiet(ctx.run, key, ticket, outcome)) return
+  const retryAfterMs = outcome === 'failure' && ToolError.is(error) ? error.retryAfterMs : undefined
+  // The clock is read in the step, as in admitThenProceed: a probe's own slot must not look like the future.
+  const done = b.home.apply(ctx, key, signal, (current) =>
+    b.machine.settle(current, ticket, outcome, ctx.clock.now(), retryAfterMs, attempts),
+  )
+  const after = ({ stale, change, trial }: Settlement) => {
+    if (stale) ctx.emit('circuit-breaker.stale', { key, outcome, probe: ticket.probe })
+    else if (trial !== undefined) ctx.emit('circuit-breaker.probe_succeeded', { key, probe: ticket.probe, ...trial })
+    else if (outcome === 'failure') ctx.emit('circuit-breaker.failure', { key, code: ToolError.is(error) ? error.code : 'thrown' })
+    else if (outcome === 'neutral') ctx.emit('circuit-breaker.probe_released', { key, probe: ticket.probe })
+    if (change !== undefined) report(b, ctx, key, [change])
+  }
+  if (isPromise(done)) return done.then(after)
+  after(done)
+}
+
+function report(b: Breaker, ctx: ToolContext, key: string, changes: readonly Transition[]): void {
+  for (const { from, to, reason } of changes) {
+    const fields = { key, from, to, reason }
+    ctx.log.info(fields, 'circuit breaker state change')
+    ctx.emit('circuit-breaker.state', fields)
+    b.tell({ ...fields, at: ctx.clock.now(), runId: ctx.run.id }, ctx.log)
+  }
+}
