@@ -1,4 +1,4 @@
-import { type AgentEvent, type AgentEvent, createAgent, createAgent, type RunOutcome } from '@shallot/agent'
+import { type AgentEvent, createAgent, type RunOutcome } from '@shallot/agent'
 import {
   type Layer,
   LoopError,

@@ -1,3 +1,4 @@
+import { type AgentEvent, createAgent, type RunOutcome } from '@shallot/agent'
 import { circuitBreaker, consecutive } from '@shallot/circuit-breaker'
 import {
   defineTool,

@@ -3,7 +3,7 @@ import { createStack, defineTool, type ModelAdapter, type ToolResult } from '@sh
 import { manualClock } from '@shallot/testing'
 import { describe, expect, it } from 'vitest'
 import { z } from 'zod'
-import { type RateLimitStore, rateLimit, rateLimitModel } from './index.js'
+import { type RateLimitStore, rateLimit } from './index.js'
 
 // Every shape of number a store could answer, against a layer that lets a call wait 1000 ms at most.
 const MAX_WAIT_MS = 1_000
@@ -122,7 +122,7 @@ describe('rateLimit: every wait a store proposes is checked against maxWaitMs be
           return { text: 'done', toolCalls: [] }
         },
       }
-      const agent = createAgent({ model, tools: [], clock, modelMiddleware: [rateLimitModel({ ...RULE, store, onStoreFailure })] })
+      const agent = createAgent({ model, tools: [], clock, modelMiddleware: [rateLimit({ ...RULE, store, onStoreFailure })] })
       const outcome = await withinBound(clock, agent.run({ input: 'go' }))
       const stopped = outcome.status === 'stopped' ? outcome.error : undefined
       if (verdict === 'runs' || (verdict === 'garbage' && onStoreFailure === 'open')) {
