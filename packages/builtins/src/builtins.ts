@@ -1,7 +1,7 @@
 import { bulkhead, bulkheadDefinition } from '@shallot/bulkhead'
 import { circuitBreaker, circuitBreakerDefinition } from '@shallot/circuit-breaker'
 import { coalesce, coalesceDefinition } from '@shallot/coalesce'
-import type { Middleware, MiddlewareDefinition } from '@shallot/core'
+import type { Layer, Middleware, MiddlewareDefinition } from '@shallot/core'
 import { errorClassifier, errorClassifierDefinition } from '@shallot/error-classifier'
 import { fallback, fallbackDefinition } from '@shallot/fallback'
 import { hedging, hedgingDefinition } from '@shallot/hedging'
@@ -17,7 +17,7 @@ import { timeout, timeoutDefinition } from '@shallot/timeout'
 const builtin = <const Option extends string, Options, const InDefault extends boolean>(entry: {
   option: Option
   definition: MiddlewareDefinition
-  create: (options?: Options) => Middleware
+  create: (options?: Options) => Middleware | Layer
   inDefaultStack: InDefault
 }) => Object.freeze(entry)
 

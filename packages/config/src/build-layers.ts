@@ -1,4 +1,4 @@
-import { type AnyTool, defineTool, type Middleware, type MiddlewareEnv, OptionsError } from '@shallot/core'
+import { type AnyTool, defineTool, type Middleware, type MiddlewareEnv, OptionsError, toolSideOf } from '@shallot/core'
 import { canonicalJson, closest } from '@shallot/core/kit'
 import { ConfigError, type ConfigIssue } from './config-error.js'
 import { OFF } from './config-schema.js'
@@ -89,8 +89,8 @@ export function buildLayers(
       return old.layer
     }
     try {
-      const layer = plan.definition.create(variant.parsed as never, env)
-      if (typeof layer !== 'function') throw new TypeError(`create() returned ${typeof layer}, not a middleware function`)
+      // A definition's create returns a layer (retry(): both sides) or a tool middleware: the tool side is what runs here.
+      const layer = toolSideOf(plan.definition.create(variant.parsed as never, env), `${plan.name}: create()`)
       cache.set(key, { definition: plan.definition, layer })
       created++
       return layer

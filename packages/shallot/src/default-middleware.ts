@@ -1,5 +1,5 @@
 import { builtins, type DefaultBuiltin } from '@shallot/builtins'
-import { type Middleware, parseOptions } from '@shallot/core'
+import { type Layer, type Middleware, parseOptions, toolSideOf } from '@shallot/core'
 import { z } from 'zod'
 
 /** Options for each of the seven layers of the default stack, by factory name; `false` leaves a layer out. */
@@ -36,7 +36,7 @@ export function defaultMiddleware(options: DefaultMiddlewareOptions = {}): Middl
   for (const { option, create } of defaults) {
     const layerOptions = options[option]
     if (layerOptions === false) continue
-    layers.push((create as (o: unknown) => Middleware)(layerOptions))
+    layers.push(toolSideOf((create as (o: unknown) => Middleware | Layer)(layerOptions), `defaultMiddleware(): ${option}`))
   }
   return layers
 }
