@@ -2,7 +2,7 @@ import { circuitBreakerModel, consecutive } from '@shallot/circuit-breaker'
 import { type Agent, type AgentModel, type AgentOptions, createAgent as createCoreAgent, type ModelAdapter } from '@shallot/core'
 import { errorClassifierModel } from '@shallot/error-classifier'
 import { fallbackModel } from '@shallot/fallback'
-import { retryModel } from '@shallot/retry'
+import { retry } from '@shallot/retry'
 import { timeoutModel } from '@shallot/timeout'
 
 /**
@@ -26,7 +26,7 @@ export function createAgent(options: AgentOptions<AgentModel>): Agent {
           }),
         ]
       : []),
-    retryModel({ maxAttempts: 3, baseMs: 250, capMs: 4000, maxRetryAfterMs: 60_000, ...modelRetry }),
+    retry({ maxAttempts: 3, baseMs: 250, capMs: 4000, maxRetryAfterMs: 60_000, ...modelRetry }),
     errorClassifierModel({ maxRetryAfterMs: 24 * 3600 * 1000 }),
     timeoutModel({ ms: modelTimeoutMs ?? 60_000 }),
   ]

@@ -3,7 +3,7 @@
 import { ChatAnthropic } from '@langchain/anthropic'
 import { type ModelMiddleware, OptionsError } from '@shallot/core'
 import { errorClassifierModel } from '@shallot/error-classifier'
-import { retryModel } from '@shallot/retry'
+import { retry } from '@shallot/retry'
 import { manualClock } from '@shallot/testing'
 import { createAgent } from 'langchain'
 import { afterEach, describe, expect, it } from 'vitest'
@@ -43,7 +43,7 @@ describe('shallotMiddleware({ modelMiddleware })', () => {
       tools: [],
       middleware: [
         shallotMiddleware({
-          modelMiddleware: [retryModel({ maxAttempts: 3, baseMs: 0, capMs: 0 }), tracing, errorClassifierModel()],
+          modelMiddleware: [retry({ maxAttempts: 3, baseMs: 0, capMs: 0 }), tracing, errorClassifierModel()],
           clock: manualClock(),
         }),
       ],
@@ -69,18 +69,21 @@ describe('shallotMiddleware({ modelMiddleware })', () => {
   })
 
   it('refuses modelCall retry fields beside it, naming each: two retry loops would nest', () => {
-    expect(() =>
-      shallotMiddleware({ modelMiddleware: [retryModel()], modelCall: { maxAttempts: 5, capMs: 100, timeoutMs: 5000 } }),
-    ).toThrow(OptionsError)
-    expect(() => shallotMiddleware({ modelMiddleware: [retryModel()], modelCall: { maxAttempts: 5 } })).toThrow(
+    expect(() => shallotMiddleware({ modelMiddleware: [retry()], modelCall: { maxAttempts: 5, capMs: 100, timeoutMs: 5000 } })).toThrow(
+      OptionsError,
+    )
+    expect(() => shallotMiddleware({ modelMiddleware: [retry()], modelCall: { maxAttempts: 5 } })).toThrow(
       /modelCall\.maxAttempts: belongs to the retry layer/,
     )
-    expect(() => shallotMiddleware({ modelMiddleware: [retryModel()], modelCall: { timeoutMs: 5000 } })).not.toThrow()
+    expect(() => shallotMiddleware({ modelMiddleware: [retry()], modelCall: { timeoutMs: 5000 } })).not.toThrow()
   })
 
-  it.each([[42], ['retry'], [[retryModel(), null]], [{ next: () => {} }]])('refuses %j as modelMiddleware', (bad) => {
-    expect(() => shallotMiddleware({ modelMiddleware: bad as never })).toThrow(/modelMiddleware: must be a model middleware/)
-  })
+  it.each([[42], ['retry'], [[retry(), null]], [{ next: () => {} }], [{ name: 'audit', wrapToolCall: async () => {} }]])(
+    'refuses %j as modelMiddleware',
+    (bad) => {
+      expect(() => shallotMiddleware({ modelMiddleware: bad as never })).toThrow(/modelMiddleware: must be a layer with a model side/)
+    },
+  )
 
   it('a layer that swaps ctx.model ends the call saying what to use instead, without asking a model it cannot reach', async () => {
     server = await anthropicServer([done])

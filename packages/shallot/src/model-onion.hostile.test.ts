@@ -8,6 +8,7 @@ import {
   type AgentEvent,
   createAgent as createCoreAgent,
   defineTool,
+  type LayerEntry,
   LoopError,
   MiddlewareUsageError,
   type ModelAdapter,
@@ -19,7 +20,7 @@ import {
 import { errorClassifierModel } from '@shallot/error-classifier'
 import { fallbackModel } from '@shallot/fallback'
 import { rateLimitModel } from '@shallot/rate-limit'
-import { memoryRetryBudget, retryModel } from '@shallot/retry'
+import { memoryRetryBudget, retry } from '@shallot/retry'
 import { manualClock } from '@shallot/testing'
 import { timeoutModel } from '@shallot/timeout'
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest'
@@ -28,7 +29,7 @@ import { createAgent, defaultModelMiddleware, OptionsError, ToolError } from './
 import { answer, recorder, scripted, settle, stalling, unavailable } from './model-onion.hostile.support.js'
 
 /** An agent on core's createAgent (no default layers) with `layers` as its model onion and virtual time. */
-function agentWith(layers: ModelMiddleware[], model: ModelAdapter = scripted('m', [answer()])) {
+function agentWith(layers: LayerEntry<ModelMiddleware>[], model: ModelAdapter = scripted('m', [answer()])) {
   const clock = manualClock()
   const rec = recorder()
   const agent = createCoreAgent({ model, tools: [], modelMiddleware: layers, clock, onEvent: rec.onEvent })
@@ -279,9 +280,9 @@ describe('a cancel at every await of the model onion', () => {
     expect(error.kind).toBe('cancelled')
   }
 
-  it('while retryModel waits its backoff: the run ends at once, the model is not asked again, no sleeper is left', async () => {
+  it('while retry waits its backoff: the run ends at once, the model is not asked again, no sleeper is left', async () => {
     const model = scripted('m', [unavailable(), answer()])
-    const { agent, clock, rec } = agentWith([retryModel({ maxAttempts: 3, baseMs: 1_000, capMs: 1_000, backoff: 'constant' })], model)
+    const { agent, clock, rec } = agentWith([retry({ maxAttempts: 3, baseMs: 1_000, capMs: 1_000, backoff: 'constant' })], model)
     const controller = new AbortController()
     const running = agent.run({ input: 'go', signal: controller.signal })
     await settle()
@@ -318,7 +319,7 @@ describe('a cancel at every await of the model onion', () => {
     ['reads request.signal', true],
   ])('while the adapter thinks (%s): the run ends at once, a late answer changes nothing', async (_name, reads) => {
     const model = stalling('slow', reads)
-    const { agent, rec } = agentWith([retryModel(), timeoutModel({ ms: 60_000 })], model)
+    const { agent, rec } = agentWith([retry(), timeoutModel({ ms: 60_000 })], model)
     const controller = new AbortController()
     const running = agent.run({ input: 'go', signal: controller.signal })
     await settle()
@@ -372,13 +373,13 @@ describe('nonsense numbers in a model layer factory', () => {
   const bad = [Number.NaN, Number.POSITIVE_INFINITY, Number.NEGATIVE_INFINITY, -1] as const
   // [what, option path, build with the value]: every numeric option of every model layer.
   const factories: [string, string, (v: number) => unknown][] = [
-    ['retryModel()', 'maxAttempts', (v) => retryModel({ maxAttempts: v })],
-    ['retryModel()', 'baseMs', (v) => retryModel({ baseMs: v })],
-    ['retryModel()', 'capMs', (v) => retryModel({ capMs: v })],
-    ['retryModel()', 'maxElapsedMs', (v) => retryModel({ maxElapsedMs: v })],
-    ['retryModel()', 'maxRetryAfterMs', (v) => retryModel({ maxRetryAfterMs: v })],
-    ['retryModel()', 'retryBudgetCosts.retry', (v) => retryModel({ retryBudgetCosts: { retry: v } })],
-    ['retryModel()', 'perCode.rate_limited.maxAttempts', (v) => retryModel({ perCode: { rate_limited: { maxAttempts: v } } })],
+    ['retry()', 'maxAttempts', (v) => retry({ maxAttempts: v })],
+    ['retry()', 'baseMs', (v) => retry({ baseMs: v })],
+    ['retry()', 'capMs', (v) => retry({ capMs: v })],
+    ['retry()', 'maxElapsedMs', (v) => retry({ maxElapsedMs: v })],
+    ['retry()', 'maxRetryAfterMs', (v) => retry({ maxRetryAfterMs: v })],
+    ['retry()', 'retryBudgetCosts.retry', (v) => retry({ retryBudgetCosts: { retry: v } })],
+    ['retry()', 'perCode.rate_limited.maxAttempts', (v) => retry({ perCode: { rate_limited: { maxAttempts: v } } })],
     ['memoryRetryBudget()', 'maxTokens', (v) => memoryRetryBudget({ maxTokens: v })],
     ['timeoutModel()', 'ms', (v) => timeoutModel({ ms: v })],
     ['timeoutModel()', 'models.gpt', (v) => timeoutModel({ models: { gpt: v } })],
@@ -413,15 +414,15 @@ describe('nonsense numbers in a model layer factory', () => {
   const documentedInfinity = new Set(['maxAttempts', 'perCode.rate_limited.maxAttempts'])
   const cases = factories.flatMap(([owner, path, build]) =>
     bad
-      .filter((v) => !(owner === 'retryModel()' && documentedInfinity.has(path) && v === Number.POSITIVE_INFINITY))
+      .filter((v) => !(owner === 'retry()' && documentedInfinity.has(path) && v === Number.POSITIVE_INFINITY))
       .map((v) => [owner, path, v, build] as const),
   )
 
-  it('retryModel({ maxAttempts: Infinity }) is accepted as documented, and its retry budget still ends a failing call', async () => {
+  it('retry({ maxAttempts: Infinity }) is accepted as documented, and its retry budget still ends a failing call', async () => {
     const model = scripted('m', [unavailable()])
     const retryBudget = memoryRetryBudget({ maxTokens: 15 })
     const { agent, clock } = agentWith(
-      [retryModel({ maxAttempts: Number.POSITIVE_INFINITY, backoff: 'constant', baseMs: 10, retryBudget })],
+      [retry({ maxAttempts: Number.POSITIVE_INFINITY, backoff: 'constant', baseMs: 10, retryBudget })],
       model,
     )
     const running = agent.run({ input: 'go' })
@@ -486,7 +487,7 @@ describe('50 runs at once on one agent', () => {
       onEvent: rec.onEvent,
       modelMiddleware: [
         circuitBreakerModel({ policy: consecutive({ threshold: 3 }), cooldownMs: 60_000 }),
-        retryModel({ maxAttempts: 3, backoff: 'constant', baseMs: 100, retryBudget }),
+        retry({ maxAttempts: 3, backoff: 'constant', baseMs: 100, retryBudget }),
       ],
     })
     const ids = Array.from({ length: 50 }, (_, i) => i)
@@ -592,7 +593,7 @@ describe('an onEvent listener that throws on model events', () => {
       random: () => 0.5,
       logger,
       ...(onEvent === undefined ? {} : { onEvent: onEvent as (event: AgentEvent) => void }),
-      modelMiddleware: [fallbackModel({ models: [spare] }), retryModel({ maxAttempts: 2, backoff: 'constant', baseMs: 10 })],
+      modelMiddleware: [fallbackModel({ models: [spare] }), retry({ maxAttempts: 2, backoff: 'constant', baseMs: 10 })],
     })
     const running = agent.run({ input: 'go', runId: 'same' })
     await clock.runAll()
@@ -674,7 +675,7 @@ describe('a model a layer asks instead of the agent’s own', () => {
   })
 })
 
-describe('a late answer of an attempt that timed out, under retryModel', () => {
+describe('a late answer of an attempt that timed out, under retry', () => {
   it('is never taken for the next attempt’s answer: the output and usage are the fresh attempt’s', async () => {
     const clock = manualClock()
     const model = stalling('slow', false)
@@ -685,7 +686,7 @@ describe('a late answer of an attempt that timed out, under retryModel', () => {
       clock,
       random: () => 0.5,
       onEvent: rec.onEvent,
-      modelMiddleware: [retryModel({ maxAttempts: 2, backoff: 'constant', baseMs: 10 }), timeoutModel({ ms: 1_000 })],
+      modelMiddleware: [retry({ maxAttempts: 2, backoff: 'constant', baseMs: 10 }), timeoutModel({ ms: 1_000 })],
     })
     const running = agent.run({ input: 'go' })
     await clock.advance(1_000)
@@ -791,7 +792,7 @@ describe('a retry budget store that answers slowly', () => {
       available: () => 500,
     }
     const model = scripted('m', [unavailable(), answer()])
-    const { agent, rec, clock } = agentWith([retryModel({ maxAttempts: 3, backoff: 'constant', baseMs: 10, retryBudget })], model)
+    const { agent, rec, clock } = agentWith([retry({ maxAttempts: 3, backoff: 'constant', baseMs: 10, retryBudget })], model)
     const controller = new AbortController()
     const running = agent.run({ input: 'go', signal: controller.signal })
     await settle()
