@@ -9,7 +9,7 @@ import { idempotency } from '@shallot/idempotency'
 import { policy } from '@shallot/policy'
 import { retry } from '@shallot/retry'
 import { postgresStores } from '@shallot/store-postgres'
-import { timeoutModel } from '@shallot/timeout'
+import { timeout } from '@shallot/timeout'
 import pg from 'pg'
 import { planOf, worldModel, worldTools } from './world.js'
 
@@ -48,7 +48,7 @@ const inner = createAgent({
   checkpoints: stores.checkpoints,
   clock,
   // Core's createAgent asks the model only through its onion: the retry and deadline of model calls are layers.
-  modelMiddleware: [retry({ maxAttempts: 4, baseMs: 50, capMs: 200 }), timeoutModel({ ms: 60_000 })],
+  modelMiddleware: [retry({ maxAttempts: 4, baseMs: 50, capMs: 200 }), timeout({ ms: 60_000 })],
   park: { afterMs: config.parkMs, wallNow: () => Date.now() + offset },
 })
 

@@ -3,7 +3,7 @@ import { type Agent, type AgentModel, type AgentOptions, createAgent as createCo
 import { errorClassifierModel } from '@shallot/error-classifier'
 import { fallbackModel } from '@shallot/fallback'
 import { retry } from '@shallot/retry'
-import { timeoutModel } from '@shallot/timeout'
+import { timeout } from '@shallot/timeout'
 
 /**
  * `createAgent` with the default model stack, built as `shallot`'s `createAgent` builds it from `modelRetry`,
@@ -28,7 +28,7 @@ export function createAgent(options: AgentOptions<AgentModel>): Agent {
       : []),
     retry({ maxAttempts: 3, baseMs: 250, capMs: 4000, maxRetryAfterMs: 60_000, ...modelRetry }),
     errorClassifierModel({ maxRetryAfterMs: 24 * 3600 * 1000 }),
-    timeoutModel({ ms: modelTimeoutMs ?? 60_000 }),
+    timeout({ ms: modelTimeoutMs ?? 60_000 }),
   ]
   return createCoreAgent({ ...rest, limits: coreLimits, model: chain[0] as ModelAdapter, modelMiddleware: layers })
 }

@@ -13,7 +13,7 @@ import {
   ToolError,
 } from '@shallot/core'
 import { type ManualClock, manualClock } from '@shallot/testing'
-import { timeoutDefinition, timeoutModel } from '@shallot/timeout'
+import { timeout, timeoutDefinition } from '@shallot/timeout'
 import { describe, expect, it } from 'vitest'
 import { z } from 'zod'
 import { memoryRetryBudget, retry, retryDefinition } from './index.js'
@@ -293,7 +293,7 @@ describe('retry, model calls: the run around it', () => {
     const clock = manualClock()
     const model = scripted(clock, [rateLimited(30_000), done('never')])
     const controller = new AbortController()
-    const agent = createAgent({ model: model.adapter, tools: [echo], clock, modelMiddleware: [retry(), timeoutModel()] })
+    const agent = createAgent({ model: model.adapter, tools: [echo], clock, modelMiddleware: [retry(), timeout()] })
     const run = agent.run({ input: 'go', signal: controller.signal })
     await clock.advance(1000)
     expect(clock.pending).toBe(1)
@@ -309,7 +309,7 @@ describe('retry, model calls: the run around it', () => {
     const clock = manualClock()
     const thrown = new LoopError('user_input_required', 'the quota is exhausted')
     const model = scripted(clock, [thrown, done('never')])
-    const { outcome } = await runOn(clock, { model: model.adapter, tools: [echo], modelMiddleware: [retry(), timeoutModel()] })
+    const { outcome } = await runOn(clock, { model: model.adapter, tools: [echo], modelMiddleware: [retry(), timeout()] })
     expect(outcome.status === 'stopped' && outcome.error).toBe(thrown)
     expect(model.requests).toHaveLength(1)
   })
@@ -401,7 +401,7 @@ describe('retry, model calls: the run around it', () => {
   })
 })
 
-describe('timeoutModel: the per-attempt model deadline', () => {
+describe('timeout, model calls: the per-attempt model deadline', () => {
   it('cuts a model that ignores its signal, aborts the signal it was handed with the timeout, and gives the outer layers theirs back', async () => {
     const clock = manualClock()
     const model = scripted(clock, ['hang', done('ok')])
@@ -413,7 +413,7 @@ describe('timeoutModel: the per-attempt model deadline', () => {
     const { outcome } = await runOn(clock, {
       model: model.adapter,
       tools: [echo],
-      modelMiddleware: [retry(), outer, timeoutModel({ ms: 5000 })],
+      modelMiddleware: [retry(), outer, timeout({ ms: 5000 })],
     })
     expect(outcome).toMatchObject({ status: 'completed', output: 'ok' })
     expect(model.requests.map((r) => r.at)).toEqual([0, expect.any(Number)])
@@ -427,7 +427,7 @@ describe('timeoutModel: the per-attempt model deadline', () => {
     const { outcome } = await runOn(clock, {
       model: slow,
       tools: [echo],
-      modelMiddleware: timeoutModel({ ms: 1000, models: { 'slow-model': 7000 } }),
+      modelMiddleware: timeout({ ms: 1000, models: { 'slow-model': 7000 } }),
     })
     expect(outcome).toMatchObject({
       status: 'stopped',
@@ -442,7 +442,7 @@ describe('timeoutModel: the per-attempt model deadline', () => {
     const { outcome } = await runOn(clock, {
       model: model.adapter,
       tools: [echo],
-      modelMiddleware: [timeoutModel({ ms: 1000 }), retry({ maxAttempts: 6, baseMs: 400, capMs: 400, backoff: 'constant' })],
+      modelMiddleware: [timeout({ ms: 1000 }), retry({ maxAttempts: 6, baseMs: 400, capMs: 400, backoff: 'constant' })],
     })
     expect(outcome).toMatchObject({ status: 'stopped', error: { kind: 'model_failed' } })
     expect(model.requests.map((r) => r.at)).toEqual([0, 400, 800])
@@ -455,7 +455,7 @@ describe('timeoutModel: the per-attempt model deadline', () => {
     const { outcome } = await runOn(clock, {
       model: scripted(clock, ['hang']).adapter,
       tools: [echo],
-      modelMiddleware: [timeoutModel({ ms: 9000 }), timeoutModel({ ms: 2000 })],
+      modelMiddleware: [timeout({ ms: 9000 }), timeout({ ms: 2000 })],
     })
     expect(outcome).toMatchObject({ status: 'stopped', error: { details: { failure: 'the model did not answer within 2000 ms' } } })
     expect(clock.now()).toBe(2000)
@@ -464,7 +464,7 @@ describe('timeoutModel: the per-attempt model deadline', () => {
   it.each([[{ ms: -1 }], [{ ms: 2 ** 31 }], [{ models: { 'gpt-x': 'soon' } }], [{ model: 5 }]])(
     'refuses %j naming the option',
     (options) => {
-      expect(() => timeoutModel(options as never)).toThrow(OptionsError)
+      expect(() => timeout(options as never)).toThrow(OptionsError)
     },
   )
 })

@@ -2,7 +2,7 @@ import { type CircuitBreakerModelOptions, circuitBreakerModel, consecutive } fro
 import { type ModelMiddleware, parseOptions } from '@shallot/core'
 import { type ErrorClassifierOptions, errorClassifierModel } from '@shallot/error-classifier'
 import { type RetryOptions, retry } from '@shallot/retry'
-import { type TimeoutOptions, timeoutModel } from '@shallot/timeout'
+import { type TimeoutOptions, timeout } from '@shallot/timeout'
 import { z } from 'zod'
 
 /** Options for each layer of the default model stack, by name; `false` leaves a layer out. */
@@ -45,6 +45,6 @@ export function defaultModelMiddleware(options: DefaultModelMiddlewareOptions = 
   // maxRetryAfterMs decides: a 600 s pushback ends the call at once instead of being read as 60 s and waited.
   if (options.errorClassifier !== false)
     layers.push(errorClassifierModel({ maxRetryAfterMs: 24 * 3600 * 1000, ...(options.errorClassifier || {}) }))
-  if (options.timeout !== false) layers.push(timeoutModel({ ms: 60_000, ...options.timeout }))
+  if (options.timeout !== false) layers.push(timeout({ ms: 60_000, ...options.timeout }).wrapModelCall)
   return layers
 }

@@ -22,7 +22,7 @@ import { fallbackModel } from '@shallot/fallback'
 import { rateLimitModel } from '@shallot/rate-limit'
 import { memoryRetryBudget, retry } from '@shallot/retry'
 import { manualClock } from '@shallot/testing'
-import { timeoutModel } from '@shallot/timeout'
+import { timeout } from '@shallot/timeout'
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest'
 import { z } from 'zod'
 import { createAgent, defaultModelMiddleware, OptionsError, ToolError } from './index.js'
@@ -217,7 +217,7 @@ describe('a model middleware that sets ctx.response to garbage', () => {
   })
 })
 
-describe('an adapter that never settles, under timeoutModel', () => {
+describe('an adapter that never settles, under timeout', () => {
   // The real clock's deadline queue on vitest's fake timers: its timer is what could leak. 7_777 ms is this file's own queue.
   beforeEach(() => {
     vi.useFakeTimers({ toFake: ['setTimeout', 'clearTimeout', 'performance'] })
@@ -232,7 +232,7 @@ describe('an adapter that never settles, under timeoutModel', () => {
   ])('%s: the run stops with a typed timeout, no timer is left, a late answer changes nothing', async (_name, reads) => {
     const model = stalling('slow', reads)
     const rec = recorder()
-    const agent = createCoreAgent({ model, tools: [], modelMiddleware: [timeoutModel({ ms: 7_777 })], onEvent: rec.onEvent })
+    const agent = createCoreAgent({ model, tools: [], modelMiddleware: [timeout({ ms: 7_777 })], onEvent: rec.onEvent })
     const running = agent.run({ input: 'go' })
     await settle()
     expect(model.held).toHaveLength(1)
@@ -319,7 +319,7 @@ describe('a cancel at every await of the model onion', () => {
     ['reads request.signal', true],
   ])('while the adapter thinks (%s): the run ends at once, a late answer changes nothing', async (_name, reads) => {
     const model = stalling('slow', reads)
-    const { agent, rec } = agentWith([retry(), timeoutModel({ ms: 60_000 })], model)
+    const { agent, rec } = agentWith([retry(), timeout({ ms: 60_000 })], model)
     const controller = new AbortController()
     const running = agent.run({ input: 'go', signal: controller.signal })
     await settle()
@@ -381,8 +381,8 @@ describe('nonsense numbers in a model layer factory', () => {
     ['retry()', 'retryBudgetCosts.retry', (v) => retry({ retryBudgetCosts: { retry: v } })],
     ['retry()', 'perCode.rate_limited.maxAttempts', (v) => retry({ perCode: { rate_limited: { maxAttempts: v } } })],
     ['memoryRetryBudget()', 'maxTokens', (v) => memoryRetryBudget({ maxTokens: v })],
-    ['timeoutModel()', 'ms', (v) => timeoutModel({ ms: v })],
-    ['timeoutModel()', 'models.gpt', (v) => timeoutModel({ models: { gpt: v } })],
+    ['timeout()', 'ms', (v) => timeout({ ms: v })],
+    ['timeout()', 'models.gpt', (v) => timeout({ models: { gpt: v } })],
     ['circuitBreakerModel()', 'cooldownMs', (v) => circuitBreakerModel({ cooldownMs: v })],
     ['circuitBreakerModel()', 'maxCooldownMs', (v) => circuitBreakerModel({ maxCooldownMs: v })],
     ['circuitBreakerModel()', 'cooldownGrowth', (v) => circuitBreakerModel({ cooldownGrowth: v })],
@@ -400,7 +400,7 @@ describe('nonsense numbers in a model layer factory', () => {
     ['contextEditing()', 'charsPerToken', (v) => contextEditing({ charsPerToken: v })],
     ['contextEditing()', 'models.gpt', (v) => contextEditing({ models: { gpt: v } })],
     // defaultModelMiddleware() hands each layer its options and the layer checks them (documented): its words name the layer.
-    ['timeoutModel()', 'ms', (v) => defaultModelMiddleware({ timeout: { ms: v } })],
+    ['timeout()', 'ms', (v) => defaultModelMiddleware({ timeout: { ms: v } })],
     ['createAgent()', 'limits.modelTimeoutMs', (v) => createAgent({ model: scripted('m', []), limits: { modelTimeoutMs: v } })],
     ['createAgent()', 'modelRetry.baseMs', (v) => createAgent({ model: scripted('m', []), modelRetry: { baseMs: v } })],
     ['createAgent()', 'modelRetry.maxAttempts', (v) => createAgent({ model: scripted('m', []), modelRetry: { maxAttempts: v } })],
@@ -686,7 +686,7 @@ describe('a late answer of an attempt that timed out, under retry', () => {
       clock,
       random: () => 0.5,
       onEvent: rec.onEvent,
-      modelMiddleware: [retry({ maxAttempts: 2, backoff: 'constant', baseMs: 10 }), timeoutModel({ ms: 1_000 })],
+      modelMiddleware: [retry({ maxAttempts: 2, backoff: 'constant', baseMs: 10 }), timeout({ ms: 1_000 })],
     })
     const running = agent.run({ input: 'go' })
     await clock.advance(1_000)
