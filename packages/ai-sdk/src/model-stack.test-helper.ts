@@ -1,6 +1,6 @@
 import { circuitBreakerModel, consecutive } from '@shallot/circuit-breaker'
 import { type Agent, type AgentModel, type AgentOptions, createAgent as createCoreAgent, type ModelAdapter } from '@shallot/core'
-import { errorClassifierModel } from '@shallot/error-classifier'
+import { errorClassifier } from '@shallot/error-classifier'
 import { fallbackModel } from '@shallot/fallback'
 import { retry } from '@shallot/retry'
 import { timeout } from '@shallot/timeout'
@@ -27,7 +27,7 @@ export function createAgent(options: AgentOptions<AgentModel>): Agent {
         ]
       : []),
     retry({ maxAttempts: 3, baseMs: 250, capMs: 4000, maxRetryAfterMs: 60_000, ...modelRetry }),
-    errorClassifierModel({ maxRetryAfterMs: 24 * 3600 * 1000 }),
+    errorClassifier({ maxRetryAfterMs: 24 * 3600 * 1000 }),
     timeout({ ms: modelTimeoutMs ?? 60_000 }),
   ]
   return createCoreAgent({ ...rest, limits: coreLimits, model: chain[0] as ModelAdapter, modelMiddleware: layers })

@@ -195,7 +195,7 @@ export function contextEditingOf(options: ParsedContextEditingOptions): ModelMid
  * Shortens a model request that would not fit the model's context window, and asks once more. Before
  * the call, when the request's estimated input tokens pass the budget (`models[name]`, else
  * `maxInputTokens`); after it, when the provider answered `LoopError('context_exceeded')` (what
- * `errorClassifierModel()` and `aiSdkModel` make of a context-length refusal: put this layer outside
+ * `errorClassifier()` and `aiSdkModel` make of a context-length refusal: put this layer outside
  * them). `clearToolResults` replaces all but the last `keep` tool results with `placeholder`;
  * `keepLast` keeps the task and the last `keep` turns. A tool call is never cut from its result. The
  * edit is made on a copy for this call only: the run's transcript and checkpoints keep every message.

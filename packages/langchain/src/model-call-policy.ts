@@ -12,7 +12,7 @@ import {
   type RunContext,
   ToolError,
 } from '@shallot/core'
-import { errorClassifierModel } from '@shallot/error-classifier'
+import { errorClassifier } from '@shallot/error-classifier'
 import { retry } from '@shallot/retry'
 
 /** How `shallotMiddleware` bounds and repeats each model call (`modelCall`: sugar over `@shallot/retry`'s `retry`). */
@@ -34,7 +34,7 @@ const CLASSIFIER_MAX_RETRY_AFTER_MS = 24 * 3600 * 1000
 
 /**
  * The model layers `modelCall` stands for: `retry`'s model side (full jitter, wait max(backoff, Retry-After), no token
- * bucket: the one retry loop and the one Retry-After rule of decision 510) around `errorClassifierModel` (the one
+ * bucket: the one retry loop and the one Retry-After rule of decision 510) around `errorClassifier`'s (the one
  * reading of a provider's failure: status, type, `retry-after-ms` / `Retry-After`, decision 520).
  */
 export function modelCallLayers(policy: ModelCallPolicy): ModelMiddleware[] {
@@ -48,7 +48,7 @@ export function modelCallLayers(policy: ModelCallPolicy): ModelMiddleware[] {
       maxRetryAfterMs: policy.maxRetryAfterMs,
       retryBudget: false,
     }).wrapModelCall,
-    errorClassifierModel({ maxRetryAfterMs: CLASSIFIER_MAX_RETRY_AFTER_MS }),
+    errorClassifier({ maxRetryAfterMs: CLASSIFIER_MAX_RETRY_AFTER_MS }).wrapModelCall,
   ]
 }
 

@@ -2,7 +2,7 @@
 // does — the layers decide, a third party's layer wraps every attempt, modelCall's retry fields are refused beside it.
 import { ChatAnthropic } from '@langchain/anthropic'
 import { type ModelMiddleware, OptionsError } from '@shallot/core'
-import { errorClassifierModel } from '@shallot/error-classifier'
+import { errorClassifier } from '@shallot/error-classifier'
 import { retry } from '@shallot/retry'
 import { manualClock } from '@shallot/testing'
 import { createAgent } from 'langchain'
@@ -43,7 +43,7 @@ describe('shallotMiddleware({ modelMiddleware })', () => {
       tools: [],
       middleware: [
         shallotMiddleware({
-          modelMiddleware: [retry({ maxAttempts: 3, baseMs: 0, capMs: 0 }), tracing, errorClassifierModel()],
+          modelMiddleware: [retry({ maxAttempts: 3, baseMs: 0, capMs: 0 }), tracing, errorClassifier()],
           clock: manualClock(),
         }),
       ],
@@ -58,7 +58,7 @@ describe('shallotMiddleware({ modelMiddleware })', () => {
     const agent = createAgent({
       model: claude(server.url),
       tools: [],
-      middleware: [shallotMiddleware({ modelMiddleware: errorClassifierModel(), clock: manualClock() })],
+      middleware: [shallotMiddleware({ modelMiddleware: errorClassifier(), clock: manualClock() })],
     })
     const outcome = await settle(agent.invoke(ask))
     expect(outcome.error).toMatchObject({

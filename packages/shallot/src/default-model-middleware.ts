@@ -1,6 +1,6 @@
 import { type CircuitBreakerModelOptions, circuitBreakerModel, consecutive } from '@shallot/circuit-breaker'
 import { type ModelMiddleware, parseOptions } from '@shallot/core'
-import { type ErrorClassifierOptions, errorClassifierModel } from '@shallot/error-classifier'
+import { type ErrorClassifierOptions, errorClassifier } from '@shallot/error-classifier'
 import { type RetryOptions, retry } from '@shallot/retry'
 import { type TimeoutOptions, timeout } from '@shallot/timeout'
 import { z } from 'zod'
@@ -44,7 +44,7 @@ export function defaultModelMiddleware(options: DefaultModelMiddlewareOptions = 
   // The classifier passes a server's Retry-After on unclamped (up to its one-day ceiling), so retry's own
   // maxRetryAfterMs decides: a 600 s pushback ends the call at once instead of being read as 60 s and waited.
   if (options.errorClassifier !== false)
-    layers.push(errorClassifierModel({ maxRetryAfterMs: 24 * 3600 * 1000, ...(options.errorClassifier || {}) }))
+    layers.push(errorClassifier({ maxRetryAfterMs: 24 * 3600 * 1000, ...(options.errorClassifier || {}) }).wrapModelCall)
   if (options.timeout !== false) layers.push(timeout({ ms: 60_000, ...options.timeout }).wrapModelCall)
   return layers
 }

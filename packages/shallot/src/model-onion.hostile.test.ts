@@ -17,7 +17,7 @@ import {
   type ModelResponse,
   memoryCheckpoints,
 } from '@shallot/core'
-import { errorClassifierModel } from '@shallot/error-classifier'
+import { errorClassifier } from '@shallot/error-classifier'
 import { fallbackModel } from '@shallot/fallback'
 import { rateLimitModel } from '@shallot/rate-limit'
 import { memoryRetryBudget, retry } from '@shallot/retry'
@@ -394,7 +394,7 @@ describe('nonsense numbers in a model layer factory', () => {
     ['rateLimitModel()', 'burst', (v) => rateLimitModel({ limit: 1, burst: v })],
     ['rateLimitModel()', 'maxWaitMs', (v) => rateLimitModel({ limit: 1, maxWaitMs: v })],
     ['rateLimitModel()', 'storeTimeoutMs', (v) => rateLimitModel({ limit: 1, storeTimeoutMs: v })],
-    ['errorClassifierModel()', 'maxRetryAfterMs', (v) => errorClassifierModel({ maxRetryAfterMs: v })],
+    ['errorClassifier()', 'maxRetryAfterMs', (v) => errorClassifier({ maxRetryAfterMs: v })],
     ['contextEditing()', 'maxInputTokens', (v) => contextEditing({ maxInputTokens: v })],
     ['contextEditing()', 'keep', (v) => contextEditing({ keep: v })],
     ['contextEditing()', 'charsPerToken', (v) => contextEditing({ charsPerToken: v })],
