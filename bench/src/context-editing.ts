@@ -1,5 +1,5 @@
 import { contextEditing } from '@shallot/context-editing'
-import { createAgent, type ModelAdapter, type ModelMiddleware } from '@shallot/core'
+import { createAgent, type LayerEntry, type ModelAdapter, type ModelMiddleware } from '@shallot/core'
 import { readTool } from './fixtures.js'
 import type { Case } from './measure.js'
 
@@ -30,7 +30,7 @@ const passThrough: ModelMiddleware = async function passThrough(_ctx, next) {
  * Per model call: (a row − the bare row) ÷ 11.
  */
 export function contextEditingCases(): Case[] {
-  const rows: Array<[string, ModelMiddleware[]]> = [
+  const rows: Array<[string, LayerEntry<ModelMiddleware>[]]> = [
     [CONTEXT_BARE, [passThrough]],
     [CONTEXT_BUDGET, [contextEditing({ maxInputTokens: 1_000_000 }), passThrough]],
     [CONTEXT_REACTIVE, [contextEditing(), passThrough]],
