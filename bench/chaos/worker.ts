@@ -8,9 +8,9 @@ import { agentWorker } from '@shallot/bullmq'
 import { type ApprovalAnswer, type Clock, systemClock, ToolError } from '@shallot/core'
 import { idempotency } from '@shallot/idempotency'
 import { policy } from '@shallot/policy'
-import { retry, retryModel } from '@shallot/retry'
+import { retry } from '@shallot/retry'
 import { postgresStores } from '@shallot/store-postgres'
-import { timeoutModel } from '@shallot/timeout'
+import { timeout } from '@shallot/timeout'
 import pg from 'pg'
 import { planOf, worldModel, worldTools } from './world.js'
 
@@ -49,7 +49,7 @@ const inner = createAgent({
   checkpoints: stores.checkpoints,
   clock,
   // Core's createAgent asks the model only through its onion: the retry and deadline of model calls are layers.
-  modelMiddleware: [retryModel({ maxAttempts: 4, baseMs: 50, capMs: 200 }), timeoutModel({ ms: 60_000 })],
+  modelMiddleware: [retry({ maxAttempts: 4, baseMs: 50, capMs: 200 }), timeout({ ms: 60_000 })],
   park: { afterMs: config.parkMs, wallNow: () => Date.now() + offset },
 })
 

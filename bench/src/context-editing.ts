@@ -1,6 +1,6 @@
-import { createAgent } from '@shallot/agent'
+import { createAgent, createAgent } from '@shallot/agent'
 import { contextEditing } from '@shallot/context-editing'
-import type { ModelAdapter, ModelMiddleware } from '@shallot/core'
+import type { LayerEntry, ModelAdapter, ModelMiddleware } from '@shallot/core'
 import { readTool } from './fixtures.js'
 import type { Case } from './measure.js'
 
@@ -31,7 +31,7 @@ const passThrough: ModelMiddleware = async function passThrough(_ctx, next) {
  * Per model call: (a row − the bare row) ÷ 11.
  */
 export function contextEditingCases(): Case[] {
-  const rows: Array<[string, ModelMiddleware[]]> = [
+  const rows: Array<[string, LayerEntry<ModelMiddleware>[]]> = [
     [CONTEXT_BARE, [passThrough]],
     [CONTEXT_BUDGET, [contextEditing({ maxInputTokens: 1_000_000 }), passThrough]],
     [CONTEXT_REACTIVE, [contextEditing(), passThrough]],

@@ -1,5 +1,5 @@
 import { Writable } from 'node:stream'
-import { createStack, defineTool, type Middleware, type StackOptions, ToolError } from '@shallot/core'
+import { createStack, defineTool, type LayerEntry, type Middleware, type StackOptions, ToolError } from '@shallot/core'
 import pino from 'pino'
 import { z } from 'zod'
 
@@ -43,7 +43,7 @@ export function nullPino() {
   return pino({ level: 'info' }, sink)
 }
 
-export function stackOf(middleware: Middleware[], tools: StackOptions['tools'], extra: Partial<StackOptions> = {}) {
+export function stackOf(middleware: readonly LayerEntry<Middleware>[], tools: StackOptions['tools'], extra: Partial<StackOptions> = {}) {
   return createStack({ middleware, tools, ...extra })
 }
 

@@ -43,19 +43,19 @@ export function resilienceCases(): Case[] {
 export function resilienceOptionCases(): Case[] {
   const cases: Case[] = []
   const happy: Record<string, Middleware[]> = {
-    'circuit-breaker (closed)': [circuitBreaker().wrapToolCall],
-    'circuit-breaker halfOpenSuccesses 3 of 5 (closed)': [circuitBreaker({ halfOpenProbes: 5, halfOpenSuccesses: 3 }).wrapToolCall],
-    'retry (success)': [retry()],
-    'retry onRetry + onGiveUp (success)': [retry({ onRetry: () => undefined, onGiveUp: () => {} })],
+    'circuit-breaker (closed)': [circuitBreaker()],
+    'circuit-breaker halfOpenSuccesses 3 of 5 (closed)': [circuitBreaker({ halfOpenProbes: 5, halfOpenSuccesses: 3 })],
+    'retry (success)': [retry().wrapToolCall],
+    'retry onRetry + onGiveUp (success)': [retry({ onRetry: () => undefined, onGiveUp: () => {} }).wrapToolCall],
   }
   for (const [name, middleware] of Object.entries(happy)) {
     const stack = stackOf(middleware, [readTool])
     cases.push({ name: `shallot: ${name}`, fn: () => stack.dispatch(distinctCall(readTool.name)) })
   }
   const failing: Record<string, Middleware[]> = {
-    'retry, one failure': [retry({ backoff: constant(0), retryBudget: false })],
+    'retry, one failure': [retry({ backoff: constant(0), retryBudget: false }).wrapToolCall],
     'retry onRetry { delayMs: 0 }, one failure': [
-      retry({ backoff: constant(0), retryBudget: false, onRetry: async () => ({ delayMs: 0 }) }),
+      retry({ backoff: constant(0), retryBudget: false, onRetry: async () => ({ delayMs: 0 }) }).wrapToolCall,
     ],
   }
   for (const [name, middleware] of Object.entries(failing)) {

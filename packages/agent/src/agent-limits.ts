@@ -8,7 +8,7 @@ export interface AgentLimits {
   /**
    * Deadline of each model attempt: sugar of `shallot`'s `createAgent`, which gives it to the timeout
    * layer of its default model stack (default 60 s). `@shallot/core`'s `createAgent` refuses it: list
-   * `timeoutModel({ ms })` from `@shallot/timeout` in `modelMiddleware` instead (decision 500).
+   * `timeout({ ms })` from `@shallot/timeout` in `modelMiddleware` instead (decision 500).
    */
   modelTimeoutMs?: number | undefined
   /** Tool calls of one turn that run at once. Default 4. */

@@ -345,9 +345,9 @@ describe('hostile model and budget options', () => {
   })
 
   it.each([
-    ['modelRetry', { modelRetry: { maxAttempts: 3 } }, /retryModel\(\{ maxAttempts: 3 \}\), …\] from @shallot\/retry/],
+    ['modelRetry', { modelRetry: { maxAttempts: 3 } }, /\[retry\(\{ maxAttempts: 3 \}\), …\] from @shallot\/retry/],
     ['modelBreaker', { modelBreaker: { threshold: 3 } }, /circuitBreaker\(.*\), …\] from @shallot\/circuit-breaker/],
-    ['limits.modelTimeoutMs', { limits: { modelTimeoutMs: 5000 } }, /timeoutModel\(\{ ms: 60_000 \}\), …\] from @shallot\/timeout/],
+    ['limits.modelTimeoutMs', { limits: { modelTimeoutMs: 5000 } }, /\[timeout\(\{ ms: 60_000 \}\), …\] from @shallot\/timeout/],
     ['model', { model: [ok, model('spare', [])] }, /fallback\(\{ models: \[b\] \}\), …\] from @shallot\/fallback/],
   ])('refuses %s, sugar of shallot’s createAgent, naming it and the layer to list instead', (path, options, layer) => {
     expect(make(options)).toThrow(OptionsError)

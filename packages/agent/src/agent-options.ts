@@ -105,7 +105,7 @@ export interface AgentOptions<Model extends AgentModel = ModelAdapter> {
   escalate?: { fatal?: boolean; user?: boolean }
   /**
    * Sugar of `shallot`'s `createAgent`: retries of a failing model call (its default model stack's
-   * retry layer). `@shallot/core`'s `createAgent` refuses it (list `retryModel()` in `modelMiddleware`).
+   * retry layer). `@shallot/core`'s `createAgent` refuses it (list `retry()` in `modelMiddleware`).
    */
   modelRetry?: Partial<ModelRetry>
   /**
@@ -209,12 +209,12 @@ function refuseSugar(options: AgentOptions<AgentModel>): void {
   }
   if (Array.isArray(options.model))
     refuse('model', 'pass model: a and modelMiddleware: [fallback({ models: [b] }), …] from @shallot/fallback')
-  if (options.modelRetry !== undefined) refuse('modelRetry', 'modelMiddleware: [retryModel({ maxAttempts: 3 }), …] from @shallot/retry')
+  if (options.modelRetry !== undefined) refuse('modelRetry', 'modelMiddleware: [retry({ maxAttempts: 3 }), …] from @shallot/retry')
   if (options.modelBreaker !== undefined)
     refuse('modelBreaker', 'modelMiddleware: [circuitBreaker({ policy: consecutive({ threshold: 3 }) }), …] from @shallot/circuit-breaker')
   const limits = options.limits as { modelTimeoutMs?: unknown } | undefined
   if (typeof limits === 'object' && limits !== null && limits.modelTimeoutMs !== undefined)
-    refuse('limits.modelTimeoutMs', 'modelMiddleware: [timeoutModel({ ms: 60_000 }), …] from @shallot/timeout')
+    refuse('limits.modelTimeoutMs', 'modelMiddleware: [timeout({ ms: 60_000 }), …] from @shallot/timeout')
 }
 
 /** The seal of `checkpointKey`, checked: never echoed in an error, since it is a secret. */

@@ -57,7 +57,7 @@ function signalGetter(this: AttemptRequest): AbortSignal {
  * cancellation, a layer's deadline), whether or not the adapter listens to its signal; a late answer
  * is dropped. The adapter's signal exists only if it reads `request.signal`, and is aborted once the
  * attempt settles, so a request the adapter left running is cancelled too. The deadline is the
- * timeout layer's (`timeoutModel`), which aborts the signal with its error.
+ * timeout layer's (`timeout()` in `modelMiddleware`), which aborts the signal with its error.
  */
 class ModelAttempt {
   readonly promise: Promise<ModelResponse>

@@ -1,10 +1,10 @@
 import { type Agent, type AgentModel, type AgentOptions, createAgent as createCoreAgent } from '@shallot/agent'
 import { circuitBreaker, consecutive } from '@shallot/circuit-breaker'
 import type { ModelAdapter } from '@shallot/core'
-import { errorClassifierModel } from '@shallot/error-classifier'
+import { errorClassifier } from '@shallot/error-classifier'
 import { fallback } from '@shallot/fallback'
-import { retryModel } from '@shallot/retry'
-import { timeoutModel } from '@shallot/timeout'
+import { retry } from '@shallot/retry'
+import { timeout } from '@shallot/timeout'
 
 /**
  * `createAgent` with the default model stack, built as `shallot`'s `createAgent` builds it from `modelRetry`,
@@ -27,9 +27,9 @@ export function createAgent(options: AgentOptions<AgentModel>): Agent {
           }),
         ]
       : []),
-    retryModel({ maxAttempts: 3, baseMs: 250, capMs: 4000, maxRetryAfterMs: 60_000, ...modelRetry }),
-    errorClassifierModel({ maxRetryAfterMs: 24 * 3600 * 1000 }),
-    timeoutModel({ ms: modelTimeoutMs ?? 60_000 }),
+    retry({ maxAttempts: 3, baseMs: 250, capMs: 4000, maxRetryAfterMs: 60_000, ...modelRetry }),
+    errorClassifier({ maxRetryAfterMs: 24 * 3600 * 1000 }),
+    timeout({ ms: modelTimeoutMs ?? 60_000 }),
   ]
   return createCoreAgent({ ...rest, limits: coreLimits, model: chain[0] as ModelAdapter, modelMiddleware: layers })
 }

@@ -3,6 +3,7 @@ import {
   createStack,
   defineTool,
   type Json,
+  type LayerEntry,
   type Middleware,
   OptionsError,
   type StackEvent,
@@ -19,7 +20,10 @@ import { z } from 'zod'
 import { coalesce } from './index.js'
 
 /** A slow tool (`ms` of virtual time) that counts its executions and can be told to fail. */
-function setup(middleware: (clock: ReturnType<typeof manualClock>) => Middleware[], { ms = 100, effect = 'read' as ToolEffect } = {}) {
+function setup(
+  middleware: (clock: ReturnType<typeof manualClock>) => LayerEntry<Middleware>[],
+  { ms = 100, effect = 'read' as ToolEffect } = {},
+) {
   const clock = manualClock()
   const seen = { executions: 0, aborted: 0, failNext: 0, signals: [] as AbortSignal[] }
   const tool = defineTool({

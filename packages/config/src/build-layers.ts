@@ -89,8 +89,8 @@ export function buildLayers(
       return old.layer
     }
     try {
-      // create() may return a layer of both kinds: this stack takes its tool side.
-      const layer = toolSideOf(plan.definition.create(variant.parsed as never, env), `create()`)
+      // A definition's create returns a layer (retry(): both sides) or a tool middleware: the tool side is what runs here.
+      const layer = toolSideOf(plan.definition.create(variant.parsed as never, env), `${plan.name}: create()`)
       cache.set(key, { definition: plan.definition, layer })
       created++
       return layer

@@ -29,7 +29,8 @@ function createIssues(err: unknown, plan: LayerPlan, lineOf: ShallotConfig['sour
 }
 
 /**
- * Creates the layers of `modelMiddleware:` with each definition's model side, once per
+ * Creates the layers of `modelMiddleware:` with each definition's `create` (the model side of the layer
+ * it returns) or `createModel`, once per
  * configuration and never per call; an instance in `previous` with the same definition and options
  * is kept with its state. Throws a {@link ConfigError} when a layer refuses its options.
  */
@@ -48,12 +49,13 @@ export function buildModelLayers(config: ShallotConfig, env: MiddlewareEnv, prev
     }
     try {
       // The options the plan already checked and filled in, as build-layers hands `create` its own.
-      // A definition's model side: its createModel, or the model side of the layer its create returns.
-      const { createModel, create } = plan.definition
+      const { definition } = plan
+      const parsed = plan.base.parsed as never
       const layer =
-        createModel === undefined
-          ? modelSideOf(create(plan.base.parsed as never, env), 'create()')
-          : modelSideOf(createModel(plan.base.parsed as never, env), 'createModel()')
+        definition.createModel === undefined
+          ? modelSideOf(definition.create(parsed, env), `${plan.name}: create()`)
+          : definition.createModel(parsed, env)
+      if (typeof layer !== 'function') throw new TypeError(`createModel() returned ${typeof layer}, not a model middleware function`)
       cache.set(key, { definition: plan.definition, layer })
       layers.push(layer)
     } catch (err) {

@@ -35,7 +35,7 @@ export const tooLong = () =>
   })
 
 export async function ask(
-  layer: ModelMiddleware,
+  layer: { readonly wrapModelCall: ModelMiddleware },
   messages: readonly Message[],
   model: (request: ModelCallRequest, asked: number) => ModelResponse | Promise<ModelResponse>,
   extra: {
@@ -69,7 +69,7 @@ export async function ask(
   }
   const outcome: { response?: ModelResponse; error?: unknown } = {}
   try {
-    await composeModel([layer])(ctx, terminal)
+    await composeModel([layer.wrapModelCall])(ctx, terminal)
     if (ctx.response !== undefined) outcome.response = ctx.response
   } catch (err) {
     outcome.error = err

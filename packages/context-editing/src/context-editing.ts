@@ -1,6 +1,7 @@
 import type { ModelEvent } from '@shallot/core'
 import {
   abortReason,
+  type Layer,
   LoopError,
   type ModelCallRequest,
   type ModelContext,
@@ -92,8 +93,20 @@ const isContextExceeded = (err: unknown): err is LoopError => LoopError.is(err) 
 /** The lowest and highest provider-count / estimate ratio trusted from a response's usage. */
 const RATIO_RANGE = [0.25, 4] as const
 
-/** The layer for parsed options: what the definition's `createModel` builds. */
-export function contextEditingOf(options: ParsedContextEditingOptions): ModelMiddleware {
+/** What `contextEditing()` returns: a layer of model calls only. */
+export interface ContextEditingLayer extends Layer {
+  readonly name: 'context-editing'
+  /** Listed in `modelMiddleware`: shortens a request that would not fit the window, and asks once more. */
+  readonly wrapModelCall: ModelMiddleware
+}
+
+/** The layer for parsed options: what `contextEditing()` and the definition's `create` return. */
+export function contextEditingOf(options: ParsedContextEditingOptions): ContextEditingLayer {
+  return Object.freeze({ name: 'context-editing', wrapModelCall: editingOf(options) })
+}
+
+/** The model middleware that edits a request, for parsed options. */
+function editingOf(options: ParsedContextEditingOptions): ModelMiddleware {
   const { strategy, maxInputTokens, models, placeholder, charsPerToken, countTokens } = options
   const edit = STRATEGIES[strategy]
   const settings: EditSettings = { keep: options.keep ?? DEFAULT_KEEP[strategy], placeholder, excludeTools: new Set(options.excludeTools) }
@@ -192,10 +205,11 @@ export function contextEditingOf(options: ParsedContextEditingOptions): ModelMid
 }
 
 /**
- * Shortens a model request that would not fit the model's context window, and asks once more. Before
+ * Shortens a model request that would not fit the model's context window, and asks once more: a layer of
+ * model calls only (`wrapModelCall`), listed in `modelMiddleware`; it has no tool side. Before
  * the call, when the request's estimated input tokens pass the budget (`models[name]`, else
  * `maxInputTokens`); after it, when the provider answered `LoopError('context_exceeded')` (what
- * `errorClassifierModel()` and `aiSdkModel` make of a context-length refusal: put this layer outside
+ * `errorClassifier()` and `aiSdkModel` make of a context-length refusal: put this layer outside
  * them). `clearToolResults` replaces all but the last `keep` tool results with `placeholder`;
  * `keepLast` keeps the task and the last `keep` turns. A tool call is never cut from its result. The
  * edit is made on a copy for this call only: the run's transcript and checkpoints keep every message.
@@ -205,7 +219,7 @@ export function contextEditingOf(options: ParsedContextEditingOptions): ModelMid
  * @example
  * createAgent({ model, tools, modelMiddleware: [contextEditing({ maxInputTokens: 100_000 }), ...defaultModelMiddleware()] })
  */
-export function contextEditing(options?: ContextEditingOptions): ModelMiddleware {
+export function contextEditing(options?: ContextEditingOptions): ContextEditingLayer {
   return contextEditingOf(parse(options))
 }
 

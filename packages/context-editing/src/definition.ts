@@ -4,7 +4,7 @@ import { contextEditingFileOptionsSchema, contextEditingOf } from './context-edi
 
 /**
  * `context-editing` as a middleware definition, for config files and registries: model calls only
- * (`buildModel`), listed under `modelMiddleware:`, outside `error-classifier`. Its options are
+ * (`buildModel`; `build` refuses it, naming the fix), listed under `modelMiddleware:`, outside `error-classifier`. Its options are
  * {@link contextEditing}'s but `countTokens`, which a file cannot hold.
  *
  * @example
@@ -15,5 +15,6 @@ export const contextEditingDefinition = defineMiddleware({
   description:
     'Shortens a model request that would not fit the context window (old tool results cleared, or the last turns kept) and asks once more; never cuts a tool call from its result.',
   options: contextEditingFileOptionsSchema,
-  createModel: (options) => contextEditingOf(options),
+  handles: { tools: false, models: true },
+  create: (options) => contextEditingOf(options),
 })

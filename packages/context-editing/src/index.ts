@@ -1,5 +1,6 @@
 export {
   CONTEXT_EDITED,
+  type ContextEditingLayer,
   type ContextEditingOptions,
   type ContextEditingStrategy,
   contextEditing,

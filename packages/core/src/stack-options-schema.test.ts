@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest'
 import { z } from 'zod'
-import { createRun, createStack, defineTool, parseOptions, ToolError } from './index.js'
+import { createRun, createStack, defineTool, type Layer, parseOptions, ToolError } from './index.js'
 import { maxStepsFrom, onlyWithoutStack, runBudgetRefinement, stackFromSource, stackSourceShape } from './internal.js'
 
 // How a host (an integration) reads its options: the shared shape, the two refinements, then the builders.
@@ -33,20 +33,22 @@ describe('stackSourceShape: one set of words for every host', () => {
     expect(maxStepsFrom(o)).toBe(3)
   })
 
-  it('takes layers in middleware, as createStack does: each entry’s tool side', async () => {
+  it('takes layers as createStack does: the tool side of each, and refuses a layer of model calls only', async () => {
     const seen: string[] = []
-    const layer = {
-      name: 'audit',
-      wrapToolCall: async (ctx: { call: { name: string } }, next: () => Promise<void>) => {
+    const layer: Layer = {
+      name: 'seen',
+      wrapToolCall: async (ctx, next) => {
         seen.push(ctx.call.name)
         await next()
       },
-      wrapModelCall: async (_ctx: unknown, next: () => Promise<void>) => next(),
+      wrapModelCall: async (_ctx, next) => next(),
     }
     const stack = stackFromSource(parseHost({ middleware: [layer], escalate: { fatal: false } }), [leaky])
     await stack.dispatch({ id: 'c1', name: 'deploy', args: {} })
     expect(seen).toEqual(['deploy'])
-    expect(() => parseHost({ middleware: [{ name: 'nothing' }] })).toThrow(/option middleware: must be a layer or middleware/)
+    expect(() => parseHost({ middleware: layer })).not.toThrow()
+    const modelOnly: Layer = { name: 'trim', wrapModelCall: async (_ctx, next) => next() }
+    expect(() => parseHost({ middleware: [modelOnly] })).toThrow(/option middleware: must be a layer with a tool side/)
   })
 
   it('escalates by default, as createStack does', async () => {

@@ -1,11 +1,12 @@
 import { z } from 'zod'
-import { isLayer } from './layer.js'
+import { isLayer, type LayerEntry } from './layer.js'
 import type { ErrorRenderer } from './render.js'
 import { createStack, type Stack, type StackLimits, type StackOptions } from './stack.js'
 import type { Clock, Logger } from './types.js'
 
 const isObject = (v: unknown) => typeof v === 'object' && v !== null
 const isFunction = (v: unknown) => typeof v === 'function'
+const isToolEntry = (v: unknown) => isFunction(v) || (isLayer(v) && isFunction(v.wrapToolCall))
 const custom = <T>(what: string, check: (v: unknown) => boolean) => z.custom<T>(check, { message: `must be ${what}` })
 
 /** A host's limits: the stack's own, plus the step budget of the run the host creates. */
@@ -28,10 +29,10 @@ export interface HostLimits extends StackLimits {
 export const stackSourceShape = {
   /** A ready stack from `createStack()`. */
   stack: custom<Stack>('a stack from createStack()', (v) => isObject(v) && isFunction((v as Stack).dispatch)).optional(),
-  /** The layers to build a stack from, outermost first: layer objects (`retry()`) or middleware functions. */
-  middleware: custom<StackOptions['middleware']>(
-    'a layer or middleware, or an array of them',
-    (v) => isFunction(v) || isLayer(v) || (Array.isArray(v) && v.every((e) => isFunction(e) || isLayer(e))),
+  /** The layers to build a stack from, outermost first: layers with a tool side (`retry()`) or middleware functions. */
+  middleware: custom<LayerEntry<Middleware> | readonly LayerEntry<Middleware>[]>(
+    'a layer with a tool side (e.g. retry()), a middleware, or an array of them',
+    (v) => isToolEntry(v) || (Array.isArray(v) && v.every(isToolEntry)),
   ).optional(),
   clock: custom<Clock>('a Clock { now(), sleep(ms, signal) }', (v) => isObject(v) && isFunction((v as Clock).now)).optional(),
   random: custom<() => number>('a function () => number', isFunction).optional(),
@@ -50,7 +51,7 @@ export const stackSourceShape = {
 /** What {@link stackSourceShape} parses to. */
 export interface StackSource {
   stack?: Stack | undefined
-  middleware?: StackOptions['middleware'] | undefined
+  middleware?: LayerEntry<Middleware> | readonly LayerEntry<Middleware>[] | undefined
   clock?: Clock | undefined
   random?: (() => number) | undefined
   logger?: Logger | undefined

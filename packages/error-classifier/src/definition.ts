@@ -1,6 +1,6 @@
 import { defineMiddleware } from '@shallot/core'
 import { z } from 'zod'
-import { errorClassifier, errorClassifierModel, errorClassifierOptionsSchema } from './error-classifier.js'
+import { errorClassifier, errorClassifierOptionsSchema } from './error-classifier.js'
 
 const { rules, builtins, maxLength, maxRetryAfterMs, secrets, sanitizeToolErrors } = errorClassifierOptionsSchema.shape
 
@@ -13,16 +13,18 @@ const { rules, builtins, maxLength, maxRetryAfterMs, secrets, sanitizeToolErrors
 export const errorClassifierFileOptionsSchema = z.strictObject({ rules, builtins, maxLength, maxRetryAfterMs, secrets, sanitizeToolErrors })
 
 /**
- * `errorClassifier` as a middleware definition, for config files and registries.
+ * `errorClassifier` as a middleware definition, for config files and registries: tool calls (`build`) and
+ * model calls (`buildModel`) from the same options.
  *
  * @example
  * const layer = errorClassifierDefinition.build({ maxLength: 300, secrets: [apiKey] })
+ * const modelLayer = errorClassifierDefinition.buildModel({ secrets: [apiKey] })
  */
 export const errorClassifierDefinition = defineMiddleware({
   name: 'error-classifier',
   description:
     'Turns foreign throws (HTTP statuses, errno codes, SDK errors) into redacted soft ToolErrors; rules are data. For model calls: the typed failure retry, breaker and fallback read.',
   options: errorClassifierFileOptionsSchema,
+  handles: { tools: true, models: true },
   create: (options) => errorClassifier(options),
-  createModel: (options) => errorClassifierModel(options),
 })

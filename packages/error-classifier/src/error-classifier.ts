@@ -1,26 +1,19 @@
-import {
-  abortReason,
-  LoopError,
-  type Middleware,
-  type ModelMiddleware,
-  type ToolContext,
-  ToolError,
-  trustedMiddleware,
-} from '@shallot/core'
+import { abortReason, type Layer, LoopError, type Middleware, type ModelMiddleware, type ToolContext, ToolError } from '@shallot/core'
 import { callNext, optionsParser, refineWallNow } from '@shallot/core/kit'
 import { z } from 'zod'
 import { type Classifier, classifyOptionsSchema, createClassifier } from './create-classifier.js'
 import { modelClassifierLayer } from './model-classifier.js'
 
 /**
- * Options of {@link errorClassifier}: the {@link classify} options, plus what to do with ToolErrors passing through.
+ * Options of {@link errorClassifier}, for tool calls and model calls alike: the {@link classify} options, plus what
+ * to do with ToolErrors passing through (tool calls only).
  *
  * @example
  * errorClassifierOptionsSchema.parse({ maxRetryAfterMs: 30_000, sanitizeToolErrors: false })
  */
 export const errorClassifierOptionsSchema = classifyOptionsSchema
   .extend({
-    /** Redact, strip and cap the text of ToolErrors thrown by inner layers and tools too. Default true. */
+    /** Redact, strip and cap the text of ToolErrors thrown by inner layers and tools too. Default true. Tool calls only: on a model call a ToolError passes as it is. */
     sanitizeToolErrors: z.boolean().default(true),
   })
   .strict()
@@ -29,8 +22,6 @@ export const errorClassifierOptionsSchema = classifyOptionsSchema
 export type ErrorClassifierOptions = z.input<typeof errorClassifierOptionsSchema>
 
 const parseErrorClassifierOptions = optionsParser('errorClassifier()', errorClassifierOptionsSchema)
-// The model layer's errors name the factory the user called: errorClassifierModel({ maxRetryAfterMs: NaN }) said errorClassifier().
-const parseModelClassifierOptions = optionsParser('errorClassifierModel()', errorClassifierOptionsSchema)
 
 function nameOf(err: unknown): string {
   if (typeof err !== 'object' || err === null) return typeof err
@@ -77,22 +68,44 @@ function shape(err: unknown, ctx: ToolContext, classifier: Classifier, sanitizeT
   return error
 }
 
+/** What `errorClassifier()` returns: one layer, with a side for tool calls and a side for model calls. */
+export interface ErrorClassifierLayer extends Layer {
+  readonly name: 'error-classifier'
+  /** Listed in `middleware`: a foreign throw of a tool or an inner layer becomes a soft, redacted ToolError. */
+  readonly wrapToolCall: Middleware
+  /** Listed in `modelMiddleware`: a provider's failure becomes the typed error retry, breaker and fallback read. */
+  readonly wrapModelCall: ModelMiddleware
+}
+
 /**
- * Turns foreign throws from the layers inside it and from the tool (HTTP errors of every common
- * shape, Node and undici network errors, AbortError/TimeoutError, ZodError, TypeError and kin) into
- * precise soft ToolErrors, with secrets, private addresses and home paths redacted and the text
- * capped. ToolErrors and LoopErrors pass through (ToolError text sanitized); throwables no rule
- * recognises are rethrown unchanged for panicCatcher. Rules are data: `options.rules` run first.
+ * Classifies failures once, from one set of rules (data: `options.rules` run first), built here for both lists.
+ *
+ * - Tool calls (`middleware`): foreign throws from the layers inside it and from the tool (HTTP errors of every
+ *   common shape, Node and undici network errors, AbortError/TimeoutError, ZodError, TypeError and kin) become
+ *   precise soft ToolErrors, with secrets, private addresses and home paths redacted and the text capped.
+ *   ToolErrors and LoopErrors pass through (ToolError text sanitized unless `sanitizeToolErrors: false`);
+ *   throwables no rule recognises are rethrown unchanged for panicCatcher.
+ * - Model calls (`modelMiddleware`): a provider's failure leaving the layers inside it becomes the typed error the
+ *   model retry, breaker and fallback layers read — a retryable `ToolError` (`rate_limited`, `overloaded`,
+ *   `upstream_error`, `network_error`, `timeout`) with `retryAfterMs`, or `LoopError('context_exceeded' |
+ *   'user_input_required')`. Place it inside (after) those layers.
  *
  * @example
- * const stack = createStack({
- *   middleware: [panicCatcher(), retry(), errorClassifier({ rules: [{ match: { status: 404 }, then: { code: 'no_such_order', category: 'recoverable', hint: 'ids look like ORD-2026-NNNNN' } }] }), timeout({ ms: 10_000 })],
- *   tools: [getOrder],
- * })
+ * const classifier = errorClassifier({ rules: [{ match: { status: 404 }, then: { code: 'no_such_order', category: 'recoverable', hint: 'ids look like ORD-2026-NNNNN' } }] })
+ * createAgent({ model, tools, middleware: [panicCatcher(), retry(), classifier, timeout()], modelMiddleware: [retry(), classifier] })
  */
-export function errorClassifier(options?: ErrorClassifierOptions): Middleware {
+export function errorClassifier(options?: ErrorClassifierOptions): ErrorClassifierLayer {
   const { sanitizeToolErrors, ...rest } = parseErrorClassifierOptions(options)
   const classifier = createClassifier(rest)
+  return Object.freeze({
+    name: 'error-classifier',
+    wrapToolCall: toolClassifierOf(classifier, rest.secrets, sanitizeToolErrors),
+    wrapModelCall: modelClassifierLayer(classifier, rest.secrets),
+  })
+}
+
+/** The tool side: the rejection of next() shaped by {@link shape}. */
+function toolClassifierOf(classifier: Classifier, secrets: readonly string[], sanitizeToolErrors: boolean): Middleware {
   // A reaction on next()'s promise rather than an `await` in a try: a call blocked in its tool keeps
   // a promise reaction here, not a suspended frame.
   const layer: Middleware = function errorClassifier(ctx, next) {
@@ -101,22 +114,6 @@ export function errorClassifier(options?: ErrorClassifierOptions): Middleware {
     })
   }
   // Declared to the stack, which redacts them from every text the model reads, not only this layer's.
-  if (rest.secrets.length > 0) layer.secrets = rest.secrets
-  // One next(), nothing after it but the rejection's shaping: the onion's contract holds on every path.
-  return trustedMiddleware(layer)
-}
-
-/**
- * The error classifier for model calls (`createAgent({ modelMiddleware })`): a provider's failure
- * leaving the layers inside it becomes the typed error the model retry, breaker and fallback layers
- * read — a retryable `ToolError` (`rate_limited`, `overloaded`, `upstream_error`, `network_error`,
- * `timeout`) with `retryAfterMs`, or `LoopError('context_exceeded' | 'user_input_required')` — from
- * the same rules and options as {@link errorClassifier}. Place it inside (after) those layers.
- *
- * @example
- * const agent = createAgent({ model, tools, modelMiddleware: [retryModel(), errorClassifierModel({ secrets: [apiKey] })] })
- */
-export function errorClassifierModel(options?: ErrorClassifierOptions): ModelMiddleware {
-  const { sanitizeToolErrors: _shallotErrorsPassAsTheyAre, ...rest } = parseModelClassifierOptions(options)
-  return modelClassifierLayer(createClassifier(rest), rest.secrets)
+  if (secrets.length > 0) layer.secrets = secrets
+  return layer
 }

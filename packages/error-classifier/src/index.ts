@@ -1,7 +1,7 @@
 export { type ClassifyCallOptions, classify, tryClassify } from './classify.js'
 export type { ClassifyOptions } from './create-classifier.js'
 export { errorClassifierDefinition } from './definition.js'
-export { type ErrorClassifierOptions, errorClassifier, errorClassifierModel } from './error-classifier.js'
+export { type ErrorClassifierLayer, type ErrorClassifierOptions, errorClassifier } from './error-classifier.js'
 export { type ModelFailureFacts, type ModelRunEnding, modelRunEnding, modelRunEndingError } from './model-run-ending.js'
 export { parseRetryAfter, parseRetryAfterMs, type RetryAfterOptions, retryAfterFromHeaders } from './retry-after.js'
 export { builtinRules, type ClassifierRule } from './rules.js'

@@ -1,7 +1,7 @@
 // The model side of the classifier against core's own model path, row by row: the same failure,
 // thrown by the real OpenAI and Anthropic SDKs (retries off) at fakeProvider on 127.0.0.1 or built
 // by hand, is judged by core's transient rule (what its own model path retried) and goes through a
-// createAgent whose model onion holds errorClassifierModel() alone; the layer's verdict is read from the outcome.
+// createAgent whose model onion holds errorClassifier() alone; the layer's verdict is read from the outcome.
 import Anthropic from '@anthropic-ai/sdk'
 import { createAgent } from '@shallot/agent'
 import { defineTool, LoopError, type ModelAdapter, type ModelMiddleware, type ModelResponse, OptionsError, ToolError } from '@shallot/core'
@@ -10,7 +10,7 @@ import { type FakeProvider, type FakeTurn, fakeProvider } from '@shallot/testing
 import OpenAI from 'openai'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { z } from 'zod'
-import { errorClassifierDefinition, errorClassifierModel } from './index.js'
+import { errorClassifier, errorClassifierDefinition } from './index.js'
 
 let provider: FakeProvider
 beforeAll(async () => {
@@ -64,7 +64,7 @@ function coreRetries(error: unknown): boolean {
   return isTransientModelError(error)
 }
 
-/** What a layer outside the classifier catches, and how the run ends, with errorClassifierModel() as the only layer inside it. */
+/** What a layer outside the classifier catches, and how the run ends, with errorClassifier() as the only layer inside it. */
 async function throughLayer(error: unknown): Promise<{ caught: unknown; outcome: { status: string; error?: unknown } }> {
   let caught: unknown
   const outer: ModelMiddleware = async (_ctx, next) => {
@@ -75,7 +75,7 @@ async function throughLayer(error: unknown): Promise<{ caught: unknown; outcome:
       throw err
     }
   }
-  const outcome = await createAgent({ model: failingOnce(error), tools: [echo], modelMiddleware: [outer, errorClassifierModel()] }).run({
+  const outcome = await createAgent({ model: failingOnce(error), tools: [echo], modelMiddleware: [outer, errorClassifier()] }).run({
     input: 'go',
   })
   return { caught, outcome }
@@ -215,7 +215,7 @@ const rows: Row[] = [
   },
 ]
 
-describe('errorClassifierModel(): the same verdict as core for the same failure', () => {
+describe('errorClassifier(), model calls: the same verdict as core for the same failure', () => {
   it.each(rows.map((row) => [row.name, row] as const))('%s', async (_name, row) => {
     const error = await row.error()
     const retried = coreRetries(error)
@@ -285,7 +285,7 @@ describe('errorClassifierModel(): the same verdict as core for the same failure'
         return Promise.reject(status(503))
       },
     }
-    const outcome = await createAgent({ model, tools: [echo], modelMiddleware: errorClassifierModel() }).run({
+    const outcome = await createAgent({ model, tools: [echo], modelMiddleware: errorClassifier() }).run({
       input: 'go',
       signal: controller.signal,
     })

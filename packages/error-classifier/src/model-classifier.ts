@@ -1,12 +1,4 @@
-import {
-  LoopError,
-  type ModelContext,
-  type ModelMiddleware,
-  type ModelNext,
-  sanitize,
-  ToolError,
-  trustedModelMiddleware,
-} from '@shallot/core'
+import { LoopError, type ModelContext, type ModelMiddleware, type ModelNext, sanitize, ToolError } from '@shallot/core'
 import type { Classifier } from './create-classifier.js'
 import { type ErrorFacts, errorFacts } from './error-facts.js'
 import { modelRunEnding, modelRunEndingError } from './model-run-ending.js'
@@ -81,14 +73,13 @@ export function classifyModelFailure(error: unknown, classifier: Classifier, sec
 }
 
 /**
- * The model-call side of the error classifier: every failure leaving the layers inside it is
+ * `errorClassifier()`'s model side: every failure leaving the layers inside it is
  * classified once, by {@link classifyModelFailure}, so a retry, breaker or fallback layer placed
  * outside reads the same typed facts (`ToolError.retryable`, `retryAfterMs`, the code) for every
  * provider and adapter.
  */
 export function modelClassifierLayer(classifier: Classifier, secrets: readonly string[]): ModelMiddleware {
-  // Keeps the onion's contract: one awaited next(), settled before it settles.
-  return trustedModelMiddleware(async function errorClassifierModel(ctx: ModelContext, next: ModelNext): Promise<void> {
+  return async function errorClassifier(ctx: ModelContext, next: ModelNext): Promise<void> {
     try {
       await next()
     } catch (err) {
@@ -98,5 +89,5 @@ export function modelClassifierLayer(classifier: Classifier, secrets: readonly s
       if (ctx.signal.aborted && (ToolError.is(ctx.signal.reason) || LoopError.is(ctx.signal.reason))) throw ctx.signal.reason
       throw classifyModelFailure(err, classifier, secrets)
     }
-  })
+  }
 }

@@ -1,7 +1,7 @@
 import { LoopError } from '@shallot/core'
 
 /**
- * What a model provider's failure says about itself, as each reader gathers it: `errorClassifierModel` from any
+ * What a model provider's failure says about itself, as each reader gathers it: `errorClassifier()`'s model side from any
  * throwable, `@shallot/ai-sdk`'s `classifyModelError` from the AI SDK's shapes (stream error events included).
  */
 export interface ModelFailureFacts {

@@ -252,7 +252,7 @@ describe('hedging', () => {
   })
 
   it('inside timeout(), the deadline covers both attempts', async () => {
-    const { clock, signals, dispatch } = setup({ delayMs: 100 }, { ms: [1000] }, { outer: [timeout({ ms: 300 })] })
+    const { clock, signals, dispatch } = setup({ delayMs: 100 }, { ms: [1000] }, { outer: [timeout({ ms: 300 }).wrapToolCall] })
     const pending = dispatch()
     await clock.advance(300)
     const result = await pending

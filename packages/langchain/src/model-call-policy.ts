@@ -12,10 +12,10 @@ import {
   type RunContext,
   ToolError,
 } from '@shallot/core'
-import { errorClassifierModel } from '@shallot/error-classifier'
-import { retryModel } from '@shallot/retry'
+import { errorClassifier } from '@shallot/error-classifier'
+import { retry } from '@shallot/retry'
 
-/** How `shallotMiddleware` bounds and repeats each model call (`modelCall`: sugar over `@shallot/retry`'s `retryModel`). */
+/** How `shallotMiddleware` bounds and repeats each model call (`modelCall`: sugar over `@shallot/retry`'s `retry`). */
 export interface ModelCallPolicy {
   /** Deadline of one attempt; the request is aborted when it passes. */
   timeoutMs: number
@@ -33,13 +33,13 @@ export interface ModelCallPolicy {
 const CLASSIFIER_MAX_RETRY_AFTER_MS = 24 * 3600 * 1000
 
 /**
- * The model layers `modelCall` stands for: `retryModel` (full jitter, wait max(backoff, Retry-After), no token
- * bucket: the one retry loop and the one Retry-After rule of decision 510) around `errorClassifierModel` (the one
+ * The model layers `modelCall` stands for: `retry`'s model side (full jitter, wait max(backoff, Retry-After), no token
+ * bucket: the one retry loop and the one Retry-After rule of decision 510) around `errorClassifier`'s (the one
  * reading of a provider's failure: status, type, `retry-after-ms` / `Retry-After`, decision 520).
  */
 export function modelCallLayers(policy: ModelCallPolicy): ModelMiddleware[] {
   return [
-    retryModel({
+    retry({
       backoff: 'full-jitter',
       maxAttempts: policy.maxAttempts,
       // The old option allowed a base above the cap (the cap won); the layer's schema asks base ≤ cap.
@@ -47,8 +47,8 @@ export function modelCallLayers(policy: ModelCallPolicy): ModelMiddleware[] {
       capMs: policy.capMs,
       maxRetryAfterMs: policy.maxRetryAfterMs,
       retryBudget: false,
-    }),
-    errorClassifierModel({ maxRetryAfterMs: CLASSIFIER_MAX_RETRY_AFTER_MS }),
+    }).wrapModelCall,
+    errorClassifier({ maxRetryAfterMs: CLASSIFIER_MAX_RETRY_AFTER_MS }).wrapModelCall,
   ]
 }
 

@@ -1,11 +1,11 @@
 // Issue 35, "the same failing model": LangChain's model calls go through the model layers (modelCall is sugar for
-// retryModel around errorClassifierModel), so they end as createAgent({ modelMiddleware }) ends with those layers:
+// retry around errorClassifier), so they end as createAgent({ modelMiddleware }) ends with those layers:
 // the same outcome, the same failure name, the same requests, the same wait for a server's retry-after-ms.
 import { ChatAnthropic } from '@langchain/anthropic'
 import { createAgent as createShallotAgent } from '@shallot/agent'
 import { type LoopError, type ModelAdapter, ToolError } from '@shallot/core'
-import { errorClassifierModel } from '@shallot/error-classifier'
-import { retryModel } from '@shallot/retry'
+import { errorClassifier } from '@shallot/error-classifier'
+import { retry } from '@shallot/retry'
 import { type FakeProvider, type FakeStep, fakeProvider, type ManualClock, manualClock } from '@shallot/testing'
 import { createAgent } from 'langchain'
 import { afterEach, describe, expect, it } from 'vitest'
@@ -78,8 +78,8 @@ async function throughLayers(server: FakeProvider, clock: ManualClock): Promise<
     tools: [],
     clock,
     // The layers modelCall stands for. The classifier hands on the whole pushback (up to a day): with its default
-    // clamp (60 s, the same figure as retryModel's ceiling) a 600 s Retry-After would read as 60 s and be waited.
-    modelMiddleware: [retryModel(RETRY), errorClassifierModel({ maxRetryAfterMs: 86_400_000 })],
+    // clamp (60 s, the same figure as retry's model ceiling) a 600 s Retry-After would read as 60 s and be waited.
+    modelMiddleware: [retry(RETRY), errorClassifier({ maxRetryAfterMs: 86_400_000 })],
   })
   const outcome = await driven(clock, agent.run({ input: 'hi' }))
   const requests = server.requests.length

@@ -3,8 +3,8 @@
 import { ChatAnthropic } from '@langchain/anthropic'
 import { circuitBreaker } from '@shallot/circuit-breaker'
 import { type ModelMiddleware, OptionsError } from '@shallot/core'
-import { errorClassifierModel } from '@shallot/error-classifier'
-import { retryModel } from '@shallot/retry'
+import { errorClassifier } from '@shallot/error-classifier'
+import { retry } from '@shallot/retry'
 import { manualClock } from '@shallot/testing'
 import { createAgent } from 'langchain'
 import { afterEach, describe, expect, it } from 'vitest'
@@ -44,7 +44,7 @@ describe('shallotMiddleware({ modelMiddleware })', () => {
       tools: [],
       middleware: [
         shallotMiddleware({
-          modelMiddleware: [retryModel({ maxAttempts: 3, baseMs: 0, capMs: 0 }), tracing, errorClassifierModel()],
+          modelMiddleware: [retry({ maxAttempts: 3, baseMs: 0, capMs: 0 }), tracing, errorClassifier()],
           clock: manualClock(),
         }),
       ],
@@ -59,7 +59,7 @@ describe('shallotMiddleware({ modelMiddleware })', () => {
     const agent = createAgent({
       model: claude(server.url),
       tools: [],
-      middleware: [shallotMiddleware({ modelMiddleware: errorClassifierModel(), clock: manualClock() })],
+      middleware: [shallotMiddleware({ modelMiddleware: errorClassifier(), clock: manualClock() })],
     })
     const outcome = await settle(agent.invoke(ask))
     expect(outcome.error).toMatchObject({
@@ -70,23 +70,26 @@ describe('shallotMiddleware({ modelMiddleware })', () => {
   })
 
   it('refuses modelCall retry fields beside it, naming each: two retry loops would nest', () => {
-    expect(() =>
-      shallotMiddleware({ modelMiddleware: [retryModel()], modelCall: { maxAttempts: 5, capMs: 100, timeoutMs: 5000 } }),
-    ).toThrow(OptionsError)
-    expect(() => shallotMiddleware({ modelMiddleware: [retryModel()], modelCall: { maxAttempts: 5 } })).toThrow(
+    expect(() => shallotMiddleware({ modelMiddleware: [retry()], modelCall: { maxAttempts: 5, capMs: 100, timeoutMs: 5000 } })).toThrow(
+      OptionsError,
+    )
+    expect(() => shallotMiddleware({ modelMiddleware: [retry()], modelCall: { maxAttempts: 5 } })).toThrow(
       /modelCall\.maxAttempts: belongs to the retry layer/,
     )
-    expect(() => shallotMiddleware({ modelMiddleware: [retryModel()], modelCall: { timeoutMs: 5000 } })).not.toThrow()
+    expect(() => shallotMiddleware({ modelMiddleware: [retry()], modelCall: { timeoutMs: 5000 } })).not.toThrow()
   })
 
   it('takes a layer as it takes a model middleware: its model side', () => {
-    expect(() => shallotMiddleware({ modelMiddleware: [circuitBreaker(), retryModel()] })).not.toThrow()
+    expect(() => shallotMiddleware({ modelMiddleware: [circuitBreaker(), retry()] })).not.toThrow()
     expect(() => shallotMiddleware({ modelMiddleware: circuitBreaker() })).not.toThrow()
   })
 
-  it.each([[42], ['retry'], [[retryModel(), null]], [{ next: () => {} }]])('refuses %j as modelMiddleware', (bad) => {
-    expect(() => shallotMiddleware({ modelMiddleware: bad as never })).toThrow(/modelMiddleware: must be a model middleware/)
-  })
+  it.each([[42], ['retry'], [[retry(), null]], [{ next: () => {} }], [{ name: 'audit', wrapToolCall: async () => {} }]])(
+    'refuses %j as modelMiddleware',
+    (bad) => {
+      expect(() => shallotMiddleware({ modelMiddleware: bad as never })).toThrow(/modelMiddleware: must be a layer with a model side/)
+    },
+  )
 
   it('a layer that swaps ctx.model ends the call saying what to use instead, without asking a model it cannot reach', async () => {
     server = await anthropicServer([done])

@@ -31,6 +31,7 @@ import { type LangChainTool, reconcileSchema, toShallotTool } from './to-shallot
 const custom = <T>(what: string, check: (v: unknown) => boolean) => z.custom<T>(check, { message: `must be ${what}` })
 const isObject = (v: unknown) => typeof v === 'object' && v !== null
 const isFunction = (v: unknown) => typeof v === 'function'
+const isModelEntry = (v: unknown) => isFunction(v) || (isLayer(v) && isFunction(v.wrapModelCall))
 
 /** Options of {@link shallotMiddleware}. */
 export const shallotMiddlewareOptionsSchema = z
@@ -56,7 +57,7 @@ export const shallotMiddlewareOptionsSchema = z
      * Deadline and backoff of every model call: `timeoutMs` per attempt (the request is aborted),
      * `maxAttempts` counting the first, full-jitter backoff from `baseMs` capped at `capMs`, never
      * shorter than the server's `Retry-After` (up to `maxRetryAfterMs`; a longer one is not waited for).
-     * Sugar for the model layers `retryModel()` and `errorClassifierModel()` (decision 510's one rule).
+     * Sugar for the model sides of the layers `retry()` and `errorClassifier()` (decision 510's one rule).
      */
     modelCall: z
       .strictObject({
@@ -68,13 +69,14 @@ export const shallotMiddlewareOptionsSchema = z
       })
       .default({ timeoutMs: 60_000 }),
     /**
-     * The model layers every model call goes through, outermost first (`retryModel()`, `errorClassifierModel()`,
-     * `circuitBreaker()`, your own), as `createAgent({ modelMiddleware })` takes them. Default: the layers
-     * `modelCall` stands for. `modelCall.timeoutMs` stays the deadline of each attempt.
+     * The model layers every model call goes through, outermost first (`retry()`, `errorClassifier()`,
+     * `circuitBreaker()`, your own), as `createAgent({ modelMiddleware })` takes them: layers with a model
+     * side, or model middleware functions. Default: the layers `modelCall` stands for. `modelCall.timeoutMs`
+     * stays the deadline of each attempt.
      */
     modelMiddleware: custom<LayerEntry<ModelMiddleware> | readonly LayerEntry<ModelMiddleware>[]>(
-      'a model middleware (ctx, next) => Promise<void> or a layer (e.g. circuitBreaker()), or an array of them',
-      (v) => isFunction(v) || isLayer(v) || (Array.isArray(v) && v.every((e) => isFunction(e) || isLayer(e))),
+      'a layer with a model side (e.g. retry()), a model middleware (ctx, next) => Promise<void>, or an array of them',
+      (v) => isModelEntry(v) || (Array.isArray(v) && v.every(isModelEntry)),
     ).optional(),
   })
   .superRefine(onlyWithoutStack(['onEvent']))
@@ -93,7 +95,7 @@ function retryOnlyOnce(options: { modelCall: Record<string, unknown>; modelMiddl
     issues.addIssue({
       code: 'custom',
       path: ['modelCall', field],
-      message: 'belongs to the retry layer; with modelMiddleware, give it to retryModel() there (only timeoutMs stays here)',
+      message: 'belongs to the retry layer; with modelMiddleware, give it to retry() there (only timeoutMs stays here)',
     })
   }
 }

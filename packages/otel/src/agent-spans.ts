@@ -49,7 +49,7 @@ class AgentSpans {
   readonly runs = new Map<string, Span>()
   /** The attempt in flight of each run: opened by `within`, ended by its `model.call` event. */
   private readonly chats = new Map<string, Chat>()
-  /** Runs whose chat spans the model layer (`otel().model`) makes: the listener opens none of its own. */
+  /** Runs whose chat spans `otel()`'s model side (`wrapModelCall`) makes: the listener opens none of its own. */
   readonly layered = new Set<string>()
   private readonly tracer: Tracer
   private readonly instruments: Instruments

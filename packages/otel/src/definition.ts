@@ -15,8 +15,8 @@ export const otelFileOptionsSchema = z.strictObject({
 })
 
 /**
- * `otel` as a middleware definition, for config files and registries: `execute_tool` spans in the
- * tool stack (`create`), `chat {model}` spans in the model stack (`createModel`), from one schema.
+ * `otel` as a middleware definition, for config files and registries: one `create` whose layer gives
+ * `execute_tool` spans in the tool stack (`build`) and `chat {model}` spans in the model stack (`buildModel`).
  *
  * @example
  * const agent = createAgent({ model, tools, modelMiddleware: [otelDefinition.buildModel({})] })
@@ -25,6 +25,6 @@ export const otelDefinition = defineMiddleware({
   name: 'otel',
   description: 'OpenTelemetry GenAI spans: execute_tool per tool call, chat {model} per model call, with error.type on failure.',
   options: otelFileOptionsSchema,
+  handles: { tools: true, models: true },
   create: (options) => otel(options),
-  createModel: (options) => otel(options).model,
 })

@@ -48,7 +48,7 @@ const chats = (spans: ReadableSpan[]) => spans.filter((s) => s.name.startsWith('
 const parentName = (spans: ReadableSpan[], span: ReadableSpan | undefined) =>
   spans.find((s) => s.spanContext().spanId === span?.parentSpanContext?.spanId)?.name
 
-describe('otel().model: a chat span per model call, by the GenAI conventions', () => {
+describe('otel() in modelMiddleware: a chat span per model call, by the GenAI conventions', () => {
   it('one CLIENT span per attempt inside a retry, under the run, with tokens, provider, and error.type on the failed one', async () => {
     sdk = otelSdk()
     const tracing = otel({ tracer: sdk.tracer, meter: sdk.meter })
@@ -56,7 +56,7 @@ describe('otel().model: a chat span per model call, by the GenAI conventions', (
     const outcome = await createAgent({
       model: m,
       tools: [echo],
-      modelMiddleware: [retryOnce, tracing.model],
+      modelMiddleware: [retryOnce, tracing],
       onEvent: tracing.onAgentEvent,
     }).run({
       input: 'go',
@@ -101,7 +101,7 @@ describe('otel().model: a chat span per model call, by the GenAI conventions', (
     await createAgent({
       model: model([status(429), answer]),
       tools: [echo],
-      modelMiddleware: [tracing.model, retryOnce],
+      modelMiddleware: [tracing, retryOnce],
       onEvent: tracing.onAgentEvent,
     }).run({
       input: 'go',
@@ -123,7 +123,7 @@ describe('otel().model: a chat span per model call, by the GenAI conventions', (
     const outcome = await createAgent({
       model: model([limited]),
       tools: [echo],
-      modelMiddleware: tracing.model,
+      modelMiddleware: tracing,
       onEvent: tracing.onAgentEvent,
     }).run({
       input: 'go',
@@ -159,11 +159,11 @@ describe('otel().model: a chat span per model call, by the GenAI conventions', (
       },
     } as unknown as Tracer
     const m = model([answer])
-    const outcome = await createAgent({ model: m, tools: [echo], modelMiddleware: otel({ tracer: broken }).model }).run({ input: 'go' })
+    const outcome = await createAgent({ model: m, tools: [echo], modelMiddleware: otel({ tracer: broken }) }).run({ input: 'go' })
     expect(outcome.status).toBe('completed')
     const secret = 'tenant-key-0123456789abcdef'
     const named = { ...model([answer]), name: `ft:gpt-4o:${secret}` }
-    await createAgent({ model: named, tools: [echo], modelMiddleware: otel({ tracer: sdk.tracer, secrets: [secret] }).model }).run({
+    await createAgent({ model: named, tools: [echo], modelMiddleware: otel({ tracer: sdk.tracer, secrets: [secret] }) }).run({
       input: 'go',
     })
     const [chat] = chats(sdk.spans())
@@ -174,7 +174,7 @@ describe('otel().model: a chat span per model call, by the GenAI conventions', (
   it('parallel runs through one layer keep their spans apart', async () => {
     sdk = otelSdk()
     const tracing = otel({ tracer: sdk.tracer, meter: sdk.meter })
-    const agent = createAgent({ model: model([answer]), tools: [echo], modelMiddleware: tracing.model, onEvent: tracing.onAgentEvent })
+    const agent = createAgent({ model: model([answer]), tools: [echo], modelMiddleware: tracing, onEvent: tracing.onAgentEvent })
     await Promise.all([agent.run({ input: 'a' }), agent.run({ input: 'b' }), agent.run({ input: 'c' })])
     const spans = sdk.spans()
     const runs = spans.filter((s) => s.name === 'invoke_agent')

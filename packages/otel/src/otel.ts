@@ -1,6 +1,15 @@
 import { context, type Meter, metrics, type Span, type Tracer, trace } from '@opentelemetry/api'
 import type { AgentEventListener } from '@shallot/agent'
-import { type Clock, type Middleware, type ModelMiddleware, parseOptions, type Stack, systemClock, type ToolContext } from '@shallot/core'
+import {
+  type Clock,
+  type Layer,
+  type Middleware,
+  type ModelMiddleware,
+  parseOptions,
+  type Stack,
+  systemClock,
+  type ToolContext,
+} from '@shallot/core'
 import { z } from 'zod'
 import { agentSpans } from './agent-spans.js'
 import { ClockTime, MAX_ATTRIBUTE_CHARS, sanitizerOf } from './attributes.js'
@@ -30,8 +39,19 @@ const optionsSchema = z
   })
   .strict()
 
-/** The layer, and what lets it trace from the stack's events wherever it sits in the onion. */
-export interface OtelLayer extends Middleware {
+/**
+ * What `otel()` returns: one layer with a side for each kind of call, and what lets it trace from the
+ * stack's and the agent's events wherever it sits in the onion.
+ */
+export interface OtelLayer extends Layer {
+  readonly name: 'otel'
+  /** Listed in `middleware`: an `execute_tool {tool}` span per logical tool call. */
+  readonly wrapToolCall: Middleware
+  /**
+   * Listed in `modelMiddleware`: a `chat {model}` span around each `next()`, child of the run's span.
+   * With it, `onAgentEvent` opens no chat spans of its own for that run, so an attempt is traced once.
+   */
+  readonly wrapModelCall: ModelMiddleware
   /**
    * Traces every call of `stack` from its `call.started` / `call.finished` events: the span opens
    * before the outermost layer runs and ends once the call settled, so `otel()` may sit anywhere in
@@ -49,26 +69,23 @@ export interface OtelLayer extends Middleware {
    * `within`: copy it over, `Object.assign(mine, { within: tracing.onAgentEvent.within })`).
    */
   readonly onAgentEvent: AgentEventListener & { readonly within: NonNullable<AgentEventListener['within']> }
-  /**
-   * The model-call layer (`createAgent({ modelMiddleware: [tracing.model] })`): a `chat {model}` span
-   * around each `next()`, child of the run's span. With it, `onAgentEvent` opens no chat spans of its
-   * own for that run, so an attempt is traced once.
-   */
-  readonly model: ModelMiddleware
 }
 
 /**
- * The layer that makes each logical tool call an `execute_tool {tool}` span (OpenTelemetry
- * GenAI conventions), with every layer event as a span event, the soft error's code as `error.type`,
- * and the active context handed to the inner layers, so spans the tool starts are its children.
- * Attempts are span events (`retry.scheduled`, `timeout.expired`, ...) and `shallot.tool.attempts`.
- * Attached to its stack it traces from the stack's events and may sit anywhere in the onion;
- * unattached it must be outermost, since layers outside it are not seen.
+ * OpenTelemetry GenAI spans, one layer for both lists. Listed in `middleware`, each logical tool call
+ * is an `execute_tool {tool}` span, with every layer event as a span event, the soft error's code as
+ * `error.type`, and the active context handed to the inner layers, so spans the tool starts are its
+ * children; attempts are span events (`retry.scheduled`, `timeout.expired`, ...) and
+ * `shallot.tool.attempts`. Attached to its stack it traces from the stack's events and may sit
+ * anywhere in the onion; unattached it must be outermost, since layers outside it are not seen.
+ * Listed in `modelMiddleware`, each model call is a `chat {model}` span (outside a retry layer one per
+ * logical call, inside it one per attempt). Both sides and `onAgentEvent` share one tracer, meter and
+ * set of secrets, so the chat and tool spans are children of the run's `invoke_agent` span.
  *
  * @example
  * const tracing = otel()
- * const stack = createStack({ tools, middleware: [...defaultMiddleware(), tracing] })
- * tracing.attach(stack)
+ * const agent = createAgent({ model, tools, middleware: [...defaultMiddleware(), tracing], modelMiddleware: [tracing], onEvent: tracing.onAgentEvent })
+ * tracing.attach(agent.stack)
  */
 export function otel(options: OtelOptions = {}): OtelLayer {
   const parsed = parseOptions('otel()', optionsSchema, options)
@@ -123,8 +140,7 @@ export function otel(options: OtelOptions = {}): OtelLayer {
     }
     if (failure !== undefined) throw failure.error
   }
-  const layer = otelLayer as OtelLayer
-  layer.attach = (stack) => {
+  function attach(stack: Stack): () => void {
     const clock = stack.clock
     agentClock = clock
     calls.attached++
@@ -139,8 +155,11 @@ export function otel(options: OtelOptions = {}): OtelLayer {
       calls.detach(owner, clock)
     }
   }
-  Object.defineProperty(layer, 'onAgentEvent', { value: agent.listener, enumerable: true })
-  const model = modelSpans({ tracer, instruments, text, time, runSpan: agent.runSpan, traced: agent.traced })
-  Object.defineProperty(layer, 'model', { value: model, enumerable: true })
-  return layer
+  return Object.freeze({
+    name: 'otel',
+    wrapToolCall: otelLayer,
+    wrapModelCall: modelSpans({ tracer, instruments, text, time, runSpan: agent.runSpan, traced: agent.traced }),
+    attach,
+    onAgentEvent: agent.listener,
+  })
 }

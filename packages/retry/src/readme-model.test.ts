@@ -8,7 +8,7 @@ import { patientAgent } from './readme-model-example.js'
 
 const read = (file: string) => readFileSync(new URL(file, import.meta.url), 'utf8')
 
-describe('README, model calls', () => {
+describe('README, tool calls and model calls', () => {
   it('shows the type-checked example verbatim (importing the published name)', () => {
     const example = read('./readme-model-example.ts').replace("from './index.js'", "from '@shallot/retry'")
     expect(read('../README.md')).toContain(example)
@@ -29,6 +29,35 @@ describe('README, model calls', () => {
     await clock.runAll()
     expect(await run).toMatchObject({ status: 'completed', output: 'answered', steps: 3 })
     expect(asked).toEqual([0, 2000, 4000])
+  })
+
+  it('runs: the same layer repeats a tool call that answered 429 once', async () => {
+    const clock = manualClock()
+    let calls = 0
+    const quote = defineTool({
+      name: 'quote',
+      description: 'A price quote',
+      input: z.object({}),
+      effect: 'read',
+      execute: () => {
+        calls++
+        if (calls === 1) throw new ToolError('rate_limited', 'HTTP 429', { category: 'transient', retryable: true, retryAfterMs: 1000 })
+        return '42 EUR'
+      },
+    })
+    let turn = 0
+    const gpt: ModelAdapter = {
+      generate: async ({ messages }) => {
+        turn++
+        if (turn === 1) return { toolCalls: [{ id: 'c1', name: 'quote', args: {} }] }
+        return { text: String(messages.at(-1)?.content), toolCalls: [] }
+      },
+    }
+    const run = patientAgent(gpt, [quote], clock).run({ input: 'price?' })
+    await clock.runAll()
+    expect(await run).toMatchObject({ status: 'completed', output: '42 EUR' })
+    expect(calls).toBe(2)
+    expect(clock.now()).toBe(1000)
   })
 })
 

@@ -1,41 +1,22 @@
-import {
-  abortReason,
-  LoopError,
-  type ModelContext,
-  type ModelMiddleware,
-  type ModelNext,
-  ToolError,
-  trustedModelMiddleware,
-} from '@shallot/core'
-import { createSanitizer, describeModelFailure, isTransientModelError, modelFailureCode, optionsParser } from '@shallot/core/kit'
-import { z } from 'zod'
+import { abortReason, LoopError, type ModelContext, type ModelMiddleware, type ModelNext, ToolError } from '@shallot/core'
+import { createSanitizer, describeModelFailure, isTransientModelError, modelFailureCode } from '@shallot/core/kit'
 import type { Backoff } from './backoff/backoff.js'
-import { backoffFromPolicy } from './backoff-from-policy.js'
-import { memoryRetryBudget } from './memory-retry-budget.js'
 import { planRetry } from './plan-retry.js'
-import { isRetryBudgetStore, type RetryBudgetStore } from './retry-budget-store.js'
-import { type RetryPolicy, type RetryPolicyInput, retryPolicySchema } from './retry-policy.js'
+import type { RetryBudgetStore } from './retry-budget-store.js'
+import type { RetryPolicy } from './retry-policy.js'
 
 /**
- * The longest `Retry-After` a model call waits for unless the policy's `maxRetryAfterMs` says
- * otherwise: core's `modelRetry.maxRetryAfterMs` default. A model call that gives up ends the run,
- * where a tool call's error goes back to the model, so a model waits longer than the backoff's cap.
+ * The longest `Retry-After` a model call waits for unless the options' `maxRetryAfterMs` says
+ * otherwise. A model call that gives up ends the run, where a tool call's error goes back to the
+ * model, so a model waits longer than the backoff's cap.
+ *
+ * @example
+ * retry().wrapModelCall // waits out a Retry-After of up to DEFAULT_MODEL_MAX_RETRY_AFTER_MS
  */
 export const DEFAULT_MODEL_MAX_RETRY_AFTER_MS = 60_000
 
-/** `retryModel()`'s options: the plain-data retry policy, and a token bucket where code has one to share. */
-export type RetryModelOptions = RetryPolicyInput & {
-  /** Token bucket against retry storms; default a fresh `memoryRetryBudget()` per layer; `false` turns it off. */
-  retryBudget?: RetryBudgetStore | false
-}
-
-const budgetSchema = z
-  .union([z.literal(false), z.custom<RetryBudgetStore>(isRetryBudgetStore)], {
-    error: 'must be a RetryBudgetStore (tryTake, refill, available), e.g. memoryRetryBudget(), or false',
-  })
-  .optional()
-const parseBudget = optionsParser('retryModel()', z.object({ retryBudget: budgetSchema }))
-const parsePolicy = optionsParser('retryModel()', retryPolicySchema)
+/** What the model side reads of `retry()`'s parsed options. */
+export type ModelRetryPolicy = Pick<RetryPolicy, 'maxAttempts' | 'perCode' | 'maxElapsedMs' | 'maxRetryAfterMs' | 'retryBudgetCosts'>
 
 /** A model failure in the planner's words: a ToolError as it is, else retryable exactly when core calls it transient. */
 function asToolError(err: unknown): ToolError {
@@ -86,30 +67,19 @@ function statusOf(error: ToolError): { status?: number } {
 }
 
 /**
- * Repeats a failed model attempt when the failure is transient (a retryable ToolError, 408/429/5xx, a
- * dropped connection, a timeout: core's `isTransientModelError`), with the policy's backoff (full
- * jitter by default) and the provider's `Retry-After` as a floor: it waits max(backoff, Retry-After),
- * the same rule as tool calls (decision 510). A `Retry-After` past `maxRetryAfterMs` (default 60 s
- * here) gives the call up at once. Each repeat is one more attempt of the terminal, which spends a
- * step of the run; a `LoopError` (budget, cancel, a fallback's verdict) passes through as it is, and
- * every wait stops the moment the run is cancelled. What it gives up on leaves as it came, for the
- * agent to end the run with (`model_failed`).
+ * `retry()`'s model side: repeats a failed model attempt when the failure is transient (a retryable
+ * ToolError, 408/429/5xx, a dropped connection, a timeout: core's `isTransientModelError`), with the
+ * backoff and the provider's `Retry-After` as a floor: it waits max(backoff, Retry-After), the same
+ * rule as tool calls. A `Retry-After` past `maxRetryAfterMs` (default 60 s here) gives the call up at
+ * once. Each repeat is one more attempt of the terminal, which spends a step of the run; a
+ * `LoopError` (budget, cancel, a fallback's verdict) passes through as it is, and every wait stops
+ * the moment the run is cancelled. What it gives up on leaves as it came, for the agent to end the
+ * run with (`model_failed`).
  *
  * `perCode` applies to a ToolError's code (`rate_limited`, `timeout`, …); unlike tool calls, a model
  * timeout gets `maxAttempts` like any other transient failure unless `perCode.timeout` says otherwise.
- *
- * @example
- * createAgent({ model, tools, modelMiddleware: [retryModel({ maxAttempts: 4 }), timeoutModel({ ms: 30_000 })] })
  */
-export function retryModel(options?: RetryModelOptions): ModelMiddleware {
-  const { retryBudget, ...policy } = options ?? {}
-  const store = parseBudget({ retryBudget }).retryBudget
-  return modelRetryOf(parsePolicy(policy), store === false ? undefined : (store ?? memoryRetryBudget()))
-}
-
-/** The layer for a parsed policy (what the definition's `createModel` builds), with the bucket it spends from. */
-export function modelRetryOf(policy: RetryPolicy, store: RetryBudgetStore | undefined): ModelMiddleware {
-  const backoff: Backoff = backoffFromPolicy(policy)
+export function modelRetryOf(policy: ModelRetryPolicy, backoff: Backoff, store: RetryBudgetStore | undefined): ModelMiddleware {
   const maxElapsedMs = policy.maxElapsedMs ?? Number.POSITIVE_INFINITY
   const maxRetryAfterMs = policy.maxRetryAfterMs ?? DEFAULT_MODEL_MAX_RETRY_AFTER_MS
   const attemptsByCode = new Map(Object.entries(policy.perCode).map(([code, { maxAttempts }]) => [code, maxAttempts]))
@@ -138,8 +108,7 @@ export function modelRetryOf(policy: RetryPolicy, store: RetryBudgetStore | unde
     }
   }
 
-  // Keeps the onion's contract: each next() is awaited before the next one, and it settles only after the last.
-  return trustedModelMiddleware(async function retry(ctx: ModelContext, next: ModelNext): Promise<void> {
+  return async function retry(ctx: ModelContext, next: ModelNext): Promise<void> {
     // Inner layers may swap ctx.signal for a deadline; waits and repeats follow the signal this call came with,
     // kept as it came (createAgent's stays deferred: an answered call never makes the run's signal real).
     const came = ctx.currentSignal?.() ?? ctx.signal
@@ -189,7 +158,7 @@ export function modelRetryOf(policy: RetryPolicy, store: RetryBudgetStore | unde
       if (signal.aborted) throw abortReason(signal)
       ctx.attempt++
     }
-  })
+  }
 }
 
 function isThenable(value: unknown): value is PromiseLike<unknown> {

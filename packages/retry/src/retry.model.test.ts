@@ -11,10 +11,10 @@ import {
   ToolError,
 } from '@shallot/core'
 import { type ManualClock, manualClock } from '@shallot/testing'
-import { timeoutDefinition, timeoutModel } from '@shallot/timeout'
+import { timeout, timeoutDefinition } from '@shallot/timeout'
 import { describe, expect, it } from 'vitest'
 import { z } from 'zod'
-import { memoryRetryBudget, retry, retryDefinition, retryModel } from './index.js'
+import { memoryRetryBudget, retry, retryDefinition } from './index.js'
 
 type Step = ModelResponse | Error | 'hang' | 'throw-sync-overloaded'
 
@@ -230,7 +230,7 @@ describe("core's model-retry scenarios run through the layers and end as core's 
   })
 })
 
-describe('retryModel: the Retry-After rule (decision 510)', () => {
+describe('retry, model calls: the Retry-After rule (decision 510)', () => {
   it('waits max(backoff, Retry-After): the pushback exactly when the draw is shorter, with no jitter added above it', async () => {
     const clock = manualClock()
     const model = scripted(clock, [rateLimited(2000), rateLimited(2000), done('ok')])
@@ -238,7 +238,7 @@ describe('retryModel: the Retry-After rule (decision 510)', () => {
       model: model.adapter,
       tools: [echo],
       random: () => 0.999,
-      modelMiddleware: retryModel(POLICY),
+      modelMiddleware: retry(POLICY),
     })
     expect(outcome.status).toBe('completed')
     expect(events.flatMap((e) => (e.type === 'model.retry' ? [e.delayMs] : []))).toEqual([2000, 2000])
@@ -252,7 +252,7 @@ describe('retryModel: the Retry-After rule (decision 510)', () => {
       model: model.adapter,
       tools: [echo],
       random: () => 0.5,
-      modelMiddleware: retryModel({ baseMs: 1000, capMs: 4000 }),
+      modelMiddleware: retry({ baseMs: 1000, capMs: 4000 }),
     })
     expect(events.flatMap((e) => (e.type === 'model.retry' ? [e.delayMs] : []))).toEqual([500])
     expect(model.requests.map((r) => r.at)).toEqual([0, 500])
@@ -286,12 +286,12 @@ describe('retryModel: the Retry-After rule (decision 510)', () => {
   })
 })
 
-describe('retryModel: the run around it', () => {
+describe('retry, model calls: the run around it', () => {
   it('ends promptly when the run is cancelled during a backoff, leaving no timer behind', async () => {
     const clock = manualClock()
     const model = scripted(clock, [rateLimited(30_000), done('never')])
     const controller = new AbortController()
-    const agent = createAgent({ model: model.adapter, tools: [echo], clock, modelMiddleware: [retryModel(), timeoutModel()] })
+    const agent = createAgent({ model: model.adapter, tools: [echo], clock, modelMiddleware: [retry(), timeout()] })
     const run = agent.run({ input: 'go', signal: controller.signal })
     await clock.advance(1000)
     expect(clock.pending).toBe(1)
@@ -307,7 +307,7 @@ describe('retryModel: the run around it', () => {
     const clock = manualClock()
     const thrown = new LoopError('user_input_required', 'the quota is exhausted')
     const model = scripted(clock, [thrown, done('never')])
-    const { outcome } = await runOn(clock, { model: model.adapter, tools: [echo], modelMiddleware: [retryModel(), timeoutModel()] })
+    const { outcome } = await runOn(clock, { model: model.adapter, tools: [echo], modelMiddleware: [retry(), timeout()] })
     expect(outcome.status === 'stopped' && outcome.error).toBe(thrown)
     expect(model.requests).toHaveLength(1)
   })
@@ -320,7 +320,7 @@ describe('retryModel: the run around it', () => {
       await next()
     }
     const model = scripted(clock, [status(502, 'Bad Gateway'), status(504, 'Gateway Timeout'), done('ok')])
-    const { events } = await runOn(clock, { model: model.adapter, tools: [echo], modelMiddleware: [retryModel(), spy] })
+    const { events } = await runOn(clock, { model: model.adapter, tools: [echo], modelMiddleware: [retry(), spy] })
     expect(seen).toEqual([1, 2, 3])
     expect(events.flatMap((e) => (e.type === 'model.call' ? [e.attempt] : []))).toEqual([1, 2, 3])
   })
@@ -331,7 +331,7 @@ describe('retryModel: the run around it', () => {
     const first = await runOn(clock, {
       model: starved.adapter,
       tools: [echo],
-      modelMiddleware: retryModel({ retryBudget: memoryRetryBudget({ maxTokens: 4 }) }),
+      modelMiddleware: retry({ retryBudget: memoryRetryBudget({ maxTokens: 4 }) }),
     })
     expect(first.outcome).toMatchObject({ status: 'stopped', error: { kind: 'model_failed' } })
     expect(starved.requests).toHaveLength(1)
@@ -339,7 +339,7 @@ describe('retryModel: the run around it', () => {
     await runOn(clock, {
       model: capped.adapter,
       tools: [echo],
-      modelMiddleware: retryModel({ maxAttempts: 5, perCode: { rate_limited: { maxAttempts: 2 } } }),
+      modelMiddleware: retry({ maxAttempts: 5, perCode: { rate_limited: { maxAttempts: 2 } } }),
     })
     expect(capped.requests).toHaveLength(2)
   })
@@ -366,7 +366,7 @@ describe('retryModel: the run around it', () => {
       model: model.adapter,
       tools: [echo],
       logger: log as never,
-      modelMiddleware: retryModel({ retryBudget: store() }),
+      modelMiddleware: retry({ retryBudget: store() }),
     })
     expect(outcome).toMatchObject({ status: 'stopped', error: { kind: 'model_failed' } })
     expect(model.requests).toHaveLength(1)
@@ -379,7 +379,7 @@ describe('retryModel: the run around it', () => {
     const adapter: ModelAdapter = {
       generate: () => (++calls % 2 === 1 ? Promise.reject(overloaded()) : Promise.resolve(done(`answer ${calls}`))),
     }
-    const agent = createAgent({ model: adapter, tools: [echo], clock, modelMiddleware: retryModel() })
+    const agent = createAgent({ model: adapter, tools: [echo], clock, modelMiddleware: retry() })
     const runs = Promise.all([agent.run({ input: 'a' }), agent.run({ input: 'b' }), agent.run({ input: 'c' })])
     for (let i = 0; i < 10; i++) await clock.runAll()
     const outcomes = await runs
@@ -394,12 +394,12 @@ describe('retryModel: the run around it', () => {
     [{ retryBudget: { tryTake: 1 } }, 'retryBudget'],
     [{ __proto__: { maxAttempts: 99 }, bogus: 1 }, 'bogus'],
   ])('refuses %j naming the option', (options, named) => {
-    expect(() => retryModel(options as never)).toThrow(OptionsError)
-    expect(() => retryModel(options as never)).toThrow(named)
+    expect(() => retry(options as never)).toThrow(OptionsError)
+    expect(() => retry(options as never)).toThrow(named)
   })
 })
 
-describe('timeoutModel: the per-attempt model deadline', () => {
+describe('timeout, model calls: the per-attempt model deadline', () => {
   it('cuts a model that ignores its signal, aborts the signal it was handed with the timeout, and gives the outer layers theirs back', async () => {
     const clock = manualClock()
     const model = scripted(clock, ['hang', done('ok')])
@@ -411,7 +411,7 @@ describe('timeoutModel: the per-attempt model deadline', () => {
     const { outcome } = await runOn(clock, {
       model: model.adapter,
       tools: [echo],
-      modelMiddleware: [retryModel(), outer, timeoutModel({ ms: 5000 })],
+      modelMiddleware: [retry(), outer, timeout({ ms: 5000 })],
     })
     expect(outcome).toMatchObject({ status: 'completed', output: 'ok' })
     expect(model.requests.map((r) => r.at)).toEqual([0, expect.any(Number)])
@@ -425,7 +425,7 @@ describe('timeoutModel: the per-attempt model deadline', () => {
     const { outcome } = await runOn(clock, {
       model: slow,
       tools: [echo],
-      modelMiddleware: timeoutModel({ ms: 1000, models: { 'slow-model': 7000 } }),
+      modelMiddleware: timeout({ ms: 1000, models: { 'slow-model': 7000 } }),
     })
     expect(outcome).toMatchObject({
       status: 'stopped',
@@ -440,7 +440,7 @@ describe('timeoutModel: the per-attempt model deadline', () => {
     const { outcome } = await runOn(clock, {
       model: model.adapter,
       tools: [echo],
-      modelMiddleware: [timeoutModel({ ms: 1000 }), retryModel({ maxAttempts: 6, baseMs: 400, capMs: 400, backoff: 'constant' })],
+      modelMiddleware: [timeout({ ms: 1000 }), retry({ maxAttempts: 6, baseMs: 400, capMs: 400, backoff: 'constant' })],
     })
     expect(outcome).toMatchObject({ status: 'stopped', error: { kind: 'model_failed' } })
     expect(model.requests.map((r) => r.at)).toEqual([0, 400, 800])
@@ -453,7 +453,7 @@ describe('timeoutModel: the per-attempt model deadline', () => {
     const { outcome } = await runOn(clock, {
       model: scripted(clock, ['hang']).adapter,
       tools: [echo],
-      modelMiddleware: [timeoutModel({ ms: 9000 }), timeoutModel({ ms: 2000 })],
+      modelMiddleware: [timeout({ ms: 9000 }), timeout({ ms: 2000 })],
     })
     expect(outcome).toMatchObject({ status: 'stopped', error: { details: { failure: 'the model did not answer within 2000 ms' } } })
     expect(clock.now()).toBe(2000)
@@ -462,12 +462,12 @@ describe('timeoutModel: the per-attempt model deadline', () => {
   it.each([[{ ms: -1 }], [{ ms: 2 ** 31 }], [{ models: { 'gpt-x': 'soon' } }], [{ model: 5 }]])(
     'refuses %j naming the option',
     (options) => {
-      expect(() => timeoutModel(options as never)).toThrow(OptionsError)
+      expect(() => timeout(options as never)).toThrow(OptionsError)
     },
   )
 })
 
-describe('retryModel: what model.retry tells a person waiting', () => {
+describe('retry, model calls: what model.retry tells a person waiting', () => {
   const retries = (events: readonly AgentEvent[]) => events.filter((e) => e.type === 'model.retry') as unknown as Record<string, unknown>[]
 
   it('names the attempts the policy allows for the code, the Retry-After and the HTTP status of each failure', async () => {
@@ -477,7 +477,7 @@ describe('retryModel: what model.retry tells a person waiting', () => {
       model: model.adapter,
       tools: [echo],
       random: () => 0.5,
-      modelMiddleware: retryModel({ ...POLICY, perCode: { rate_limited: { maxAttempts: 5 } } }),
+      modelMiddleware: retry({ ...POLICY, perCode: { rate_limited: { maxAttempts: 5 } } }),
     })
     expect(outcome.status).toBe('completed')
     const [first, second] = retries(events)
@@ -497,7 +497,7 @@ describe('retryModel: what model.retry tells a person waiting', () => {
     const { events } = await runOn(clock, {
       model: scripted(clock, [odd, done('ok')]).adapter,
       tools: [echo],
-      modelMiddleware: retryModel(POLICY),
+      modelMiddleware: retry(POLICY),
     })
     const [only] = retries(events)
     expect(only).toMatchObject({ attempt: 1, maxAttempts: 3 })

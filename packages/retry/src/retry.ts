@@ -1,4 +1,4 @@
-import { type Middleware, type Next, type ToolContext, trustedMiddleware } from '@shallot/core'
+import type { Layer, Middleware, ModelMiddleware, Next, ToolContext } from '@shallot/core'
 import { callNext, optionsParser } from '@shallot/core/kit'
 import { z } from 'zod'
 import type { Backoff } from './backoff/backoff.js'
@@ -8,6 +8,7 @@ import { memoryRetryBudget } from './memory-retry-budget.js'
 import { isRetryBudgetStore, type RetryBudgetStore } from './retry-budget-store.js'
 import type { RetryGiveUpInfo } from './retry-hooks.js'
 import { answerFromFailure, type OnRetry, type RetrySettings, retryAfter, retrySucceeded } from './retry-loop.js'
+import { modelRetryOf } from './retry-model.js'
 import { BACKOFF_NAMES, checkPolicy, retryPolicyShape, unknownBackoffMessage } from './retry-policy.js'
 
 function isBackoff(value: unknown): value is Backoff {
@@ -23,7 +24,8 @@ const backoffOption = z.union([z.enum(BACKOFF_NAMES), z.custom<Backoff>(isBackof
 })
 
 /**
- * `retry()`'s options: the plain-data policy, plus a backoff object and a retry budget store where code wants them.
+ * `retry()`'s options, for tool calls and model calls alike: the plain-data policy, plus a backoff object and a
+ * retry budget store where code wants them. The hooks (`onRetry`, `onGiveUp`, `hookTimeoutMs`) are for tool calls only.
  *
  * @example
  * retryOptionsSchema.safeParse({ backoff: fullJitter(), retryBudget: memoryRetryBudget() }).success // true
@@ -32,7 +34,10 @@ export const retryOptionsSchema = z
   .object({
     ...retryPolicyShape,
     backoff: backoffOption.default('full-jitter'),
-    /** Token bucket against retry storms; default a fresh `memoryRetryBudget()` per `retry()`; `false` turns it off. */
+    /**
+     * Token bucket against retry storms; default a fresh `memoryRetryBudget()` for each side of each `retry()` (tool
+     * calls and model calls do not drain each other's); a store given here serves both; `false` turns it off.
+     */
     retryBudget: z
       .union([z.literal(false), z.custom<RetryBudgetStore>(isRetryBudgetStore)], {
         error: 'must be a RetryBudgetStore (tryTake, refill, available), e.g. memoryRetryBudget(), or false',
@@ -41,12 +46,12 @@ export const retryOptionsSchema = z
     /**
      * Awaited before each repeat: answer nothing to go on, `{ delayMs }` to wait at least that long,
      * or `'stop'` to give the error back now. A throw, a bad answer or no answer within
-     * `hookTimeoutMs` stops retrying (logged). Code only: a config file cannot hold a function.
+     * `hookTimeoutMs` stops retrying (logged). Tool calls only. Code only: a config file cannot hold a function.
      */
     onRetry: fn<OnRetry>("(info) => undefined | 'stop' | { delayMs }").optional(),
-    /** Awaited when retry gives up on a retryable error (any stop reason but `not_retryable`); cannot change the outcome. */
+    /** Awaited when retry gives up on a retryable error (any stop reason but `not_retryable`); cannot change the outcome. Tool calls only. */
     onGiveUp: fn<(info: RetryGiveUpInfo) => void | Promise<void>>('(info) => void').optional(),
-    /** Longest wait for one hook call; past it the hook's answer is ignored and retrying stops. Default 10,000 ms. */
+    /** Longest wait for one hook call; past it the hook's answer is ignored and retrying stops. Default 10,000 ms. Tool calls only. */
     hookTimeoutMs: z.number().int().positive().max(600_000).default(10_000),
   })
   .strict()
@@ -67,19 +72,21 @@ export const retryOptionsSchema = z
 /** What `retry()` accepts (every field optional). */
 export type RetryOptions = z.input<typeof retryOptionsSchema>
 
+/** `retry()`'s options, parsed: defaults filled in. */
+type ParsedRetryOptions = z.output<typeof retryOptionsSchema>
+
 const parseRetryOptions = optionsParser('retry()', retryOptionsSchema)
 
 /** How many calls a timeout gets unless `perCode.timeout` says otherwise: the original one and one retry. */
 const DEFAULT_TIMEOUT_ATTEMPTS = 2
 
-/** What `retry()` makes of its parsed options, once per layer. */
-function retrySettings(parsed: z.output<typeof retryOptionsSchema>): RetrySettings {
-  const backoff = isBackoff(parsed.backoff) ? parsed.backoff : backoffFromPolicy({ ...parsed, backoff: parsed.backoff })
+/** What the tool side makes of the parsed options, once per layer. */
+function retrySettings(parsed: ParsedRetryOptions, backoff: Backoff): RetrySettings {
   const { maxAttempts, onRetry, onGiveUp, hookTimeoutMs } = parsed
   const attemptsByCode = new Map(Object.entries(parsed.perCode).map(([code, { maxAttempts }]) => [code, maxAttempts]))
   if (!attemptsByCode.has('timeout')) attemptsByCode.set('timeout', Math.min(DEFAULT_TIMEOUT_ATTEMPTS, maxAttempts))
   const maxElapsedMs = parsed.maxElapsedMs ?? Number.POSITIVE_INFINITY
-  const store = parsed.retryBudget === false ? undefined : (parsed.retryBudget ?? memoryRetryBudget())
+  const store = budgetOf(parsed)
   return {
     backoff,
     maxAttempts,
@@ -97,23 +104,54 @@ function retrySettings(parsed: z.output<typeof retryOptionsSchema>): RetrySettin
   }
 }
 
+/** The bucket one side spends from: the store given, a fresh one by default, none for `false`. */
+function budgetOf(parsed: ParsedRetryOptions): RetryBudgetStore | undefined {
+  return parsed.retryBudget === false ? undefined : (parsed.retryBudget ?? memoryRetryBudget())
+}
+
+/** What `retry()` returns: one layer, with a side for tool calls and a side for model calls. */
+export interface RetryLayer extends Layer {
+  readonly name: 'retry'
+  /** Listed in `middleware`: repeats a failed tool call. */
+  readonly wrapToolCall: Middleware
+  /** Listed in `modelMiddleware`: repeats a failed model attempt. */
+  readonly wrapModelCall: ModelMiddleware
+}
+
 /**
- * Repeats a failed tool call when the error says it is transient and repeating is safe: `retryable` errors only,
- * and for a `write` tool only `safeToRepeat` ones. Waits with full-jitter backoff by default (`retryAfterMs` is a floor),
- * abortably on the run's signal; never more than 6 calls in all (past that the run ends with `recovery_exhausted`);
- * a token bucket stops retry storms. When it gives up, the last error goes back to the model (with a hint that does not invite the repeat when every attempt failed alike).
- * Takes the plain-data policy, or a backoff object alone.
+ * Repeats a failed call when the error says it is transient and repeating is safe, with full-jitter backoff by
+ * default (a `retryAfterMs` / `Retry-After` is a floor), abortably on the run's signal, a token bucket against
+ * retry storms. One layer for both lists: in `middleware` it repeats tool calls, in `modelMiddleware` model calls,
+ * each side from the same options, built once here. Takes the plain-data policy, or a backoff object alone.
+ *
+ * - Tool calls: `retryable` errors only, and for a `write` tool only `safeToRepeat` ones; never more than 6 calls
+ *   in all (past that the run ends with `recovery_exhausted`); when it gives up, the last error goes back to the
+ *   model, with a hint that does not invite the repeat when every attempt failed alike. A timeout gets 2 calls unless `perCode.timeout` says otherwise; `maxRetryAfterMs` defaults to
+ *   the backoff's cap.
+ * - Model calls: failures core calls transient (a retryable ToolError, 408/429/5xx, a dropped connection, a
+ *   timeout), each repeat one more attempt of the run's step budget; a timeout gets `maxAttempts` like any other
+ *   failure; `maxRetryAfterMs` defaults to 60 s, since a model call that gives up ends the run. The hooks are not
+ *   called for model calls.
  *
  * @example
- * createStack({ middleware: [retry({ maxAttempts: 4, perCode: { rate_limited: { maxAttempts: 5 } } }), timeout({ ms: 5000 })], tools })
+ * const retrying = retry({ maxAttempts: 4, perCode: { rate_limited: { maxAttempts: 5 } } })
+ * createAgent({ model, tools, middleware: [retrying, timeout({ ms: 5000 })], modelMiddleware: [retrying, timeout()] })
  * createStack({ middleware: [retry(decorrelatedJitter({ baseMs: 100, capMs: 2000 }))], tools })
  */
-export function retry(options?: RetryOptions | Backoff): Middleware {
-  const settings = retrySettings(parseRetryOptions(isBackoff(options) ? { backoff: options } : options))
+export function retry(options?: RetryOptions | Backoff): RetryLayer {
+  const parsed = parseRetryOptions(isBackoff(options) ? { backoff: options } : options)
+  const backoff = isBackoff(parsed.backoff) ? parsed.backoff : backoffFromPolicy({ ...parsed, backoff: parsed.backoff })
+  return Object.freeze({
+    name: 'retry',
+    wrapToolCall: toolRetryOf(retrySettings(parsed, backoff)),
+    wrapModelCall: modelRetryOf(parsed, backoff, budgetOf(parsed)),
+  })
+}
+
+/** The tool side: the first call is a reaction, not an awaiting frame, and only a failure enters the retry loop. */
+function toolRetryOf(settings: RetrySettings): Middleware {
   const { timed } = settings
-  // The first call is a reaction, not an awaiting frame: a call blocked in the tool holds one closure here, and
-  // only a failure enters the retry loop.
-  const middleware: Middleware = function retry(ctx: ToolContext, next: Next): Promise<void> {
+  return function retry(ctx: ToolContext, next: Next): Promise<void> {
     // Inner layers may swap ctx.signal for their own deadline; waits and repeats use the signal this call came
     // with, made real only if a retry must wait on it.
     if (ctx.run.state[EXHAUSTED_STATE_KEY] !== undefined) {
@@ -127,7 +165,4 @@ export function retry(options?: RetryOptions | Backoff): Middleware {
       (err: unknown) => retryAfter(settings, ctx, next, source instanceof AbortSignal ? source : source.signal, started, err),
     )
   }
-  // Keeps the onion's contract by construction (docs/decisions/270-compose-fast-path.md): compose calls it without the misuse bookkeeping.
-  trustedMiddleware(middleware)
-  return middleware
 }

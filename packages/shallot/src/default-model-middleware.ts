@@ -1,14 +1,14 @@
 import { type CircuitBreakerOptions, circuitBreaker, consecutive } from '@shallot/circuit-breaker'
 import { type ModelMiddleware, parseOptions } from '@shallot/core'
-import { type ErrorClassifierOptions, errorClassifierModel } from '@shallot/error-classifier'
-import { type RetryModelOptions, retryModel } from '@shallot/retry'
-import { type TimeoutOptions, timeoutModel } from '@shallot/timeout'
+import { type ErrorClassifierOptions, errorClassifier } from '@shallot/error-classifier'
+import { type RetryOptions, retry } from '@shallot/retry'
+import { type TimeoutOptions, timeout } from '@shallot/timeout'
 import { z } from 'zod'
 
 /** Options for each layer of the default model stack, by name; `false` leaves a layer out. */
 export interface DefaultModelMiddlewareOptions {
   readonly circuitBreaker?: CircuitBreakerOptions | false
-  readonly retry?: RetryModelOptions | false
+  readonly retry?: RetryOptions | false
   readonly errorClassifier?: ErrorClassifierOptions | false
   readonly timeout?: TimeoutOptions | false
 }
@@ -40,11 +40,11 @@ export function defaultModelMiddleware(options: DefaultModelMiddlewareOptions = 
   const layers: ModelMiddleware[] = []
   if (options.circuitBreaker !== false)
     layers.push(circuitBreaker({ policy: consecutive({ threshold: 3 }), cooldownMs: 30_000, ...options.circuitBreaker }).wrapModelCall)
-  if (options.retry !== false) layers.push(retryModel({ maxAttempts: 3, baseMs: 250, capMs: 4000, ...options.retry }))
+  if (options.retry !== false) layers.push(retry({ maxAttempts: 3, baseMs: 250, capMs: 4000, ...options.retry }).wrapModelCall)
   // The classifier passes a server's Retry-After on unclamped (up to its one-day ceiling), so retry's own
   // maxRetryAfterMs decides: a 600 s pushback ends the call at once instead of being read as 60 s and waited.
   if (options.errorClassifier !== false)
-    layers.push(errorClassifierModel({ maxRetryAfterMs: 24 * 3600 * 1000, ...(options.errorClassifier || {}) }))
-  if (options.timeout !== false) layers.push(timeoutModel({ ms: 60_000, ...options.timeout }))
+    layers.push(errorClassifier({ maxRetryAfterMs: 24 * 3600 * 1000, ...(options.errorClassifier || {}) }).wrapModelCall)
+  if (options.timeout !== false) layers.push(timeout({ ms: 60_000, ...options.timeout }).wrapModelCall)
   return layers
 }

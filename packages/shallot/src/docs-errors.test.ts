@@ -1,6 +1,16 @@
 import { readFileSync } from 'node:fs'
 import { fileURLToPath } from 'node:url'
-import { type AnyTool, createRun, createStack, defineTool, LoopError, type Middleware, type ToolCall, ToolError } from '@shallot/core'
+import {
+  type AnyTool,
+  createRun,
+  createStack,
+  defineTool,
+  type LayerEntry,
+  LoopError,
+  type Middleware,
+  type ToolCall,
+  ToolError,
+} from '@shallot/core'
 import { faultError, manualClock, scriptedModel, seededRandom } from '@shallot/testing'
 import { describe, expect, it } from 'vitest'
 import { z } from 'zod'
@@ -61,7 +71,11 @@ const throws = (value: unknown) => () => {
 }
 
 /** Dispatches calls in order on one run and returns the last result's content (the model's text). */
-async function soft(middleware: Middleware[], tools: Parameters<typeof createStack>[0]['tools'], calls: Array<Partial<ToolCall>>) {
+async function soft(
+  middleware: LayerEntry<Middleware>[],
+  tools: Parameters<typeof createStack>[0]['tools'],
+  calls: Array<Partial<ToolCall>>,
+) {
   const clock = manualClock()
   // The soft text the model reads when the stack's escalation policy lets `user`/`fatal` errors through.
   const stack = createStack({ middleware, tools, clock, random: seededRandom(1), escalate: { fatal: false, user: false } })
@@ -77,7 +91,7 @@ async function soft(middleware: Middleware[], tools: Parameters<typeof createSta
 
 /** Dispatches calls in order and returns the message of the LoopError that ends them. */
 async function hard(
-  middleware: Middleware[],
+  middleware: LayerEntry<Middleware>[],
   tools: Parameters<typeof createStack>[0]['tools'],
   calls: Array<Partial<ToolCall>>,
   run = createRun({ id: 'run-1' }),

@@ -144,6 +144,33 @@ describe('packages/error-classifier/README.md, Model calls', () => {
     expect((asked[2] as number) - (asked[1] as number)).toBeGreaterThanOrEqual(2000)
   })
 
+  it('the same layers classify a tool’s 429 asking for 1 s, and retry waits it out before the second call', async () => {
+    const { classifiedAgent } = await sample<{ classifiedAgent: AgentFactory }>('packages/error-classifier/README.md', 'classifiedAgent')
+    const clock = manualClock()
+    const called: number[] = []
+    const quote = defineTool({
+      name: 'quote',
+      description: 'A price quote',
+      input: z.object({}),
+      effect: 'read',
+      execute: () => {
+        called.push(clock.now())
+        if (called.length === 1) throw httpError(429, { 'retry-after': '1' })
+        return '42 EUR'
+      },
+    })
+    let turn = 0
+    const model: ModelAdapter = {
+      generate: async ({ messages }) =>
+        ++turn === 1 ? { toolCalls: [{ id: 'c1', name: 'quote', args: {} }] } : { text: String(messages.at(-1)?.content), toolCalls: [] },
+    }
+    const run = classifiedAgent(model, [quote as never], clock).run({ input: 'price?' })
+    await clock.runAll()
+    expect(await run).toMatchObject({ status: 'completed', output: '42 EUR' })
+    expect(called).toHaveLength(2)
+    expect((called[1] as number) - (called[0] as number)).toBeGreaterThanOrEqual(1000)
+  })
+
   it('refused credentials are not retried: the run stops asking a person for them', async () => {
     const { classifiedAgent } = await sample<{ classifiedAgent: AgentFactory }>('packages/error-classifier/README.md', 'classifiedAgent')
     const clock = manualClock()

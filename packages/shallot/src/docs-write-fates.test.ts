@@ -74,6 +74,6 @@ describe('a model provider that refuses the credentials', () => {
     const outcome = await createAgent({ model, tools: [] }).run({ input: 'hi' })
     expect(outcome).toMatchObject({ status: 'stopped', error: { kind: 'user_input_required', details: { reason: 'credentials' } } })
     const row = page('docs/errors.md').split('| `user_input_required` |')[1]?.split(' | ')[0]
-    for (const source of ['errorClassifierModel', '`createAgent`', '@shallot/langchain', '@shallot/ai-sdk']) expect(row).toContain(source)
+    for (const source of ['errorClassifier()', '`createAgent`', '@shallot/langchain', '@shallot/ai-sdk']) expect(row).toContain(source)
   })
 })

@@ -7,7 +7,7 @@ import { circuitBreaker, consecutive } from '@shallot/circuit-breaker'
 import { contextEditing } from '@shallot/context-editing'
 import {
   defineTool,
-  type Layer,
+  type LayerEntry,
   LoopError,
   MiddlewareUsageError,
   type ModelAdapter,
@@ -15,19 +15,19 @@ import {
   type ModelRequest,
   type ModelResponse,
 } from '@shallot/core'
-import { errorClassifierModel } from '@shallot/error-classifier'
+import { errorClassifier } from '@shallot/error-classifier'
 import { fallback } from '@shallot/fallback'
 import { rateLimit } from '@shallot/rate-limit'
-import { memoryRetryBudget, retryModel } from '@shallot/retry'
+import { memoryRetryBudget, retry } from '@shallot/retry'
 import { manualClock } from '@shallot/testing'
-import { timeoutModel } from '@shallot/timeout'
+import { timeout } from '@shallot/timeout'
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest'
 import { z } from 'zod'
 import { createAgent, defaultModelMiddleware, OptionsError, ToolError } from './index.js'
 import { answer, recorder, scripted, settle, stalling, unavailable } from './model-onion.hostile.support.js'
 
 /** An agent on core's createAgent (no default layers) with `layers` as its model onion and virtual time. */
-function agentWith(layers: Array<ModelMiddleware | Layer>, model: ModelAdapter = scripted('m', [answer()])) {
+function agentWith(layers: LayerEntry<ModelMiddleware>[], model: ModelAdapter = scripted('m', [answer()])) {
   const clock = manualClock()
   const rec = recorder()
   const agent = createCoreAgent({ model, tools: [], modelMiddleware: layers, clock, onEvent: rec.onEvent })
@@ -215,7 +215,7 @@ describe('a model middleware that sets ctx.response to garbage', () => {
   })
 })
 
-describe('an adapter that never settles, under timeoutModel', () => {
+describe('an adapter that never settles, under timeout', () => {
   // The real clock's deadline queue on vitest's fake timers: its timer is what could leak. 7_777 ms is this file's own queue.
   beforeEach(() => {
     vi.useFakeTimers({ toFake: ['setTimeout', 'clearTimeout', 'performance'] })
@@ -230,7 +230,7 @@ describe('an adapter that never settles, under timeoutModel', () => {
   ])('%s: the run stops with a typed timeout, no timer is left, a late answer changes nothing', async (_name, reads) => {
     const model = stalling('slow', reads)
     const rec = recorder()
-    const agent = createCoreAgent({ model, tools: [], modelMiddleware: [timeoutModel({ ms: 7_777 })], onEvent: rec.onEvent })
+    const agent = createCoreAgent({ model, tools: [], modelMiddleware: [timeout({ ms: 7_777 })], onEvent: rec.onEvent })
     const running = agent.run({ input: 'go' })
     await settle()
     expect(model.held).toHaveLength(1)
@@ -278,9 +278,9 @@ describe('a cancel at every await of the model onion', () => {
     expect(error.kind).toBe('cancelled')
   }
 
-  it('while retryModel waits its backoff: the run ends at once, the model is not asked again, no sleeper is left', async () => {
+  it('while retry waits its backoff: the run ends at once, the model is not asked again, no sleeper is left', async () => {
     const model = scripted('m', [unavailable(), answer()])
-    const { agent, clock, rec } = agentWith([retryModel({ maxAttempts: 3, baseMs: 1_000, capMs: 1_000, backoff: 'constant' })], model)
+    const { agent, clock, rec } = agentWith([retry({ maxAttempts: 3, baseMs: 1_000, capMs: 1_000, backoff: 'constant' })], model)
     const controller = new AbortController()
     const running = agent.run({ input: 'go', signal: controller.signal })
     await settle()
@@ -317,7 +317,7 @@ describe('a cancel at every await of the model onion', () => {
     ['reads request.signal', true],
   ])('while the adapter thinks (%s): the run ends at once, a late answer changes nothing', async (_name, reads) => {
     const model = stalling('slow', reads)
-    const { agent, rec } = agentWith([retryModel(), timeoutModel({ ms: 60_000 })], model)
+    const { agent, rec } = agentWith([retry(), timeout({ ms: 60_000 })], model)
     const controller = new AbortController()
     const running = agent.run({ input: 'go', signal: controller.signal })
     await settle()
@@ -371,16 +371,16 @@ describe('nonsense numbers in a model layer factory', () => {
   const bad = [Number.NaN, Number.POSITIVE_INFINITY, Number.NEGATIVE_INFINITY, -1] as const
   // [what, option path, build with the value]: every numeric option of every model layer.
   const factories: [string, string, (v: number) => unknown][] = [
-    ['retryModel()', 'maxAttempts', (v) => retryModel({ maxAttempts: v })],
-    ['retryModel()', 'baseMs', (v) => retryModel({ baseMs: v })],
-    ['retryModel()', 'capMs', (v) => retryModel({ capMs: v })],
-    ['retryModel()', 'maxElapsedMs', (v) => retryModel({ maxElapsedMs: v })],
-    ['retryModel()', 'maxRetryAfterMs', (v) => retryModel({ maxRetryAfterMs: v })],
-    ['retryModel()', 'retryBudgetCosts.retry', (v) => retryModel({ retryBudgetCosts: { retry: v } })],
-    ['retryModel()', 'perCode.rate_limited.maxAttempts', (v) => retryModel({ perCode: { rate_limited: { maxAttempts: v } } })],
+    ['retry()', 'maxAttempts', (v) => retry({ maxAttempts: v })],
+    ['retry()', 'baseMs', (v) => retry({ baseMs: v })],
+    ['retry()', 'capMs', (v) => retry({ capMs: v })],
+    ['retry()', 'maxElapsedMs', (v) => retry({ maxElapsedMs: v })],
+    ['retry()', 'maxRetryAfterMs', (v) => retry({ maxRetryAfterMs: v })],
+    ['retry()', 'retryBudgetCosts.retry', (v) => retry({ retryBudgetCosts: { retry: v } })],
+    ['retry()', 'perCode.rate_limited.maxAttempts', (v) => retry({ perCode: { rate_limited: { maxAttempts: v } } })],
     ['memoryRetryBudget()', 'maxTokens', (v) => memoryRetryBudget({ maxTokens: v })],
-    ['timeoutModel()', 'ms', (v) => timeoutModel({ ms: v })],
-    ['timeoutModel()', 'models.gpt', (v) => timeoutModel({ models: { gpt: v } })],
+    ['timeout()', 'ms', (v) => timeout({ ms: v })],
+    ['timeout()', 'models.gpt', (v) => timeout({ models: { gpt: v } })],
     ['circuitBreaker()', 'cooldownMs', (v) => circuitBreaker({ cooldownMs: v })],
     ['circuitBreaker()', 'maxCooldownMs', (v) => circuitBreaker({ maxCooldownMs: v })],
     ['circuitBreaker()', 'cooldownGrowth', (v) => circuitBreaker({ cooldownGrowth: v })],
@@ -392,13 +392,13 @@ describe('nonsense numbers in a model layer factory', () => {
     ['rateLimit()', 'burst', (v) => rateLimit({ limit: 1, burst: v })],
     ['rateLimit()', 'maxWaitMs', (v) => rateLimit({ limit: 1, maxWaitMs: v })],
     ['rateLimit()', 'storeTimeoutMs', (v) => rateLimit({ limit: 1, storeTimeoutMs: v })],
-    ['errorClassifierModel()', 'maxRetryAfterMs', (v) => errorClassifierModel({ maxRetryAfterMs: v })],
+    ['errorClassifier()', 'maxRetryAfterMs', (v) => errorClassifier({ maxRetryAfterMs: v })],
     ['contextEditing()', 'maxInputTokens', (v) => contextEditing({ maxInputTokens: v })],
     ['contextEditing()', 'keep', (v) => contextEditing({ keep: v })],
     ['contextEditing()', 'charsPerToken', (v) => contextEditing({ charsPerToken: v })],
     ['contextEditing()', 'models.gpt', (v) => contextEditing({ models: { gpt: v } })],
     // defaultModelMiddleware() hands each layer its options and the layer checks them (documented): its words name the layer.
-    ['timeoutModel()', 'ms', (v) => defaultModelMiddleware({ timeout: { ms: v } })],
+    ['timeout()', 'ms', (v) => defaultModelMiddleware({ timeout: { ms: v } })],
     ['createAgent()', 'limits.modelTimeoutMs', (v) => createAgent({ model: scripted('m', []), limits: { modelTimeoutMs: v } })],
     ['createAgent()', 'modelRetry.baseMs', (v) => createAgent({ model: scripted('m', []), modelRetry: { baseMs: v } })],
     ['createAgent()', 'modelRetry.maxAttempts', (v) => createAgent({ model: scripted('m', []), modelRetry: { maxAttempts: v } })],
@@ -412,15 +412,15 @@ describe('nonsense numbers in a model layer factory', () => {
   const documentedInfinity = new Set(['maxAttempts', 'perCode.rate_limited.maxAttempts'])
   const cases = factories.flatMap(([owner, path, build]) =>
     bad
-      .filter((v) => !(owner === 'retryModel()' && documentedInfinity.has(path) && v === Number.POSITIVE_INFINITY))
+      .filter((v) => !(owner === 'retry()' && documentedInfinity.has(path) && v === Number.POSITIVE_INFINITY))
       .map((v) => [owner, path, v, build] as const),
   )
 
-  it('retryModel({ maxAttempts: Infinity }) is accepted as documented, and its retry budget still ends a failing call', async () => {
+  it('retry({ maxAttempts: Infinity }) is accepted as documented, and its retry budget still ends a failing call', async () => {
     const model = scripted('m', [unavailable()])
     const retryBudget = memoryRetryBudget({ maxTokens: 15 })
     const { agent, clock } = agentWith(
-      [retryModel({ maxAttempts: Number.POSITIVE_INFINITY, backoff: 'constant', baseMs: 10, retryBudget })],
+      [retry({ maxAttempts: Number.POSITIVE_INFINITY, backoff: 'constant', baseMs: 10, retryBudget })],
       model,
     )
     const running = agent.run({ input: 'go' })
@@ -485,7 +485,7 @@ describe('50 runs at once on one agent', () => {
       onEvent: rec.onEvent,
       modelMiddleware: [
         circuitBreaker({ policy: consecutive({ threshold: 3 }), cooldownMs: 60_000 }),
-        retryModel({ maxAttempts: 3, backoff: 'constant', baseMs: 100, retryBudget }),
+        retry({ maxAttempts: 3, backoff: 'constant', baseMs: 100, retryBudget }),
       ],
     })
     const ids = Array.from({ length: 50 }, (_, i) => i)
@@ -591,7 +591,7 @@ describe('an onEvent listener that throws on model events', () => {
       random: () => 0.5,
       logger,
       ...(onEvent === undefined ? {} : { onEvent: onEvent as (event: AgentEvent) => void }),
-      modelMiddleware: [fallback({ models: [spare] }), retryModel({ maxAttempts: 2, backoff: 'constant', baseMs: 10 })],
+      modelMiddleware: [fallback({ models: [spare] }), retry({ maxAttempts: 2, backoff: 'constant', baseMs: 10 })],
     })
     const running = agent.run({ input: 'go', runId: 'same' })
     await clock.runAll()
@@ -673,7 +673,7 @@ describe('a model a layer asks instead of the agent’s own', () => {
   })
 })
 
-describe('a late answer of an attempt that timed out, under retryModel', () => {
+describe('a late answer of an attempt that timed out, under retry', () => {
   it('is never taken for the next attempt’s answer: the output and usage are the fresh attempt’s', async () => {
     const clock = manualClock()
     const model = stalling('slow', false)
@@ -684,7 +684,7 @@ describe('a late answer of an attempt that timed out, under retryModel', () => {
       clock,
       random: () => 0.5,
       onEvent: rec.onEvent,
-      modelMiddleware: [retryModel({ maxAttempts: 2, backoff: 'constant', baseMs: 10 }), timeoutModel({ ms: 1_000 })],
+      modelMiddleware: [retry({ maxAttempts: 2, backoff: 'constant', baseMs: 10 }), timeout({ ms: 1_000 })],
     })
     const running = agent.run({ input: 'go' })
     await clock.advance(1_000)
@@ -790,7 +790,7 @@ describe('a retry budget store that answers slowly', () => {
       available: () => 500,
     }
     const model = scripted('m', [unavailable(), answer()])
-    const { agent, rec, clock } = agentWith([retryModel({ maxAttempts: 3, backoff: 'constant', baseMs: 10, retryBudget })], model)
+    const { agent, rec, clock } = agentWith([retry({ maxAttempts: 3, backoff: 'constant', baseMs: 10, retryBudget })], model)
     const controller = new AbortController()
     const running = agent.run({ input: 'go', signal: controller.signal })
     await settle()

@@ -1,4 +1,14 @@
-import { createRun, createStack, defineTool, LoopError, type Middleware, type ToolCall, ToolError, type ToolResult } from '@shallot/core'
+import {
+  createRun,
+  createStack,
+  defineTool,
+  type LayerEntry,
+  LoopError,
+  type Middleware,
+  type ToolCall,
+  ToolError,
+  type ToolResult,
+} from '@shallot/core'
 import { manualClock, seededRandom } from '@shallot/testing'
 import { describe, expect, it } from 'vitest'
 import { z } from 'zod'
@@ -68,7 +78,7 @@ describe('no secret reaches the model through defaultMiddleware()', () => {
 
 /** Dispatches calls in order on one run and returns the last result. */
 async function lastOf(
-  middleware: Middleware[],
+  middleware: LayerEntry<Middleware>[],
   tools: Parameters<typeof createStack>[0]['tools'],
   calls: Partial<ToolCall>[],
   secrets?: (string | RegExp)[],

@@ -170,7 +170,7 @@ describe('createAgent', () => {
   })
 
   // Core's createAgent asks the model only through its onion: without a retry layer a transient failure is not
-  // repeated (shallot's createAgent and retryModel repeat it: decision 500, step 3).
+  // repeated (shallot's createAgent and retry() in modelMiddleware repeat it: decision 500, step 3).
   it('asks a transiently failing model once without a retry layer, then gives up as model_failed', async () => {
     const clock = manualClock()
     let calls = 0

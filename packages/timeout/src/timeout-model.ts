@@ -1,56 +1,36 @@
-import {
-  abortReason,
-  type ModelContext,
-  type ModelMiddleware,
-  type ModelNext,
-  systemClock,
-  ToolError,
-  trustedModelMiddleware,
-} from '@shallot/core'
-import { type AbortSource, callNext, onAbort, optionsParser, startTimer } from '@shallot/core/kit'
+import { abortReason, type ModelContext, type ModelMiddleware, type ModelNext, systemClock, ToolError } from '@shallot/core'
+import { type AbortSource, callNext, onAbort, startTimer } from '@shallot/core/kit'
 import { type DeadlineQueue, deadlineQueue, type Expiring } from './deadline-queue.js'
-import { DeadlineSignal, type TimeoutOptions, timeoutOptionsSchema } from './timeout.js'
-
-/** A model attempt's deadline when the options give no `ms`: core's `limits.modelTimeoutMs` default. */
-export const DEFAULT_MODEL_TIMEOUT_MS = 60_000
-
-const parseTimeoutOptions = optionsParser('timeoutModel()', timeoutOptionsSchema)
-
-/** The options as `timeoutModel` reads them, parsed. */
-type ParsedTimeoutOptions = ReturnType<typeof parseTimeoutOptions>
+import { DeadlineSignal } from './deadline-signal.js'
 
 /**
- * Gives every model attempt a deadline: `models[ctx.model.name]`, else `ms`, else 60 s. The layers
- * inside see a `ctx.signal` that also aborts at the deadline, with the timeout as its reason (core's
- * terminal stops the attempt and drops a late answer); the layers outside get their signal back. A
- * missed deadline throws `ToolError('timeout', 'the model did not answer within N ms')`, transient
- * and retryable, the same error core's own deadline throws, so a retry layer outside repeats it. A
- * cancelled run throws its reason at once. Put it inside `retryModel()` so each attempt gets the
- * whole deadline.
- *
- * Core's `limits.modelTimeoutMs` (default 60 s) still bounds every attempt in the terminal until
- * it becomes sugar for this layer (decision 500, step 3): the shorter deadline wins (decision 510).
+ * A model attempt's deadline when the options give no `ms`.
  *
  * @example
- * createAgent({ model, tools, modelMiddleware: [retryModel(), timeoutModel({ ms: 20_000, models: { 'gpt-slow': 50_000 } })] })
+ * timeout().wrapModelCall // cuts a model attempt at DEFAULT_MODEL_TIMEOUT_MS
  */
-export function timeoutModel(options?: TimeoutOptions): ModelMiddleware {
-  return modelDeadlineOf(parseTimeoutOptions(options))
-}
+export const DEFAULT_MODEL_TIMEOUT_MS = 60_000
 
-/** The layer for parsed options (what the definition's `createModel` builds). */
-export function modelDeadlineOf(options: ParsedTimeoutOptions): ModelMiddleware {
+/**
+ * `timeout()`'s model side: a deadline per model attempt, `models[ctx.model.name]`, else `ms`, else 60 s.
+ * The layers inside see a `ctx.signal` that also aborts at the deadline, with the timeout as its reason
+ * (core's terminal stops the attempt and drops a late answer); the layers outside get their signal back.
+ * A missed deadline throws `ToolError('timeout', 'the model did not answer within N ms')`, transient and
+ * retryable, the same error core's own deadline throws. A cancelled run throws its reason at once.
+ */
+export function modelDeadlineOf(options: {
+  readonly ms?: number | undefined
+  readonly models: Readonly<Record<string, number>>
+}): ModelMiddleware {
   const limits = new Map(Object.entries(options.models))
   const defaultMs = options.ms ?? DEFAULT_MODEL_TIMEOUT_MS
 
-  // Keeps the onion's contract as the tool timeout does (decision 270): it settles after next() settled, or, when
-  // it stops waiting, follows the abandoned call to its end itself.
-  return trustedModelMiddleware(function timeout(ctx: ModelContext, next: ModelNext): Promise<void> {
+  return function timeout(ctx: ModelContext, next: ModelNext): Promise<void> {
     // createAgent's context hands a signal on without creating it; another host's gets a real one.
     const outer = ctx.currentSignal?.() ?? ctx.signal
     if (outer.aborted) return Promise.reject(abortReason(outer))
     return new ModelDeadline(ctx, outer, limits.get(ctx.model.name) ?? defaultMs).run(next)
-  })
+  }
 }
 
 /**

@@ -342,7 +342,7 @@ describe('timeout() on the manual clock', () => {
     const stack = createStack({ tools: [tool('t', execute)], clock, middleware: [timeout({ ms: 50 })] })
     const parent = new AbortController()
     const run = createRun({ signal: parent.signal })
-    const layer = timeout({ ms: 50 })
+    const layer = timeout({ ms: 50 }).wrapToolCall
     parent.abort()
     await expect(stack.dispatch(call('t'), { run })).rejects.toSatisfy((e: unknown) => LoopError.is(e) && e.kind === 'cancelled')
     // Directly through the layer too: the stack refuses an aborted run before any layer runs.

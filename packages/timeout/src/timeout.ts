@@ -1,18 +1,20 @@
 import {
   abortReason,
   createRun,
-  type DeferredSignal,
+  type Layer,
   type Middleware,
+  type ModelMiddleware,
   type Next,
   systemClock,
   type ToolContext,
-  trustedMiddleware,
 } from '@shallot/core'
 import { type AbortSource, callNext, onAbort, optionsParser, startTimer } from '@shallot/core/kit'
 import { z } from 'zod'
 import { type DeadlineQueue, deadlineQueue, type Expiring } from './deadline-queue.js'
+import { DeadlineSignal } from './deadline-signal.js'
 import { errorLabel, type LateOutcome, reportLate, type StopReason } from './report-late.js'
 import { timeoutError } from './timeout-error.js'
+import { modelDeadlineOf } from './timeout-model.js'
 
 /** The longest deadline a JavaScript timer can hold (2^31 − 1 ms, about 24.8 days); longer ones would fire at once. */
 export const MAX_TIMEOUT_MS = 2_147_483_647
@@ -22,14 +24,14 @@ const DEFAULT_TOOL_TIMEOUT_MS = 30_000
 
 const duration = z.number().int().positive().max(MAX_TIMEOUT_MS)
 
-/** Options of {@link timeout}. */
+/** Options of {@link timeout}, for tool calls and model calls alike. */
 export const timeoutOptionsSchema = z
   .object({
     /** Deadline of each attempt, in milliseconds. Default 30,000 for a tool call, 60,000 for a model call. */
     ms: duration.optional(),
-    /** Deadlines for particular tools, by tool name; they replace `ms` for that tool. */
+    /** Deadlines for particular tools, by tool name; they replace `ms` for that tool. Tool calls only. */
     tools: z.record(z.string().min(1), duration).default({}),
-    /** Deadlines for particular models, by the name the agent gives them; they replace `ms` for that model. */
+    /** Deadlines for particular models, by the name the agent gives them; they replace `ms` for that model. Model calls only. */
     models: z.record(z.string().min(1), duration).default({}),
   })
   .strict()
@@ -37,58 +39,10 @@ export const timeoutOptionsSchema = z
 /** What {@link timeout} accepts. */
 export type TimeoutOptions = z.input<typeof timeoutOptionsSchema>
 
+/** {@link timeout}'s options, parsed. */
+type ParsedTimeoutOptions = z.output<typeof timeoutOptionsSchema>
+
 const parseTimeoutOptions = optionsParser('timeout()', timeoutOptionsSchema)
-
-/**
- * The signal the timeout hands to the inner layers, created only if somebody reads it. A class, so
- * every attempt's instance shares one shape (an object literal with getters would not). Core follows
- * it through `onAbort` without creating it, so a tool that reads its signal costs one controller.
- */
-export class DeadlineSignal implements DeferredSignal {
-  aborted = false
-  reason: unknown = undefined
-  #controller: AbortController | undefined
-  #waiting: (() => void)[] | undefined
-
-  get signal(): AbortSignal {
-    if (this.#controller === undefined) {
-      this.#controller = new AbortController()
-      if (this.aborted) this.#controller.abort(this.reason)
-    }
-    return this.#controller.signal
-  }
-
-  onAbort(callback: () => void): () => void {
-    if (this.aborted) {
-      callback()
-      return noop
-    }
-    if (this.#waiting === undefined) this.#waiting = []
-    const waiting = this.#waiting
-    waiting.push(callback)
-    return () => {
-      const index = waiting.indexOf(callback)
-      if (index >= 0) waiting.splice(index, 1)
-    }
-  }
-
-  abort(why: unknown): void {
-    if (this.aborted) return
-    this.aborted = true
-    this.reason = why
-    this.#controller?.abort(why)
-    const waiting = this.#waiting
-    this.#waiting = undefined
-    if (waiting === undefined) return
-    for (const callback of waiting) {
-      try {
-        callback()
-      } catch {
-        // A follower's failure must not keep the others (or the deadline) from taking effect.
-      }
-    }
-  }
-}
 
 const noop = () => {}
 
@@ -215,28 +169,45 @@ class TimedAttempt implements Expiring {
   }
 }
 
+/** What `timeout()` returns: one layer, with a deadline for tool calls and one for model calls. */
+export interface TimeoutLayer extends Layer {
+  readonly name: 'timeout'
+  /** Listed in `middleware`: a deadline per tool attempt (`tools[name]`, else `ms`, else 30 s). */
+  readonly wrapToolCall: Middleware
+  /** Listed in `modelMiddleware`: a deadline per model attempt (`models[name]`, else `ms`, else 60 s). */
+  readonly wrapModelCall: ModelMiddleware
+}
+
 /**
- * Gives every attempt a deadline. The layers inside see a `ctx.signal` that also aborts at the
- * deadline (its reason is the timeout error), so cooperative tools stop; the layers outside get
- * their own signal back. A missed deadline throws a soft, retryable `ToolError('timeout')`
- * ("Tool 'x' timed out after 2s"); a cancelled run throws `LoopError('cancelled')` instead.
- * A result or failure that arrives after either is logged as late, emitted as `timeout.late`,
- * and otherwise ignored. Put it inside `retry()` so each attempt gets the full deadline.
+ * Gives every attempt a deadline; one layer for both lists, both sides built here from the same
+ * options. The layers inside see a `ctx.signal` that also aborts at the deadline (its reason is the
+ * timeout error), so cooperative tools and adapters stop; the layers outside get their own signal
+ * back. A cancelled run throws its reason at once. Put it inside `retry()` so each attempt gets the
+ * full deadline.
  *
- * On the real clock every deadline of one duration shares one timer (docs/decisions/112-timeout-late-and-cancellation.md),
- * which holds the process open only while a deadline is pending.
+ * - Tool calls (`middleware`): `tools[name]`, else `ms`, else 30 s. A missed deadline throws a soft,
+ *   retryable `ToolError('timeout')` ("Tool 'x' timed out after 2s"); a result or failure that
+ *   arrives after it is logged as late, emitted as `timeout.late`, and otherwise ignored.
+ * - Model calls (`modelMiddleware`): `models[ctx.model.name]`, else `ms`, else 60 s. A missed deadline
+ *   throws `ToolError('timeout', 'the model did not answer within N ms')`, transient and retryable,
+ *   so a retry layer outside repeats it; core's terminal drops a late answer.
+ *
+ * On the real clock every deadline of one duration shares one timer, which holds the process open
+ * only while a deadline is pending.
  *
  * @example
- * const stack = createStack({
- *   tools: [search, chargeCard],
- *   middleware: [panicCatcher(), retry(), timeout({ ms: 5000, tools: { charge_card: 20_000 } })],
- * })
+ * const deadline = timeout({ ms: 5000, tools: { charge_card: 20_000 }, models: { 'gpt-slow': 90_000 } })
+ * createAgent({ model, tools, middleware: [retry(), deadline], modelMiddleware: [retry(), deadline] })
  */
-export function timeout(options?: TimeoutOptions): Middleware {
-  const { ms = DEFAULT_TOOL_TIMEOUT_MS, tools } = parseTimeoutOptions(options)
-  const limits = new Map(Object.entries(tools))
+export function timeout(options?: TimeoutOptions): TimeoutLayer {
+  const parsed = parseTimeoutOptions(options)
+  return Object.freeze({ name: 'timeout', wrapToolCall: toolDeadlineOf(parsed), wrapModelCall: modelDeadlineOf(parsed) })
+}
 
-  const middleware: Middleware = function timeout(ctx: ToolContext, next: Next): Promise<void> {
+/** The tool side: a deadline per tool attempt. */
+function toolDeadlineOf({ ms = DEFAULT_TOOL_TIMEOUT_MS, tools }: ParsedTimeoutOptions): Middleware {
+  const limits = new Map(Object.entries(tools))
+  return function timeout(ctx: ToolContext, next: Next): Promise<void> {
     const outer = ctx.currentSignal()
     if (outer.aborted) return Promise.reject(abortReason(outer))
     const attempt = new TimedAttempt(ctx, outer, limits.get(ctx.call.name) ?? ms, ctx.attempt)
@@ -248,8 +219,4 @@ export function timeout(options?: TimeoutOptions): Middleware {
     )
     return attempt.promise
   }
-  // Keeps the onion's contract by construction (docs/decisions/270-compose-fast-path.md): it settles only after
-  // next() settled, or, when it stops waiting, follows the abandoned call to its end itself.
-  trustedMiddleware(middleware)
-  return middleware
 }

@@ -107,7 +107,7 @@ export function waitLines(options: WaitLinesOptions): WaitLines {
       if (event.type === 'model.retry') {
         const until = clock.now() + event.delayMs
         // The countdown comes first: a narrow terminal cuts the end of the line, never the part that moves.
-        // retryModel's event names the attempts allowed; core's own does not (yet).
+        // retry()'s model event names the attempts allowed; core's own does not (yet).
         const of = ofMax((event as { maxAttempts?: unknown }).maxAttempts)
         const why = `before attempt ${event.attempt + 1}${of} of the model ${clean(options.model ?? event.model)}: ${clean(event.error)}`
         start('model', (now) => `${secondsOf(until - now)} ${why}`, until)

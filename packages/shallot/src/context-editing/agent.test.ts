@@ -2,7 +2,7 @@
 // (fakeProvider) and refuses a request body over 40,000 characters as OpenAI does (400 context_length_exceeded).
 
 import { CONTEXT_EDITED, contextEditing } from '@shallot/context-editing'
-import type { ModelMiddleware } from '@shallot/core'
+import type { LayerEntry, ModelMiddleware } from '@shallot/core'
 import { type FakeProvider, type FakeRequest, fakeProvider } from '@shallot/testing'
 import { createAgent, defaultModelMiddleware, defineTool, type Message, memoryCheckpoints } from 'shallot'
 import { afterEach, describe, expect, it } from 'vitest'
@@ -42,7 +42,7 @@ async function logServer(plan: readonly number[]): Promise<FakeProvider> {
   return provider
 }
 
-async function runWith(modelMiddleware: ModelMiddleware[], plan: readonly number[] = [2, 2, 2]) {
+async function runWith(modelMiddleware: LayerEntry<ModelMiddleware>[], plan: readonly number[] = [2, 2, 2]) {
   const server = await logServer(plan)
   const events: Array<Record<string, unknown>> = []
   const checkpoints = memoryCheckpoints()
