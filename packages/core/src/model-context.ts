@@ -1,5 +1,5 @@
 import type { AgentEvent } from './agent-events.js'
-import { compose, trustedMiddleware } from './compose.js'
+import { compose } from './compose.js'
 import type { Message, ModelAdapter, ModelResponse, ModelTool } from './model.js'
 import type { Clock, DeferredSignal, Logger, Middleware, RunContext } from './types.js'
 
@@ -84,17 +84,13 @@ export function composeModel(middleware: readonly ModelMiddleware[]): (ctx: Mode
 }
 
 /**
- * {@link trustedMiddleware} for a model middleware: marks a layer whose every path keeps the onion's
- * contract (each `next()` settled before the next one, and it settles after its last `next()` or follows an
- * abandoned one to its end), so {@link composeModel} calls it without the guard's bookkeeping.
+ * Returns `fn` unchanged. Every layer now runs under {@link composeModel}'s guard; this goes once the last
+ * built-in that still calls it (retry, timeout, error-classifier, circuit-breaker) stops.
  *
+ * @deprecated has no effect; call the layer as it is.
  * @example
- * const timing = trustedModelMiddleware(async function timing(ctx: ModelContext, next: ModelNext) {
- *   const started = ctx.clock.now()
- *   try { await next() } finally { ctx.log.info({ model: ctx.model.name, ms: ctx.clock.now() - started }, 'asked') }
- * })
+ * const layer = trustedModelMiddleware(async (ctx, next) => next()) // the same function
  */
 export function trustedModelMiddleware<M extends ModelMiddleware>(fn: M): M {
-  trustedMiddleware(fn as unknown as Middleware)
   return fn
 }

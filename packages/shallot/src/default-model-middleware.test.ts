@@ -119,13 +119,6 @@ describe('defaultModelMiddleware(): listed in core’s createAgent, it ends a ru
     expect(() => defaultModelMiddleware({ ['__proto__']: { ms: 1 } } as never)).toThrow(OptionsError)
   })
 
-  it('is made of layers that keep the onion contract themselves, so compose calls them without its guard', () => {
-    const [breaker, retry, classifier, timeout] = defaultModelMiddleware()
-    // What trustedMiddleware() sets (decision 270).
-    const trusted = Symbol.for('shallot.middleware.trusted')
-    for (const layer of [breaker, retry, classifier, timeout]) expect((layer as unknown as Record<symbol, unknown>)[trusted]).toBe(true)
-  })
-
   it('is exported by shallot in the order docs/onion.md draws', () => {
     expect(exported).toBe(defaultModelMiddleware)
     expect(DEFAULT_MODEL_ORDER).toEqual(['circuitBreaker', 'retry', 'errorClassifier', 'timeout'])
