@@ -9,7 +9,6 @@ import * as cli from '@shallot/cli'
 import * as config from '@shallot/config'
 import * as contextEditing from '@shallot/context-editing'
 import * as core from '@shallot/core'
-import * as coreInternal from '@shallot/core/internal'
 import * as coreKit from '@shallot/core/kit'
 import * as errorClassifier from '@shallot/error-classifier'
 import * as fallback from '@shallot/fallback'
@@ -44,7 +43,6 @@ const modules = {
   config,
   contextEditing,
   core,
-  coreInternal,
   coreKit,
   errorClassifier,
   fallback,

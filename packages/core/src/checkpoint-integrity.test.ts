@@ -19,7 +19,7 @@ import {
   type RunSnapshot,
   ToolError,
 } from './index.js'
-import { APPROVALS_STATE_KEY, approvalFor } from './internal.js'
+import { APPROVALS_STATE_KEY, approvalFor } from './kit.js'
 
 const EPOCH = 1_800_000_000_000
 const KEY = 'a-checkpoint-key-of-at-least-32-bytes!'

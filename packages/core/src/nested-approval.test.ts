@@ -13,7 +13,7 @@ import {
   type Stack,
   type ToolCall,
 } from './index.js'
-import { approvalBinding, approvalFor } from './internal.js'
+import { approvalBinding, approvalFor } from './kit.js'
 
 const status: ToolCall = { id: 'c1', name: 'status_page', args: { region: 'eu' } }
 
