@@ -1,7 +1,6 @@
 // Every published package imported by name, so `tsc` with skipLibCheck false reads every .d.ts a consumer
 // can reach, and the run proves each entry point loads under plain Node from an npm install.
 import * as aiSdk from '@shallot/ai-sdk'
-import * as builtins from '@shallot/builtins'
 import * as bulkhead from '@shallot/bulkhead'
 import * as bullmq from '@shallot/bullmq'
 import * as circuitBreaker from '@shallot/circuit-breaker'
@@ -35,7 +34,6 @@ import * as shallot from 'shallot'
 
 const modules = {
   aiSdk,
-  builtins,
   bulkhead,
   bullmq,
   circuitBreaker,

@@ -1,4 +1,4 @@
-import { builtins, type DefaultBuiltin } from '@shallot/builtins'
+import { builtins, type DefaultBuiltin } from '@shallot/config'
 import { type Middleware, parseOptions } from '@shallot/core'
 import { z } from 'zod'
 
