@@ -2,7 +2,6 @@
 // can reach, and the run proves each entry point loads under plain Node from an npm install.
 import * as agent from '@shallot/agent'
 import * as aiSdk from '@shallot/ai-sdk'
-import * as builtins from '@shallot/builtins'
 import * as bulkhead from '@shallot/bulkhead'
 import * as bullmq from '@shallot/bullmq'
 import * as circuitBreaker from '@shallot/circuit-breaker'
@@ -10,7 +9,6 @@ import * as cli from '@shallot/cli'
 import * as config from '@shallot/config'
 import * as contextEditing from '@shallot/context-editing'
 import * as core from '@shallot/core'
-import * as coreInternal from '@shallot/core/internal'
 import * as coreKit from '@shallot/core/kit'
 import * as errorClassifier from '@shallot/error-classifier'
 import * as fallback from '@shallot/fallback'
@@ -38,7 +36,6 @@ import * as shallot from 'shallot'
 const modules = {
   agent,
   aiSdk,
-  builtins,
   bulkhead,
   bullmq,
   circuitBreaker,
@@ -46,7 +43,6 @@ const modules = {
   config,
   contextEditing,
   core,
-  coreInternal,
   coreKit,
   errorClassifier,
   fallback,

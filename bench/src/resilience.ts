@@ -16,7 +16,7 @@ export function resilienceCases(): Case[] {
   const peerBulkhead = cockatielBulkhead(10, 10)
   const peerFallback = cockatielFallback(handleAll, 0)
   const layers = {
-    bulkhead: [bulkhead({ limit: 10, queue: 10 })],
+    bulkhead: [bulkhead({ maxConcurrent: 10, maxQueue: 10 })],
     // Never over the limit: the path every admitted call takes (one GCRA step in memory, no timer).
     'rate-limit (under the limit)': [rateLimit({ limit: 1_000_000, perMs: 1 }).wrapToolCall],
     'fallback (no source for the tool)': [fallback({ tools: { other_tool: { from: 'cache' } } }).wrapToolCall],

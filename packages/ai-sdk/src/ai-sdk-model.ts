@@ -8,7 +8,7 @@ import {
   parseOptions,
   type ToolCall,
 } from '@shallot/core'
-import { refineWallNow, wallNowShape } from '@shallot/core/kit'
+import { wallNowShape } from '@shallot/core/kit'
 import { generateText, type LanguageModel, streamText } from 'ai'
 import { z } from 'zod'
 import { type ClassifyModelErrorOptions, classifyModelError } from './classify-model-error.js'
@@ -50,12 +50,11 @@ const optionsSchema = z
     providerOptions: z.record(z.string(), z.record(z.string(), z.unknown())).optional(),
     errors: z
       .object({
-        ...wallNowShape,
+        wallNow: wallNowShape.wallNow,
         maxRetryAfterMs: z.number().nonnegative().finite().optional(),
         secrets: z.array(z.union([z.string(), z.instanceof(RegExp)])).optional(),
       })
       .strict()
-      .superRefine(refineWallNow)
       .optional(),
   })
   .strict()

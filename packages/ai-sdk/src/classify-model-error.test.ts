@@ -14,7 +14,7 @@ const apiError = (statusCode: number | undefined, responseHeaders: Record<string
   })
 
 const NOW = Date.parse('2026-12-01T10:00:00Z')
-const at = { now: () => NOW }
+const at = { wallNow: () => NOW }
 
 describe('classifyModelError: Retry-After', () => {
   it.each([

@@ -9,8 +9,6 @@ const DEFAULT_MAX_RETRY_AFTER_MS = 60_000
 export interface ClassifyModelErrorOptions {
   /** Wall-clock epoch ms, for a `Retry-After` given as an HTTP date. Default `Date.now`. */
   wallNow?: () => number
-  /** @deprecated The old name of `wallNow`; goes in the next minor version. */
-  now?: () => number
   /** Longest `retryAfterMs` handed on; a longer pushback is clamped to it. Default 60 000. */
   maxRetryAfterMs?: number
   /** Your own secrets, redacted from the provider's message before it is quoted. */
@@ -110,7 +108,7 @@ export function classifyModelError(error: unknown, options: ClassifyModelErrorOp
   const code = transientCode(facts)
   if (code !== undefined) {
     const retryAfterMs = retryAfterFromHeaders(facts.headers, {
-      now: (options.wallNow ?? options.now ?? Date.now)(),
+      now: (options.wallNow ?? Date.now)(),
       maxMs: options.maxRetryAfterMs ?? DEFAULT_MAX_RETRY_AFTER_MS,
     })
     // Refused at the door (429, 503/529, no connection): nothing reached the model.

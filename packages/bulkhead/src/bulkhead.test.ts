@@ -235,28 +235,13 @@ describe('bulkhead', () => {
     [{ maxConcurrent: Number.POSITIVE_INFINITY }, 'maxConcurrent'],
     [{ maxConcurrent: 2.5 }, 'maxConcurrent'],
     [{ maxQueue: -1 }, 'maxQueue'],
-    [{ limit: 0 }, 'limit'],
-    [{ limit: 2, maxConcurrent: 2 }, 'give maxConcurrent only'],
-    [{ queue: 1, maxQueue: 1 }, 'give maxQueue only'],
+    [{ limit: 2 }, 'limit'],
+    [{ queue: 1 }, 'queue'],
     [{ maxQueueMs: 2 ** 31 }, 'maxQueueMs'],
     [{ key: 'host' }, 'key'],
     [{ limt: 4 }, 'limt'],
   ])('refuses %j with an error naming %s', (options, name) => {
     expect(() => bulkhead(options as never)).toThrow(OptionsError)
     expect(() => bulkhead(options as never)).toThrow(name)
-  })
-})
-
-describe('the deprecated names limit and queue', () => {
-  it('still work, as maxConcurrent and maxQueue', async () => {
-    const { clock, stack } = setup({ limit: 1, queue: 0 })
-    const calls = [
-      stack.dispatch({ id: '1', name: 'read_tool', args: { n: 1 } }),
-      stack.dispatch({ id: '2', name: 'read_tool', args: { n: 2 } }),
-    ]
-    await clock.runAll()
-    const [first, second] = await Promise.all(calls)
-    expect(first?.ok).toBe(true)
-    expect(second?.error?.code).toBe('overloaded')
   })
 })

@@ -16,13 +16,9 @@ const maxQueue = z.number().int().min(0).max(100_000)
 /** The options a file can hold too: everything but `key`. */
 export const bulkheadDataShape = {
   /** Calls that may run at once under one key. Default 10. */
-  maxConcurrent: maxConcurrent.optional(),
+  maxConcurrent: maxConcurrent.default(MAX_CONCURRENT_DEFAULT),
   /** Calls that may wait for a slot under one key; past that a call is refused at once. 0: nobody waits. Default 10. */
-  maxQueue: maxQueue.optional(),
-  /** @deprecated Use `maxConcurrent`; `limit` goes in the next minor version. */
-  limit: maxConcurrent.optional(),
-  /** @deprecated Use `maxQueue`; `queue` goes in the next minor version. */
-  queue: maxQueue.optional(),
+  maxQueue: maxQueue.default(MAX_QUEUE_DEFAULT),
   /** Longest a `read` or `idempotent` call waits in the queue before it is refused. Default 30,000 ms. */
   maxQueueMs: waitMs.default(30_000),
   /**
@@ -32,34 +28,21 @@ export const bulkheadDataShape = {
   maxWriteQueueMs: waitMs.default(5_000),
 }
 
-/** Resolves the deprecated names; a new name and its old one together are refused rather than guessed between. */
-export function resolveBulkheadNames<
-  O extends { maxConcurrent?: number | undefined; maxQueue?: number | undefined; limit?: number | undefined; queue?: number | undefined },
->({ limit, queue, ...o }: O, check: z.RefinementCtx) {
-  if (limit !== undefined && o.maxConcurrent !== undefined)
-    check.addIssue({ code: 'custom', path: ['limit'], message: 'give maxConcurrent only (limit is its old name)' })
-  if (queue !== undefined && o.maxQueue !== undefined)
-    check.addIssue({ code: 'custom', path: ['queue'], message: 'give maxQueue only (queue is its old name)' })
-  return { ...o, maxConcurrent: o.maxConcurrent ?? limit ?? MAX_CONCURRENT_DEFAULT, maxQueue: o.maxQueue ?? queue ?? MAX_QUEUE_DEFAULT }
-}
-
 /**
  * Options of {@link bulkhead}.
  *
  * @example
  * bulkheadOptionsSchema.parse({ maxConcurrent: 4, maxQueue: 10 }).maxQueueMs // 30000
  */
-export const bulkheadOptionsSchema = z
-  .strictObject({
-    ...bulkheadDataShape,
-    /** Which compartment a call belongs to (a host, a tenant). Default: the tool's name. `undefined` lets a call bypass the bulkhead. */
-    key: z
-      .custom<(ctx: ToolContext) => string | undefined>((v) => typeof v === 'function', {
-        message: 'must be a function (ctx) => string | undefined',
-      })
-      .optional(),
-  })
-  .transform(resolveBulkheadNames)
+export const bulkheadOptionsSchema = z.strictObject({
+  ...bulkheadDataShape,
+  /** Which compartment a call belongs to (a host, a tenant). Default: the tool's name. `undefined` lets a call bypass the bulkhead. */
+  key: z
+    .custom<(ctx: ToolContext) => string | undefined>((v) => typeof v === 'function', {
+      message: 'must be a function (ctx) => string | undefined',
+    })
+    .optional(),
+})
 
 /**
  * Emits from a callback that runs on behalf of another call (a slot handed over, a timer, an

@@ -1,6 +1,6 @@
 import { defineMiddleware } from '@shallot/core'
 import { z } from 'zod'
-import { bulkhead, bulkheadDataShape, resolveBulkheadNames } from './bulkhead.js'
+import { bulkhead, bulkheadDataShape } from './bulkhead.js'
 
 /**
  * The bulkhead as a config file names it: every option but `key` (a function cannot be written in
@@ -9,7 +9,7 @@ import { bulkhead, bulkheadDataShape, resolveBulkheadNames } from './bulkhead.js
  * @example
  * bulkheadFileOptionsSchema.parse({ maxConcurrent: 4, maxQueue: 10, maxWriteQueueMs: 0 })
  */
-export const bulkheadFileOptionsSchema = z.strictObject(bulkheadDataShape).transform(resolveBulkheadNames)
+export const bulkheadFileOptionsSchema = z.strictObject(bulkheadDataShape)
 
 /**
  * `bulkhead` as a middleware definition, for config files and registries.

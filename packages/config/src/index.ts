@@ -1,4 +1,4 @@
-export { builtinMiddleware } from './builtins.js'
+export { builtinMiddleware, builtins, type DefaultBuiltin } from './builtins.js'
 export { type CheckConfigOptions, type ConfigCheck, checkConfig } from './check-config.js'
 export { ConfigError, type ConfigIssue, displayFile } from './config-error.js'
 export { configJsonSchema, configJsonSchemaText, editorSchema } from './config-json-schema.js'

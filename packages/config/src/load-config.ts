@@ -3,7 +3,7 @@ import { dirname, resolve } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import type { MiddlewareDefinition, ToolEffect } from '@shallot/core'
 import { closest } from '@shallot/core/kit'
-import { builtinMiddleware, builtinModelMiddleware } from './builtins.js'
+import { builtinDefinitions } from './builtins.js'
 import { ConfigError, type ConfigIssue } from './config-error.js'
 import { type ConfigDocument, type ConfigInput, configSchema, entryParts } from './config-schema.js'
 import { type ConfigSource, checkMaxBytes, objectSource, parseSource, tooBig } from './config-source.js'
@@ -139,9 +139,8 @@ export async function configFromSource(source: ConfigSource, options: LoadConfig
     ;({ document, broken } = kept)
   }
   const registry = new Map<string, MiddlewareDefinition>()
-  const builtins = [...builtinMiddleware, ...builtinModelMiddleware]
-  for (const definition of [...builtins, ...(options.middleware ?? [])]) registry.set(definition.name, definition)
-  const builtinNames = builtins.map((d) => d.name)
+  for (const definition of [...builtinDefinitions, ...(options.middleware ?? [])]) registry.set(definition.name, definition)
+  const builtinNames = builtinDefinitions.map((d) => d.name)
 
   // Each package once, reported at the first entry that names it, in either list.
   const wanted = new Map<string, readonly [list: 'stack' | 'modelMiddleware', index: number]>()

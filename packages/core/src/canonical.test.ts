@@ -1,8 +1,9 @@
 import { createHash } from 'node:crypto'
 import fc from 'fast-check'
 import { describe, expect, it } from 'vitest'
+import { hashOfNamed } from './canonical.js'
 import type { Json } from './index.js'
-import { canonicalJson, hashOf, hashOfNamed, tupleHasher } from './internal.js'
+import { canonicalJson, hashOf, tupleHasher } from './kit.js'
 
 /** The same JSON value with the keys of every object in another order, chosen by `order`. */
 function reorder(value: Json, order: (keys: string[]) => string[]): Json {

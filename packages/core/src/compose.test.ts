@@ -1,6 +1,5 @@
 import koaCompose from 'koa-compose'
 import { describe, expect, it } from 'vitest'
-import { isTrustedMiddleware, TRUSTED_MIDDLEWARE, trustedMiddleware } from './compose.js'
 import { compose, LoopError, type Middleware, MiddlewareUsageError, type Next, type ToolContext, ToolError } from './index.js'
 
 // compose never reads the context, it only hands the same object to every layer.
@@ -424,52 +423,34 @@ describe('compose: usage errors', () => {
   })
 })
 
-describe('compose: trusted layers (the fast path of the built-ins)', () => {
-  it('runs trusted and untrusted layers in one onion, in order, around the final next', async () => {
-    const { events, layer, final } = recorder()
-    await compose([trustedMiddleware(layer('a')), layer('b'), trustedMiddleware(layer('c'))])(fakeContext(), final)
-    expect(events).toEqual(['a:in', 'b:in', 'c:in', 'final', 'c:out', 'b:out', 'a:out'])
-  })
-
-  it('lets a trusted retry-like layer re-enter next() after it settled', async () => {
-    let runs = 0
-    const again = trustedMiddleware(async (_ctx, next) => {
-      await next().catch(() => undefined)
-      await next()
-    })
-    await compose([again])(fakeContext(), async () => {
-      runs++
-      if (runs === 1) throw new Error('first fails')
-    })
-    expect(runs).toBe(2)
-  })
-
-  it('still refuses the misuse of an untrusted layer nested inside trusted ones', async () => {
-    const early: Middleware = async function early(_ctx, next) {
-      void next()
-    }
+describe('compose: one guard for every layer', () => {
+  it('refuses a second next() at once from a layer that carries the old trusted mark, as from any other', async () => {
     const gate = deferred()
-    const stack = compose([trustedMiddleware(async (_ctx, next) => next()), early])
-    await expect(stack(fakeContext(), () => gate.promise)).rejects.toThrow(
-      new MiddlewareUsageError('middleware "early" returned before its next() settled; await next() (or return its promise)'),
+    const twice: Middleware = async function twice(_ctx, next) {
+      const first = next()
+      await next()
+      await first
+    }
+    ;(twice as Middleware & Record<symbol, unknown>)[Symbol.for('shallot.middleware.trusted')] = true
+    const result = compose([twice])(fakeContext(), () => gate.promise)
+    await expect(result).rejects.toThrow(
+      new MiddlewareUsageError(
+        'middleware "twice" called next() while its previous next() was still pending; await next() before calling it again',
+      ),
     )
     gate.resolve()
   })
 
-  it('turns a synchronous throw of a trusted layer into a rejection', async () => {
-    const throwing = trustedMiddleware(((): Promise<void> => {
-      throw new Error('sync')
-    }) as Middleware)
-    await expect(compose([throwing])(fakeContext(), async () => {})).rejects.toThrow('sync')
-  })
-
-  it('marks through a registered symbol, so a layer can opt in without importing core, and composed stacks are trusted', () => {
-    const plain: Middleware = async (_ctx, next) => next()
-    expect(isTrustedMiddleware(plain)).toBe(false)
-    ;(plain as Middleware & Record<symbol, unknown>)[Symbol.for('shallot.middleware.trusted')] = true
-    expect(isTrustedMiddleware(plain)).toBe(true)
-    expect(TRUSTED_MIDDLEWARE).toBe(Symbol.for('shallot.middleware.trusted'))
-    expect(isTrustedMiddleware(compose([async () => {}]))).toBe(true)
+  it('guards a composed stack nested in another like any layer, and the layers inside it too', async () => {
+    const early: Middleware = async function early(_ctx, next) {
+      void next()
+    }
+    const gate = deferred()
+    const stack = compose([async (_ctx, next) => next(), compose([early])])
+    await expect(stack(fakeContext(), () => gate.promise)).rejects.toThrow(
+      new MiddlewareUsageError('middleware "early" returned before its next() settled; await next() (or return its promise)'),
+    )
+    gate.resolve()
   })
 })
 
@@ -486,24 +467,9 @@ type Layer = (ctx: Ctx, next: () => Promise<unknown>) => unknown
 type Composed = (ctx: Ctx, next?: (...args: unknown[]) => unknown) => Promise<unknown>
 type Composer = (layers: readonly unknown[]) => Composed
 
-/** shallot's compose with every function layer marked trusted: the fast path must keep every shared behaviour. */
-const composeTrusted: Composer = (layers) =>
-  (compose as unknown as Composer)(
-    Array.isArray(layers)
-      ? layers.map((layer) =>
-          typeof layer === 'function'
-            ? trustedMiddleware(async function trusted(ctx: ToolContext, next: Next) {
-                await (layer as Middleware)(ctx, next)
-              })
-            : layer,
-        )
-      : layers,
-  )
-
 const implementations: ReadonlyArray<readonly [string, Composer]> = [
   ['koa-compose 4.2.0', koaCompose as unknown as Composer],
   ['shallot compose', compose as unknown as Composer],
-  ['shallot compose, every layer trusted', composeTrusted],
 ]
 
 function describeThrown(err: unknown): string {

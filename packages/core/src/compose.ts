@@ -23,49 +23,6 @@ function describeValue(value: unknown): string {
 const noop = () => {}
 
 /**
- * The flag a middleware carries when it keeps the onion's contract by construction: it returns a
- * promise, never calls `next()` while an earlier `next()` is pending, and settles only after its
- * `next()` settled, or, if it stops waiting (a deadline), takes care of the abandoned call itself.
- * `compose` calls such a layer Koa style, with a plain `next`, and skips the bookkeeping that catches
- * those mistakes in other middleware. A registered symbol, so a layer can carry it without importing
- * core's value (`fn[Symbol.for('shallot.middleware.trusted')] = true`).
- *
- * @example
- * const layer = async (ctx, next) => { await next() }
- * layer[TRUSTED_MIDDLEWARE] = true // what trustedMiddleware(layer) does
- */
-export const TRUSTED_MIDDLEWARE: unique symbol = Symbol.for('shallot.middleware.trusted') as never
-
-type Flagged = Middleware & { [TRUSTED_MIDDLEWARE]?: unknown }
-
-/**
- * Marks `fn` as keeping the onion's contract (see {@link TRUSTED_MIDDLEWARE}) and returns it. Only
- * for layers whose every path has been read for that: a trusted layer that breaks the contract is
- * no longer told so by a {@link MiddlewareUsageError}.
- *
- * @example
- * const timing = trustedMiddleware(async function timing(ctx, next) {
- *   const started = ctx.clock.now()
- *   try { await next() } finally { ctx.log.debug({ ms: ctx.clock.now() - started }, 'tool call') }
- * })
- */
-export function trustedMiddleware<M extends Middleware>(fn: M): M {
-  ;(fn as Flagged)[TRUSTED_MIDDLEWARE] = true
-  return fn
-}
-
-/**
- * Whether `fn` carries the {@link TRUSTED_MIDDLEWARE} flag.
- *
- * @example
- * isTrustedMiddleware(retry()) // true: shallot's own layers are trusted
- * isTrustedMiddleware(async (ctx, next) => next()) // false
- */
-export function isTrustedMiddleware(fn: unknown): boolean {
-  return typeof fn === 'function' && (fn as Flagged)[TRUSTED_MIDDLEWARE] === true
-}
-
-/**
  * Calls `next` and always answers with a promise: a throw becomes a rejection and an odd return a
  * resolved promise. For a layer that reacts to `next()`'s promise instead of awaiting it.
  *
@@ -94,14 +51,29 @@ function callLast(last: Next | undefined, ctx: ToolContext): Promise<void> {
   }
 }
 
+/** One layer's call: whether its next() is running, and that inner call's promise. */
+interface LayerCall {
+  pending: boolean
+  inner: Promise<void> | undefined
+}
+
+/**
+ * A layer's call ended in `err`: its caller's next() has settled, and the inner call it gave up on (if any) must
+ * not surface later as an unhandled rejection. Returns `err`, for the caller to throw.
+ */
+function ended(caller: LayerCall | undefined, call: LayerCall, err: unknown): unknown {
+  if (caller !== undefined) caller.pending = false
+  if (call.pending) call.inner?.catch(noop)
+  return err
+}
+
 /**
  * Composes middlewares into one, Koa style: the first is outermost, errors propagate outward,
  * and the result is itself a middleware, so stacks nest.
  *
  * Unlike koa-compose, a layer may call `next()` again once the previous call settled (that is how
  * retry re-runs the inner layers). Calling `next()` while an earlier call is pending, or resolving
- * while a `next()` is still pending, is a {@link MiddlewareUsageError}. Layers marked with
- * {@link trustedMiddleware} (shallot's own) are called without that bookkeeping.
+ * while a `next()` is still pending, is a {@link MiddlewareUsageError}, whoever wrote the layer.
  *
  * @example
  * const stack = compose([panicCatcher(), retry(), timeout({ ms: 5000 })])
@@ -117,69 +89,64 @@ export function compose(middleware: readonly Middleware[]): Middleware {
     }
   })
   const layers = [...middleware]
-  const trusted = layers.map(isTrustedMiddleware)
   const count = layers.length
 
-  function run(ctx: ToolContext, last: Next | undefined, i: number): Promise<void> {
-    if (i >= count) return callLast(last, ctx)
-    const fn = layers[i] as Middleware
-    if (trusted[i]) {
-      try {
-        return fn(ctx, () => run(ctx, last, i + 1))
-      } catch (err) {
-        return Promise.reject(err)
-      }
+  // Every layer, built-in or not, runs under this guard. `caller` is the call of the layer whose next() this is:
+  // the reaction that settles this call also marks the caller's next() settled, so a layer costs one reaction.
+  function run(ctx: ToolContext, last: Next | undefined, i: number, caller: LayerCall | undefined): Promise<void> {
+    if (i >= count) {
+      const end = callLast(last, ctx)
+      if (caller === undefined) return end
+      return end.then(
+        () => {
+          caller.pending = false
+        },
+        (err: unknown) => {
+          caller.pending = false
+          throw err
+        },
+      )
     }
-    return guarded(fn, ctx, last, i)
-  }
-
-  function guarded(fn: Middleware, ctx: ToolContext, last: Next | undefined, i: number): Promise<void> {
-    let pending: Promise<void> | undefined
+    const fn = layers[i] as Middleware
+    const call: LayerCall = { pending: false, inner: undefined }
     const next: Next = () => {
-      if (pending !== undefined) {
+      if (call.pending) {
         return Promise.reject(
           new MiddlewareUsageError(
             `${nameOf(fn)} called next() while its previous next() was still pending; await next() before calling it again`,
           ),
         )
       }
-      const inner = run(ctx, last, i + 1).then(
-        () => {
-          pending = undefined
-        },
-        (err: unknown) => {
-          pending = undefined
-          throw err
-        },
-      )
-      pending = inner
-      return inner
+      call.pending = true
+      call.inner = run(ctx, last, i + 1, call)
+      return call.inner
     }
     let out: Promise<void>
     try {
       out = Promise.resolve(fn(ctx, next))
     } catch (err) {
-      return Promise.reject(err)
+      return Promise.reject(ended(caller, call, err))
     }
     return out.then(
       () => {
-        if (pending !== undefined) {
-          pending.catch(noop)
-          throw new MiddlewareUsageError(`${nameOf(fn)} returned before its next() settled; await next() (or return its promise)`)
+        if (call.pending) {
+          throw ended(
+            caller,
+            call,
+            new MiddlewareUsageError(`${nameOf(fn)} returned before its next() settled; await next() (or return its promise)`),
+          )
         }
+        if (caller !== undefined) caller.pending = false
       },
       (err: unknown) => {
-        // The layer gave up on its inner call; whatever that call does later must not surface as an unhandled rejection.
-        if (pending !== undefined) pending.catch(noop)
-        throw err
+        throw ended(caller, call, err)
       },
     )
   }
 
-  // The composed middleware keeps the contract whatever its layers do (the untrusted ones are guarded), so an outer compose may trust it.
-  const composed: Middleware = trustedMiddleware(function composed(ctx: ToolContext, last?: Next): Promise<void> {
-    return run(ctx, last, 0)
-  })
+  const composed: Middleware = function composed(ctx: ToolContext, last?: Next): Promise<void> {
+    return run(ctx, last, 0, undefined)
+  }
 
   const describers = layers.filter((fn) => typeof fn.describeTool === 'function')
   if (describers.length > 0) {

@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest'
 import { z } from 'zod'
 import { type Clock, createStack, defineTool, type Middleware, type StackEvent, type ToolContext } from './index.js'
-import { emitFresh } from './internal.js'
+import { emitFresh } from './kit.js'
 
 const clock: Clock = { now: () => 42, sleep: async () => {} }
 

@@ -1,7 +1,7 @@
 export type { ApprovalAnswer } from './approval-binding.js'
 export { abortReason } from './channel.js'
 export { systemClock } from './clock.js'
-export { compose, MiddlewareUsageError, trustedMiddleware } from './compose.js'
+export { compose, MiddlewareUsageError } from './compose.js'
 export { defineMiddleware, type MiddlewareDefinition, type MiddlewareEnv } from './define-middleware.js'
 export { defineTool, type ToolSpec } from './define-tool.js'
 export {
@@ -24,7 +24,6 @@ export {
   type ModelInfo,
   type ModelMiddleware,
   type ModelNext,
-  trustedModelMiddleware,
 } from './model-context.js'
 export type { ModelCircuit, ModelEvent } from './model-events.js'
 export { OptionsError, parseOptions } from './options.js'

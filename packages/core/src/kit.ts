@@ -2,7 +2,7 @@
  * `@shallot/core/kit`: the author kit. Everything a middleware, host or store author needs from core
  * beyond the main entry, and exactly what shallot's own layers use: none of them imports anything
  * else. Every name is documented, with a sample that runs, in docs/author-kit.md (decision 535).
- * Same semver as the main entry. `@shallot/core/internal` is its deprecated alias until 0.3.
+ * Same semver as the main entry.
  *
  * @example
  * import { optionsParser, startTimer } from '@shallot/core/kit'

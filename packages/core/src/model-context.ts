@@ -1,4 +1,4 @@
-import { compose, trustedMiddleware } from './compose.js'
+import { compose } from './compose.js'
 import type { Message, ModelAdapter, ModelResponse, ModelTool } from './model.js'
 import type { ModelEvent } from './model-events.js'
 import type { Clock, DeferredSignal, Logger, Middleware, RunContext } from './types.js'
@@ -81,20 +81,4 @@ export function composeModel(middleware: readonly ModelMiddleware[]): (ctx: Mode
   }
   // The onion's rules do not depend on what the context is: one compose serves both kinds of call.
   return compose(middleware as unknown as readonly Middleware[]) as unknown as (ctx: ModelContext, last: ModelNext) => Promise<void>
-}
-
-/**
- * {@link trustedMiddleware} for a model middleware: marks a layer whose every path keeps the onion's
- * contract (each `next()` settled before the next one, and it settles after its last `next()` or follows an
- * abandoned one to its end), so {@link composeModel} calls it without the guard's bookkeeping.
- *
- * @example
- * const timing = trustedModelMiddleware(async function timing(ctx: ModelContext, next: ModelNext) {
- *   const started = ctx.clock.now()
- *   try { await next() } finally { ctx.log.info({ model: ctx.model.name, ms: ctx.clock.now() - started }, 'asked') }
- * })
- */
-export function trustedModelMiddleware<M extends ModelMiddleware>(fn: M): M {
-  trustedMiddleware(fn as unknown as Middleware)
-  return fn
 }

@@ -2,7 +2,7 @@ import fc from 'fast-check'
 import { describe, expect, it } from 'vitest'
 import { z } from 'zod'
 import { OptionsError, parseOptions } from './index.js'
-import { optionsParser } from './internal.js'
+import { optionsParser } from './kit.js'
 
 const schema = z
   .object({

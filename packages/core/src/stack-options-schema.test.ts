@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest'
 import { z } from 'zod'
 import { createRun, createStack, defineTool, type Layer, parseOptions, ToolError } from './index.js'
-import { maxStepsFrom, onlyWithoutStack, runBudgetRefinement, stackFromSource, stackSourceShape } from './internal.js'
+import { maxStepsFrom, onlyWithoutStack, runBudgetRefinement, stackFromSource, stackSourceShape } from './kit.js'
 
 // How a host (an integration) reads its options: the shared shape, the two refinements, then the builders.
 const hostSchema = z

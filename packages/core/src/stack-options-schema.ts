@@ -2,7 +2,7 @@ import { z } from 'zod'
 import { isLayer, type LayerEntry } from './layer.js'
 import type { ErrorRenderer } from './render.js'
 import { createStack, type Stack, type StackLimits, type StackOptions } from './stack.js'
-import type { Clock, Logger } from './types.js'
+import type { Clock, Logger, Middleware } from './types.js'
 
 const isObject = (v: unknown) => typeof v === 'object' && v !== null
 const isFunction = (v: unknown) => typeof v === 'function'

@@ -1,4 +1,4 @@
-import { type Middleware, type Next, type ToolContext, type ToolEffect, trustedMiddleware } from '@shallot/core'
+import type { Middleware, Next, ToolContext, ToolEffect } from '@shallot/core'
 import { callNext } from '@shallot/core/kit'
 import { type Guarded, idempotencyLayer } from './guarded-call.js'
 import type { IdempotencyOptions } from './idempotency-options.js'
@@ -44,9 +44,9 @@ export function idempotency(options?: IdempotencyOptions): Middleware {
   const guardedEffects = new Set<ToolEffect>(layer.opts.effects)
   const { calls } = layer
 
-  // Trusted (docs/decisions/270-compose-fast-path.md): a call runs next() at most once, after its claim, and settles after it;
-  // a replayed or refused call never calls it. An unguarded call (a read) is handed straight to next().
-  return trustedMiddleware(function idempotency(ctx: ToolContext, next: Next): Promise<void> {
+  // A call runs next() at most once, after its claim; a replayed or refused call never calls it. An unguarded call
+  // (a read) is handed straight to next().
+  return function idempotency(ctx: ToolContext, next: Next): Promise<void> {
     const tool = ctx.tool
     if (tool === undefined || !guardedEffects.has(tool.effect)) return callNext(next)
     let call: Guarded | undefined
@@ -57,5 +57,5 @@ export function idempotency(options?: IdempotencyOptions): Middleware {
     }
     if (call === undefined) return callNext(next)
     return calls.get(call.storeKey) === undefined ? lead(layer, ctx, next, call) : waitThenLead(layer, ctx, next, call)
-  })
+  }
 }

@@ -12,9 +12,6 @@ export {
 export {
   type MemoryIdempotencyStore,
   type MemoryIdempotencyStoreOptions,
-  type MemoryStore,
-  type MemoryStoreOptions,
   memoryIdempotencyStore,
-  memoryStore,
 } from './memory-idempotency-store.js'
 export { parseStoredResult } from './stored-result.js'

@@ -206,10 +206,8 @@ describe('memoryIdempotencyStore: bounds', () => {
   })
 })
 
-describe('memoryStore, the deprecated name', () => {
-  it('is memoryIdempotencyStore: it replays a completed write through the real layer', async () => {
-    const { memoryStore } = await import('./index.js')
-    expect(memoryStore).toBe(memoryIdempotencyStore)
+describe('memoryIdempotencyStore in the real layer', () => {
+  it('replays a completed write', async () => {
     let ran = 0
     const save = defineTool({
       name: 'save',
@@ -218,7 +216,7 @@ describe('memoryStore, the deprecated name', () => {
       effect: 'write',
       execute: ({ n }) => ++ran + n,
     })
-    const stack = createStack({ middleware: [idempotency({ store: memoryStore() })], tools: [save] })
+    const stack = createStack({ middleware: [idempotency({ store: memoryIdempotencyStore() })], tools: [save] })
     const run = createRun()
     const first = await stack.dispatch({ id: 'a', name: 'save', args: { n: 1 } }, { run })
     const again = await stack.dispatch({ id: 'b', name: 'save', args: { n: 1 } }, { run })

@@ -153,18 +153,3 @@ export function memoryIdempotencyStore(options?: MemoryIdempotencyStoreOptions):
   })
   return store
 }
-
-/**
- * The old name of {@link memoryIdempotencyStore}.
- *
- * @deprecated Use `memoryIdempotencyStore()`; this alias goes in the next minor version.
- * @example
- * const store = memoryStore({ maxEntries: 1000 }) // same as memoryIdempotencyStore({ maxEntries: 1000 })
- */
-export const memoryStore: typeof memoryIdempotencyStore = memoryIdempotencyStore
-
-/** @deprecated Use `MemoryIdempotencyStore`; this alias goes in the next minor version. */
-export type MemoryStore = MemoryIdempotencyStore
-
-/** @deprecated Use `MemoryIdempotencyStoreOptions`; this alias goes in the next minor version. */
-export type MemoryStoreOptions = MemoryIdempotencyStoreOptions

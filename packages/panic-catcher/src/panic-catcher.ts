@@ -1,13 +1,4 @@
-import {
-  abortReason,
-  LoopError,
-  type Middleware,
-  MiddlewareUsageError,
-  type Next,
-  type ToolContext,
-  ToolError,
-  trustedMiddleware,
-} from '@shallot/core'
+import { abortReason, LoopError, type Middleware, MiddlewareUsageError, type Next, type ToolContext, ToolError } from '@shallot/core'
 import { callNext, optionsParser, truncate } from '@shallot/core/kit'
 import { z } from 'zod'
 import { describePanic, UNKNOWN_PAYLOAD } from './describe-panic.js'
@@ -63,7 +54,6 @@ function isShallotError(err: unknown): boolean {
 export function panicCatcher(options?: PanicCatcherOptions): Middleware {
   const { maxMessageLength, hint, redact } = parsePanicCatcherOptions(options)
 
-  // Trusted (docs/decisions/270-compose-fast-path.md): it calls next() once and settles only after it settled.
   const caught = (ctx: ToolContext, err: unknown): never => {
     if (isShallotError(err)) throw err
     // A tool that gives up because the run was cancelled has not panicked.
@@ -72,9 +62,9 @@ export function panicCatcher(options?: PanicCatcherOptions): Middleware {
   }
   // A reaction on next()'s promise rather than an `await` in a try: a call blocked in its tool keeps
   // a promise reaction here, not a suspended frame (about 270 bytes less per blocked call).
-  return trustedMiddleware(function panicCatcher(ctx: ToolContext, next: Next): Promise<void> {
+  return function panicCatcher(ctx: ToolContext, next: Next): Promise<void> {
     return callNext(next).then(undefined, (err: unknown) => caught(ctx, err))
-  })
+  }
 }
 
 function panicError(

@@ -1,6 +1,6 @@
 import { createAgent, memoryCheckpoints, type RunOutcome } from '@shallot/agent'
 import { type Json, OptionsError } from '@shallot/core'
-import { idempotency, memoryStore } from '@shallot/idempotency'
+import { idempotency, memoryIdempotencyStore } from '@shallot/idempotency'
 import { scriptedModel } from '@shallot/testing'
 import { describe, expect, it } from 'vitest'
 import { POLICY_STATE_KEY, policy } from './index.js'
@@ -26,7 +26,7 @@ function setup(calls: ReadonlyArray<{ id: string; name: string; args: unknown }>
     { onEnd: 'repeat' },
   )
   const checkpoints = memoryCheckpoints()
-  const middleware = [policy({ rules }), ...(withIdempotency ? [idempotency({ store: memoryStore() })] : [])]
+  const middleware = [policy({ rules }), ...(withIdempotency ? [idempotency({ store: memoryIdempotencyStore() })] : [])]
   const agent = createAgent({ model, tools, checkpoints, middleware })
   return { runs, model, checkpoints, agent }
 }

@@ -1,7 +1,7 @@
 import { createAgent, memoryCheckpoints } from '@shallot/agent'
 import { createRun, createStack, type Json, LoopError } from '@shallot/core'
 import { approvalBinding } from '@shallot/core/kit'
-import { idempotency, memoryStore } from '@shallot/idempotency'
+import { idempotency, memoryIdempotencyStore } from '@shallot/idempotency'
 import { manualClock, scriptedModel } from '@shallot/testing'
 import { describe, expect, it, vi } from 'vitest'
 import { type ApprovalRequest, type OnApproval, type PendingApproval, POLICY_STATE_KEY, policy } from './index.js'
@@ -32,7 +32,7 @@ function setup({ withIdempotency, ...options }: { onApproval?: OnApproval; appro
       return transfer.execute(args, context)
     },
   }
-  const store = memoryStore()
+  const store = memoryIdempotencyStore()
   const stack = createStack({
     tools: [spy, ...tools.slice(1)],
     clock,

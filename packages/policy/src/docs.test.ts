@@ -1,7 +1,7 @@
 import { readFileSync } from 'node:fs'
 import { createStackFromConfig } from '@shallot/config'
 import { createRun, createStack, LoopError } from '@shallot/core'
-import { idempotency, memoryStore } from '@shallot/idempotency'
+import { idempotency, memoryIdempotencyStore } from '@shallot/idempotency'
 import { panicCatcher } from '@shallot/panic-catcher'
 import { stuckLoop } from '@shallot/stuck-loop'
 import { scriptedModel } from '@shallot/testing'
@@ -64,7 +64,7 @@ describe('docs/guardrails.md', () => {
         panicCatcher(),
         stuckLoop(),
         policy({ rules: [{ action: 'approve', tools: 'transfer', reason: 'money' }] }),
-        idempotency({ store: memoryStore() }),
+        idempotency({ store: memoryIdempotencyStore() }),
       ],
     })
     const call = { id: 'call_1', name: 'transfer', args: { to: 'bob', amountCents: 20_000 } }

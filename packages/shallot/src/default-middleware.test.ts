@@ -1,6 +1,16 @@
 import { afterEach, describe, expect, it } from 'vitest'
 import { z } from 'zod'
-import { createRun, createStack, DEFAULT_ORDER, defaultMiddleware, defineTool, LoopError, OptionsError } from './index.js'
+import {
+  createRun,
+  createStack,
+  DEFAULT_ORDER,
+  defaultMiddleware,
+  defineTool,
+  LoopError,
+  type Middleware,
+  MiddlewareUsageError,
+  OptionsError,
+} from './index.js'
 
 const Original = globalThis.AbortController
 let created = 0
@@ -110,5 +120,26 @@ describe('arguments the guard refuses, repeated', () => {
     expect((await broken()).error?.code).toBe('repeated_failure')
     await expect(broken()).rejects.toSatisfy((e: unknown) => LoopError.is(e) && e.kind === 'loop_detected')
     expect(ran).toBe(0)
+  })
+})
+
+describe('the default stack under compose’s one guard', () => {
+  it('hands a second next() at once, from a layer inside all seven, out as the LoopError naming that layer; the tool runs once', async () => {
+    let runs = 0
+    const count = defineTool({ name: 'count', description: 'Counts its runs', input: z.object({}), effect: 'read', execute: () => ++runs })
+    const twice: Middleware = async function twice(_ctx, next) {
+      const first = next()
+      await next()
+      await first
+    }
+    const stack = createStack({ tools: [count], middleware: [...defaultMiddleware(), twice] })
+    const failure = await stack.dispatch({ id: 'c1', name: 'count', args: {} }).then(
+      () => undefined,
+      (err: unknown) => err,
+    )
+    expect(LoopError.is(failure)).toBe(true)
+    expect((failure as LoopError).cause).toBeInstanceOf(MiddlewareUsageError)
+    expect((failure as LoopError).cause).toHaveProperty('message', expect.stringContaining('middleware "twice" called next() while'))
+    expect(runs).toBe(1)
   })
 })

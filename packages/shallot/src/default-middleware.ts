@@ -1,4 +1,4 @@
-import { builtins, type DefaultBuiltin } from '@shallot/builtins'
+import { builtins, type DefaultBuiltin } from '@shallot/config'
 import { type Layer, type Middleware, parseOptions, toolSideOf } from '@shallot/core'
 import { z } from 'zod'
 

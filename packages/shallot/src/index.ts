@@ -77,7 +77,6 @@ export {
   type IdempotencyStore,
   idempotency,
   memoryIdempotencyStore,
-  memoryStore,
 } from '@shallot/idempotency'
 export { type PanicCatcherOptions, panicCatcher } from '@shallot/panic-catcher'
 export { memoryRateLimitStore, type RateLimitOptions, type RateLimitStore, rateLimit } from '@shallot/rate-limit'

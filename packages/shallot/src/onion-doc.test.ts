@@ -1,6 +1,5 @@
 import { readFileSync } from 'node:fs'
-import { builtinDefinitions, DEFAULT_STACK } from '@shallot/builtins'
-import { contextEditingDefinition } from '@shallot/context-editing'
+import { builtinMiddleware, builtins } from '@shallot/config'
 import type { MiddlewareDefinition } from '@shallot/core'
 import { describe, expect, it } from 'vitest'
 // Not dependencies of the umbrella package: read from their sources, as bullmq's tests read the stores'.
@@ -56,8 +55,7 @@ function table(): Map<string, { tools: boolean; models: boolean }> {
 }
 
 const definitions: MiddlewareDefinition[] = [
-  ...builtinDefinitions,
-  contextEditingDefinition as MiddlewareDefinition,
+  ...builtins.map((b) => b.definition),
   otelDefinition as MiddlewareDefinition,
   policyDefinition as MiddlewareDefinition,
 ]
@@ -68,12 +66,12 @@ describe('docs/onion.md, both onions', () => {
     // DEFAULT_MODEL_ORDER names the options (circuitBreaker); the picture names the packages.
     const kebab = (name: string) => name.replace(/[A-Z]/g, (c) => `-${c.toLowerCase()}`)
     expect(model.defaults).toEqual(DEFAULT_MODEL_ORDER.map(kebab))
-    expect(tool.defaults).toEqual([...DEFAULT_STACK])
+    expect(tool.defaults).toEqual(builtins.filter((b) => b.inDefaultStack).map((b) => b.definition.name))
   })
 
-  it("places the tool onion's built-ins in @shallot/builtins' order, and lists in each column only layers that wrap that call", () => {
+  it("places the tool onion's built-ins in @shallot/config's order, and lists in each column only layers that wrap that call", () => {
     const { model, tool } = picture()
-    const builtinNames = builtinDefinitions.map((d) => d.name)
+    const builtinNames = builtinMiddleware.map((d) => d.name)
     expect(tool.all.filter((name) => builtinNames.includes(name))).toEqual(builtinNames)
     const byName = new Map(definitions.map((d) => [d.name, d]))
     for (const name of tool.all) expect(byName.get(name)?.handles.tools, `${name} in the tool onion`).toBe(true)

@@ -1,4 +1,4 @@
-import { LoopError, type Middleware, sanitize, type ToolContext, ToolError, trustedMiddleware } from '@shallot/core'
+import { LoopError, type Middleware, sanitize, type ToolContext, ToolError } from '@shallot/core'
 import { callNext, canonicalJson, hashOf, optionsParser } from '@shallot/core/kit'
 import { z } from 'zod'
 import { convergence, convergenceOptionsSchema } from './convergence.js'
@@ -152,9 +152,8 @@ export function stuckLoop(options?: StuckLoopOptions): Middleware {
     return fp
   }
 
-  // Trusted (docs/decisions/270-compose-fast-path.md): it refuses before next(), or calls it once and settles after it.
   // Reactions on next()'s promise rather than an await: a call blocked in its tool keeps no suspended frame here.
-  const layer: Middleware = trustedMiddleware(function stuckLoop(ctx: ToolContext, next: () => Promise<void>): Promise<void> {
+  const layer: Middleware = function stuckLoop(ctx: ToolContext, next: () => Promise<void>): Promise<void> {
     let fp: string | undefined
     try {
       fp = admit(ctx)
@@ -165,7 +164,7 @@ export function stuckLoop(options?: StuckLoopOptions): Middleware {
       () => succeeded(ctx, fp),
       (err: unknown) => failed(ctx, fp, err),
     )
-  })
+  }
   if (limits.convergence !== undefined) layer.observeTurn = convergence(limits.convergence)
   return layer
 }

@@ -1,6 +1,6 @@
 import fc from 'fast-check'
 import { describe, expect, it } from 'vitest'
-import { escapeControls } from '../internal.js'
+import { escapeControls } from '../kit.js'
 
 // biome-ignore lint/suspicious/noControlCharactersInRegex: finding control characters is the point
 const OBEYED = /[\u0000-\u0008\u000B-\u001F\u007F-\u009F\u061C\u200E\u200F\u2028\u2029\u202A-\u202E\u2066-\u2069]/

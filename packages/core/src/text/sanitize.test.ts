@@ -1,7 +1,8 @@
 import fc from 'fast-check'
 import { describe, expect, it } from 'vitest'
 import { sanitize } from '../index.js'
-import { createSanitizer, REDACTED } from '../internal.js'
+import { createSanitizer } from '../kit.js'
+import { REDACTED } from './redacted.js'
 
 const sanitizeText = (text: string, options: { maxLength?: number; secrets?: (string | RegExp)[] } = {}) =>
   sanitize(text, { maxLength: 500, ...options })

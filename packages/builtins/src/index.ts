@@ -1,1 +1,0 @@
-export { builtinDefinitions, builtins, DEFAULT_STACK, type DefaultBuiltin } from './builtins.js'
