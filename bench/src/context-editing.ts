@@ -1,4 +1,4 @@
-import { createAgent, createAgent } from '@shallot/agent'
+import { createAgent } from '@shallot/agent'
 import { contextEditing } from '@shallot/context-editing'
 import type { LayerEntry, ModelAdapter, ModelMiddleware } from '@shallot/core'
 import { readTool } from './fixtures.js'

@@ -43,8 +43,8 @@ export function resilienceCases(): Case[] {
 export function resilienceOptionCases(): Case[] {
   const cases: Case[] = []
   const happy: Record<string, Middleware[]> = {
-    'circuit-breaker (closed)': [circuitBreaker()],
-    'circuit-breaker halfOpenSuccesses 3 of 5 (closed)': [circuitBreaker({ halfOpenProbes: 5, halfOpenSuccesses: 3 })],
+    'circuit-breaker (closed)': [circuitBreaker().wrapToolCall],
+    'circuit-breaker halfOpenSuccesses 3 of 5 (closed)': [circuitBreaker({ halfOpenProbes: 5, halfOpenSuccesses: 3 }).wrapToolCall],
     'retry (success)': [retry().wrapToolCall],
     'retry onRetry + onGiveUp (success)': [retry({ onRetry: () => undefined, onGiveUp: () => {} }).wrapToolCall],
   }

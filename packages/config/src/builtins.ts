@@ -2,7 +2,7 @@ import { bulkhead, bulkheadDefinition } from '@shallot/bulkhead'
 import { circuitBreaker, circuitBreakerDefinition } from '@shallot/circuit-breaker'
 import { coalesce, coalesceDefinition } from '@shallot/coalesce'
 import { contextEditing, contextEditingDefinition } from '@shallot/context-editing'
-import type { Middleware, MiddlewareDefinition, ModelMiddleware } from '@shallot/core'
+import type { LayerEntry, Middleware, MiddlewareDefinition } from '@shallot/core'
 import { errorClassifier, errorClassifierDefinition } from '@shallot/error-classifier'
 import { fallback, fallbackDefinition } from '@shallot/fallback'
 import { hedging, hedgingDefinition } from '@shallot/hedging'
@@ -16,7 +16,7 @@ import { timeout, timeoutDefinition } from '@shallot/timeout'
 import './config-stores.js'
 
 /** One entry: the definition a config file names, the factory `defaultMiddleware()` calls, and whether the default stack has it. */
-const builtin = <const Option extends string, Options, Made extends Middleware | ModelMiddleware, const InDefault extends boolean>(entry: {
+const builtin = <const Option extends string, Options, Made extends LayerEntry<Middleware>, const InDefault extends boolean>(entry: {
   option: Option
   definition: MiddlewareDefinition
   create: (options?: Options) => Made

@@ -1,5 +1,5 @@
 import { createAgent } from '@shallot/agent'
-import { defineTool, type Middleware } from '@shallot/core'
+import { defineTool, type LayerEntry, type Middleware } from '@shallot/core'
 import { type ManualClock, manualClock, scriptedModel, seededRandom } from '@shallot/testing'
 import { describe, expect, it } from 'vitest'
 import { z } from 'zod'
@@ -39,7 +39,7 @@ const stubbornThenGivesUp = () => {
   return scriptedModel([{ toolCalls: [lookup] }, { toolCalls: [lookup] }, { toolCalls: [lookup] }, { text: 'the order service is down' }])
 }
 
-async function runOnce(middleware: Middleware[], fail: () => unknown, clock = manualClock(), dead = deadLookup(clock, fail)) {
+async function runOnce(middleware: LayerEntry<Middleware>[], fail: () => unknown, clock = manualClock(), dead = deadLookup(clock, fail)) {
   const model = stubbornThenGivesUp()
   const before = dead.executions
   const agent = createAgent({ model, tools: [dead.tool], middleware, clock, random: seededRandom(7) })

@@ -1,5 +1,5 @@
 import { builtins, type DefaultBuiltin } from '@shallot/config'
-import { type Layer, type Middleware, parseOptions, toolSideOf } from '@shallot/core'
+import { type Layer, type LayerEntry, type Middleware, parseOptions, toolSideOf } from '@shallot/core'
 import { z } from 'zod'
 
 /** Options for each of the seven layers of the default stack, by factory name; `false` leaves a layer out. */
@@ -30,9 +30,9 @@ const defaultMiddlewareOptionsSchema = z
  * @example
  * const stack = createStack({ middleware: defaultMiddleware({ timeout: { ms: 10_000 } }), tools })
  */
-export function defaultMiddleware(options: DefaultMiddlewareOptions = {}): Middleware[] {
+export function defaultMiddleware(options: DefaultMiddlewareOptions = {}): LayerEntry<Middleware>[] {
   parseOptions('defaultMiddleware()', defaultMiddlewareOptionsSchema, options)
-  const layers: Middleware[] = []
+  const layers: LayerEntry<Middleware>[] = []
   for (const { option, create } of defaults) {
     const layerOptions = options[option]
     if (layerOptions === false) continue

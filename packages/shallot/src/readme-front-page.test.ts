@@ -1,6 +1,6 @@
 import { readFileSync } from 'node:fs'
 import { fileURLToPath } from 'node:url'
-import { builtinDefinitions } from '@shallot/builtins'
+import { builtinMiddleware } from '@shallot/config'
 import { describe, expect, it } from 'vitest'
 
 // The front page is what a newcomer reads first: it says what shallot is and that it is not on npm yet, defines its
@@ -52,7 +52,7 @@ describe('README.md, the front page', () => {
 
 describe('what the docs count and cite is what the repository has', () => {
   const root = (path: string) => readFileSync(fileURLToPath(new URL(`../../../${path}`, import.meta.url)), 'utf8')
-  const names = builtinDefinitions.map((d) => d.name)
+  const names = builtinMiddleware.map((d) => d.name)
   const NUMBERS = [
     'zero',
     'one',
