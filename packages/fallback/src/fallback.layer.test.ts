@@ -47,7 +47,7 @@ describe('fallback(): one layer, listed in both lists of one agent', () => {
     // Tool side, as fallback() did: the second call fails and is answered from the first one's result.
     expect(await agent.run({ input: 'status?' })).toMatchObject({
       status: 'completed',
-      output: `{"fallback":"from cache, 0 s old, because 'status_page' failed (upstream_error)","value":"all systems go"}`,
+      output: '{"note":"cached 0 s ago","value":"all systems go"}',
     })
     expect(events).toEqual([])
     // Model side, as fallbackModel() did: gpt is down, claude answers, and a model.fallback event says so.

@@ -62,7 +62,7 @@ describe('README, one layer in both lists', () => {
     const outcome = await resilientAgent(gpt, claude, [statusPage], clock).run({ input: 'Is the EU region up?' })
     expect(outcome).toMatchObject({
       status: 'completed',
-      output: `{"fallback":"from cache, 2 min old, because 'status_page' failed (upstream_error)","value":"eu: all systems go"}`,
+      output: '{"note":"cached 2 min ago","value":"eu: all systems go"}',
     })
   })
 })
