@@ -104,11 +104,11 @@ export async function main(
         const stacks: NamedStack[] = []
         if (values.compare === true) {
           if (positionals.length !== 2) throw new UsageError('--compare takes two config files: shallot sim --compare a.yaml b.yaml')
-          for (const file of positionals) stacks.push(await configStack(file))
+          for (const file of positionals) stacks.push(await configStack(file, io.err))
         } else if (positionals.length > 0) {
           throw new UsageError(`unexpected argument "${positionals[0]}"`)
         } else if (values.config !== undefined) {
-          stacks.push(NO_RETRY, await configStack(values.config))
+          stacks.push(NO_RETRY, await configStack(values.config, io.err))
         } else {
           stacks.push(...defaultStacks(simFlags.effect))
         }
