@@ -249,6 +249,9 @@ function liveAgent(o: {
   const provider = aiSdkModel(resolved.model, { stream: run.values.stream === true, errors: { secrets: [...resolved.secrets] } })
   // Each model call carries the transcript so far, so the previous turn (with its results) is printed as it starts.
   const live: ModelAdapter = {
+    // The report, the events and the prices name the model by these: without them it is "model".
+    ...(provider.name === undefined ? {} : { name: provider.name }),
+    ...(provider.provider === undefined ? {} : { provider: provider.provider }),
     generate(request) {
       printer.upTo(request.messages, events, requests)
       requests[request.messages.filter((m) => m.role === 'assistant').length] = request

@@ -1,23 +1,18 @@
 import { existsSync } from 'node:fs'
 import { rm } from 'node:fs/promises'
 import { dirname, join, resolve } from 'node:path'
-import { type ParkingOutcome, type RunOutcome, sanitize, ToolError } from '@shallot/core'
+import type { ParkingOutcome } from '@shallot/core'
 import type { CliIO } from '../cli-io.js'
 import { writeOut, writeRunFiles } from '../report/command.js'
 import type { recordRun } from '../report/record.js'
 import { approvalHint } from './approval-flags.js'
+import { neverConnected } from './cli-next-steps.js'
 import { handoffOf } from './handoff.js'
 import type { resolveModel } from './model-spec.js'
 import { EXIT_PARKED } from './park.js'
 import type { Values } from './run-args.js'
 import { runReportText } from './run-report.js'
 import { shellQuote as quote } from './shell-quote.js'
-
-/** The run stopped because the model's server was never reached (every attempt a connection failure). */
-function neverConnected(outcome: Extract<RunOutcome, { status: 'stopped' }>): boolean {
-  const cause = outcome.error.cause
-  return outcome.error.kind === 'model_failed' && ToolError.is(cause) && cause.code === 'network_error'
-}
 
 /**
  * The handoff file of a run, `<runId>.handoff.md` beside the checkpoints file: written for a stopped
@@ -76,7 +71,7 @@ export interface Leaving {
 /**
  * What a finished `run`/`resume` leaves behind: the resume line (and the other answers to pending
  * approvals), the handoff file, the report and the run files; resolves to the exit code (0
- * completed, 75 parked, 2 when the model was never reached, 1 for any other stop).
+ * completed, 75 parked, 1 for any stop: a model never reached too, as its report says what to fix and its checkpoint resumes).
  */
 export async function leaveRun(outcome: ParkingOutcome, { told, resume, values, resolved, recorder, io }: Leaving): Promise<number> {
   const pending = pendingOf(outcome)
@@ -100,12 +95,8 @@ export async function leaveRun(outcome: ParkingOutcome, { told, resume, values, 
   await writeRunFiles(recorder.finish(told), files, io.out)
   if (outcome.status === 'completed') return 0
   if (outcome.status === 'parked') return EXIT_PARKED
-  if (outcome.turns === 0 && neverConnected(outcome)) {
-    // No answer ever came: a wrong base URL or no server, which is the caller's to fix, not the run's.
-    io.err(
-      `shallot: cannot reach the model at ${resolved.endpoint}; check ${resolved.urlVar} (${sanitize(String(outcome.error.message)).slice(0, 300)})`,
-    )
-    return 2
-  }
+  const unreached = neverConnected(outcome)
+  // The report above says it too; on stderr it is seen when stdout goes to a file.
+  if (unreached !== undefined) io.err(`shallot: cannot reach the model at ${resolved.endpoint} (${unreached}); check ${resolved.urlVar}`)
   return 1
 }

@@ -383,15 +383,21 @@ describe('shallot run: bad usage is one line on stderr and exit 2, before any mo
     }
   })
 
-  it('a model server nobody listens on: one line naming the URL and the variable, exit 2', async () => {
+  it('a model server nobody listens on: a stopped run (exit 1) whose report names the model, the URL and the variable', async () => {
     const closed = await fakeProvider()
     const url = closed.openaiBaseURL
     await closed.close()
-    const { code, err } = await shallot(['run', '--model', 'openai:m', 'hi'], childEnv({ OPENAI_API_KEY: 'x', OPENAI_BASE_URL: url }))
-      .exited
-    expect(code).toBe(2)
-    expect(err.trimEnd().split('\n')).toHaveLength(1)
-    expect(err).toContain(`shallot: cannot reach the model at ${url}; check OPENAI_BASE_URL (the model call failed after 3 attempts`)
+    const { code, out, err } = await shallot(
+      ['run', '--model', 'openai:gpt-test', 'hi'],
+      childEnv({ OPENAI_API_KEY: 'x', OPENAI_BASE_URL: url }),
+    ).exited
+    expect(code).toBe(1)
+    expect(out).toContain('stopped: model_failed')
+    expect(out).toContain('    model: gpt-test\n')
+    expect(out).toContain(
+      `Next: Check OPENAI_BASE_URL: nothing answered at ${url} (ECONNREFUSED), then run it again with --checkpoints run.db`,
+    )
+    expect(err).toBe(`shallot: cannot reach the model at ${url} (ECONNREFUSED); check OPENAI_BASE_URL\n`)
   })
 
   it('piped, the built command prints each model retry as a plain wait line with its status and pushback', async () => {
