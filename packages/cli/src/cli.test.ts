@@ -93,7 +93,7 @@ describe('help', () => {
     const runHelp = (await run('run', '--help')).out
     for (const code of ['0', '1', '2', '75']) expect(runHelp).toMatch(new RegExp(`\\n  ${code} +\\S`))
     expect(runHelp).toContain('--checkpoints FILE.db')
-    expect((await run('resume', '-h')).out).toContain('--approve CALL_ID')
+    expect((await run('resume', '-h')).out).toContain('--note "TEXT"')
     expect((await run('check', '-h')).out).toMatch(/\n {2}1 {3}the config has problems/)
     expect((await run('sim', '-h')).out).toContain('--fault-rate 0.01')
     const all = await run('--help')

@@ -15,7 +15,7 @@ const EXITS: Readonly<Record<HelpTopic, readonly string[]>> = {
     '0   the run completed',
     '1   the run stopped again: the report says why and how to resume it',
     '2   bad usage, before any model call: a flag, a run id the checkpoints file does not hold, an answer to no',
-    '    pending call',
+    '    pending call, a --note for a run waiting for approval or parked',
     '75  still parked: run it again at or after the time it names',
   ],
   demo: ['0   the story ran (its run stops by design: that stop is the last scene)', '2   bad usage: a flag, a file it cannot write'],
@@ -58,6 +58,8 @@ const COMMANDS: Readonly<Record<HelpTopic, Command>> = {
     usage: 'resume RUN_ID --checkpoints FILE.db [--model … --config … --mcp …]',
     about: 'continue a stopped or crashed run; completed calls are not repeated',
     options: [
+      '--note "TEXT"               tell the model what a person changed or wants (it reads it before its next turn),',
+      '                            and forget the repeats stuck-loop counted: resume a loop_detected stop with it',
       '--approve CALL_ID           answer a call waiting for approval (repeatable); --deny CALL_ID[=REASON],',
       "--edit 'CALL_ID=JSON'       or run it with edited arguments. At a terminal, run and resume ask instead",
       '--max-turns N --max-steps N a larger budget for a run that spent its own',

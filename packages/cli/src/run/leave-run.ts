@@ -10,6 +10,7 @@ import { neverConnected } from './cli-next-steps.js'
 import { handoffOf } from './handoff.js'
 import type { resolveModel } from './model-spec.js'
 import { EXIT_PARKED } from './park.js'
+import { isLoopStop } from './resume-note.js'
 import type { Values } from './run-args.js'
 import { runReportText } from './run-report.js'
 import { shellQuote as quote } from './shell-quote.js'
@@ -45,17 +46,25 @@ export function pendingOf(outcome: ParkingOutcome) {
   return outcome.status === 'stopped' && outcome.error.kind === 'user_input_required' ? outcome.report.pending : []
 }
 
-/** The command line that continues this run, with the same model, config and servers (and the approvals it waits for). */
-export function resumeLine(runId: string, values: Values, model: string, pending: ReturnType<typeof pendingOf>, command: string): string {
+/**
+ * The command line that continues this run, with the same model, config and servers (and the approvals it
+ * waits for); after a loop stop, with a `--note` to fill in, as resuming it unchanged stops it again.
+ */
+export function resumeLine(runId: string, values: Values, model: string, outcome: ParkingOutcome, command: string): string {
   const parts = [command, 'resume', quote(runId), '--checkpoints', quote(values.checkpoints as string), '--model', quote(model)]
   if (values.config !== undefined) parts.push('--config', quote(values.config))
   for (const line of values.mcp ?? []) parts.push('--mcp', quote(line))
   if (values['mcp-env'] !== undefined) parts.push('--mcp-env', quote(values['mcp-env']))
   if (values['park-after'] !== undefined) parts.push('--park-after', quote(values['park-after']))
   if (values.stream === true) parts.push('--stream')
+  const pending = pendingOf(outcome)
   if (pending.length > 0) parts.push(approvalHint(pending, quote).approveAll)
+  if (isLoopStop(outcome)) parts.push('--note', quote(NOTE_PLACEHOLDER))
   return parts.join(' ')
 }
+
+/** What the printed resume command of a loop stop puts after `--note`, for the person to replace. */
+export const NOTE_PLACEHOLDER = '<what you changed>'
 
 /** What `leaveRun` needs besides the outcome. */
 export interface Leaving {
