@@ -43,6 +43,9 @@ describe('shallot demo', () => {
     expect(out).toContain('stopped: loop_detected')
     expect(out).toContain('Why: the model kept repeating a call that failed the same way')
     expect(out).toMatch(/breaker trips\s+1/)
+    // What to do next, as a command-line user does it: the library's agent.resume() is no command.
+    expect(out).not.toContain('agent.resume(')
+    expect(out).toContain("then resume it with shallot resume <runId> --checkpoints run.db --note '<what you changed>'")
   })
 })
 

@@ -47,16 +47,17 @@ function commandLineSteps(outcome: Stopped, resume: string | undefined): string 
  * The outcome as `shallot run` tells it: the report's Next line gives the `shallot resume …` command
  * (or, without `--checkpoints`, how to make a run resumable) instead of the library's
  * `agent.resume(…)`, and a provider's refusal of the key or the quota names the provider, its URL and
- * the variable to fix, as does a model nobody answered at. A completed outcome is returned as it is.
+ * the variable to fix, as does a model nobody answered at (`model` undefined: a scripted model, as the
+ * demo's, has no provider to name). A completed outcome is returned as it is.
  *
  * @example
  * printOutcome(io.out, withCliNextSteps(outcome, 'shallot resume run-1 --checkpoints run.db --model openai:m', resolved))
  */
-export function withCliNextSteps(outcome: RunOutcome, resume: string | undefined, model: ResolvedModel): RunOutcome {
+export function withCliNextSteps(outcome: RunOutcome, resume: string | undefined, model: ResolvedModel | undefined): RunOutcome {
   if (outcome.status !== 'stopped') return outcome
-  const refused = refusal(outcome)
+  const refused = model === undefined ? undefined : refusal(outcome)
   const nextSteps =
-    refused === undefined
+    refused === undefined || model === undefined
       ? commandLineSteps(outcome, resume)
       : `${providerAdvice(outcome, refused, model)}, ${resume === undefined ? NO_CHECKPOINT : `then resume it with ${resume}`}.`
   const lines = outcome.report.text.split('\n')
