@@ -1,7 +1,7 @@
 import { readFileSync } from 'node:fs'
 import { ToolError } from '@shallot/core'
 import { tool } from 'ai'
-import { describe, expect, it } from 'vitest'
+import { describe, expect, it, vi } from 'vitest'
 import { z } from 'zod'
 import { payWithApproval } from './readme-approval-example.js'
 import { explainMain } from './readme-example.js'
@@ -29,8 +29,11 @@ describe('README', () => {
       },
     })
     const model = scriptedLanguageModel([{ toolCalls: [{ name: 'read_file', input: { path: 'src/mian.rs' } }] }])
+    // Watched, not muted: the hard stop goes to the UI, and anything the example would print still shows.
+    const printed = vi.spyOn(console, 'error')
     const response = chat(model, readFile, new AbortController().signal)
     const body = await response.text()
+    expect(printed).not.toHaveBeenCalled()
     const chunks = body.split('\n\n').flatMap((event) => (event.startsWith('data: {') ? [JSON.parse(event.slice(6))] : []))
     const errors = chunks.filter((chunk) => chunk.type === 'error')
     expect(errors.length).toBeGreaterThan(0)

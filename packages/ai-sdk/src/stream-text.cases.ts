@@ -65,6 +65,7 @@ describe('streamText: a hard stop is an error, not an abort', () => {
   })
 
   it('with abortSignal passed too, the stop still arrives as the LoopError, not as an abort', async () => {
+    const streamErrors: unknown[] = []
     const { readFile, model } = stubbornReadFile()
     const shallot = shallotTools({ read_file: readFile }, { maxSteps: 2 })
     const result = streamText({
@@ -74,9 +75,12 @@ describe('streamText: a hard stop is an error, not an abort', () => {
       abortSignal: shallot.abortSignal,
       experimental_transform: shallot.streamTransform,
       stopWhen: [stepCountIs(20), shallot.stopOnHardError],
+      // Without onError, streamText prints each stream error to the console: here it is the stop, checked below.
+      onError: ({ error }) => void streamErrors.push(error),
     })
     const { parts, thrown } = await collect(result.fullStream)
     expect(LoopError.is(thrown) && thrown.kind).toBe('budget_exhausted')
+    expect(streamErrors).toEqual([thrown])
     expect(parts.filter((part) => part.type === 'error' || part.type === 'abort').map((part) => part.type)).toEqual(['error'])
     await expect(result.text).rejects.toBe(thrown)
   })
@@ -84,12 +88,14 @@ describe('streamText: a hard stop is an error, not an abort', () => {
   it("the UI message stream sends the error (through the UI stream's onError), never abort", async () => {
     const { readFile, model } = stubbornReadFile()
     const shallot = shallotTools({ read_file: readFile }, { middleware: [stuckLoop({ refuseAfter: 2, stopAfter: 4 })] })
+    const streamErrors: unknown[] = []
     const result = streamText({
       model,
       prompt: 'What does src/main.rs do?',
       tools: shallot.tools,
       experimental_transform: shallot.streamTransform,
       stopWhen: [stepCountIs(20), shallot.stopOnHardError],
+      onError: ({ error }) => void streamErrors.push(error),
     })
     const shown: unknown[] = []
     const { parts, thrown } = await collect<UIMessageChunk>(
@@ -104,12 +110,14 @@ describe('streamText: a hard stop is an error, not an abort', () => {
     expect(parts.filter((part) => part.type === 'error')).toEqual([{ type: 'error', errorText: 'stopped: loop_detected' }])
     expect(parts.some((part) => part.type === 'abort')).toBe(false)
     expect(shown.every(LoopError.is)).toBe(true)
+    expect(streamErrors).toEqual([thrown])
   })
 
   it('createUIMessageStream: the merged stream ends with error chunks carrying the LoopError, and no abort', async () => {
     const { readFile, model } = stubbornReadFile()
     const shallot = shallotTools({ read_file: readFile }, { middleware: [stuckLoop({ refuseAfter: 2, stopAfter: 4 })] })
     const seen: unknown[] = []
+    const streamErrors: unknown[] = []
     const stream = createUIMessageStream({
       execute({ writer }) {
         const result = streamText({
@@ -118,6 +126,7 @@ describe('streamText: a hard stop is an error, not an abort', () => {
           tools: shallot.tools,
           experimental_transform: shallot.streamTransform,
           stopWhen: [stepCountIs(20), shallot.stopOnHardError],
+          onError: ({ error }) => void streamErrors.push(error),
         })
         writer.merge(result.toUIMessageStream({ onError: (error) => (LoopError.is(error) ? `stopped: ${error.kind}` : 'error') }))
       },
@@ -134,6 +143,8 @@ describe('streamText: a hard stop is an error, not an abort', () => {
     expect(parts.some((part) => part.type === 'abort')).toBe(false)
     expect(seen.length).toBeGreaterThan(0)
     expect(seen.every(LoopError.is)).toBe(true)
+    expect(streamErrors).toHaveLength(1)
+    expect(streamErrors.every(LoopError.is)).toBe(true)
   })
 
   it("the caller's own abort stays an abort part: no error, no onError", async () => {

@@ -43,6 +43,9 @@ describe('shallot demo', () => {
     expect(out).toContain('stopped: loop_detected')
     expect(out).toContain('Why: the model kept repeating a call that failed the same way')
     expect(out).toMatch(/breaker trips\s+1/)
+    // What to do next, as a command-line user does it: the library's agent.resume() is no command.
+    expect(out).not.toContain('agent.resume(')
+    expect(out).toContain("then resume it with shallot resume <runId> --checkpoints run.db --note '<what you changed>'")
   })
 })
 
@@ -66,6 +69,46 @@ describe('usage errors', () => {
     expect(code).toBe(2)
     expect(err.split('\n')[0]).toContain(message)
     expect(err).toContain('usage: shallot <command>')
+  })
+})
+
+describe('help', () => {
+  it.each(['run', 'resume', 'demo', 'report', 'sim', 'check'])(
+    '%s --help and -h print its usage, options and exit codes, and exit 0 without running anything',
+    async (command) => {
+      for (const argv of [
+        [command, '--help'],
+        [command, '-h'],
+        ['help', command],
+        [command, 'x.yaml', '--help'],
+      ]) {
+        const { code, out, err } = await run(...argv)
+        expect(err).toBe('')
+        expect(code).toBe(0)
+        expect(out.startsWith(`usage: shallot ${command}`)).toBe(true)
+        expect(out).toMatch(/\nexit codes:\n {2}0 {3}\S/)
+        expect(out).toMatch(/\n {2}2 {3}bad usage/)
+      }
+    },
+  )
+
+  it('names every exit code a command can end with, and the options it takes', async () => {
+    const runHelp = (await run('run', '--help')).out
+    for (const code of ['0', '1', '2', '75']) expect(runHelp).toMatch(new RegExp(`\\n  ${code} +\\S`))
+    expect(runHelp).toContain('--checkpoints FILE.db')
+    expect((await run('resume', '-h')).out).toContain('--note "TEXT"')
+    expect((await run('check', '-h')).out).toMatch(/\n {2}1 {3}the config has problems/)
+    expect((await run('sim', '-h')).out).toContain('--fault-rate 0.01')
+    const all = await run('--help')
+    expect(all.code).toBe(0)
+    expect(all.out).toMatch(/\nexit codes:\n {2}0 {3}done/)
+    expect(all.out).toContain('<command> --help')
+  })
+
+  it('refuses help for a command that does not exist, with the nearest one', async () => {
+    const { code, err } = await run('help', 'chekc')
+    expect(code).toBe(2)
+    expect(err.split('\n')[0]).toBe(`shallot: no help for "chekc"; did you mean 'check'?: shallot help <command>`)
   })
 })
 

@@ -5,13 +5,14 @@ import { closest, escapeControls } from '@shallot/core/kit'
 import { runCheck } from './check.js'
 import type { CliIO } from './cli-io.js'
 import { runDemo } from './demo/run-demo.js'
+import { helpOf, isHelpTopic, USAGE } from './help.js'
 import { runReport, writeRunFiles } from './report/command.js'
 import { RUN_FLAGS } from './run/flags.js'
 import { defaultStacks, type NamedStack, NO_RETRY, parseSimFlags, runHerd, runSim } from './sim/command.js'
 import { configStack } from './sim/config-stack.js'
 import { progressLines } from './sim/progress.js'
 import { terminalIO } from './terminal-text.js'
-import { USAGE, UsageError } from './usage.js'
+import { UsageError } from './usage.js'
 
 export type { CliIO } from './cli-io.js'
 
@@ -49,7 +50,8 @@ const SIM_FLAGS = {
 } as const
 
 /**
- * Runs the `shallot` command line and resolves to the exit code: 0 ok, 1 a failed check or a stopped run, 2 bad usage.
+ * Runs the `shallot` command line and resolves to the exit code: 0 ok, 1 a failed check or a stopped run, 2 bad usage,
+ * 75 a parked run (the table is in `shallot --help` and the README).
  * Every line printed shows control characters as escape text (`\x1b`): a tool, the model or a file cannot drive the terminal.
  *
  * @example
@@ -71,6 +73,11 @@ export async function main(
 ): Promise<number> {
   const io = terminalIO(given)
   const [command, ...rest] = argv
+  // `shallot check --help` and `shallot help check` alike: the command's usage, options and exit codes.
+  if (isHelpTopic(command) && rest.some((arg) => arg === '--help' || arg === '-h')) {
+    io.out(helpOf(command))
+    return 0
+  }
   let flags: readonly string[] = []
   try {
     switch (command) {
@@ -104,11 +111,11 @@ export async function main(
         const stacks: NamedStack[] = []
         if (values.compare === true) {
           if (positionals.length !== 2) throw new UsageError('--compare takes two config files: shallot sim --compare a.yaml b.yaml')
-          for (const file of positionals) stacks.push(await configStack(file))
+          for (const file of positionals) stacks.push(await configStack(file, io.err))
         } else if (positionals.length > 0) {
           throw new UsageError(`unexpected argument "${positionals[0]}"`)
         } else if (values.config !== undefined) {
-          stacks.push(NO_RETRY, await configStack(values.config))
+          stacks.push(NO_RETRY, await configStack(values.config, io.err))
         } else {
           stacks.push(...defaultStacks(simFlags.effect))
         }
@@ -123,10 +130,22 @@ export async function main(
       case '-v':
         io.out(version())
         return 0
+      case 'help': {
+        const [topic, ...extra] = rest
+        if (topic === undefined) {
+          io.out(USAGE)
+          return 0
+        }
+        if (!isHelpTopic(topic) || extra.length > 0) {
+          const guess = closest(topic, COMMANDS)
+          throw new UsageError(`no help for "${topic}"${guess === undefined ? '' : `; did you mean '${guess}'?`}: shallot help <command>`)
+        }
+        io.out(helpOf(topic))
+        return 0
+      }
       case undefined:
       case '--help':
       case '-h':
-      case 'help':
         io.out(USAGE)
         return command === undefined ? 2 : 0
       default: {

@@ -146,7 +146,11 @@ async function planStack(p: Planning) {
     }
     positions.set(name, index)
     const definition = registry.get(name)
-    if (definition === undefined) continue // reported while loading packages
+    if (definition === undefined) {
+      // Reported while loading packages; a misspelt built-in's options are still read, as the layer it likely means.
+      await readAsMeant(p, name, value, at)
+      continue
+    }
     const written = slot(value, [...at, name], (ref, where, inTools) => lookup(p, ref, where, inTools))
     if (written === undefined) {
       candidates.set(name, { definition, raw: {}, place: (path) => [...at, name, ...path], layer: undefined })
@@ -184,7 +188,7 @@ async function planOverrides(p: Planning, candidates: ReadonlyMap<string, Candid
           if (typeof value === 'string' && value !== OFF) lookup(p, value, at, true)
           continue
         }
-        const known = registry.has(name)
+        const known = registry.get(name)
         const guess = known ? undefined : closest(name, inStack)
         issues.push(
           makeIssue(at, lineOf, {
@@ -196,6 +200,13 @@ async function planOverrides(p: Planning, candidates: ReadonlyMap<string, Candid
             hint: guess === undefined ? undefined : `did you mean '${guess}'?`,
           }),
         )
+        // The override's options are still read, as the layer it names reads them: a missing layer does not hide them.
+        if (known !== undefined && value !== OFF) {
+          const written = override({ raw: {}, place: (path) => [...at, ...path] }, value as SlotValue, at, (ref, where) =>
+            lookup(p, ref, where, true),
+          )
+          if (written !== undefined) await readAs(p, known, written, `the stack has no ${name} layer; read as ${name} options`)
+        }
         continue
       }
       if (value === OFF) {
@@ -216,14 +227,35 @@ async function planOverrides(p: Planning, candidates: ReadonlyMap<string, Candid
  * policy kept for later must not wait for the day someone names it.
  */
 async function checkUnusedPolicies(p: Planning): Promise<void> {
-  const { document, registry, broken, issues } = p
+  const { document, registry, broken } = p
   for (const policy of await unusedPolicies(document, registry, broken.policies)) {
-    const before = issues.length
-    await check(p, policy.definition, { raw: policy.raw, place: (path) => ['policies', policy.name, ...path] })
-    const note = `no layer names this policy yet; read as ${policy.definition.name} options`
-    for (const [i, issue] of issues.entries())
-      if (i >= before) issues[i] = { ...issue, hint: issue.hint === undefined ? note : `${issue.hint} (${note})` }
+    const written = { raw: policy.raw, place: (path: readonly PathKey[]) => ['policies', policy.name, ...path] }
+    await readAs(p, policy.definition, written, `no layer names this policy yet; read as ${policy.definition.name} options`)
   }
+}
+
+/**
+ * A stack entry whose name is no middleware but close to one (`retyr`): its options (an object, or the
+ * policy it names) are read as that middleware's, so their mistakes are reported with the name's.
+ */
+async function readAsMeant(p: Planning, name: string, value: SlotValue, at: readonly PathKey[]): Promise<void> {
+  const meant = closest(name, [...p.registry.keys()])
+  const definition = meant === undefined ? undefined : p.registry.get(meant)
+  if (definition === undefined) return
+  // A policy it names that does not exist is already said by the name's problem: nothing more to read.
+  if (typeof value === 'string' && !Object.hasOwn(p.policies, value)) return
+  const written = slot(value, [...at, name], (ref, where, inTools) => lookup(p, ref, where, inTools))
+  if (written !== undefined)
+    await readAs(p, definition, written, `read as ${definition.name} options: "${name}" is likely ${definition.name} misspelt`)
+}
+
+/** Checks options no layer of the stack will use, by the definition they were meant for; each problem's hint says so. */
+async function readAs(p: Planning, definition: MiddlewareDefinition, written: Written, note: string): Promise<void> {
+  const { issues } = p
+  const before = issues.length
+  await check(p, definition, written)
+  for (const [i, issue] of issues.entries())
+    if (i >= before) issues[i] = { ...issue, hint: issue.hint === undefined ? note : `${issue.hint} (${note})` }
 }
 
 function lookup(p: Planning, ref: string, at: readonly PathKey[], inTools: boolean): Written | undefined {

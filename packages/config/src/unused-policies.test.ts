@@ -77,3 +77,26 @@ describe('a policy no layer names', () => {
     expect(check.issues.map((i) => i.path)).toEqual(['policies.__proto__'])
   })
 })
+
+describe('a policy named only where no layer reads it', () => {
+  it('is read as the layer a misspelt stack entry most likely means, so its own mistakes are reported too', async () => {
+    const text = 'stack:\n  - panic-catcher\n  - retyr: fast\npolicies:\n  fast: { backoff: full-jitter, baseMs: 100, maxAtempts: 5 }\n'
+    const check = await checkConfig(write(text))
+    expect(check.issues.map((i) => [i.line, i.path, i.message])).toEqual([
+      [3, 'stack[1]', `unknown middleware "retyr"; did you mean 'retry'?`],
+      [5, 'policies.fast.maxAtempts', `unknown key "maxAtempts"; did you mean 'maxAttempts'?`],
+    ])
+    expect(check.issues[1]?.hint).toContain('read as retry options: "retyr" is likely retry misspelt')
+  })
+
+  it('is read as the options of the layer a tool override names when the stack lacks that layer', async () => {
+    const text =
+      'stack:\n  - panic-catcher\n  - retyr: fast\npolicies:\n  fast: { maxAttempts: 3 }\n  patient: { backoff: exponential, maxAtempts: 5 }\ntools:\n  search:\n    retry: patient\n'
+    const check = await checkConfig(write(text))
+    expect(check.issues.map((i) => [i.line, i.path])).toEqual([
+      [3, 'stack[1]'],
+      [6, 'policies.patient.maxAtempts'],
+      [9, 'tools.search.retry'],
+    ])
+  })
+})

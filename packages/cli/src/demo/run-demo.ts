@@ -3,10 +3,15 @@ import { type StackEvent, systemClock } from '@shallot/core'
 import { manualClock, scriptedModel, seededRandom } from '@shallot/testing'
 import { consecutive, defaultMiddleware } from 'shallot'
 import { type RunRecord, recordRun } from '../report/record.js'
+import { withCliNextSteps } from '../run/cli-next-steps.js'
 import { story } from './story.js'
 import { summarize } from './summary.js'
 import { printTimeline } from './timeline.js'
 import { demoTools, type Executions } from './tools.js'
+
+/** What the demo's stop says to resume with: its scripted run keeps no checkpoint, a real one does. */
+const DEMO_RESUME =
+  "shallot resume <runId> --checkpoints run.db --note '<what you changed>' (shallot run --checkpoints prints the whole command when it stops; this scripted run keeps no checkpoint)"
 
 export interface DemoOptions {
   /** Wait the real delays instead of running on virtual time. */
@@ -51,7 +56,8 @@ export async function runDemo({ realTime, print, onRecord }: DemoOptions): Promi
     outcome = o
   })
   if (virtual !== undefined) while (outcome === undefined) await virtual.runAll()
-  outcome = await pending
+  // The report as a command-line user can follow it: the `shallot resume` a real run prints, not `agent.resume()`.
+  outcome = withCliNextSteps(await pending, DEMO_RESUME, undefined)
   const elapsed = clock.now() - started
   printTimeline(print, outcome, events, model.requests)
   summarize(print, outcome, events, executions, charges, elapsed, realTime)

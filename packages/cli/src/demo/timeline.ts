@@ -79,6 +79,7 @@ function eventLines(print: (line: string) => void, events: readonly StackEvent[]
 export function timelinePrinter(print: (line: string) => void): TimelinePrinter {
   let printed = 0
   let turn = 0
+  let told = false
   return {
     upTo(transcript, events, requests = []) {
       const byCall = new Map<string, StackEvent[]>()
@@ -88,8 +89,10 @@ export function timelinePrinter(print: (line: string) => void): TimelinePrinter 
       for (const message of transcript.slice(printed)) {
         printed++
         if (message.role === 'user') {
-          print(`${color.bold('task')}  ${message.content}`)
+          // The first is the task; a later one is a person's note, added when the run was resumed.
+          print(`${color.bold(told ? 'note' : 'task')}  ${message.content}`)
           print('')
+          told = true
           continue
         }
         if (message.role !== 'assistant') continue

@@ -96,6 +96,51 @@ describe('the HTML timeline in a real browser', () => {
     expect(requests).toEqual([])
   }, 20_000)
 
+  it('fits a 1400 px window: the hard stop and the last turns are in view, no horizontal scrollbar hides them', async () => {
+    const html = join(dir, 'narrow.html')
+    expect(await quiet(['demo', '--html', html])).toBe(0)
+    const { page, errors } = await open(html)
+    try {
+      await page.setViewportSize({ width: 1400, height: 900 })
+      const section = await page.$eval('section.timeline', (s) => ({
+        scroll: s.scrollWidth,
+        client: s.clientWidth,
+        right: s.getBoundingClientRect().right,
+      }))
+      expect(section.scroll).toBeLessThanOrEqual(section.client)
+      expect(await page.$eval('html', (h) => h.scrollWidth)).toBeLessThanOrEqual(1400)
+      // The stop, the last turn's row and the label right of every call end inside the timeline's box.
+      const rightmost = await page.$$eval('.hard-stop-label, g.turn:last-of-type, g.call > text:last-of-type', (els) =>
+        els.map((e) => [e.getAttribute('class') ?? e.tagName, Math.round(e.getBoundingClientRect().right)] as const),
+      )
+      expect(rightmost.length).toBeGreaterThan(12)
+      expect(rightmost.filter(([, right]) => right > section.right)).toEqual([])
+      // Nor does the picture cut them: each call's outcome label (✗ repeated_failure) ends inside the drawing.
+      const svgRight = await page.$eval('section.timeline > svg', (e) => Math.round(e.getBoundingClientRect().right))
+      expect(rightmost.filter(([, right]) => right > svgRight)).toEqual([])
+    } finally {
+      await page.close()
+    }
+    expect(errors).toEqual([])
+  }, 20_000)
+
+  it('says in its header what the report says: completed turns and calls, and the one in flight at the stop', async () => {
+    const record = join(dir, 'counts.json')
+    const html = join(dir, 'counts.html')
+    expect(await quiet(['demo', '--record', record, '--html', html])).toBe(0)
+    const run = JSON.parse(readFileSync(record, 'utf8')) as RunRecord
+    const completed = /Completed: (\d+) turns, (\d+) tool calls/.exec(run.stop?.report.text ?? '')
+    expect(completed?.slice(1)).toEqual(['11', '11'])
+    const { page } = await open(html)
+    try {
+      const meta = (await page.locator('header .meta').first().textContent()) ?? ''
+      expect(meta).toContain('11 turns · 11 tool calls completed · 1 in flight at the hard stop')
+      expect(await page.locator('#failure-report pre').textContent()).not.toContain('agent.resume(')
+    } finally {
+      await page.close()
+    }
+  }, 20_000)
+
   it('runs nothing from the run: script and onerror payloads in tool output, names, args and error text stay text', async () => {
     const record = join(dir, 'hostile.json')
     expect(await quiet(['demo', '--record', record])).toBe(0)

@@ -40,7 +40,8 @@ const CSS = `
 header{padding:16px 24px;background:#fff;border-bottom:1px solid var(--line)}h1{font-size:18px;margin:0 0 4px}h2{font-size:14px;margin:0 0 8px}
 .meta{color:var(--dim)}.status-stopped{color:var(--bad);font-weight:600}.status-completed{color:var(--ok);font-weight:600}
 main{display:flex;gap:16px;padding:16px 24px;align-items:flex-start}
-.timeline{flex:1 1 auto;background:#fff;border:1px solid var(--line);border-radius:6px;padding:12px;overflow-x:auto}
+.timeline{flex:1 1 auto;min-width:0;background:#fff;border:1px solid var(--line);border-radius:6px;padding:12px;overflow-x:auto}
+.timeline>svg{display:block;max-width:100%;height:auto}
 aside{flex:0 0 380px;background:#fff;border:1px solid var(--line);border-radius:6px;padding:12px}
 aside.stopped{border-color:var(--bad);box-shadow:inset 4px 0 0 var(--bad)}
 pre{white-space:pre-wrap;word-break:break-word;font:12px/1.45 ui-monospace,SFMono-Regular,Menlo,Consolas,monospace;margin:0}
@@ -62,7 +63,7 @@ td.num{text-align:right;white-space:nowrap}.soft{color:var(--bad)}.ok{color:var(
 const LABEL = 400
 const AXIS = 560
 /** Room right of the axis for the last calls' outcome labels. */
-const MARGIN = 150
+const MARGIN = 200
 const ROW = 22
 
 interface Row {
@@ -144,7 +145,11 @@ export function renderHtml(record: RunRecord): string {
         ? `<aside id="outcome"><h2>Parked until ${escapeHtml(parkedAt(record.parked.wakeAt))}</h2><pre>${escapeHtml(`${record.parked.reason.tool} (call ${record.parked.reason.callId}) answered ${record.parked.reason.code}; it runs again when the run is resumed`)}</pre></aside>`
         : `<aside id="outcome"><h2>Completed</h2><pre>${escapeHtml(record.output ?? '')}</pre></aside>`
   const softErrors = calls.filter(({ call }) => call.result?.ok === false).length
-  const body = `<header><h1>shallot run ${escapeHtml(record.runId)}</h1><div class="meta"><span class="status-${record.status}">${record.status === 'stopped' ? `stopped: ${escapeHtml(record.stop?.kind ?? '')}` : record.status === 'parked' ? 'parked' : 'completed'}</span> · ${turns.length} turns · ${calls.length} tool calls · ${softErrors} soft errors · ${record.steps} steps · ${seconds(record.durationMs)}</div><div class="meta">task: ${escapeHtml(record.task)}</div></header>
+  // Counted as the failure report counts them: the turn in flight at the stop did not complete.
+  const completed = turns.filter((t) => !t.inFlight)
+  const inFlight = turns.filter((t) => t.inFlight).reduce((n, t) => n + t.calls.length, 0)
+  const counted = `${completed.length} turns · ${completed.reduce((n, t) => n + t.calls.length, 0)} tool calls${inFlight === 0 ? '' : ` completed · ${inFlight} in flight ${record.status === 'parked' ? 'when it parked' : 'at the hard stop'}`}`
+  const body = `<header><h1>shallot run ${escapeHtml(record.runId)}</h1><div class="meta"><span class="status-${record.status}">${record.status === 'stopped' ? `stopped: ${escapeHtml(record.stop?.kind ?? '')}` : record.status === 'parked' ? 'parked' : 'completed'}</span> · ${counted} · ${softErrors} soft errors · ${record.steps} steps · ${seconds(record.durationMs)}</div><div class="meta">task: ${escapeHtml(record.task)}</div></header>
 <main><section class="timeline"><h2>Timeline</h2>${svg}<ul class="legend"><li><i class="k-retry"></i>retry / backoff wait (dashed)</li><li><i class="k-timeout"></i>timeout</li><li><i class="k-breaker"></i>breaker state</li><li><i class="k-refusal"></i>refusal</li><li><i class="k-replay"></i>replay</li><li><i class="k-other"></i>other layer event</li></ul>${table}</section>${aside}</main>`
   const hash = createHash('sha256').update(CSS).digest('base64')
   return `<!doctype html>

@@ -161,3 +161,12 @@ describe('reading a hostile or corrupt record', () => {
     expect(unwritable.err.split('\n')[0]).toContain(`cannot write ${join(dir, 'no', 'such', 'dir.html')}: ENOENT`)
   })
 })
+
+describe('recordRun().model', () => {
+  it('keeps the name and provider of the model it wraps, so the report names the model and not "model"', async () => {
+    const named = { name: 'gpt-test', provider: 'openai.chat', generate: async () => ({ text: 'done', toolCalls: [] }) }
+    const wrapped = recordRun().model(named)
+    expect([wrapped.name, wrapped.provider]).toEqual(['gpt-test', 'openai.chat'])
+    expect(Object.keys(recordRun().model({ generate: named.generate }))).toEqual(['generate'])
+  })
+})

@@ -136,6 +136,9 @@ export function recordRun(options: { clock?: Clock | undefined } = {}): RunRecor
   return {
     model(model) {
       return {
+        // The agent names the model in reports and events by these: the recorder must not hide them.
+        ...(model.name === undefined ? {} : { name: model.name }),
+        ...(model.provider === undefined ? {} : { provider: model.provider }),
         async generate(request) {
           const at = since()
           const notes: Record<string, string> = {}

@@ -1,6 +1,14 @@
 import { existsSync, statSync } from 'node:fs'
 import { dirname, resolve } from 'node:path'
-import { type Agent, type AgentOptions, memoryCheckpoints, ParkedError, type ParkingOutcome, ResumeError } from '@shallot/agent'
+import {
+  type Agent,
+  type AgentOptions,
+  memoryCheckpoints,
+  ParkedError,
+  type ParkingOutcome,
+  ResumeError,
+  type RunSnapshot,
+} from '@shallot/agent'
 import { aiSdkModel } from '@shallot/ai-sdk'
 import { ConfigError, createStackFromConfig, loadConfig, type ShallotConfig } from '@shallot/config'
 import { type ApprovalAnswer, type ModelAdapter, type ModelRequest, type StackEvent, systemClock, ToolError } from '@shallot/core'
@@ -22,6 +30,7 @@ import { lineReader } from './line-reader.js'
 import { type McpServerSpec, type McpServers, startMcpServers } from './mcp-servers.js'
 import { resolveModel } from './model-spec.js'
 import { EXIT_PARKED, parkedLines, parkedWhy } from './park.js'
+import { withNote } from './resume-note.js'
 import { type RunArgs, readRunArgs } from './run-args.js'
 import { splitCommand } from './split-command.js'
 import { type WaitLines, waitLines } from './waits.js'
@@ -146,6 +155,9 @@ export async function runAgentCommand(
   const onSigint = () => stop.abort(new Error('interrupted (SIGINT)'))
   try {
     const parkedAt = stores === undefined ? undefined : parkedRunOf(mode, runId, stores, values.checkpoints as string)
+    // Checked now, saved once everything has started: a server that fails leaves the checkpoint as it was.
+    const noted =
+      stores === undefined || run.note === undefined ? undefined : withNote(stores.checkpoints.load(runId) as RunSnapshot, run.note)
     servers = await startMcpServers(specs)
     const tools = servers.tools
     const { stack, modelLayers } = config === undefined ? {} : stackOfConfig(config, tools, stores)
@@ -157,6 +169,7 @@ export async function runAgentCommand(
         `${mode === 'run' ? 'run' : 'resuming run'} ${runId} · ${resolved.spec} · ${names.length} tool${names.length === 1 ? '' : 's'}${names.length > 0 ? ` (${names.slice(0, 8).join(', ')}${names.length > 8 ? ', …' : ''})` : ''} · ${config === undefined ? 'default stack' : `stack of ${values.config}`}${values.checkpoints === undefined ? '' : ` · checkpoints ${values.checkpoints}`}`,
       ),
     )
+    if (noted !== undefined) stores?.checkpoints.save(noted)
     process.once('SIGINT', onSigint)
     return await driveRun({ mode, run, io, env, resolved, modelSpec, parkedAt, signal: stop.signal, live })
   } finally {
@@ -237,6 +250,9 @@ function liveAgent(o: {
   const provider = aiSdkModel(resolved.model, { stream: run.values.stream === true, errors: { secrets: [...resolved.secrets] } })
   // Each model call carries the transcript so far, so the previous turn (with its results) is printed as it starts.
   const live: ModelAdapter = {
+    // The report, the events and the prices name the model by these: without them it is "model".
+    ...(provider.name === undefined ? {} : { name: provider.name }),
+    ...(provider.provider === undefined ? {} : { provider: provider.provider }),
     generate(request) {
       printer.upTo(request.messages, events, requests)
       requests[request.messages.filter((m) => m.role === 'assistant').length] = request
@@ -314,7 +330,7 @@ async function driveRun(d: Driving): Promise<number> {
     return EXIT_PARKED
   }
   const resumeOf = (o: ParkingOutcome) =>
-    values.checkpoints === undefined ? undefined : resumeLine(runId, values, d.modelSpec, pendingOf(o), commandWord(d.env))
+    values.checkpoints === undefined ? undefined : resumeLine(runId, values, d.modelSpec, o, commandWord(d.env))
   // The report as the command line tells it: `shallot resume …`, and a provider's refusal naming what to fix.
   const told = (o: ParkingOutcome): ParkingOutcome => (o.status === 'parked' ? o : withCliNextSteps(o, resumeOf(o), resolved))
   // At a terminal a person answers now, and the run goes on in this process; elsewhere it stops with the command.

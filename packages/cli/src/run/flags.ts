@@ -16,4 +16,5 @@ export const RUN_FLAGS = {
   approve: { type: 'string', multiple: true },
   deny: { type: 'string', multiple: true },
   edit: { type: 'string', multiple: true },
+  note: { type: 'string' },
 } as const

@@ -1,24 +1,19 @@
 import { existsSync } from 'node:fs'
 import { rm } from 'node:fs/promises'
 import { dirname, join, resolve } from 'node:path'
-import type { ParkingOutcome, RunOutcome } from '@shallot/agent'
-import { sanitize, ToolError } from '@shallot/core'
+import type { ParkingOutcome } from '@shallot/agent'
 import type { CliIO } from '../cli-io.js'
 import { writeOut, writeRunFiles } from '../report/command.js'
 import type { recordRun } from '../report/record.js'
 import { approvalHint } from './approval-flags.js'
+import { neverConnected } from './cli-next-steps.js'
 import { handoffOf } from './handoff.js'
 import type { resolveModel } from './model-spec.js'
 import { EXIT_PARKED } from './park.js'
+import { isLoopStop } from './resume-note.js'
 import type { Values } from './run-args.js'
 import { runReportText } from './run-report.js'
 import { shellQuote as quote } from './shell-quote.js'
-
-/** The run stopped because the model's server was never reached (every attempt a connection failure). */
-function neverConnected(outcome: Extract<RunOutcome, { status: 'stopped' }>): boolean {
-  const cause = outcome.error.cause
-  return outcome.error.kind === 'model_failed' && ToolError.is(cause) && cause.code === 'network_error'
-}
 
 /**
  * The handoff file of a run, `<runId>.handoff.md` beside the checkpoints file: written for a stopped
@@ -51,17 +46,25 @@ export function pendingOf(outcome: ParkingOutcome) {
   return outcome.status === 'stopped' && outcome.error.kind === 'user_input_required' ? outcome.report.pending : []
 }
 
-/** The command line that continues this run, with the same model, config and servers (and the approvals it waits for). */
-export function resumeLine(runId: string, values: Values, model: string, pending: ReturnType<typeof pendingOf>, command: string): string {
+/**
+ * The command line that continues this run, with the same model, config and servers (and the approvals it
+ * waits for); after a loop stop, with a `--note` to fill in, as resuming it unchanged stops it again.
+ */
+export function resumeLine(runId: string, values: Values, model: string, outcome: ParkingOutcome, command: string): string {
   const parts = [command, 'resume', quote(runId), '--checkpoints', quote(values.checkpoints as string), '--model', quote(model)]
   if (values.config !== undefined) parts.push('--config', quote(values.config))
   for (const line of values.mcp ?? []) parts.push('--mcp', quote(line))
   if (values['mcp-env'] !== undefined) parts.push('--mcp-env', quote(values['mcp-env']))
   if (values['park-after'] !== undefined) parts.push('--park-after', quote(values['park-after']))
   if (values.stream === true) parts.push('--stream')
+  const pending = pendingOf(outcome)
   if (pending.length > 0) parts.push(approvalHint(pending, quote).approveAll)
+  if (isLoopStop(outcome)) parts.push('--note', quote(NOTE_PLACEHOLDER))
   return parts.join(' ')
 }
+
+/** What the printed resume command of a loop stop puts after `--note`, for the person to replace. */
+export const NOTE_PLACEHOLDER = '<what you changed>'
 
 /** What `leaveRun` needs besides the outcome. */
 export interface Leaving {
@@ -77,7 +80,7 @@ export interface Leaving {
 /**
  * What a finished `run`/`resume` leaves behind: the resume line (and the other answers to pending
  * approvals), the handoff file, the report and the run files; resolves to the exit code (0
- * completed, 75 parked, 2 when the model was never reached, 1 for any other stop).
+ * completed, 75 parked, 1 for any stop: a model never reached too, as its report says what to fix and its checkpoint resumes).
  */
 export async function leaveRun(outcome: ParkingOutcome, { told, resume, values, resolved, recorder, io }: Leaving): Promise<number> {
   const pending = pendingOf(outcome)
@@ -101,12 +104,8 @@ export async function leaveRun(outcome: ParkingOutcome, { told, resume, values, 
   await writeRunFiles(recorder.finish(told), files, io.out)
   if (outcome.status === 'completed') return 0
   if (outcome.status === 'parked') return EXIT_PARKED
-  if (outcome.turns === 0 && neverConnected(outcome)) {
-    // No answer ever came: a wrong base URL or no server, which is the caller's to fix, not the run's.
-    io.err(
-      `shallot: cannot reach the model at ${resolved.endpoint}; check ${resolved.urlVar} (${sanitize(String(outcome.error.message)).slice(0, 300)})`,
-    )
-    return 2
-  }
+  const unreached = neverConnected(outcome)
+  // The report above says it too; on stderr it is seen when stdout goes to a file.
+  if (unreached !== undefined) io.err(`shallot: cannot reach the model at ${resolved.endpoint} (${unreached}); check ${resolved.urlVar}`)
   return 1
 }

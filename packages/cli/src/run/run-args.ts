@@ -5,6 +5,7 @@ import { UsageError } from '../usage.js'
 import { approvalsOfFlags } from './approval-flags.js'
 import { RUN_FLAGS } from './flags.js'
 import { type CliPark, parkOf } from './park.js'
+import { noteOf } from './resume-note.js'
 
 /** The longest task taken from the command line; longer instructions belong in a file the agent reads. */
 export const MAX_TASK_CHARS = 100_000
@@ -25,6 +26,8 @@ export interface RunArgs {
   readonly flagged: Record<string, ApprovalAnswer> | undefined
   readonly limits: { maxTurns?: number; maxSteps?: number }
   readonly park: CliPark | undefined
+  /** `--note`: a person's guidance for the model, added to a resumed run (`withNote`). */
+  readonly note: string | undefined
   /** The command line to show in a usage error. */
   readonly example: string
 }
@@ -72,6 +75,7 @@ export function readRunArgs(mode: 'run' | 'resume', args: readonly string[], clo
   const maxTurns = positiveInt(values['max-turns'], 'max-turns')
   const maxSteps = positiveInt(values['max-steps'], 'max-steps')
   const park = parkOf(values['park-after'], values.checkpoints, clock)
+  const note = noteOf(mode, values.note)
   const limits = { ...(maxTurns === undefined ? {} : { maxTurns }), ...(maxSteps === undefined ? {} : { maxSteps }) }
-  return { values, given, runId, flagged, limits, park, example }
+  return { values, given, runId, flagged, limits, park, note, example }
 }

@@ -113,6 +113,51 @@ describe('shallot run against fakeProvider and the real filesystem MCP server', 
     expect(text).toMatch(/^# Run stuck-1: stopped \(loop_detected\)/)
     expect(text).toContain('Why: the model kept repeating a call that failed the same way')
     expect(text).toContain(`shallot resume stuck-1 --checkpoints ${db} --model openai:test-model --mcp`)
+    // The printed command ends with a note for the person to fill in: resumed as it is, the loop stops it again.
+    const resume = /\n {2}resume: npx shallot (resume stuck-1 .*)\n/.exec(out)?.[1] as string
+    expect(resume.endsWith(` --note '<what you changed>'`)).toBe(true)
+    const args = resume
+      .replace(/ --note .*$/, '')
+      .split(' ')
+      .slice(2)
+    expect(args.slice(0, 4)).toEqual(['--checkpoints', db, '--model', 'openai:test-model'])
+
+    // The person creates the file the model kept asking for, and resumes with a note.
+    writeFileSync(missing, 'found at last')
+    // A provider of its own: the first one repeats its last step for ever.
+    const model = await fakeProvider({
+      script: [
+        { text: 'Reading it again.', toolCalls: [{ name: 'read_text_file', args: { path: missing } }] },
+        (request) => ({ text: `It says: ${request.toolResults.at(-1)?.content}` }),
+      ],
+    })
+    cleanups.push(() => model.close())
+    const mcp = ['--mcp', filesystemMcp(root)]
+    const note = 'I created missing.txt; read it now'
+    const resumed = await shallot(
+      ['resume', 'stuck-1', '--checkpoints', db, '--model', 'openai:test-model', ...mcp, '--note', note],
+      openaiEnv(model),
+    ).exited
+    expect(resumed.err).toBe('')
+    expect(resumed.code).toBe(0)
+    expect(resumed.out).toContain(`note  ${note}`)
+    expect(resumed.out).toContain('completed: It says: found at last')
+    // The model read the note as the last message before its next turn.
+    const body = model.requests[0]?.body as { messages?: Array<{ role: string; content: unknown }> } | undefined
+    expect(body?.messages?.at(-1)).toEqual({ role: 'user', content: note })
+  })
+
+  it('refuses --note on run, blank, or for a run waiting for its calls to replay, before anything starts', async () => {
+    const { provider: fake } = await setup()
+    const env = openaiEnv(fake)
+    const onRun = await shallot(['run', '--model', 'openai:m', '--note', 'hi', 'task'], env).exited
+    expect([onRun.code, onRun.err]).toEqual([
+      2,
+      'shallot: --note adds guidance to a stopped run: give it to shallot resume <runId>; a new run takes it in its task\n',
+    ])
+    const blank = await shallot(['resume', 'r1', '--checkpoints', 'x.db', '--model', 'openai:m', '--note', ' '], env).exited
+    expect([blank.code, blank.err]).toEqual([2, 'shallot: --note is empty; say what you changed or what the model should do instead\n'])
+    expect(fake.requests).toEqual([])
   })
 
   it('stops at --max-steps with exit 1 and a handoff beside the checkpoints, and resume with a larger budget continues the run', async () => {
@@ -383,15 +428,21 @@ describe('shallot run: bad usage is one line on stderr and exit 2, before any mo
     }
   })
 
-  it('a model server nobody listens on: one line naming the URL and the variable, exit 2', async () => {
+  it('a model server nobody listens on: a stopped run (exit 1) whose report names the model, the URL and the variable', async () => {
     const closed = await fakeProvider()
     const url = closed.openaiBaseURL
     await closed.close()
-    const { code, err } = await shallot(['run', '--model', 'openai:m', 'hi'], childEnv({ OPENAI_API_KEY: 'x', OPENAI_BASE_URL: url }))
-      .exited
-    expect(code).toBe(2)
-    expect(err.trimEnd().split('\n')).toHaveLength(1)
-    expect(err).toContain(`shallot: cannot reach the model at ${url}; check OPENAI_BASE_URL (the model call failed after 3 attempts`)
+    const { code, out, err } = await shallot(
+      ['run', '--model', 'openai:gpt-test', 'hi'],
+      childEnv({ OPENAI_API_KEY: 'x', OPENAI_BASE_URL: url }),
+    ).exited
+    expect(code).toBe(1)
+    expect(out).toContain('stopped: model_failed')
+    expect(out).toContain('    model: gpt-test\n')
+    expect(out).toContain(
+      `Next: Check OPENAI_BASE_URL: nothing answered at ${url} (ECONNREFUSED), then run it again with --checkpoints run.db`,
+    )
+    expect(err).toBe(`shallot: cannot reach the model at ${url} (ECONNREFUSED); check OPENAI_BASE_URL\n`)
   })
 
   it('piped, the built command prints each model retry as a plain wait line with its status and pushback', async () => {

@@ -144,12 +144,14 @@ describe('errors that promise one line keep it', { timeout: 60_000 }, () => {
     const db = join(root, 'run.db')
     const bad = `k${HOSTILE}\nforged`
     const snapshot = { version: 1, runId: 'broken', input: 'x', status: 'stopped', turn: 1, stepsUsed: 0, state: {}, turns: [] }
-    for (const held of [
-      `{"version": 1${HOSTILE}\nforged`,
-      JSON.stringify({ ...snapshot, [bad]: 1, transcript: [{ role: 'user', content: 'x' }] }),
-      JSON.stringify({ ...snapshot, transcript: [{ role: bad, content: 'x' }] }),
-      JSON.stringify({ ...snapshot, runId: bad, transcript: [] }),
-    ]) {
+    // An unknown field is kept (a newer core may have written it), so that checkpoint is read back and resumed: the run
+    // then stops on the model nobody answers at (exit 1); the others cannot be read and nothing runs (exit 2).
+    for (const [held, exit] of [
+      [`{"version": 1${HOSTILE}\nforged`, 2],
+      [JSON.stringify({ ...snapshot, [bad]: 1, transcript: [{ role: 'user', content: 'x' }] }), 1],
+      [JSON.stringify({ ...snapshot, transcript: [{ role: bad, content: 'x' }] }), 2],
+      [JSON.stringify({ ...snapshot, runId: bad, transcript: [] }), 2],
+    ] as const) {
       const checkpoints = sqliteCheckpoints({ path: db })
       checkpoints.database.prepare('DELETE FROM shallot_checkpoints').run()
       checkpoints.database.prepare('INSERT INTO shallot_checkpoints (run_id, snapshot, saved_at) VALUES (?, ?, 0)').run('broken', held)
@@ -158,7 +160,7 @@ describe('errors that promise one line keep it', { timeout: 60_000 }, () => {
         OPENAI_API_KEY: 'x',
         OPENAI_BASE_URL: 'http://127.0.0.1:9/v1',
       })
-      expect(code).toBe(2)
+      expect(code).toBe(exit)
       oneLine(err)
     }
   })
