@@ -262,9 +262,7 @@ describe('the docs checker', () => {
 describe('the docs link up', () => {
   it('docs/README.md links every page in docs/ (the topic pages through their own index, topics-index.test.ts)', () => {
     const index = readFileSync(join(ROOT, 'docs', 'README.md'), 'utf8')
-    const pages = docs
-      .filter((doc) => /^docs\/[^/]+\.md$/.test(doc) && doc !== 'docs/README.md')
-      .map((doc) => doc.slice('docs/'.length))
+    const pages = docs.filter((doc) => /^docs\/[^/]+\.md$/.test(doc) && doc !== 'docs/README.md').map((doc) => doc.slice('docs/'.length))
     expect(pages.filter((page) => !index.includes(`](${page})`))).toEqual([])
   })
 
