@@ -217,7 +217,27 @@ round, the order rotated. Each ratio is the median of the ${targetRounds} ratios
 largest in brackets. A turn is the difference between the two agent runs of one round, ÷ ${LONG_TURNS - 1}; the whole run of one
 tool turn is its median round. Both are given with the fastest and slowest round.
 
-## Targets (issue #16)
+## How to read these
+
+- **Read the ratios, not the times.** The machine is shared and its load moves every figure together; a ratio taken
+  against a peer in the same round moves with the code. Each row's fastest and slowest round show how far the load
+  moved it.
+- **The floors.** koa-compose 7 async no-ops is the onion with no work in it; cockatiel's \`wrap(retry, breaker,
+  timeout)\` and opossum are the peers, measured in the same process. A layer alone is measured over the bare
+  dispatcher, so its row is what the layer adds.
+- **Steady state.** Rows run in interleaved rounds after an unmeasured warm-up round, with no forced collection
+  between them: a collection forced before each row charged the row after it for the heap the one before left. The
+  targets' ratios are taken within a round, in a short block of their own, because a ratio of two medians from
+  different moments of a loaded machine moves with the load.
+- **What a difference is worth.** A tool call takes milliseconds and a model call seconds: a microsecond per call
+  matters to the simulator and to a process that serves many runs, not to one agent. A target marks a figure a user
+  would notice; "before" is the figure when it was set, and a missed target is a figure to watch, not a failed run.
+- **The agent runs** below count outcomes in virtual time (completed, duplicated writes, hangs), not CPU.
+- **Where they come from.** \`pnpm bench -- --docs=docs/benchmarks.md\` writes this page from one run;
+  \`pnpm bench:agents --docs\` writes the agent runs between their markers. The agent section's prose is written
+  by hand and kept by both scripts; the rest is \`bench/src/run.ts\`'s template: change it there, not here.
+
+## Targets
 
 | measured | before | this run | target | |
 |---|---:|---:|---:|---|
@@ -274,10 +294,8 @@ ${JSON.stringify(figures, null, 2)}
   // The agent bench (bench/agents, `pnpm bench:agents --docs`) owns its own section of the page: keep it.
   const previous = existsSync(docsPath) ? readFileSync(docsPath, 'utf8') : ''
   const agents = previous.match(/\n## Agent runs under faults[\s\S]*?<!-- bench-agents:end -->\n/)?.[0] ?? ''
-  // The history of the figures (records of how they were reached) is written by hand: keep it, at the end.
-  const history = previous.match(/\n## History\n[\s\S]*<!-- history:end -->\n/)?.[0] ?? ''
   const raw = doc.lastIndexOf('\nRaw figures:')
   const page = agents === '' || raw < 0 ? doc : `${doc.slice(0, raw)}${agents}${doc.slice(raw)}`
-  writeFileSync(docsPath, `${page}${history}`)
+  writeFileSync(docsPath, page)
   console.log(`wrote ${docsPath}`)
 }

@@ -62,11 +62,13 @@ function workspacePackages(): Map<string, string> {
   return packages
 }
 
-/** The markdown files whose ts blocks must compile: the root README, docs/*.md, and every package's and example's README. */
+/** The markdown files whose ts blocks must compile: the root README, docs/*.md, docs/topics/*.md, and every package's and example's README. */
 function docFiles(): string[] {
   const files = ['README.md']
-  const docs = join(ROOT, 'docs')
-  if (existsSync(docs)) for (const name of readdirSync(docs).sort()) if (name.endsWith('.md')) files.push(`docs/${name}`)
+  for (const folder of ['docs', 'docs/topics']) {
+    const dir = join(ROOT, folder)
+    if (existsSync(dir)) for (const name of readdirSync(dir).sort()) if (name.endsWith('.md')) files.push(`${folder}/${name}`)
+  }
   for (const group of ['packages', 'examples']) {
     const dir = join(ROOT, group)
     if (!existsSync(dir)) continue
@@ -258,9 +260,9 @@ describe('the docs checker', () => {
 })
 
 describe('the docs link up', () => {
-  it('docs/README.md links every page in docs/', () => {
+  it('docs/README.md links every page in docs/ (the topic pages through their own index, topics-index.test.ts)', () => {
     const index = readFileSync(join(ROOT, 'docs', 'README.md'), 'utf8')
-    const pages = docs.filter((doc) => doc.startsWith('docs/') && doc !== 'docs/README.md').map((doc) => doc.slice('docs/'.length))
+    const pages = docs.filter((doc) => /^docs\/[^/]+\.md$/.test(doc) && doc !== 'docs/README.md').map((doc) => doc.slice('docs/'.length))
     expect(pages.filter((page) => !index.includes(`](${page})`))).toEqual([])
   })
 
@@ -295,9 +297,10 @@ describe('every ts block in the docs compiles', () => {
     results = checkBlocks(blocks)
   }, 180_000)
 
-  it('reads the root README, docs/ and every package README', () => {
+  it('reads the root README, docs/, docs/topics/ and every package README', () => {
     expect(docs).toContain('README.md')
     expect(docs).toContain('docs/errors.md')
+    expect(docs).toContain('docs/topics/onion.md')
     expect(docs).toContain('packages/core/README.md')
     expect(blocks.length).toBeGreaterThan(20)
   })
