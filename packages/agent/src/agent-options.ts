@@ -1,6 +1,6 @@
 import {
   type Clock,
-  composeModel,
+  compose,
   createStack,
   type LayerEntry,
   type Logger,
@@ -188,7 +188,7 @@ function modelOnionOf(given: unknown, model: ModelLink, prices: ReadonlyMap<stri
       throw new OptionsError('createAgent()', [{ path, message: (err as Error).message.replace(/^[^:]*: /, '') }])
     }
   })
-  return { onion: composeModel(layers), model, prices, stackKey: Object.freeze({}) }
+  return { onion: compose(layers), model, prices, stackKey: Object.freeze({}) }
 }
 
 const SUGAR_FIX = "import { createAgent } from 'shallot' (it builds the default model stack from it), or list the layer in modelMiddleware"

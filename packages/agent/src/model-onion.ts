@@ -16,7 +16,7 @@ import { type AgentEvent, noAgentEvents } from './agent-events.js'
 import { askOnce, called, type ModelCallEnv, observed } from './model-call.js'
 import type { ModelLink, ModelPrice } from './model-link.js'
 
-/** A composed model onion, as `composeModel` returns it. */
+/** A composed model onion, as `compose` returns it. */
 export type ModelOnion = (ctx: ModelContext, last: ModelNext) => Promise<void>
 
 const plural = (n: number, word: string) => `${n} ${word}${n === 1 ? '' : 's'}`

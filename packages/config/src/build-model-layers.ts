@@ -1,4 +1,4 @@
-import { composeModel, type MiddlewareEnv, type ModelMiddleware, modelSideOf, OptionsError } from '@shallot/core'
+import { compose, type MiddlewareEnv, type ModelMiddleware, modelSideOf, OptionsError } from '@shallot/core'
 import { ConfigError, type ConfigIssue } from './config-error.js'
 import type { PathKey } from './config-source.js'
 import { makeIssue } from './describe-issue.js'
@@ -75,13 +75,13 @@ export function switchableModelOnion(layers: readonly ModelMiddleware[]): {
   readonly middleware: ModelMiddleware
   swap(next: readonly ModelMiddleware[]): void
 } {
-  let onion = composeModel(layers)
+  let onion = compose(layers)
   return {
     middleware: function configModelMiddleware(ctx, next) {
       return onion(ctx, next)
     },
     swap(next) {
-      onion = composeModel(next)
+      onion = compose(next)
     },
   }
 }

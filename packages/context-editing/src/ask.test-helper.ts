@@ -3,7 +3,7 @@
 
 import type { AgentEvent } from '@shallot/agent'
 import {
-  composeModel,
+  compose,
   createRun,
   LoopError,
   type Message,
@@ -69,7 +69,7 @@ export async function ask(
   }
   const outcome: { response?: ModelResponse; error?: unknown } = {}
   try {
-    await composeModel([layer.wrapModelCall])(ctx, terminal)
+    await compose([layer.wrapModelCall])(ctx, terminal)
     if (ctx.response !== undefined) outcome.response = ctx.response
   } catch (err) {
     outcome.error = err

@@ -67,6 +67,9 @@ function ended(caller: LayerCall | undefined, call: LayerCall, err: unknown): un
   return err
 }
 
+/** What {@link compose} returns: a tool `Middleware` for tool layers, a function of the same context for any other. */
+export type Composed<Ctx> = [Ctx] extends [ToolContext] ? Middleware : (ctx: Ctx, next: Next) => Promise<void>
+
 /**
  * Composes middlewares into one, Koa style: the first is outermost, errors propagate outward,
  * and the result is itself a middleware, so stacks nest.
@@ -75,11 +78,14 @@ function ended(caller: LayerCall | undefined, call: LayerCall, err: unknown): un
  * retry re-runs the inner layers). Calling `next()` while an earlier call is pending, or resolving
  * while a `next()` is still pending, is a {@link MiddlewareUsageError}, whoever wrote the layer.
  *
+ * The rules do not depend on what the context is: the same compose serves tool middleware and model
+ * middleware (`ModelMiddleware`), and a host composes each list of its own.
+ *
  * @example
- * const stack = compose([panicCatcher(), retry(), timeout({ ms: 5000 })])
+ * const stack = compose([panicCatcher().wrapToolCall, retry().wrapToolCall, timeout({ ms: 5000 }).wrapToolCall])
  * await stack(ctx, terminal)
  */
-export function compose(middleware: readonly Middleware[]): Middleware {
+export function compose<Ctx = ToolContext>(middleware: readonly ((ctx: Ctx, next: Next) => Promise<void>)[]): Composed<Ctx> {
   if (!Array.isArray(middleware)) {
     throw new TypeError(`compose() takes an array of middleware functions, got ${describeValue(middleware)}`)
   }
@@ -88,7 +94,7 @@ export function compose(middleware: readonly Middleware[]): Middleware {
       throw new TypeError(`compose(): middleware[${i}] must be a function (ctx, next) => Promise<void>, got ${describeValue(fn)}`)
     }
   })
-  const layers = [...middleware]
+  const layers = [...middleware] as unknown as Middleware[]
   const count = layers.length
 
   // Every layer, built-in or not, runs under this guard. `caller` is the call of the layer whose next() this is:
@@ -185,5 +191,5 @@ export function compose(middleware: readonly Middleware[]): Middleware {
   }
   const secrets = layers.flatMap((fn) => fn.secrets ?? [])
   if (secrets.length > 0) composed.secrets = secrets
-  return composed
+  return composed as Composed<Ctx>
 }

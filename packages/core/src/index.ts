@@ -17,13 +17,12 @@ export {
 export { isLayer, type Layer, type LayerEntry, modelSideOf, toolSideOf } from './layer.js'
 export { silentLogger } from './logger.js'
 export type { Message, ModelAdapter, ModelFinishReason, ModelRequest, ModelResponse, ModelTool, ModelUsage } from './model.js'
-export {
-  composeModel,
-  type ModelCallRequest,
-  type ModelContext,
-  type ModelInfo,
-  type ModelMiddleware,
-  type ModelNext,
+export type {
+  ModelCallRequest,
+  ModelContext,
+  ModelInfo,
+  ModelMiddleware,
+  ModelNext,
 } from './model-context.js'
 export type { ModelCircuit, ModelEvent } from './model-events.js'
 export { OptionsError, parseOptions } from './options.js'

@@ -1,7 +1,6 @@
-import { compose } from './compose.js'
 import type { Message, ModelAdapter, ModelResponse, ModelTool } from './model.js'
 import type { ModelEvent } from './model-events.js'
-import type { Clock, DeferredSignal, Logger, Middleware, RunContext } from './types.js'
+import type { Clock, DeferredSignal, Logger, RunContext } from './types.js'
 
 /** The model a call is asking. A layer (fallback) may swap it for the layers inside it. */
 export interface ModelInfo {
@@ -66,19 +65,3 @@ export type ModelNext = () => Promise<void>
  * }
  */
 export type ModelMiddleware = (ctx: ModelContext, next: ModelNext) => Promise<void>
-
-/**
- * Composes model middlewares into one, with core's {@link compose}: the same order, the same
- * `next()` rules (again once settled, never twice at once) and the same usage errors.
- *
- * @example
- * const onion = composeModel([myTiming, myRetry])
- * await onion(ctx, terminal)
- */
-export function composeModel(middleware: readonly ModelMiddleware[]): (ctx: ModelContext, last: ModelNext) => Promise<void> {
-  if (!Array.isArray(middleware)) {
-    throw new TypeError(`composeModel() takes an array of model middleware functions (ctx, next) => Promise<void>`)
-  }
-  // The onion's rules do not depend on what the context is: one compose serves both kinds of call.
-  return compose(middleware as unknown as readonly Middleware[]) as unknown as (ctx: ModelContext, last: ModelNext) => Promise<void>
-}

@@ -1,7 +1,7 @@
 import {
   abortReason,
   type Clock,
-  composeModel,
+  compose,
   createRun,
   type Logger,
   LoopError,
@@ -76,7 +76,7 @@ const never = new AbortController().signal
 const plural = (n: number) => `${n} attempt${n === 1 ? '' : 's'}`
 
 /** Composes the model layers once per middleware. */
-export const composeModelLayers = (layers: readonly ModelMiddleware[]) => composeModel(layers)
+export const composeModelLayers = (layers: readonly ModelMiddleware[]) => compose(layers)
 
 /**
  * Runs `attempt(signal)` as the terminal of the model onion: each attempt gets a signal that aborts at its
