@@ -161,8 +161,21 @@ function modelText(sdkTool: Tool): Pick<Tool, 'description' | 'inputSchema'> {
   return { ...(description === undefined ? {} : { description: cleanDescription as string }), inputSchema }
 }
 
-function defaultModelOutput(output: unknown) {
-  return typeof output === 'string' ? { type: 'text' as const, value: output } : { type: 'json' as const, value: output ?? null }
+/**
+ * A successful output as the model reads it: one text, the stack's (`stack.modelText`: invisible characters
+ * stripped, the stack's secrets redacted, capped), as `createAgent` sends it. A tool's own `toModelOutput`
+ * keeps its shape, and its text parts get the same treatment.
+ */
+function modelOutput(stack: Stack, output: unknown): { type: 'text'; value: string } {
+  const text = typeof output === 'string' ? output : (JSON.stringify(output ?? null) ?? 'null')
+  return { type: 'text', value: stack.modelText(text) }
+}
+
+function checkedOutput<T>(stack: Stack, output: T): T {
+  const part = output as { type?: unknown; value?: unknown } | null
+  if (part !== null && typeof part === 'object' && part.type === 'text' && typeof part.value === 'string')
+    return { ...part, value: stack.modelText(part.value) } as T
+  return output
 }
 
 /**
@@ -258,7 +271,9 @@ export function shallotTools<T extends ToolSet>(tools: T, options?: ShallotTools
       toModelOutput(output) {
         // The SDK does not say which provider reads this: the model option does, else the output every provider sends as is.
         if (isSoftFailure(output.output)) return softErrorOutput(output.output.content, flagErrors)
-        return original === undefined ? defaultModelOutput(output.output) : original(output)
+        if (original === undefined) return modelOutput(stack, output.output)
+        const own = original(output)
+        return isPromiseLike(own) ? Promise.resolve(own).then((o) => checkedOutput(stack, o)) : checkedOutput(stack, own)
       },
     } as Tool
   }

@@ -143,3 +143,22 @@ describe('successful output', () => {
     expect(result.content.length).toBeLessThanOrEqual(110)
   })
 })
+
+describe('stack.modelText', () => {
+  it('is the text the model may read of an output: stripped, the stack’s secrets redacted, capped, as content is', async () => {
+    const echo = defineTool({
+      name: 'echo',
+      description: 'echo',
+      input: z.object({ text: z.string() }),
+      effect: 'read',
+      execute: ({ text }) => text,
+    })
+    const stack = createStack({ tools: [echo], secrets: ['hk-5f0c1d9e7a3b'], limits: { maxOutputChars: 60 } })
+    const text = `key hk-5f0c1d9e7a3b \u200B\u202Evisible${'.'.repeat(100)}`
+    const result = await stack.dispatch({ id: 'c1', name: 'echo', args: { text } })
+    expect(stack.modelText(text)).toBe(result.content)
+    expect(stack.modelText(text)).not.toContain('hk-5f0c1d9e7a3b')
+    expect(stack.modelText(text)).not.toMatch(/[\u200B\u202E]/)
+    expect(stack.modelText(text).length).toBeLessThanOrEqual(60)
+  })
+})

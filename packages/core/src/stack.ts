@@ -45,6 +45,13 @@ export interface Stack {
   setMiddleware(middleware: StackOptions['middleware']): void
   /** Subscribes to every call's events; returns the unsubscribe function. */
   on(listener: (event: StackEvent) => void): () => void
+  /**
+   * A successful output as the model may read it: invisible and bidi characters stripped, the stack's
+   * secrets redacted (yours and those its layers declare, with `redactOutput` the built-in patterns too),
+   * cut at `limits.maxOutputChars` — exactly what `ToolResult.content` holds. For a host that hands the
+   * model a text of its own making (a framework's message built from `value`) instead of `content`.
+   */
+  modelText(text: string): string
 }
 
 function throughOnion(ctx: CallContext): Promise<void> {
@@ -130,6 +137,7 @@ export function createStack(options: StackOptions): Stack {
       events.listeners.add(listener)
       return () => events.listeners.delete(listener)
     },
+    modelText: (text) => core.text.output(text, core.limits.maxOutputChars, core.redactOutput),
   }
 }
 

@@ -127,14 +127,26 @@ function defaultRunKey(request: ToolCallRequest): string {
   return typeof first === 'string' && first !== '' ? first : 'default'
 }
 
-function toolMessageOf(value: unknown, request: ToolCallRequest): HandlerResult {
+/** A message's text parts as the model may read them (`stack.modelText`); other parts as they are. */
+function checkedContent(stack: Stack, content: ToolMessage['content']): ToolMessage['content'] {
+  if (typeof content === 'string') return stack.modelText(content)
+  if (!Array.isArray(content)) return content
+  return content.map((part) =>
+    isObject(part) && (part as { type?: unknown }).type === 'text' && typeof (part as { text?: unknown }).text === 'string'
+      ? { ...part, text: stack.modelText((part as { text: string }).text) }
+      : part,
+  ) as ToolMessage['content']
+}
+
+/** The tool message the model reads of a successful call: its text is the stack's, as `createAgent` sends it. */
+function toolMessageOf(value: unknown, request: ToolCallRequest, stack: Stack): HandlerResult {
   const { id, name } = request.toolCall
   const callId = id ?? ''
   if (ToolMessage.isInstance(value)) {
-    // A replayed result (idempotency) carries the tool_call_id of the call that first produced it.
-    if (value.tool_call_id === callId) return value
+    // Rebuilt with the text the stack checked, and this call's id: a replayed result (idempotency) carries the
+    // tool_call_id of the call that first produced it.
     return new ToolMessage({
-      content: value.content,
+      content: checkedContent(stack, value.content),
       tool_call_id: callId,
       name,
       status: value.status ?? 'success',
@@ -142,7 +154,7 @@ function toolMessageOf(value: unknown, request: ToolCallRequest): HandlerResult 
     })
   }
   if (isObject(value) && (value as { lg_name?: unknown }).lg_name === 'Command') return value as HandlerResult
-  const content = typeof value === 'string' ? value : (JSON.stringify(value) ?? '')
+  const content = stack.modelText(typeof value === 'string' ? value : (JSON.stringify(value) ?? ''))
   return new ToolMessage({ content, tool_call_id: callId, name })
 }
 
@@ -348,7 +360,7 @@ export function shallotMiddleware(options?: ShallotMiddlewareOptions): AgentMidd
         malformed.delete(id)
       }
       ledger.settled.set(id, { call: { id, name: toolCall.name, args: bad ?? toolCall.args }, result })
-      if (result.ok) return toolMessageOf(result.value, request as ToolCallRequest) as never
+      if (result.ok) return toolMessageOf(result.value, request as ToolCallRequest, stack()) as never
       return new ToolMessage({ content: result.content, tool_call_id: toolCall.id ?? '', name: toolCall.name, status: 'error' })
     },
   })

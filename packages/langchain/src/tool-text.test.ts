@@ -54,3 +54,29 @@ describe('tool text the model reads through a LangChain agent with shallotMiddle
     expect(ran).toEqual(['ORD-1'])
   })
 })
+
+describe('a successful tool result through a LangChain agent with shallotMiddleware', () => {
+  it('reaches the model as the stack checked it: no hidden characters, no secret of the stack, whole card numbers never', async () => {
+    const KEY = 'hk-5f0c1d9e7a3b2c4d6e8f'
+    const lookup = tool(async ({ id }) => `order ${id}: card 4111\u200B 1111 1111 1111, key ${KEY}${HIDDEN}`, {
+      name: 'lookup',
+      description: 'Looks up an order.',
+      schema: z.object({ id: z.string() }),
+    })
+    server = await anthropicServer([
+      { reply: 'message', content: [{ type: 'tool_use', id: 'toolu_1', name: 'lookup', input: { id: 'ORD-1' } }] },
+      { reply: 'message', content: [{ type: 'text', text: 'done' }] },
+    ])
+    const agent = createAgent({
+      model: claude(server.url),
+      tools: [lookup],
+      middleware: [shallotMiddleware({ effects: { lookup: 'read' }, secrets: [KEY] })],
+    })
+    await agent.invoke({ messages: [{ role: 'user', content: 'find ORD-1' }] })
+
+    const wire = JSON.stringify(server.requests[1]?.messages)
+    expect(wire).toContain('order ORD-1')
+    expect(wire).not.toContain(KEY)
+    expect(wire).not.toMatch(INVISIBLE)
+  })
+})
