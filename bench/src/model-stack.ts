@@ -1,6 +1,6 @@
 import { createAgent as coreAgent } from '@shallot/agent'
 import type { ModelAdapter } from '@shallot/core'
-import { createAgent } from 'shallot'
+import { defaultModelMiddleware } from 'shallot'
 import { readTool } from './fixtures.js'
 import type { Case } from './measure.js'
 
@@ -28,7 +28,7 @@ function lookupModel(): ModelAdapter {
 export function modelStackCases(): Case[] {
   const rows: Array<[string, () => { run(o: { input: string }): Promise<{ status: string; turns: number }> }]> = [
     [MODEL_CORE, () => coreAgent({ model: lookupModel(), tools: [readTool] })],
-    [MODEL_DEFAULT, () => createAgent({ model: lookupModel(), tools: [readTool] })],
+    [MODEL_DEFAULT, () => coreAgent({ model: lookupModel(), tools: [readTool], modelMiddleware: defaultModelMiddleware() })],
   ]
   return rows.map(([name, make]) => {
     const agent = make()

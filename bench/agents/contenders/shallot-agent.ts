@@ -1,6 +1,7 @@
 /**
  * shallot's own `createAgent`, on the AI SDK's OpenAI provider through `aiSdkModel`, with
- * `defaultMiddleware()` (packages/shallot/README.md "Usage"; packages/ai-sdk/README.md "aiSdkModel").
+ * `defaultMiddleware()` and `modelMiddleware: defaultModelMiddleware()` (packages/shallot/README.md "Usage";
+ * packages/ai-sdk/README.md "aiSdkModel").
  *
  * "used fully" adds what the docs recommend for writes and for a tool with a mirror: each write
  * forwards `idempotencyKey` upstream and is declared `idempotent` (packages/idempotency/README.md,
@@ -17,7 +18,16 @@
  */
 import { createOpenAI } from '@ai-sdk/openai'
 import { aiSdkModel } from '@shallot/ai-sdk'
-import { createAgent, createStack, defaultMiddleware, defineTool, fallback, type Middleware, type Stack } from 'shallot'
+import {
+  createAgent,
+  createStack,
+  defaultMiddleware,
+  defaultModelMiddleware,
+  defineTool,
+  fallback,
+  type Middleware,
+  type Stack,
+} from 'shallot'
 import { type BenchTool, MIRRORS } from '../tasks.js'
 import type { Contender, EpisodeSetup, RunEnd } from './contender.js'
 
@@ -110,6 +120,7 @@ async function runAgent(setup: EpisodeSetup, use: Use): Promise<RunEnd> {
   const agent = createAgent({
     model: aiSdkModel(openai.chat(setup.model)),
     ...(stack === undefined ? { tools, middleware: defaultMiddleware() } : { stack }),
+    modelMiddleware: defaultModelMiddleware(),
   })
   const outcome = await agent.run({ input: setup.task.prompt, signal: setup.signal })
   if (outcome.status === 'completed') return { kind: 'answered', text: String(outcome.output) }

@@ -6,7 +6,7 @@ import { readFile } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { scriptedModel } from '@shallot/testing'
-import { createAgent, defaultMiddleware, defineTool } from 'shallot'
+import { createAgent, defaultMiddleware, defaultModelMiddleware, defineTool } from 'shallot'
 import { z } from 'zod'
 
 const root = mkdtempSync(join(tmpdir(), 'shallot-quickstart-'))
@@ -29,7 +29,13 @@ const model = scriptedModel([
   ({ lastResults }) => ({ text: `main.rs prints a greeting: ${lastResults[0]?.content.trim()}` }),
 ])
 
-const agent = createAgent({ model, tools: [readTool], middleware: defaultMiddleware(), limits: { maxSteps: 20 } })
+const agent = createAgent({
+  model,
+  tools: [readTool],
+  middleware: defaultMiddleware(),
+  modelMiddleware: defaultModelMiddleware(),
+  limits: { maxSteps: 20 },
+})
 const outcome = await agent.run({ input: 'What does src/main.rs do?' })
 
 for (const message of outcome.transcript) {

@@ -6,11 +6,11 @@ import type { RunUsage } from './usage-budget.js'
 /**
  * What the agent did, for traces, timelines and metrics (`createAgent({ onEvent })`): a run starting
  * and finishing (with its token totals), each model attempt (latency, tokens, finish reason), a
- * retry of a failed call, a move to the next model of the chain, a model's circuit changing.
+ * retry of a failed call, a move to a spare model (the fallback layer), a model's circuit changing.
  * Tool calls are on the stack's stream (`agent.stack.on`, `call.started` / `call.finished`).
  *
  * @example
- * createAgent({ model: [gpt, claude], tools, onEvent: (e) => e.type === 'model.fallback' && console.warn(e.reason) })
+ * createAgent({ model: gpt, modelMiddleware: [fallback({ models: [claude] })], tools, onEvent: (e) => e.type === 'model.fallback' && console.warn(e.reason) })
  * createAgent({ model, tools, onEvent: (e) => e.type === 'run.finished' && bill(e.runId, e.usage.inputTokens) })
  */
 

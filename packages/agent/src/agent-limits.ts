@@ -5,12 +5,6 @@ export interface AgentLimits {
   maxTurns: number
   /** Steps per run: every model call and every tool attempt (retries included) spends one. Default 100. */
   maxSteps: number
-  /**
-   * Deadline of each model attempt: sugar of `shallot`'s `createAgent`, which gives it to the timeout
-   * layer of its default model stack (default 60 s). `@shallot/core`'s `createAgent` refuses it: list
-   * `timeout({ ms })` from `@shallot/timeout` in `modelMiddleware` instead (decision 500).
-   */
-  modelTimeoutMs?: number | undefined
   /** Tool calls of one turn that run at once. Default 4. */
   maxParallelToolCalls: number
   /**

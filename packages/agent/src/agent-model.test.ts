@@ -345,17 +345,25 @@ describe('hostile model and budget options', () => {
   })
 
   it.each([
-    ['modelRetry', { modelRetry: { maxAttempts: 3 } }, /\[retry\(\{ maxAttempts: 3 \}\), …\] from @shallot\/retry/],
-    ['modelBreaker', { modelBreaker: { threshold: 3 } }, /circuitBreaker\(.*\), …\] from @shallot\/circuit-breaker/],
-    ['limits.modelTimeoutMs', { limits: { modelTimeoutMs: 5000 } }, /\[timeout\(\{ ms: 60_000 \}\), …\] from @shallot\/timeout/],
-    ['model', { model: [ok, model('spare', [])] }, /fallback\(\{ models: \[b\] \}\), …\] from @shallot\/fallback/],
-  ])('refuses %s, sugar of shallot’s createAgent, naming it and the layer to list instead', (path, options, layer) => {
+    ['modelRetry', { modelRetry: { maxAttempts: 3 } }, /list retry\(\{ maxAttempts: 3 \}\) from @shallot\/retry in modelMiddleware/],
+    ['modelBreaker', { modelBreaker: { threshold: 3 } }, /list circuitBreaker\(.*\) from @shallot\/circuit-breaker in modelMiddleware/],
+    ['modelTimeoutMs', { limits: { modelTimeoutMs: 5000 } }, /list timeout\(\{ ms: 60_000 \}\) from @shallot\/timeout in modelMiddleware/],
+  ])('refuses %s as an unknown option, naming the layer to list in modelMiddleware', (name, options, layer) => {
     expect(make(options)).toThrow(OptionsError)
-    expect(make(options)).toThrow(
-      new RegExp(`option ${path.replace('.', '\\.')}: is sugar of shallot's createAgent; .*import \\{ createAgent \\} from 'shallot'`),
-    )
+    expect(make(options)).toThrow(`unknown option "${name}"`)
     expect(make(options)).toThrow(layer)
-    // With layers too: the sugar would be silently ignored, and a deadline not applied.
-    expect(make({ ...options, modelMiddleware: [] })).toThrow(OptionsError)
+    // With layers too: the option would be silently ignored, and a deadline not applied.
+    expect(make({ ...options, modelMiddleware: [] })).toThrow(layer)
+  })
+
+  it('refuses a model array, naming the fallback layer that gives a spare', () => {
+    expect(make({ model: [ok, model('spare', [])] })).toThrow(
+      /option model: must be one model adapter, got an array; .*fallback\(\{ models: \[b\] \}\) from @shallot\/fallback in modelMiddleware/,
+    )
+  })
+
+  it('refuses any other unknown option rather than ignoring it, with the name it meant', () => {
+    expect(make({ modelMidleware: [] })).toThrow(/createAgent\(\): unknown option "modelMidleware"; did you mean 'modelMiddleware'\?/)
+    expect(make({ colour: 'red' })).toThrow(/unknown option "colour"; known options: model, system/)
   })
 })

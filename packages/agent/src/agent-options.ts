@@ -12,7 +12,7 @@ import {
   type Stack,
   type StackOptions,
 } from '@shallot/core'
-import { guardLogger } from '@shallot/core/kit'
+import { closest, guardLogger } from '@shallot/core/kit'
 import { z } from 'zod'
 import type { AgentEventListener } from './agent-events.js'
 import type { AgentLimits } from './agent-limits.js'
@@ -24,40 +24,16 @@ import { DEFAULT_MAX_PARK_MS, type ParkSettings } from './park.js'
 
 export type { AgentLimits } from './agent-limits.js'
 
-/** A model, or a fallback chain of them (the chain is sugar of `shallot`'s `createAgent`). */
-export type AgentModel = ModelAdapter | readonly ModelAdapter[]
-
-/** `modelRetry`: sugar of `shallot`'s `createAgent` for the retry layer of its default model stack. */
-export interface ModelRetry {
-  /** Attempts per model call, counting the first. Default 3. */
-  maxAttempts: number
-  /** Full-jitter backoff: a random wait up to `baseMs * 2^(attempt-1)`, at most `capMs`; a Retry-After is a floor under it. */
-  baseMs: number
-  capMs: number
-  /** Longest provider pushback (`Retry-After`) waited for; a longer one gives the model up for this call. Default 60 s. */
-  maxRetryAfterMs: number
-}
-
-/** `modelBreaker`: sugar of `shallot`'s `createAgent` for the breaker of each model of a chain. */
-export interface ModelBreakerOptions {
-  /** Failed requests in a row (transient errors, deadlines) that open the circuit. Default 3. */
-  threshold: number
-  /** How long an open circuit skips the model; a longer `Retry-After` from the provider wins. Default 30 s. */
-  cooldownMs: number
-}
-
 /**
- * `createAgent`'s options. `Model` defaults to one adapter, so code that wraps `options.model`
- * (recorders, instrumentation) keeps a single adapter to wrap; a chain's options are
- * `AgentOptions<AgentModel>` (or `AgentOptions<readonly ModelAdapter[]>`).
+ * `createAgent`'s options. Every one of them is honoured as typed; any other key is refused with an
+ * `OptionsError`, so a misspelt `modelMiddleware` cannot leave a run's model calls bare unnoticed.
  */
-export interface AgentOptions<Model extends AgentModel = ModelAdapter> {
+export interface AgentOptions {
   /**
-   * The model. A model's `name` keys `prices` and names it in reports and events. A fallback chain
-   * `[primary, spare]` is sugar of `shallot`'s `createAgent` (its `fallback` layer); here it is
-   * refused: list `fallback({ models: [spare] })` from `@shallot/fallback` in `modelMiddleware`.
+   * The model: one adapter. Its `name` keys `prices` and names it in reports and events. A spare
+   * model is a layer: list `fallback({ models: [spare] })` from `@shallot/fallback` in `modelMiddleware`.
    */
-  model: Model
+  model: ModelAdapter
   /** The system prompt (instructions), sent with every model call. */
   system?: string
   /** What each model costs, by model name, for `limits.maxCostUsd` (which needs a price for every model). */
@@ -68,11 +44,6 @@ export interface AgentOptions<Model extends AgentModel = ModelAdapter> {
    * attempt in the listener's context (see {@link AgentEventListener}).
    */
   onEvent?: AgentEventListener
-  /**
-   * Sugar of `shallot`'s `createAgent`: the breaker of each model of a chain. `@shallot/core`'s
-   * `createAgent` refuses it (list `circuitBreaker()` in `modelMiddleware`).
-   */
-  modelBreaker?: Partial<ModelBreakerOptions>
   /** Either a ready stack, or the tools (and optionally middleware) to build one. */
   stack?: Stack
   tools?: StackOptions['tools']
@@ -104,15 +75,10 @@ export interface AgentOptions<Model extends AgentModel = ModelAdapter> {
    */
   escalate?: { fatal?: boolean; user?: boolean }
   /**
-   * Sugar of `shallot`'s `createAgent`: retries of a failing model call (its default model stack's
-   * retry layer). `@shallot/core`'s `createAgent` refuses it (list `retry()` in `modelMiddleware`).
-   */
-  modelRetry?: Partial<ModelRetry>
-  /**
    * The model call's onion, outermost first: each layer wraps every model call as tool middleware
    * wraps every tool call, and the innermost `next()` asks the model once. Without it the agent asks
-   * its model once per call, with no retry and no deadline: `shallot`'s `createAgent` gives the
-   * default stack (`defaultModelMiddleware()`), and so does listing it here (decision 500).
+   * its model once per call, with no retry and no deadline; `defaultModelMiddleware()` from `shallot`
+   * is the recommended stack (breaker, retry, error classifier, a deadline per attempt).
    */
   modelMiddleware?: LayerEntry<ModelMiddleware> | readonly LayerEntry<ModelMiddleware>[]
 }
@@ -191,30 +157,50 @@ function modelOnionOf(given: unknown, model: ModelLink, prices: ReadonlyMap<stri
   return { onion: compose(layers), model, prices, stackKey: Object.freeze({}) }
 }
 
-const SUGAR_FIX = "import { createAgent } from 'shallot' (it builds the default model stack from it), or list the layer in modelMiddleware"
+/** The keys `AgentOptions` declares: anything else is refused rather than silently ignored. */
+const KNOWN: readonly (keyof AgentOptions)[] = [
+  'model',
+  'system',
+  'prices',
+  'onEvent',
+  'stack',
+  'tools',
+  'middleware',
+  'limits',
+  'logger',
+  'clock',
+  'random',
+  'checkpoints',
+  'checkpointKey',
+  'park',
+  'escalate',
+  'modelMiddleware',
+]
 
-/**
- * `modelRetry`, `modelBreaker`, `limits.modelTimeoutMs` and a chain `model: [a, b]` are sugar of
- * `shallot`'s `createAgent` for its default model stack: core asks the model only through
- * `modelMiddleware`, so here each is refused, naming the layer that does it (decision 500, step 3).
- */
-function refuseSugar(options: AgentOptions<AgentModel>): void {
-  const refuse = (path: string, layer: string) => {
+/** Options an agent once took for its model calls, each now a layer of `modelMiddleware`: the layer to list. */
+const MOVED_TO_LAYERS: Readonly<Record<string, string>> = {
+  modelRetry:
+    'list retry({ maxAttempts: 3 }) from @shallot/retry in modelMiddleware, or defaultModelMiddleware({ retry: { … } }) from shallot',
+  modelBreaker:
+    'list circuitBreaker({ policy: consecutive({ threshold: 3 }) }) from @shallot/circuit-breaker in modelMiddleware, or defaultModelMiddleware({ circuitBreaker: { … } }) from shallot',
+  modelTimeoutMs:
+    'list timeout({ ms: 60_000 }) from @shallot/timeout in modelMiddleware, or defaultModelMiddleware({ timeout: { ms } }) from shallot',
+}
+
+function refuseUnknown(options: object): void {
+  const limits = (options as { limits?: unknown }).limits
+  if (typeof limits === 'object' && limits !== null && 'modelTimeoutMs' in limits) {
     throw new OptionsError('createAgent()', [
-      {
-        path,
-        message: `is sugar of shallot's createAgent; @shallot/core's createAgent asks the model only through modelMiddleware: ${SUGAR_FIX}: ${layer}`,
-      },
+      { path: 'limits', message: `unknown option "modelTimeoutMs"; ${MOVED_TO_LAYERS.modelTimeoutMs}` },
     ])
   }
-  if (Array.isArray(options.model))
-    refuse('model', 'pass model: a and modelMiddleware: [fallback({ models: [b] }), …] from @shallot/fallback')
-  if (options.modelRetry !== undefined) refuse('modelRetry', 'modelMiddleware: [retry({ maxAttempts: 3 }), …] from @shallot/retry')
-  if (options.modelBreaker !== undefined)
-    refuse('modelBreaker', 'modelMiddleware: [circuitBreaker({ policy: consecutive({ threshold: 3 }) }), …] from @shallot/circuit-breaker')
-  const limits = options.limits as { modelTimeoutMs?: unknown } | undefined
-  if (typeof limits === 'object' && limits !== null && limits.modelTimeoutMs !== undefined)
-    refuse('limits.modelTimeoutMs', 'modelMiddleware: [timeout({ ms: 60_000 }), …] from @shallot/timeout')
+  for (const key of Object.keys(options)) {
+    if ((KNOWN as readonly string[]).includes(key)) continue
+    const moved = Object.hasOwn(MOVED_TO_LAYERS, key) ? MOVED_TO_LAYERS[key] : undefined
+    const guess = moved === undefined ? closest(key, KNOWN) : undefined
+    const fix = moved ?? (guess === undefined ? `known options: ${KNOWN.join(', ')}` : `did you mean '${guess}'?`)
+    throw new OptionsError('createAgent()', [{ path: '', message: `unknown option "${key}"; ${fix}` }])
+  }
 }
 
 /** The seal of `checkpointKey`, checked: never echoed in an error, since it is a secret. */
@@ -241,9 +227,9 @@ function checkpointSealOf(key: unknown, checkpoints: CheckpointStore | undefined
 }
 
 /** Checks `createAgent`'s options and builds the stack when the caller gave tools instead of one. */
-export function agentSettings(options: AgentOptions<AgentModel>): AgentSettings {
+export function agentSettings(options: AgentOptions): AgentSettings {
   if (typeof options !== 'object' || options === null) throw new TypeError('createAgent() takes an options object { model, tools }')
-  refuseSugar(options)
+  refuseUnknown(options)
   const { limits, system, park } = parseOptions('createAgent()', agentOptionsSchema, {
     limits: options.limits,
     system: options.system,

@@ -2,7 +2,7 @@ import type { ApprovalAnswer, Logger, Stack } from '@shallot/core'
 import { newRunId } from '@shallot/core/kit'
 import { agentEvents, agentScope, noScope } from './agent-events.js'
 import { agentLoop, type ParkedOutcome, type ParkingOutcome, type RunOutcome } from './agent-loop.js'
-import { type AgentModel, type AgentOptions, type AgentSettings, agentSettings } from './agent-options.js'
+import { type AgentOptions, type AgentSettings, agentSettings } from './agent-options.js'
 import {
   type CheckpointStore,
   checkPendingTurn,
@@ -18,7 +18,7 @@ import { usageOfSnapshot } from './usage-budget.js'
 export type { ApprovalAnswer } from '@shallot/core'
 export type { AgentEvent, AgentEventListener, AgentScope } from './agent-events.js'
 export type { ParkedOutcome, ParkingOutcome, RunOutcome } from './agent-loop.js'
-export type { AgentLimits, AgentModel, AgentOptions } from './agent-options.js'
+export type { AgentLimits, AgentOptions } from './agent-options.js'
 export type { ParkReason, ParkRecord } from './checkpoints.js'
 export { ParkedError } from './park.js'
 
@@ -104,16 +104,22 @@ async function hold(
  * const outcome = await agent.run({ input: 'Summarise src/main.rs' })
  * if (outcome.status === 'stopped') console.error(outcome.report.text)
  *
- * // A fallback chain with a system prompt and a token budget:
- * createAgent({ model: [gpt, claude], system: 'Be brief.', tools: [readFile], limits: { maxTokens: 200_000 } })
+ * // A spare model, retries and a deadline per model call, a system prompt and a token budget:
+ * createAgent({
+ *   model: gpt,
+ *   modelMiddleware: [fallback({ models: [claude] }), ...defaultModelMiddleware()],
+ *   system: 'Be brief.',
+ *   tools: [readFile],
+ *   limits: { maxTokens: 200_000 },
+ * })
  *
  * // A worker that parks a run waiting 10 s or more instead of holding its slot:
  * const worker = createAgent({ model, tools, checkpoints, park: { afterMs: 10_000 } })
  * const outcome = await worker.run({ input: 'Book the flight' }) // may be { status: 'parked', wakeAt, reason }
  */
-export function createAgent(options: AgentOptions<AgentModel> & { park: NonNullable<AgentOptions['park']> }): Agent<ParkingOutcome>
-export function createAgent(options: AgentOptions<AgentModel>): Agent
-export function createAgent(options: AgentOptions<AgentModel>): Agent<ParkingOutcome> {
+export function createAgent(options: AgentOptions & { park: NonNullable<AgentOptions['park']> }): Agent<ParkingOutcome>
+export function createAgent(options: AgentOptions): Agent
+export function createAgent(options: AgentOptions): Agent<ParkingOutcome> {
   const settings = agentSettings(options)
   const { stack, checkpoints } = settings
   const within = agentScope(settings.logger, settings.onEvent)

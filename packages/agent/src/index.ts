@@ -3,7 +3,6 @@ export {
   type AgentEvent,
   type AgentEventListener,
   type AgentLimits,
-  type AgentModel,
   type AgentOptions,
   type AgentScope,
   createAgent,
@@ -13,7 +12,6 @@ export {
   type ResumeOptions,
   type RunOutcome,
 } from './agent.js'
-export type { ModelBreakerOptions, ModelRetry } from './agent-options.js'
 export {
   type CallRecord,
   type CheckpointStore,

@@ -195,8 +195,14 @@ export function called(
   if (usage !== undefined) event.usage = usage
   if (response?.finishReason !== undefined) event.finishReason = response.finishReason
   if (response === undefined) {
-    event.error = describeModelFailure(failure)
-    event.code = modelFailureCode(failure)
+    try {
+      event.error = describeModelFailure(failure)
+      event.code = modelFailureCode(failure)
+    } catch {
+      // A throwing getter or a revoked proxy from the adapter: the attempt is still told, in words of our own.
+      event.error = 'an error that could not be read'
+      event.code = '_OTHER'
+    }
   }
   env.emit(event)
 }

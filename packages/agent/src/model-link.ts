@@ -68,6 +68,15 @@ export interface AgentModelLink {
  * instead (a fallback layer's spares); without, every price must name the agent's model.
  */
 export function modelLink(model: unknown, prices: unknown, needPrices: boolean, layered: boolean): AgentModelLink {
+  if (Array.isArray(model)) {
+    throw new OptionsError(OWNER, [
+      {
+        path: 'model',
+        message:
+          'must be one model adapter, got an array; for a spare, pass model: a and list fallback({ models: [b] }) from @shallot/fallback in modelMiddleware',
+      },
+    ])
+  }
   if (!isAdapter(model)) {
     throw new OptionsError(OWNER, [
       {

@@ -181,9 +181,10 @@ describe('createAgent({ modelMiddleware })', () => {
     )
   })
 
-  it('refuses a model chain with modelMiddleware: the chain is the fallback layer', () => {
-    expect(() => createAgent({ model: [model([done('a')], 'a'), model([done('b')], 'b')], tools: [echo], modelMiddleware: [] })).toThrow(
-      /option model: is sugar of shallot's createAgent; .*fallback\(\{ models: \[b\] \}\)/,
+  it('refuses a model array with modelMiddleware: a spare is the fallback layer', () => {
+    const chain = [model([done('a')], 'a'), model([done('b')], 'b')] as never
+    expect(() => createAgent({ model: chain, tools: [echo], modelMiddleware: [] })).toThrow(
+      /option model: must be one model adapter, got an array; .*fallback\(\{ models: \[b\] \}\)/,
     )
   })
 })

@@ -100,13 +100,24 @@ function terminalOf(env: ModelCallEnv, settings: ModelOnionSettings) {
 
 /** What ends the run when a failure leaves the onion: a LoopError as it is, cancellation as the run's reason, else `model_failed`. */
 function hardFailure(err: unknown, ctx: ModelContext, env: ModelCallEnv): unknown {
-  if (LoopError.is(err)) return err
+  if (readable(() => LoopError.is(err), false)) return err
   if (env.signal.aborted) return abortReason(env.signal)
-  const message = err instanceof Error ? err.message : String(err)
+  // Without a classifier layer the adapter's raw throw lands here: a throwing getter or a revoked proxy must
+  // still end the run as the model's failure, not as a crash of the loop.
+  const message = readable(() => (err instanceof Error ? err.message : String(err)), 'an error that could not be read')
   return new LoopError('model_failed', `the model call failed after ${plural(ctx.attempt, 'attempt')}: ${message}`, {
     cause: err,
-    details: { model: ctx.model.name, attempts: ctx.attempt, failure: describeModelFailure(err) },
+    details: { model: ctx.model.name, attempts: ctx.attempt, failure: readable(() => describeModelFailure(err), message) },
   })
+}
+
+/** What `read` answers, or `otherwise` when reading a hostile value throws. */
+function readable<T>(read: () => T, otherwise: T): T {
+  try {
+    return read()
+  } catch {
+    return otherwise
+  }
 }
 
 /**

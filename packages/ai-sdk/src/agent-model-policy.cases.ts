@@ -1,15 +1,15 @@
-import { type AgentEvent, memoryCheckpoints } from '@shallot/agent'
+import { type AgentEvent, createAgent, memoryCheckpoints } from '@shallot/agent'
 import { defineTool, type ModelAdapter } from '@shallot/core'
 import { type FakeProvider, type FakeProviderOptions, fakeProvider, type ManualClock, manualClock } from '@shallot/testing'
 import { afterEach, describe, expect, it } from 'vitest'
 import { z } from 'zod'
 import { aiSdkModel } from './ai-sdk-model.js'
-import { createAgent } from './model-stack.test-helper.js'
+import { defaultModelMiddleware } from './model-stack.test-helper.js'
 import { type Format, formats } from './wire-formats.test-helper.js'
 
 // createAgent's model policy (system, truncation, Retry-After, fallback, budgets) over the real
 // provider packages, through aiSdkModel, against fakeProvider() on the manual clock; the retry, the
-// deadline and the chain are the default model stack's layers, as shallot's createAgent builds them.
+// deadline and the spare are the default model stack's layers, with fallback({ models }) outermost.
 
 const [openaiChat, , anthropic] = formats as [Format, Format, Format]
 
@@ -58,7 +58,13 @@ describe.each(formats)('createAgent over aiSdkModel, $name', (format) => {
       clock = manualClock()
       const p = await provider()
       p.script({ toolCalls: [writeCall('call_1')] }, (request) => ({ text: `done: ${request.toolResults[0]?.content}` }))
-      const agent = createAgent({ model: aiSdkModel(format.model(p), { stream }), tools: [writeFile], system: 'You write files.', clock })
+      const agent = createAgent({
+        modelMiddleware: defaultModelMiddleware(),
+        model: aiSdkModel(format.model(p), { stream }),
+        tools: [writeFile],
+        system: 'You write files.',
+        clock,
+      })
       expect(await agent.run({ input: 'write a.txt' })).toMatchObject({ status: 'completed', output: 'done: wrote a.txt', turns: 2 })
       expect(p.requests.map((r) => r.system)).toEqual(['You write files.', 'You write files.'])
       expect(written).toEqual(['a.txt'])
@@ -70,6 +76,7 @@ describe.each(formats)('createAgent over aiSdkModel, $name', (format) => {
       p.script({ fault: 'rate_limit', retryAfterSeconds: 1 }, { text: 'ok' })
       const events: AgentEvent[] = []
       const agent = createAgent({
+        modelMiddleware: defaultModelMiddleware(),
         model: aiSdkModel(format.model(p), { stream }),
         tools: [writeFile],
         clock,
@@ -102,7 +109,12 @@ describe.each(formats)('createAgent over aiSdkModel, $name', (format) => {
             : { text: 'no refusal seen' },
         { text: 'done' },
       )
-      const outcome = await createAgent({ model: aiSdkModel(format.model(p), { stream }), tools: [writeFile], clock }).run({
+      const outcome = await createAgent({
+        modelMiddleware: defaultModelMiddleware(),
+        model: aiSdkModel(format.model(p), { stream }),
+        tools: [writeFile],
+        clock,
+      }).run({
         input: 'write',
       })
       expect(outcome).toMatchObject({ status: 'completed', output: 'done' })
@@ -113,7 +125,12 @@ describe.each(formats)('createAgent over aiSdkModel, $name', (format) => {
       clock = manualClock()
       const p = await provider()
       p.script({ fault: 'invalid_request', message: 'messages[1]: unknown field "foo" for sk-live-0123456789abcdefghij' })
-      const outcome = await createAgent({ model: aiSdkModel(format.model(p), { stream }), tools: [writeFile], clock }).run({ input: 'x' })
+      const outcome = await createAgent({
+        modelMiddleware: defaultModelMiddleware(),
+        model: aiSdkModel(format.model(p), { stream }),
+        tools: [writeFile],
+        clock,
+      }).run({ input: 'x' })
       expect(outcome.status).toBe('stopped')
       if (outcome.status !== 'stopped') return
       expect(outcome.error.kind).toBe('model_failed')
@@ -134,7 +151,8 @@ describe('a fallback chain over two real providers', () => {
     b.script({ toolCalls: [writeCall('toolu_1')] }, { text: 'done on claude' }, { text: 'second run on claude' })
     const events: AgentEvent[] = []
     const agent = createAgent({
-      model: [named('gpt-4o-mini', aiSdkModel(openaiChat.model(a))), named('claude-sonnet-4-5', aiSdkModel(anthropic.model(b)))],
+      model: named('gpt-4o-mini', aiSdkModel(openaiChat.model(a))),
+      modelMiddleware: defaultModelMiddleware({ spares: [named('claude-sonnet-4-5', aiSdkModel(anthropic.model(b)))] }),
       tools: [writeFile],
       clock,
       random: () => 0,
@@ -162,11 +180,11 @@ describe('a fallback chain over two real providers', () => {
     const a = await provider({ script: [{ fault: 'hang' }], onEnd: 'repeat' })
     const b = await provider({ script: [{ text: 'answered by claude' }] })
     const agent = createAgent({
-      model: [named('gpt-4o-mini', aiSdkModel(openaiChat.model(a))), named('claude-sonnet-4-5', aiSdkModel(anthropic.model(b)))],
+      model: named('gpt-4o-mini', aiSdkModel(openaiChat.model(a))),
+      modelMiddleware: defaultModelMiddleware({ spares: [named('claude-sonnet-4-5', aiSdkModel(anthropic.model(b)))], timeoutMs: 5000 }),
       tools: [writeFile],
       clock,
       random: () => 0,
-      limits: { modelTimeoutMs: 5000 },
       onEvent: timeline(),
     })
     const run = agent.run({ input: 'x' })
@@ -186,7 +204,8 @@ describe('a fallback chain over two real providers', () => {
     const b = await provider({ script: [{ fault: 'rate_limit', retryAfterSeconds: 1 }], onEnd: 'repeat' })
     const checkpoints = memoryCheckpoints()
     const agent = createAgent({
-      model: [named('gpt-4o-mini', aiSdkModel(openaiChat.model(a))), named('claude-sonnet-4-5', aiSdkModel(anthropic.model(b)))],
+      model: named('gpt-4o-mini', aiSdkModel(openaiChat.model(a))),
+      modelMiddleware: defaultModelMiddleware({ spares: [named('claude-sonnet-4-5', aiSdkModel(anthropic.model(b)))] }),
       tools: [writeFile],
       clock,
       random: () => 0,
@@ -219,7 +238,14 @@ describe('limits.maxTokens over the real wire formats', () => {
     )
     const checkpoints = memoryCheckpoints()
     const model = aiSdkModel(anthropic.model(p))
-    const first = await createAgent({ model, tools: [writeFile], clock, checkpoints, limits: { maxTokens: 1000 } }).run({
+    const first = await createAgent({
+      modelMiddleware: defaultModelMiddleware(),
+      model,
+      tools: [writeFile],
+      clock,
+      checkpoints,
+      limits: { maxTokens: 1000 },
+    }).run({
       input: 'write three files',
       runId: 'tok',
     })
@@ -236,7 +262,14 @@ describe('limits.maxTokens over the real wire formats', () => {
       { toolCalls: [writeCall('call_3', 'three.txt')], usage: { inputTokens: 700, outputTokens: 30 } },
       { text: 'three files written', usage: { inputTokens: 800, outputTokens: 10 } },
     )
-    const resumed = await createAgent({ model, tools: [writeFile], clock, checkpoints, limits: { maxTokens: 10_000 } }).resume('tok')
+    const resumed = await createAgent({
+      modelMiddleware: defaultModelMiddleware(),
+      model,
+      tools: [writeFile],
+      clock,
+      checkpoints,
+      limits: { maxTokens: 10_000 },
+    }).resume('tok')
     expect(resumed).toMatchObject({
       status: 'completed',
       output: 'three files written',

@@ -1,14 +1,15 @@
+import { createAgent } from '@shallot/agent'
 import { defineTool, LoopError, type ModelRequest, type ModelTool, ToolError } from '@shallot/core'
 import { stuckLoop } from '@shallot/stuck-loop'
 import { type FakeProvider, type FakeTurn, fakeProvider } from '@shallot/testing'
 import { afterEach, beforeEach, describe, expect, it } from 'vitest'
 import { z } from 'zod'
 import { aiSdkModel } from './ai-sdk-model.js'
-import { createAgent } from './model-stack.test-helper.js'
+import { defaultModelMiddleware } from './model-stack.test-helper.js'
 import { type Format, formats } from './wire-formats.test-helper.js'
 
 // The real provider packages against fakeProvider(), through aiSdkModel, on the installed major of `ai`; agents
-// ask through the default model stack, as shallot's createAgent builds it.
+// ask through the default model stack, listed as `modelMiddleware: defaultModelMiddleware()`.
 
 const files: Record<string, string> = { 'src/main.rs': 'fn main() {}' }
 const readFile = defineTool({
@@ -64,6 +65,7 @@ describe.each(formats)('aiSdkModel, $name', (format) => {
         text: `main.rs holds ${request.toolResults[0]?.content}`,
       }))
       const agent = createAgent({
+        modelMiddleware: defaultModelMiddleware(),
         model: aiSdkModel(format.model(provider), { stream, system: 'You are terse.' }),
         tools: [readFile],
         middleware: [stuckLoop()],
@@ -96,7 +98,11 @@ describe.each(formats)('aiSdkModel, $name', (format) => {
       provider.script({ toolCalls: [{ id: 'call_x', name: 'read_file', args: { path: 'nope.rs' } }] }, (request) => ({
         text: `tool said: ${request.toolResults[0]?.content}`,
       }))
-      const agent = createAgent({ model: aiSdkModel(format.model(provider), { stream }), tools: [readFile] })
+      const agent = createAgent({
+        modelMiddleware: defaultModelMiddleware(),
+        model: aiSdkModel(format.model(provider), { stream }),
+        tools: [readFile],
+      })
       const outcome = await agent.run({ input: 'read nope.rs' })
       expect(outcome.status).toBe('completed')
       expect(outcome.status === 'completed' && outcome.output).toMatch(/not_found.*nope\.rs/s)
@@ -113,7 +119,11 @@ describe.each(formats)('aiSdkModel, $name', (format) => {
       provider.script({ toolCalls: [{ id: 'call_bad', name: 'read_file', rawArgs: '{"path": "src/ma' }] }, (request) => ({
         text: request.toolResults[0]?.content ?? '',
       }))
-      const agent = createAgent({ model: aiSdkModel(format.model(provider), { stream }), tools: [readFile] })
+      const agent = createAgent({
+        modelMiddleware: defaultModelMiddleware(),
+        model: aiSdkModel(format.model(provider), { stream }),
+        tools: [readFile],
+      })
       const outcome = await agent.run({ input: 'read' })
       expect(outcome.status === 'completed' && outcome.output).toMatch(/invalid_arguments/)
     })
@@ -157,7 +167,11 @@ describe.each(formats)('aiSdkModel, $name', (format) => {
       [{ fault: 'context_length_exceeded' }, 'context_exceeded'],
     ] as const)('a createAgent run ends on %j as %s, with a report, after one request', async (turn, kind) => {
       provider.script(turn as FakeTurn)
-      const agent = createAgent({ model: aiSdkModel(format.model(provider), { stream }), tools: [readFile] })
+      const agent = createAgent({
+        modelMiddleware: defaultModelMiddleware(),
+        model: aiSdkModel(format.model(provider), { stream }),
+        tools: [readFile],
+      })
       const outcome = await agent.run({ input: 'read main' })
       expect(outcome).toMatchObject({ status: 'stopped', error: { kind } })
       expect(outcome.status === 'stopped' && outcome.report.text).toContain(kind)
@@ -169,7 +183,7 @@ describe.each(formats)('aiSdkModel, $name', (format) => {
       const agent = createAgent({
         model: aiSdkModel(format.model(provider), { stream }),
         tools: [readFile],
-        modelRetry: { baseMs: 0, capMs: 0 },
+        modelMiddleware: defaultModelMiddleware({ retry: { baseMs: 0, capMs: 0 } }),
       })
       expect(await agent.run({ input: 'hi' })).toMatchObject({ status: 'completed', output: 'done' })
       expect(provider.requests.map((r) => r.outcome)).toEqual(['faulted', 'replied'])

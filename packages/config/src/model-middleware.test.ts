@@ -3,7 +3,7 @@ import { createRequire } from 'node:module'
 import { tmpdir } from 'node:os'
 import { dirname, join } from 'node:path'
 import { createAgent } from '@shallot/agent'
-import { defineTool, type ModelAdapter, type ModelResponse } from '@shallot/core'
+import { defineTool, type ModelAdapter, type ModelResponse, ToolError } from '@shallot/core'
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest'
 import { z } from 'zod'
 import { ConfigError, checkConfig, createStackFromConfig, loadConfig } from './index.js'
@@ -146,6 +146,75 @@ describe('modelMiddleware: in a config file', () => {
     expect(outcome.error.kind).toBe('model_failed')
     expect(outcome.error.message).toBe('the model call failed after 2 attempts: HTTP 503: Service Unavailable')
     expect(outcome.error.details.failure).toBe('503 the provider failed')
+  })
+
+  it('one retry policy swapped in the file mid-run changes tool-call and model-call retries from the next call', async () => {
+    // Each step is one model attempt: a 503 or an answer. The flaky tool fails twice before it succeeds.
+    const steps: Array<'503' | ModelResponse> = [
+      '503',
+      '503',
+      { toolCalls: [{ id: 'f1', name: 'flaky', args: {} }] },
+      { toolCalls: [{ id: 'e1', name: 'edit_config', args: {} }] },
+      { toolCalls: [{ id: 'f2', name: 'flaky', args: {} }] },
+      '503',
+      '503',
+      done('never'),
+    ]
+    const modelAttempts: number[] = []
+    const model: ModelAdapter = {
+      name: 'flaky-model',
+      async generate({ messages }) {
+        modelAttempts.push(messages.filter((m) => m.role === 'assistant').length)
+        const step = steps.shift()
+        if (step === undefined || step === '503') throw HTTP_503()
+        return step
+      },
+    }
+    // Each tool attempt, in order: every call fails twice, then answers.
+    const toolAttempts: Array<'failed' | 'answered'> = []
+    let failedInARow = 0
+    const flaky = defineTool({
+      name: 'flaky',
+      description: 'fails twice, then answers',
+      input: z.object({}),
+      effect: 'read',
+      execute: async () => {
+        if (failedInARow < 2) {
+          failedInARow++
+          toolAttempts.push('failed')
+          throw new ToolError('unavailable', 'try again', { category: 'transient', retryable: true })
+        }
+        failedInARow = 0
+        toolAttempts.push('answered')
+        return 'fine'
+      },
+    })
+    const file = join(workspace, 'swap-both.yaml')
+    const config = (attempts: number) =>
+      `stack:\n  - retry: retries\nmodelMiddleware:\n  - retry: retries\n  - error-classifier\npolicies:\n  retries: { baseMs: 1, capMs: 1, maxAttempts: ${attempts} }\n`
+    const stack = createStackFromConfig(await loadConfig(write(config(3), file)), {
+      tools: [
+        flaky,
+        defineTool({
+          name: 'edit_config',
+          description: 'someone lowers maxAttempts to 2 while the run goes on',
+          input: z.object({}),
+          effect: 'read',
+          execute: async () => {
+            write(config(2), file)
+            stack.reconfigure(await loadConfig(file))
+            return 'edited'
+          },
+        }),
+      ],
+    })
+    const outcome = await createAgent({ model, stack, modelMiddleware: stack.modelMiddleware }).run({ input: 'go' })
+    // Before the swap, 3 attempts: the model's first call and the tool's first call each succeed on their third.
+    // After it, 2: the tool's next call gives up after two, and so does the model's next call, which ends the run.
+    expect(modelAttempts).toEqual([0, 0, 0, 1, 2, 3, 3])
+    expect(toolAttempts).toEqual(['failed', 'failed', 'answered', 'failed', 'failed'])
+    expect(outcome).toMatchObject({ status: 'stopped', error: { kind: 'model_failed' } })
+    expect(outcome.status === 'stopped' && outcome.error.message).toMatch(/^the model call failed after 2 attempts: /)
   })
 
   it('a new file that cannot be built changes neither onion; a call in flight keeps the layers it started with', async () => {

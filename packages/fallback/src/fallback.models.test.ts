@@ -215,10 +215,10 @@ describe('fallback() with a run-scoped circuitBreaker()', () => {
   })
 })
 
-describe('createAgent({ model: [a, b], modelMiddleware })', () => {
-  it('stays refused, naming the fallback layer as the way', () => {
+describe('createAgent({ model: [a, b] })', () => {
+  it('is refused, naming the fallback layer as the way', () => {
     const a = scripted('a', [answer('a')])
     const b = scripted('b', [answer('b')])
-    expect(() => createAgent({ model: [a, b], tools: [], modelMiddleware: [] })).toThrow(/fallback\(\{ models: \[b\] \}\)/)
+    expect(() => createAgent({ model: [a, b] as never, tools: [], modelMiddleware: [] })).toThrow(/fallback\(\{ models: \[b\] \}\)/)
   })
 })

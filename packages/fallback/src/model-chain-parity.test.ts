@@ -1,7 +1,7 @@
 // The layers (fallback({ models }), circuitBreaker() and a retry layer) must give the outcome core's own
 // model chain (`model: [a, b]`, its breaker and retry) gave for the same scenario: the scenarios and their
-// expectations are core's tests of the chain (core/src/agent-model.test.ts). Core's chain is gone (decision
-// 500, step 3: `model: [a, b]` is sugar of shallot's createAgent, whose tests run these down its path too).
+// expectations are core's tests of the chain (core/src/agent-model.test.ts). That chain is gone: createAgent takes
+// one model, and a spare is this layer.
 
 import { type Agent, type AgentEvent, createAgent, type RunOutcome } from '@shallot/agent'
 import { circuitBreaker, consecutive } from '@shallot/circuit-breaker'

@@ -135,7 +135,7 @@ const movesOn = (err: unknown): boolean => (ToolError.is(err) && err.code === 'c
  * refuses it), the next spare model is asked: `ctx.model` is replaced for the layers inside and `next()`
  * is called again, from attempt 1. A `model.fallback` event says each move. When every model failed the
  * run ends as `fallback_exhausted`, naming each model, its attempts, its circuit and its last error, in
- * the words of core's `model: [a, b]` chain. A LoopError, the run's cancellation and a failure that is
+ * the words the agent's own chain used. A LoopError, the run's cancellation and a failure that is
  * not transient (a bad request) end the call at once.
  */
 export function modelFallback(models: readonly (ModelAdapter | string)[], resolveModel: ResolveModel | undefined): ModelMiddleware {

@@ -12,44 +12,38 @@ import {
   type RunContext,
   ToolError,
 } from '@shallot/core'
-import { errorClassifier } from '@shallot/error-classifier'
-import { retry } from '@shallot/retry'
+import { defaultModelMiddleware } from 'shallot'
 
-/** How `shallotMiddleware` bounds and repeats each model call (`modelCall`: sugar over `@shallot/retry`'s `retry`). */
+/** The default model stack's first backoff, used only to keep a base under a smaller `modelCall.capMs`. */
+const DEFAULT_BASE_MS = 250
+
+/** `modelCall`: the deadline of each attempt, and the retry options of the default model stack, as given. */
 export interface ModelCallPolicy {
   /** Deadline of one attempt; the request is aborted when it passes. */
   timeoutMs: number
   /** Attempts per model call, counting the first. */
-  maxAttempts: number
+  maxAttempts?: number | undefined
   /** Full-jitter exponential backoff between attempts: base and cap, in ms. */
-  baseMs: number
-  capMs: number
+  baseMs?: number | undefined
+  capMs?: number | undefined
   /** The longest `Retry-After` honoured; a server asking for more is not waited for. */
-  maxRetryAfterMs: number
+  maxRetryAfterMs?: number | undefined
 }
 
-// The classifier hands the retry layer the server's whole pushback (up to its own ceiling, a day), so the
-// retry policy's `maxRetryAfterMs` is the one that decides whether it is waited for.
-const CLASSIFIER_MAX_RETRY_AFTER_MS = 24 * 3600 * 1000
-
 /**
- * The model layers `modelCall` stands for: `retry`'s model side (full jitter, wait max(backoff, Retry-After), no token
- * bucket: the one retry loop and the one Retry-After rule of decision 510) around `errorClassifier`'s (the one
- * reading of a provider's failure: status, type, `retry-after-ms` / `Retry-After`, decision 520).
+ * The default model stack, `defaultModelMiddleware()` from `shallot` (a breaker per model, retry, the error
+ * classifier), as `createAgent({ modelMiddleware: defaultModelMiddleware() })` lists it, with `modelCall`'s retry
+ * fields given to its retry layer. Its timeout layer is left out: the terminal below puts `modelCall.timeoutMs` on
+ * each attempt, with or without `modelMiddleware`.
  */
-export function modelCallLayers(policy: ModelCallPolicy): ModelMiddleware[] {
-  return [
-    retry({
-      backoff: 'full-jitter',
-      maxAttempts: policy.maxAttempts,
-      // The old option allowed a base above the cap (the cap won); the layer's schema asks base ≤ cap.
-      baseMs: Math.min(policy.baseMs, policy.capMs),
-      capMs: policy.capMs,
-      maxRetryAfterMs: policy.maxRetryAfterMs,
-      retryBudget: false,
-    }).wrapModelCall,
-    errorClassifier({ maxRetryAfterMs: CLASSIFIER_MAX_RETRY_AFTER_MS }).wrapModelCall,
-  ]
+export function modelCallLayers({ maxAttempts, baseMs, capMs, maxRetryAfterMs }: ModelCallPolicy): ModelMiddleware[] {
+  const retry: Record<string, number> = {}
+  if (maxAttempts !== undefined) retry.maxAttempts = maxAttempts
+  if (maxRetryAfterMs !== undefined) retry.maxRetryAfterMs = maxRetryAfterMs
+  if (capMs !== undefined) retry.capMs = capMs
+  // modelCall allows a base above the cap (the cap wins); the retry layer asks base ≤ cap.
+  if (baseMs !== undefined || capMs !== undefined) retry.baseMs = Math.min(baseMs ?? DEFAULT_BASE_MS, capMs ?? Number.POSITIVE_INFINITY)
+  return defaultModelMiddleware({ retry, timeout: false })
 }
 
 /** Where LangChain's model sits in the onion's context: LangChain asks it, the terminal below never calls this. */

@@ -1,5 +1,5 @@
-// Issue 35, "the same failing model": LangChain's model calls go through the model layers (modelCall is sugar for
-// retry around errorClassifier), so they end as createAgent({ modelMiddleware }) ends with those layers:
+// Issue 35, "the same failing model": LangChain's model calls go through the default model stack (modelCall's retry
+// fields are its retry layer's), so they end as createAgent({ modelMiddleware }) ends with those layers:
 // the same outcome, the same failure name, the same requests, the same wait for a server's retry-after-ms.
 import { ChatAnthropic } from '@langchain/anthropic'
 import { createAgent as createShallotAgent } from '@shallot/agent'

@@ -111,3 +111,35 @@ describe('shallotMiddleware({ modelMiddleware })', () => {
     expect(outcome.error).toMatchObject({ kind: 'model_failed', details: { fix: 'call `await next()` in every model middleware' } })
   })
 })
+
+describe('shallotMiddleware() without modelMiddleware: the default model stack, defaultModelMiddleware()', () => {
+  it('keeps a breaker per model, as createAgent({ modelMiddleware: defaultModelMiddleware() }) does: three failed calls open it', async () => {
+    server = await anthropicServer([overloaded])
+    const agent = createAgent({
+      model: claude(server.url),
+      tools: [],
+      middleware: [shallotMiddleware({ modelCall: { maxAttempts: 1 }, clock: manualClock() })],
+    })
+    for (let i = 1; i <= 3; i++) {
+      expect((await settle(agent.invoke(ask))).error).toMatchObject({ kind: 'model_failed' })
+      expect(server.requests).toHaveLength(i)
+    }
+    const fourth = await settle(agent.invoke(ask))
+    expect(fourth.error).toMatchObject({ kind: 'model_failed', message: expect.stringMatching(/circuit/) })
+    expect(server.requests).toHaveLength(3)
+  })
+
+  it('gives modelCall’s retry fields to its retry layer: maxAttempts 2 repeats a 529 once', async () => {
+    server = await anthropicServer([overloaded, overloaded, done])
+    const agent = createAgent({
+      model: claude(server.url),
+      tools: [],
+      middleware: [shallotMiddleware({ modelCall: { maxAttempts: 2, baseMs: 0, capMs: 0 }, clock: manualClock() })],
+    })
+    expect((await settle(agent.invoke(ask))).error).toMatchObject({
+      kind: 'model_failed',
+      message: expect.stringMatching(/^the model call failed after 2 attempts: /),
+    })
+    expect(server.requests).toHaveLength(2)
+  })
+})

@@ -57,7 +57,7 @@ export const shallotMiddlewareOptionsSchema = z
      * Deadline and backoff of every model call: `timeoutMs` per attempt (the request is aborted),
      * `maxAttempts` counting the first, full-jitter backoff from `baseMs` capped at `capMs`, never
      * shorter than the server's `Retry-After` (up to `maxRetryAfterMs`; a longer one is not waited for).
-     * Sugar for the model sides of the layers `retry()` and `errorClassifier()` (decision 510's one rule).
+     * The retry fields go to the retry layer of `defaultModelMiddleware()` from `shallot`, the default model stack.
      */
     modelCall: z
       .strictObject({
@@ -71,7 +71,7 @@ export const shallotMiddlewareOptionsSchema = z
     /**
      * The model layers every model call goes through, outermost first (`retry()`, `errorClassifier()`,
      * `circuitBreaker()`, your own), as `createAgent({ modelMiddleware })` takes them: layers with a model
-     * side, or model middleware functions. Default: the layers `modelCall` stands for. `modelCall.timeoutMs`
+     * side, or model middleware functions. Default: `defaultModelMiddleware()` with `modelCall`'s retry fields. `modelCall.timeoutMs`
      * stays the deadline of each attempt.
      */
     modelMiddleware: custom<LayerEntry<ModelMiddleware> | readonly LayerEntry<ModelMiddleware>[]>(
@@ -100,21 +100,14 @@ function retryOnlyOnce(options: { modelCall: Record<string, unknown>; modelMiddl
   }
 }
 
-/** The model onion: the layers given, else the ones `modelCall` stands for, with its figures or core's defaults. */
+/** The model onion: the layers given, else the default model stack with `modelCall`'s retry fields. */
 function modelLayersOf(o: z.output<typeof shallotMiddlewareOptionsSchema>): ModelMiddleware[] {
   const given = o.modelMiddleware
   if (given !== undefined)
     return Array.isArray(given)
       ? given.map((entry, i) => modelSideOf(entry, `modelMiddleware[${i}]`))
       : [modelSideOf(given, 'modelMiddleware')]
-  const { modelCall } = o
-  return modelCallLayers({
-    timeoutMs: modelCall.timeoutMs,
-    maxAttempts: modelCall.maxAttempts ?? 3,
-    baseMs: modelCall.baseMs ?? 250,
-    capMs: modelCall.capMs ?? 4000,
-    maxRetryAfterMs: modelCall.maxRetryAfterMs ?? 60_000,
-  })
+  return modelCallLayers(o.modelCall)
 }
 
 const isClientTool = (tool: unknown): tool is LangChainTool =>
@@ -260,7 +253,7 @@ export function shallotMiddleware(options?: ShallotMiddlewareOptions): AgentMidd
   const runs: ThreadRuns = new Map()
   const runKey = o.runKey ?? defaultRunKey
   const maxSteps = maxStepsFrom(o)
-  // Every model call goes through one onion of model layers: retry (one loop, one Retry-After rule) and the classifier.
+  // Every model call goes through one onion of model layers: by default the default model stack, as createAgent lists it.
   const modelEnv: ModelEnv = {
     onion: composeModelLayers(modelLayersOf(o)),
     timeoutMs: o.modelCall.timeoutMs,

@@ -3,7 +3,7 @@ import type { ReadableSpan, SpanProcessor } from '@opentelemetry/sdk-trace-base'
 import type { AgentEvent } from '@shallot/agent'
 import { defineTool, type ModelAdapter, type ModelRequest, type ModelResponse, ToolError } from '@shallot/core'
 import { manualClock } from '@shallot/testing'
-import { createAgent } from 'shallot'
+import { createAgent, defaultModelMiddleware } from 'shallot'
 import { afterEach, describe, expect, it } from 'vitest'
 import { z } from 'zod'
 import { otelSdk } from '../test/world.js'
@@ -240,7 +240,7 @@ describe('gen_ai.provider.name', () => {
     const tracing = otel({ tracer: sdk.tracer, meter: sdk.meter, secrets: ['hunter2'] })
     const anonymous: ModelAdapter = { name: 'local', generate: async () => ({ text: 'hi' }) }
     const leaky = { ...sdkModel(() => ({ text: 'hi' }), 'proxy sk-live-abcdefghijklmnop1234 hunter2'), name: 'leaky' }
-    const agent = createAgent({ model: [anonymous, leaky], tools: [], onEvent: tracing.onAgentEvent })
+    const agent = createAgent({ model: anonymous, tools: [], onEvent: tracing.onAgentEvent })
     await agent.run({ input: 'x' })
     const local = sdk.spans().find((s) => s.name === 'chat local')
     expect(local?.attributes).not.toHaveProperty('gen_ai.provider.name')
@@ -281,8 +281,7 @@ describe('a failed model attempt’s error.type', () => {
       tools: [],
       clock,
       random: () => 0,
-      limits: { modelTimeoutMs: 1_000 },
-      modelRetry: { maxAttempts: 5 },
+      modelMiddleware: defaultModelMiddleware({ timeout: { ms: 1_000 }, retry: { maxAttempts: 5 } }),
       onEvent: tracing.onAgentEvent,
     })
     tracing.attach(agent.stack)

@@ -3,7 +3,7 @@ import type { RunOutcome } from '@shallot/agent'
 import type { Logger } from '@shallot/core'
 import { manualClock, seededRandom } from '@shallot/testing'
 import pino from 'pino'
-import { consecutive, createAgent, defaultMiddleware } from 'shallot'
+import { consecutive, createAgent, defaultMiddleware, defaultModelMiddleware } from 'shallot'
 import { expect, it } from 'vitest'
 import { storyModel, storyTools } from '../test/world.js'
 import { operatorLog } from './index.js'
@@ -36,7 +36,7 @@ async function runStory(logger: Logger, input = 'refund ORD-2026-00042 for bob@e
         ...defaultMiddleware({ timeout: { ms: 2_000 }, circuitBreaker: { policy: consecutive({ threshold: 2 }), cooldownMs: 30_000 } }),
       ],
       limits: { maxTurns: 30, maxSteps: 80 },
-      modelRetry: { baseMs: 10 },
+      modelMiddleware: defaultModelMiddleware({ retry: { baseMs: 10 } }),
     }),
   )
   let outcome: RunOutcome | undefined
@@ -207,7 +207,7 @@ it('with the agent’s own logger, core writes each line once and operatorLog ad
         ...defaultMiddleware({ timeout: { ms: 2_000 }, circuitBreaker: { policy: consecutive({ threshold: 2 }), cooldownMs: 30_000 } }),
       ],
       limits: { maxTurns: 30, maxSteps: 80 },
-      modelRetry: { baseMs: 10 },
+      modelMiddleware: defaultModelMiddleware({ retry: { baseMs: 10 } }),
     }),
   )
   let outcome: RunOutcome | undefined

@@ -3,7 +3,7 @@ import type { ReadableSpan } from '@opentelemetry/sdk-trace-base'
 import type { RunOutcome } from '@shallot/agent'
 import type { StackEvent } from '@shallot/core'
 import { manualClock, seededRandom } from '@shallot/testing'
-import { consecutive, createAgent, defaultMiddleware } from 'shallot'
+import { consecutive, createAgent, defaultMiddleware, defaultModelMiddleware } from 'shallot'
 import { afterEach, expect, it } from 'vitest'
 import { otelSdk, storyModel, storyTools } from '../test/world.js'
 import { DURATION_BUCKETS, instrumentAgent, instrumentModel, otel } from './index.js'
@@ -30,7 +30,7 @@ async function runStory() {
         ...defaultMiddleware({ timeout: { ms: 2_000 }, circuitBreaker: { policy: consecutive({ threshold: 2 }), cooldownMs: 30_000 } }),
       ],
       limits: { maxTurns: 30, maxSteps: 80 },
-      modelRetry: { baseMs: 10 },
+      modelMiddleware: defaultModelMiddleware({ retry: { baseMs: 10 } }),
     }),
     { name: 'billing', tracer },
   )
@@ -255,7 +255,7 @@ it('traces the demo run from core’s events alone: the same tree, the provider 
       tracing,
     ],
     limits: { maxTurns: 30, maxSteps: 80 },
-    modelRetry: { baseMs: 10 },
+    modelMiddleware: defaultModelMiddleware({ retry: { baseMs: 10 } }),
     onEvent: tracing.onAgentEvent,
   })
   tracing.attach(agent.stack)

@@ -55,7 +55,7 @@ const overloaded = () =>
 /** What a provider SDK throws: no ToolError, a status, classified by core's one transient list. */
 const status = (code: number, message: string) => Object.assign(new Error(message), { status: code })
 
-/** Core's `modelRetry` defaults, as the layer's policy: the same numbers on both paths. */
+/** The default model stack's retry figures (`defaultModelMiddleware()`), as the layer's policy. */
 const POLICY = { maxAttempts: 3, baseMs: 250, capMs: 4000, maxRetryAfterMs: 60_000 } as const
 
 /** Runs the agent on `clock` to its end: time moves only when every promise has settled. */
@@ -87,7 +87,7 @@ interface Scenario {
   readonly name: string
   readonly steps: readonly Step[]
   readonly limits?: AgentOptions['limits']
-  /** Model deadline: the timeout layer's ms (core's limits.modelTimeoutMs was the same figure). */
+  /** Model deadline: the timeout layer's ms. */
   readonly deadlineMs?: number
   readonly maxRetryAfterMs?: number
   readonly expect: { status: string; kind?: string; output?: string; requests: number; steps: number; story: string[] }
@@ -186,8 +186,7 @@ const SCENARIOS: Scenario[] = [
 
 /**
  * How the scenarios ask the model: the retry and timeout layers' model handlers. Each scenario's expectation is
- * what core's own retry and deadline did; that path is gone (decision 500, step 3: `modelRetry` and
- * `limits.modelTimeoutMs` are sugar of shallot's createAgent, which builds these layers from them).
+ * what core's own retry and deadline did; that path is gone: createAgent asks through these layers or not at all.
  */
 const PATHS = {
   layers: (s: Scenario): Partial<AgentOptions> => ({

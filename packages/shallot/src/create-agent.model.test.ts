@@ -1,13 +1,15 @@
-// Core's model tests (once packages/core/src/agent-model.test.ts), through shallot's createAgent: its
-// default model stack (defaultModelMiddleware, and fallback({ models }) with a breaker per model for a chain)
-// must end every scenario as core's own retry, breaker and chain did (decision 500, step 3).
+// The agent's model scenarios through the default model stack as a user lists it: modelMiddleware:
+// defaultModelMiddleware(), with fallback({ models: [spare] }) outermost for a spare model. Each ends as the
+// agent's own retry, breaker and chain once did.
 import { describe, expect, it } from 'vitest'
 import { z } from 'zod'
 import {
   type AgentEvent,
   type Clock,
   createAgent,
+  defaultModelMiddleware,
   defineTool,
+  fallback,
   LoopError,
   type ModelAdapter,
   type ModelRequest,
@@ -37,6 +39,9 @@ function virtualClock(): Clock & { sleeps: number[]; advance(ms: number): void }
     timer: () => () => {},
   }
 }
+
+/** A spare model as a layer: the fallback outermost, then the default stack (its breaker keyed by each model). */
+const withSpare = (spare: ModelAdapter) => [fallback({ models: [spare] }), ...defaultModelMiddleware()]
 
 type Step = ModelResponse | Error | ((request: ModelRequest) => ModelResponse | Error)
 
@@ -166,7 +171,13 @@ describe('model-call retries', () => {
   it("never re-sends before the provider's Retry-After; the backoff's draw is waited when longer, within capMs", async () => {
     const clock = virtualClock()
     const m = model(undefined, [rateLimited(2000), rateLimited(2000), { text: 'ok' }], clock)
-    const outcome = await createAgent({ model: m, tools: [write], clock, random: () => 0.999 }).run({ input: 'x' })
+    const outcome = await createAgent({
+      model: m,
+      tools: [write],
+      clock,
+      random: () => 0.999,
+      modelMiddleware: defaultModelMiddleware(),
+    }).run({ input: 'x' })
     expect(outcome.status).toBe('completed')
     const gaps = m.requests.slice(1).map((r, i) => r.at - (m.requests[i] as { at: number }).at)
     expect(gaps).toEqual(clock.sleeps)
@@ -178,7 +189,9 @@ describe('model-call retries', () => {
   it('names the real cause in the report when the retries are spent', async () => {
     const clock = virtualClock()
     const m = model(undefined, [rateLimited(2000)], clock)
-    const outcome = await createAgent({ model: m, tools: [write], clock, random: () => 0 }).run({ input: 'x' })
+    const outcome = await createAgent({ model: m, tools: [write], clock, random: () => 0, modelMiddleware: defaultModelMiddleware() }).run({
+      input: 'x',
+    })
     expect(outcome.status).toBe('stopped')
     if (outcome.status !== 'stopped') return
     expect(outcome.error.kind).toBe('model_failed')
@@ -187,10 +200,11 @@ describe('model-call retries', () => {
     expect(m.requests).toHaveLength(3)
   })
 
-  it('gives up at once on a Retry-After past modelRetry.maxRetryAfterMs rather than re-send early', async () => {
+  it('gives up at once on a Retry-After past retry.maxRetryAfterMs rather than re-send early', async () => {
     const clock = virtualClock()
     const m = model(undefined, [rateLimited(90_000), { text: 'never' }], clock)
-    const outcome = await createAgent({ model: m, tools: [write], clock, modelRetry: { maxRetryAfterMs: 10_000 } }).run({ input: 'x' })
+    const modelMiddleware = defaultModelMiddleware({ retry: { maxRetryAfterMs: 10_000 } })
+    const outcome = await createAgent({ model: m, tools: [write], clock, modelMiddleware }).run({ input: 'x' })
     expect(outcome).toMatchObject({ status: 'stopped', error: { kind: 'model_failed' } })
     expect(m.requests).toHaveLength(1)
     expect(clock.sleeps).toEqual([])
@@ -203,7 +217,7 @@ describe('model-call retries', () => {
     ['model_failed', 'the model provider refused the request (400 invalid_request_error): bad field'],
   ] as const)('a LoopError %s from the adapter ends the run at once with its reason', async (kind, message) => {
     const m = model(undefined, [new LoopError(kind, message, { details: { status: 400, providerMessage: 'x' } }), { text: 'never' }])
-    const outcome = await createAgent({ model: m, tools: [write] }).run({ input: 'x' })
+    const outcome = await createAgent({ model: m, tools: [write], modelMiddleware: defaultModelMiddleware() }).run({ input: 'x' })
     expect(outcome).toMatchObject({ status: 'stopped', error: { kind, message } })
     expect(m.requests).toHaveLength(1)
     expect(outcome.status === 'stopped' && outcome.report.why).toContain(message)
@@ -217,7 +231,8 @@ describe('a fallback chain', () => {
     const primary = model('primary', [overloaded()], clock)
     const secondary = model('secondary', [call('c1'), { text: 'done on secondary' }], clock)
     const agent = createAgent({
-      model: [primary, secondary],
+      model: primary,
+      modelMiddleware: withSpare(secondary),
       tools: [write],
       clock,
       random: () => 0,
@@ -257,7 +272,14 @@ describe('a fallback chain', () => {
     const checkpoints = memoryCheckpoints()
     const primary = model('gpt-4o-mini', [overloaded()], clock)
     const secondary = model('claude-sonnet-4-5', [rateLimited(1000)], clock)
-    const agent = createAgent({ model: [primary, secondary], tools: [write], clock, random: () => 0, checkpoints })
+    const agent = createAgent({
+      model: primary,
+      modelMiddleware: withSpare(secondary),
+      tools: [write],
+      clock,
+      random: () => 0,
+      checkpoints,
+    })
     const outcome = await agent.run({ input: 'x', runId: 'both-down' })
     expect(outcome.status).toBe('stopped')
     if (outcome.status !== 'stopped') return
@@ -287,7 +309,7 @@ describe('a fallback chain', () => {
   it('a LoopError of the primary ends the run; it does not fall back', async () => {
     const primary = model('a', [new LoopError('context_exceeded', 'too long')])
     const secondary = model('b', [{ text: 'never' }])
-    const outcome = await createAgent({ model: [primary, secondary], tools: [write] }).run({ input: 'x' })
+    const outcome = await createAgent({ model: primary, modelMiddleware: withSpare(secondary), tools: [write] }).run({ input: 'x' })
     expect(outcome).toMatchObject({ status: 'stopped', error: { kind: 'context_exceeded' } })
     expect(secondary.requests).toHaveLength(0)
   })
@@ -296,7 +318,8 @@ describe('a fallback chain', () => {
     const primary = model('a', [overloaded()])
     const secondary = model('b', [{ text: 'fine' }])
     const agent = createAgent({
-      model: [primary, secondary],
+      model: primary,
+      modelMiddleware: withSpare(secondary),
       tools: [write],
       clock: virtualClock(),
       onEvent: () => {
@@ -382,7 +405,8 @@ describe('token and cost budgets', () => {
       { ...call('c2'), ...usage(0, 200_000) }, // $3 more: past $5
     ])
     const outcome = await createAgent({
-      model: [primary, secondary],
+      model: primary,
+      modelMiddleware: withSpare(secondary),
       tools: [write],
       clock: virtualClock(),
       limits: { maxCostUsd: 5 },
@@ -420,6 +444,7 @@ describe('hostile adapters and checkpoints', () => {
     const agent = createAgent({
       model: { generate: async () => answer as never },
       tools: [write],
+      modelMiddleware: defaultModelMiddleware(),
       onEvent: (event) => events.push(event),
     })
     const outcome = await agent.run({ input: 'x' })
@@ -446,6 +471,7 @@ describe('hostile adapters and checkpoints', () => {
       tools: [write],
       clock,
       random: () => 0,
+      modelMiddleware: defaultModelMiddleware(),
       onEvent: (event) => events.push(event.type === 'model.call' ? `model.call ${event.attempt} ${event.code ?? 'ok'}` : event.type),
     })
     expect(await agent.run({ input: 'x' })).toMatchObject({ status: 'completed', output: 'answered on attempt 2', steps: 2 })
@@ -484,7 +510,7 @@ describe('hostile adapters and checkpoints', () => {
       },
     }
     const secondary = model('secondary', [{ text: 'secondary' }])
-    const agent = createAgent({ model: [primary, secondary], tools: [write], clock, random: () => 0 })
+    const agent = createAgent({ model: primary, modelMiddleware: withSpare(secondary), tools: [write], clock, random: () => 0 })
     expect(await agent.run({ input: 'open it' })).toMatchObject({ status: 'completed', output: 'secondary' })
     clock.advance(30_000)
     mode = 'hang'
@@ -518,13 +544,14 @@ describe('hostile model and budget options', () => {
   )
 
   it.each([
-    ['limits', 'modelTimeoutMs'],
-    ['modelRetry', 'capMs'],
-    ['modelRetry', 'maxRetryAfterMs'],
-  ])('rejects %s.%s past what a timer can hold, instead of a deadline that fires at once', (group, key) => {
-    expect(make({ [group]: { [key]: 2 ** 31 } })).toThrow(OptionsError)
-    expect(make({ [group]: { [key]: 2 ** 31 } })).toThrow(new RegExp(`option ${group}\\.${key}: must be at most 2147483647 ms`))
-    expect(make({ [group]: { [key]: 2 ** 31 - 1 } })).not.toThrow()
+    ['timeout', 'ms'],
+    ['retry', 'capMs'],
+    ['retry', 'maxRetryAfterMs'],
+  ])('the default model stack rejects %s.%s past what a timer can hold, instead of a deadline that fires at once', (layer, key) => {
+    const stack = (ms: number) => () => defaultModelMiddleware({ [layer]: { [key]: ms } })
+    expect(stack(2 ** 31)).toThrow(OptionsError)
+    expect(stack(2 ** 31)).toThrow(new RegExp(`option ${key}: .*2147483647`))
+    expect(stack(2 ** 31 - 1)).not.toThrow()
   })
 
   it.each([Number.NaN, -1, Number.POSITIVE_INFINITY, '3'])('rejects a price of %s', (value) => {
@@ -554,35 +581,10 @@ describe('hostile model and budget options', () => {
     ).toThrow(/did you mean 'gpt-4o-mini'\?/)
   })
 
-  it('needs a price for every model when limits.maxCostUsd is set', () => {
-    expect(() =>
-      createAgent({
-        model: [model('a', []), model('b', [])],
-        tools: [write],
-        limits: { maxCostUsd: 1 },
-        prices: { a: { inputPerMTokUsd: 1, outputPerMTokUsd: 1 } },
-      }),
-    ).toThrow(/option prices: limits\.maxCostUsd needs a price for every model; add prices\['b'\]/)
-  })
-
-  it('rejects an empty chain, a chain holding a non-adapter, and two models of one name', () => {
-    expect(() => createAgent({ model: [], tools: [write] })).toThrow(/option model: the fallback chain is empty/)
-    expect(() => createAgent({ model: [ok, { generate: 'no' } as never], tools: [write] })).toThrow(
-      /option model\[1\]: model must be an object with generate\(\{ messages, tools, signal \}\), got an object without generate\(\)/,
-    )
-    expect(() => createAgent({ model: [ok, null as never], tools: [write] })).toThrow(/option model\[1\]: .*got null/)
-    expect(() => createAgent({ model: [ok, model('m', [])], tools: [write] })).toThrow(/option model\[1\]\.name: two models are named "m"/)
-    expect(() => createAgent({ model: [ok, model('__proto__', [])], tools: [write] })).toThrow(/"__proto__" cannot name a model/)
-    expect(() => createAgent({ model: [{ ...ok, name: 7 } as never], tools: [write] })).toThrow(
-      /option model\[0\]\.name: must be a non-empty string/,
-    )
-  })
-
-  it('rejects a system prompt that is not a string, and a bad breaker option', () => {
+  it('rejects a system prompt that is not a string, and bad options of the default model stack', () => {
     expect(make({ system: 42 })).toThrow(/option system: must be a string/)
-    expect(make({ modelBreaker: { threshold: 0 } })).toThrow(/option modelBreaker\.threshold/)
-    expect(make({ modelBreaker: { cooldownMs: Number.NaN } })).toThrow(/option modelBreaker\.cooldownMs/)
-    expect(make({ modelRetry: { maxRetryAfterMs: -1 } })).toThrow(/option modelRetry\.maxRetryAfterMs/)
+    expect(() => defaultModelMiddleware({ circuitBreaker: { cooldownMs: Number.NaN } })).toThrow(/cooldownMs/)
+    expect(() => defaultModelMiddleware({ retry: { maxRetryAfterMs: -1 } })).toThrow(/maxRetryAfterMs/)
     expect(make({ onEvent: 'log' })).toThrow(/option onEvent: must be a function/)
   })
 })

@@ -2,7 +2,6 @@ import { type AgentOptions, createAgent } from '@shallot/agent'
 import { type ModelAdapter, type ModelRequest, type ModelResponse, OptionsError, ToolError } from '@shallot/core'
 import { type ManualClock, manualClock, seededRandom } from '@shallot/testing'
 import { describe, expect, it } from 'vitest'
-import { createAgent as createShallotAgent } from './create-agent.js'
 import { DEFAULT_MODEL_ORDER, defaultModelMiddleware } from './default-model-middleware.js'
 import { defaultModelMiddleware as exported } from './index.js'
 
@@ -28,12 +27,8 @@ const status = (code: number, message: string, headers?: Record<string, string>)
 const limited = (retryAfterMs: number) =>
   new ToolError('rate_limited', 'the model provider is rate limiting (429)', { category: 'transient', retryable: true, retryAfterMs })
 
-async function runOn(
-  clock: ManualClock,
-  options: AgentOptions,
-  create: (options: AgentOptions) => ReturnType<typeof createAgent> = createAgent,
-) {
-  const agent = create({ ...options, clock, random: seededRandom(7) })
+async function runOn(clock: ManualClock, options: AgentOptions) {
+  const agent = createAgent({ ...options, clock, random: seededRandom(7) })
   let settled = false
   const run = agent.run({ input: 'go' })
   run.then(
@@ -44,43 +39,36 @@ async function runOn(
   return run
 }
 
-/**
- * The same script down `shallot`'s createAgent (which builds its default model stack; core's own model path,
- * whose figures it keeps, is gone: decision 500, step 3) and down core's createAgent with the layers listed.
- */
-async function bothPaths(steps: readonly Step[]) {
-  const results = []
-  for (const modelMiddleware of [undefined, defaultModelMiddleware()]) {
-    const clock = manualClock()
-    const { adapter, requests } = scripted(clock, steps)
-    const outcome =
-      modelMiddleware === undefined
-        ? await runOn(clock, { model: adapter, tools: [] }, createShallotAgent)
-        : await runOn(clock, { model: adapter, tools: [], modelMiddleware })
-    const why = outcome.status === 'stopped' ? outcome.error.kind : undefined
-    results.push({ status: outcome.status, why, requests: requests.length, waitedAtLeast: requests.at(-1) ?? 0 })
-  }
-  return results as [(typeof results)[0], (typeof results)[0]]
+/** The script down createAgent with the default model stack listed: how the run ended, after how many requests. */
+async function throughDefaults(steps: readonly Step[]) {
+  const clock = manualClock()
+  const { adapter, requests } = scripted(clock, steps)
+  const outcome = await runOn(clock, { model: adapter, tools: [], modelMiddleware: defaultModelMiddleware() })
+  const why = outcome.status === 'stopped' ? outcome.error.kind : undefined
+  return { status: outcome.status, why, requests: requests.length, lastAskedAt: requests.at(-1) ?? 0 }
 }
 
-describe('defaultModelMiddleware(): listed in core’s createAgent, it ends a run as shallot’s createAgent (core’s old figures) does', () => {
-  it.each<[string, Step[]]>([
-    ['503, 503, then an answer', [status(503, 'unavailable'), status(503, 'unavailable'), done('ok')]],
-    ['a 429 with Retry-After, then an answer', [limited(2000), done('ok')]],
-    ['a 500 on every attempt', [status(500, 'boom')]],
-    ['a 400: not repeated', [status(400, 'bad request'), done('never')]],
-    ['a hang cut by the deadline, then an answer', ['hang', done('ok')]],
-  ])('%s', async (_name, steps) => {
-    const [core, layers] = await bothPaths(steps)
-    expect(layers.status).toBe(core.status)
-    expect(layers.why).toBe(core.why)
-    expect(layers.requests).toBe(core.requests)
+describe('defaultModelMiddleware(): the default model stack, with the figures the agent’s own model path had', () => {
+  it.each<[string, Step[], { status: string; why: string | undefined; requests: number }]>([
+    [
+      '503, 503, then an answer',
+      [status(503, 'unavailable'), status(503, 'unavailable'), done('ok')],
+      { status: 'completed', why: undefined, requests: 3 },
+    ],
+    ['a 429 with Retry-After, then an answer', [limited(2000), done('ok')], { status: 'completed', why: undefined, requests: 2 }],
+    ['a 500 on every attempt', [status(500, 'boom')], { status: 'stopped', why: 'model_failed', requests: 3 }],
+    ['a 400: not repeated', [status(400, 'bad request'), done('never')], { status: 'stopped', why: 'model_failed', requests: 1 }],
+    ['a hang cut by the deadline, then an answer', ['hang', done('ok')], { status: 'completed', why: undefined, requests: 2 }],
+  ])('%s', async (_name, steps, expected) => {
+    expect(await throughDefaults(steps)).toMatchObject(expected)
   })
 
-  it('waits a Retry-After out before the repeat (a floor on both paths)', async () => {
-    const [core, layers] = await bothPaths([limited(2000), done('ok')])
-    expect(core.waitedAtLeast).toBeGreaterThanOrEqual(2000)
-    expect(layers.waitedAtLeast).toBeGreaterThanOrEqual(2000)
+  it('waits a Retry-After out before the repeat (a floor under the backoff)', async () => {
+    expect((await throughDefaults([limited(2000), done('ok')])).lastAskedAt).toBeGreaterThanOrEqual(2000)
+  })
+
+  it('cuts a hang at 60 s', async () => {
+    expect((await throughDefaults(['hang', done('ok')])).lastAskedAt).toBeGreaterThanOrEqual(60_000)
   })
 
   it('gives up at once on a Retry-After past retry’s maxRetryAfterMs, instead of waiting a clamped 60 s', async () => {

@@ -14,11 +14,12 @@ import {
 import { faultError, manualClock, scriptedModel, seededRandom } from '@shallot/testing'
 import { describe, expect, it } from 'vitest'
 import { z } from 'zod'
-import { createAgent } from './create-agent.js'
 import {
   circuitBreaker,
   consecutive,
   constant,
+  createAgent,
+  defaultModelMiddleware,
   errorClassifier,
   type IdempotencyStore,
   idempotency,
@@ -270,7 +271,7 @@ const scenarios: Record<string, () => Promise<string>> = {
 
 async function agentStop(model: Parameters<typeof createAgent>[0]['model'], tools: AnyTool[] = [readFile], limits = {}) {
   const clock = manualClock()
-  const agent = createAgent({ model, tools, clock, random: seededRandom(1), limits })
+  const agent = createAgent({ model, tools, clock, random: seededRandom(1), limits, modelMiddleware: defaultModelMiddleware() })
   let settled = false
   const pending = agent.run({ input: 'read main', runId: 'run-1' }).finally(() => {
     settled = true

@@ -4,8 +4,7 @@ import { createRun, createStack, defineTool } from '@shallot/core'
 import { manualClock, seededRandom } from '@shallot/testing'
 import { describe, expect, it } from 'vitest'
 import { z } from 'zod'
-import { createAgent } from './create-agent.js'
-import { defaultMiddleware } from './index.js'
+import { createAgent, defaultMiddleware, defaultModelMiddleware } from './index.js'
 
 // What the docs say about a write that failed with a 5xx, and where a refused-credentials stop comes from, checked
 // against what the default stack and createAgent do.
@@ -65,15 +64,16 @@ describe('a write that failed with a 503', () => {
 })
 
 describe('a model provider that refuses the credentials', () => {
-  it("stops shallot's createAgent as user_input_required (credentials), and docs/errors.md names every source of that stop", async () => {
+  it('stops createAgent with the default model stack as user_input_required (credentials), and docs/errors.md names every source of that stop', async () => {
     const model = {
       generate: async () => {
         throw Object.assign(new Error('Incorrect API key provided'), { status: 401 })
       },
     }
-    const outcome = await createAgent({ model, tools: [] }).run({ input: 'hi' })
+    const outcome = await createAgent({ model, tools: [], modelMiddleware: defaultModelMiddleware() }).run({ input: 'hi' })
     expect(outcome).toMatchObject({ status: 'stopped', error: { kind: 'user_input_required', details: { reason: 'credentials' } } })
     const row = page('docs/errors.md').split('| `user_input_required` |')[1]?.split(' | ')[0]
-    for (const source of ['errorClassifier()', '`createAgent`', '@shallot/langchain', '@shallot/ai-sdk']) expect(row).toContain(source)
+    for (const source of ['errorClassifier()', '`defaultModelMiddleware()`', '@shallot/langchain', '@shallot/ai-sdk'])
+      expect(row).toContain(source)
   })
 })

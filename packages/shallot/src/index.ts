@@ -5,10 +5,10 @@ export {
   type AgentEvent,
   type AgentEventListener,
   type AgentLimits,
-  type AgentModel,
   type AgentOptions,
   type AgentScope,
   type CheckpointStore,
+  createAgent,
   type ModelPrice,
   memoryCheckpoints,
   ParkedError,
@@ -97,6 +97,5 @@ export {
 } from '@shallot/retry'
 export { type ConvergenceOptions, resetConvergence, resetStuckLoop, type StuckLoopOptions, stuckLoop } from '@shallot/stuck-loop'
 export { type TimeoutOptions, timeout } from '@shallot/timeout'
-export { createAgent } from './create-agent.js'
 export { DEFAULT_ORDER, type DefaultMiddlewareOptions, defaultMiddleware } from './default-middleware.js'
 export { DEFAULT_MODEL_ORDER, type DefaultModelMiddlewareOptions, defaultModelMiddleware } from './default-model-middleware.js'

@@ -5,7 +5,7 @@ import { join, resolve } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest'
 import { z } from 'zod'
-import { createAgent, defaultMiddleware, defineTool, LoopError, type ModelAdapter } from './index.js'
+import { createAgent, defaultMiddleware, defaultModelMiddleware, defineTool, LoopError, type ModelAdapter } from './index.js'
 
 // docs/model-adapter.md's adapter and its usage, run as written against a local server that speaks the
 // Chat Completions protocol. The blocks are written into this package (so `shallot` resolves) and imported.
@@ -140,7 +140,12 @@ describe('docs/model-adapter.md', () => {
     const chatCompletionsModel = await adapter()
     handlers = [(_b, _r, res) => reply(res, 429, { error: 'slow down' }), (_b, _r, res) => reply(res, 200, message({ content: 'fine' }))]
     const model = chatCompletionsModel({ baseUrl, apiKey: 'k', model: 'm' })
-    const outcome = await createAgent({ model, tools: [weather], middleware: defaultMiddleware(), modelRetry: { baseMs: 0 } }).run({
+    const outcome = await createAgent({
+      model,
+      tools: [weather],
+      middleware: defaultMiddleware(),
+      modelMiddleware: defaultModelMiddleware({ retry: { baseMs: 0 } }),
+    }).run({
       input: 'hi',
     })
     expect(outcome).toMatchObject({ status: 'completed', output: 'fine', steps: 2 })
@@ -150,10 +155,15 @@ describe('docs/model-adapter.md', () => {
     const chatCompletionsModel = await adapter()
     handlers = [(_b, _r, res) => reply(res, 401, { error: 'bad key' })]
     const model = chatCompletionsModel({ baseUrl, apiKey: 'sk-secret-123', model: 'm' })
-    const outcome = await createAgent({ model, tools: [weather], middleware: defaultMiddleware() }).run({ input: 'hi' })
+    const outcome = await createAgent({
+      model,
+      tools: [weather],
+      middleware: defaultMiddleware(),
+      modelMiddleware: defaultModelMiddleware(),
+    }).run({ input: 'hi' })
     expect(outcome.status).toBe('stopped')
     if (outcome.status !== 'stopped') return
-    // The default model stack's error classifier names the fix (decision 520); core alone said model_failed.
+    // The default model stack's error classifier names the fix; a bare model call says model_failed.
     expect(outcome.error).toMatchObject({
       kind: 'user_input_required',
       message: 'the model provider refused the credentials (401)',
@@ -185,7 +195,12 @@ describe('docs/model-adapter.md', () => {
       (_b, _r, res) => reply(res, 200, message({ content: 'done' })),
     ]
     const model = chatCompletionsModel({ baseUrl, apiKey: 'k', model: 'm' })
-    const outcome = await createAgent({ model, tools: [weather], middleware: defaultMiddleware() }).run({ input: 'weather?' })
+    const outcome = await createAgent({
+      model,
+      tools: [weather],
+      middleware: defaultMiddleware(),
+      modelMiddleware: defaultModelMiddleware(),
+    }).run({ input: 'weather?' })
     expect(outcome).toMatchObject({ status: 'completed', output: 'done' })
     expect(received).toHaveLength(3)
   })
@@ -206,7 +221,12 @@ describe('docs/model-adapter.md', () => {
       },
     ]
     const model = chatCompletionsModel({ baseUrl, apiKey: 'k', model: 'm' })
-    const outcome = await createAgent({ model, tools: [weather], middleware: defaultMiddleware() }).run({
+    const outcome = await createAgent({
+      model,
+      tools: [weather],
+      middleware: defaultMiddleware(),
+      modelMiddleware: defaultModelMiddleware(),
+    }).run({
       input: 'hi',
       signal: controller.signal,
     })
@@ -219,7 +239,12 @@ describe('docs/model-adapter.md', () => {
     const chatCompletionsModel = await adapter()
     handlers = [(_b, _r, res) => reply(res, 200, { choices: [] })]
     const model = chatCompletionsModel({ baseUrl, apiKey: 'k', model: 'm' })
-    const outcome = await createAgent({ model, tools: [weather], middleware: defaultMiddleware() }).run({ input: 'hi' })
+    const outcome = await createAgent({
+      model,
+      tools: [weather],
+      middleware: defaultMiddleware(),
+      modelMiddleware: defaultModelMiddleware(),
+    }).run({ input: 'hi' })
     expect(outcome).toMatchObject({ status: 'stopped', error: { kind: 'model_failed' } })
     if (outcome.status === 'stopped') expect(outcome.error.message).toContain('answered without choices[0].message')
   })

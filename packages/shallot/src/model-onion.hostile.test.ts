@@ -253,10 +253,11 @@ describe('an adapter that never settles, under timeout', () => {
     expect(finished?.type === 'run.finished' && finished.usage).toEqual({ inputTokens: 0, outputTokens: 0, costUsd: 0 })
   })
 
-  it("shallot's default stack: each of 3 attempts times out, the run stops as model_failed, no timer is left", async () => {
+  it('the default model stack: each of 3 attempts times out, the run stops as model_failed, no timer is left', async () => {
     const model = stalling('slow', false)
     const rec = recorder()
-    const agent = createAgent({ model, tools: [], limits: { modelTimeoutMs: 7_777 }, onEvent: rec.onEvent })
+    const modelMiddleware = defaultModelMiddleware({ timeout: { ms: 7_777 } })
+    const agent = createAgent({ model, tools: [], modelMiddleware, onEvent: rec.onEvent })
     const running = agent.run({ input: 'go' })
     await vi.runAllTimersAsync()
     const error = stoppedWith(await running)
@@ -399,14 +400,9 @@ describe('nonsense numbers in a model layer factory', () => {
     ['contextEditing()', 'models.gpt', (v) => contextEditing({ models: { gpt: v } })],
     // defaultModelMiddleware() hands each layer its options and the layer checks them (documented): its words name the layer.
     ['timeout()', 'ms', (v) => defaultModelMiddleware({ timeout: { ms: v } })],
-    ['createAgent()', 'limits.modelTimeoutMs', (v) => createAgent({ model: scripted('m', []), limits: { modelTimeoutMs: v } })],
-    ['createAgent()', 'modelRetry.baseMs', (v) => createAgent({ model: scripted('m', []), modelRetry: { baseMs: v } })],
-    ['createAgent()', 'modelRetry.maxAttempts', (v) => createAgent({ model: scripted('m', []), modelRetry: { maxAttempts: v } })],
-    [
-      'createAgent()',
-      'modelBreaker.cooldownMs',
-      (v) => createAgent({ model: [scripted('a', []), scripted('b', [])], modelBreaker: { cooldownMs: v } }),
-    ],
+    ['retry()', 'baseMs', (v) => defaultModelMiddleware({ retry: { baseMs: v } })],
+    ['retry()', 'maxAttempts', (v) => defaultModelMiddleware({ retry: { maxAttempts: v } })],
+    ['circuitBreaker()', 'cooldownMs', (v) => defaultModelMiddleware({ circuitBreaker: { cooldownMs: v } })],
   ]
   // maxAttempts: Infinity is documented ("let only the backoff and the ceiling decide"): tested below, not refused.
   const documentedInfinity = new Set(['maxAttempts', 'perCode.rate_limited.maxAttempts'])
@@ -704,7 +700,7 @@ describe('a late answer of an attempt that timed out, under retry', () => {
   })
 })
 
-describe('an adapter that throws something hostile, under shallot’s default model stack', () => {
+describe('an adapter that throws something hostile, bare and under the default model stack', () => {
   const hostile: [string, () => unknown][] = [
     ['null', () => null],
     ['undefined', () => undefined],
@@ -736,18 +732,34 @@ describe('an adapter that throws something hostile, under shallot’s default mo
     ],
   ]
 
-  it.each(hostile)('%s: the run stops as model_failed, agent.run never rejects', async (_name, make) => {
-    const model = {
-      name: 'm',
-      generate: async () => {
-        throw make()
-      },
-    }
-    const agent = createAgent({ model, tools: [], clock: manualClock(), random: () => 0.5 })
-    const outcome = await agent.run({ input: 'go' })
-    expect(stoppedWith(outcome).kind).toBe('model_failed')
-    expect(outcome.status === 'stopped' && typeof outcome.report.text).toBe('string')
-  })
+  const stacks = [
+    ['bare', undefined],
+    ['the default model stack', defaultModelMiddleware],
+  ] as const
+  it.each(hostile.flatMap(([name, make]) => stacks.map(([stack, layers]) => [name, stack, make, layers] as const)))(
+    '%s, %s: the run stops as model_failed, agent.run never rejects, the attempt is told',
+    async (_name, _stack, make, layers) => {
+      const model = {
+        name: 'm',
+        generate: async () => {
+          throw make()
+        },
+      }
+      const told: string[] = []
+      const agent = createAgent({
+        model,
+        tools: [],
+        clock: manualClock(),
+        random: () => 0.5,
+        onEvent: (e) => e.type === 'model.call' && told.push(e.code ?? 'ok'),
+        ...(layers === undefined ? {} : { modelMiddleware: layers() }),
+      })
+      const outcome = await agent.run({ input: 'go' })
+      expect(stoppedWith(outcome).kind).toBe('model_failed')
+      expect(outcome.status === 'stopped' && typeof outcome.report.text).toBe('string')
+      expect(told).toHaveLength(1)
+    },
+  )
 })
 
 describe('a model middleware that hands the layers inside a signal of its own', () => {

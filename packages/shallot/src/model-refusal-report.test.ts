@@ -2,7 +2,7 @@
 // a report that names the provider and the key — not "a tool needs something only a person can provide", which sent
 // the reader looking for a tool that never ran.
 import { describe, expect, it } from 'vitest'
-import { createAgent, type ModelAdapter } from './index.js'
+import { createAgent, defaultModelMiddleware, type ModelAdapter } from './index.js'
 
 /** An adapter whose provider answers every request with `status` and an empty body. */
 const refusing = (status: number, body: Record<string, unknown> = {}): ModelAdapter => ({
@@ -14,7 +14,7 @@ const refusing = (status: number, body: Record<string, unknown> = {}): ModelAdap
 
 describe('a provider refusal with no message of its own', () => {
   it('a bare 401 names the credentials as what to fix', async () => {
-    const agent = createAgent({ model: refusing(401), tools: [] })
+    const agent = createAgent({ model: refusing(401), tools: [], modelMiddleware: defaultModelMiddleware() })
     const outcome = await agent.run({ input: 'hello' })
     expect(outcome.status).toBe('stopped')
     if (outcome.status !== 'stopped') return
@@ -26,7 +26,7 @@ describe('a provider refusal with no message of its own', () => {
   })
 
   it('a bare 403 reads the same way', async () => {
-    const agent = createAgent({ model: refusing(403), tools: [] })
+    const agent = createAgent({ model: refusing(403), tools: [], modelMiddleware: defaultModelMiddleware() })
     const outcome = await agent.run({ input: 'hello' })
     expect(outcome.status === 'stopped' && outcome.report.why).toBe('the model provider refused the credentials (403)')
   })

@@ -1,10 +1,10 @@
-// The README's chain sample, run: `model: [gpt, claude]` is sugar of this createAgent (the fallback layer and a
-// breaker per model); it moved here from core's README, whose createAgent has no chain of its own (decision 500).
+// The README's spare-model sample, run: a fallback layer outermost in front of the default model stack, whose
+// breaker keeps one circuit per model.
 import { readFileSync } from 'node:fs'
 import { afterEach, expect, it, vi } from 'vitest'
 import { z } from 'zod'
 // readme:start
-import { createAgent, defineTool, type ModelAdapter, memoryCheckpoints } from './index.js'
+import { createAgent, defaultModelMiddleware, defineTool, fallback, type ModelAdapter, memoryCheckpoints } from './index.js'
 
 const writeFile = defineTool({
   name: 'write_file',
@@ -17,9 +17,10 @@ const writeFile = defineTool({
 /** gpt answers, claude when gpt keeps failing; a run stops past 1,000,000 tokens or $2. */
 export function releaseAgent(gpt: ModelAdapter, claude: ModelAdapter) {
   return createAgent({
-    model: [
-      { name: 'gpt-4o-mini', generate: (request) => gpt.generate(request) },
-      { name: 'claude-sonnet-4-5', generate: (request) => claude.generate(request) },
+    model: { name: 'gpt-4o-mini', generate: (request) => gpt.generate(request) },
+    modelMiddleware: [
+      fallback({ models: [{ name: 'claude-sonnet-4-5', generate: (request) => claude.generate(request) }] }),
+      ...defaultModelMiddleware(),
     ],
     system: 'You write release notes. Be brief.',
     tools: [writeFile],
@@ -90,7 +91,6 @@ it('runs: a failing gpt falls back to claude, which the system prompt reaches to
     'gpt: You write release notes. Be brief.',
     'claude: You write release notes. Be brief.',
   ])
-  // The classifier layer names the 529 (core's own chain said '529 overloaded').
   expect(log).toHaveBeenCalledWith('model.fallback', 'gpt-4o-mini: 529 the provider is overloaded; circuit open')
 })
 

@@ -1,7 +1,8 @@
-// One failing model, three hosts (issue 35): shallot's createAgent with a plain adapter (its default model stack,
-// built from `modelRetry`, and the model onion of the retry and error-classifier layers), createAgent with the AI
-// SDK adapter (aiSdkModel), and LangChain's createAgent with shallotMiddleware. Every host asks the same local
-// server (fakeProvider: OpenAI Chat Completions for the first two, Anthropic Messages for LangChain's ChatAnthropic,
+// One failing model, every host: createAgent with a plain adapter and the default model stack
+// (`modelMiddleware: defaultModelMiddleware()`), the same adapter through the retry and error-classifier layers as
+// a config file builds them, createAgent with the AI SDK adapter (aiSdkModel), and LangChain's createAgent with
+// shallotMiddleware (whose default model stack is the same defaultModelMiddleware()). Every host asks the same local
+// server (fakeProvider: OpenAI Chat Completions for the first three, Anthropic Messages for LangChain's ChatAnthropic,
 // one script), each with 3 attempts per model call and a 1 ms backoff, its SDK's own retries off. What each host
 // ends with, and how many requests reached the server, is pinned here; where they differ, the test says how.
 import { readFileSync, realpathSync } from 'node:fs'
@@ -14,7 +15,7 @@ import { errorClassifierDefinition } from '@shallot/error-classifier'
 import { retryDefinition } from '@shallot/retry'
 import { type FakeProvider, type FakeStep, fakeProvider } from '@shallot/testing'
 import { afterEach, beforeAll, describe, expect, it } from 'vitest'
-import { createAgent, type LoopError, type ModelAdapter, ToolError } from './index.js'
+import { createAgent, defaultModelMiddleware, type LoopError, type ModelAdapter, ToolError } from './index.js'
 
 // LangChain is not a dependency of this package: adding it here makes pnpm resolve @langchain/core in a second peer
 // variant, and @shallot/langchain's own tests then see two copies of LangGraph. So LangChain is loaded as
@@ -92,11 +93,12 @@ function lastFailureOf(error: LoopError): string | undefined {
   return typeof status === 'number' ? String(status) : undefined
 }
 
-async function throughCreateAgent(model: ModelAdapter, server: FakeProvider, modelMiddleware?: ModelMiddleware[]): Promise<Ending> {
-  const agent =
-    modelMiddleware === undefined
-      ? createAgent({ model, tools: [], modelRetry: RETRY })
-      : createAgent({ model, tools: [], modelMiddleware })
+async function throughCreateAgent(
+  model: ModelAdapter,
+  server: FakeProvider,
+  modelMiddleware: ModelMiddleware[] = defaultModelMiddleware({ retry: RETRY }),
+): Promise<Ending> {
+  const agent = createAgent({ model, tools: [], modelMiddleware })
   const outcome = await agent.run({ input: 'hi' })
   const requests = server.requests.length
   if (outcome.status === 'completed') return { status: 'completed', text: outcome.output, requests }
@@ -154,7 +156,7 @@ async function allThree(
   }
   return {
     createAgent: await run('createAgent', (server) => throughCreateAgent(fetchAdapter(server.openaiBaseURL), server)),
-    // The same plain adapter through the model onion instead of core's own loop: retry outside the error classifier.
+    // The same plain adapter through the layers as a config file builds them: retry outside the error classifier.
     modelOnion: await run('modelOnion', (server) =>
       throughCreateAgent(fetchAdapter(server.openaiBaseURL), server, [
         retryDefinition.buildModel(RETRY),
@@ -168,8 +170,25 @@ async function allThree(
   }
 }
 
+/** How each host ended, in the words all share: status, LoopError kind, requests that reached the server. */
+const kindsOf = (endings: Record<Host, Ending>) =>
+  Object.fromEntries(Object.entries(endings).map(([host, e]) => [host, [e.status, e.kind, e.requests]]))
+
 // Real servers and three SDKs' first requests: seconds on a busy two-core machine, so no test here races vitest's 5 s.
 describe('the same failing model through createAgent, aiSdkModel and LangChain', { timeout: 30_000 }, () => {
+  it('503 three times, then an answer: all stop as model_failed after the same three requests', async () => {
+    const unavailable: FakeStep = { fault: 'server_error', status: 503 }
+    const endings = await allThree([unavailable, unavailable, unavailable, { text: 'never read' }])
+    const same = ['stopped', 'model_failed', 3]
+    expect(kindsOf(endings)).toEqual({ createAgent: same, modelOnion: same, aiSdkModel: same, langchain: same })
+  })
+
+  it('a 401: all stop at once as user_input_required, after one request', async () => {
+    const endings = await allThree([{ fault: 'authentication' }, { text: 'never read' }])
+    const same = ['stopped', 'user_input_required', 1]
+    expect(kindsOf(endings)).toEqual({ createAgent: same, modelOnion: same, aiSdkModel: same, langchain: same })
+  })
+
   it('503 twice, then an answer: all three answer, after the same three requests', async () => {
     const endings = await allThree([{ fault: 'server_error', status: 503 }, { fault: 'server_error', status: 503 }, { text: 'the answer' }])
     const same: Ending = { status: 'completed', text: 'the answer', requests: 3 }
@@ -179,8 +198,7 @@ describe('the same failing model through createAgent, aiSdkModel and LangChain',
   it('429 on every request: all three stop as model_failed after three requests, the failure classified as rate_limited', async () => {
     const endings = await allThree([{ fault: 'rate_limit' }], 'repeat')
     expect(endings).toEqual({
-      // shallot's createAgent classifies it in its default model stack (decision 500, step 3): until then core's own
-      // loop saw it unclassified and named its status, '429'.
+      // The default model stack's error classifier names it.
       createAgent: { status: 'stopped', kind: 'model_failed', lastFailure: 'rate_limited', requests: 3 },
       // Through the onion the error classifier names it, as the AI SDK adapter does.
       modelOnion: { status: 'stopped', kind: 'model_failed', lastFailure: 'rate_limited', requests: 3 },
@@ -200,9 +218,8 @@ describe('the same failing model through createAgent, aiSdkModel and LangChain',
     })
     const same: Ending = { status: 'completed', text: 'the answer', requests: 2 }
     expect(endings).toEqual({ createAgent: same, modelOnion: same, aiSdkModel: same, langchain: same })
-    // The error classifier (in shallot's default model stack too), aiSdkModel and shallotMiddleware read the header:
-    // no second request sooner than asked. Core's own loop, before step 3, read a Retry-After only from a classified
-    // ToolError and sent the second request after the 1 ms backoff.
+    // The error classifier (in the default model stack), aiSdkModel and shallotMiddleware read the header: no second
+    // request sooner than asked.
     for (const host of ['createAgent', 'modelOnion', 'aiSdkModel', 'langchain'] as const)
       expect(gaps[host], host).toBeGreaterThanOrEqual(295)
   })

@@ -169,8 +169,8 @@ describe('createAgent', () => {
     expect(soft).toMatchObject({ status: 'completed', output: 'gave up' })
   })
 
-  // Core's createAgent asks the model only through its onion: without a retry layer a transient failure is not
-  // repeated (shallot's createAgent and retry() in modelMiddleware repeat it: decision 500, step 3).
+  // createAgent asks the model only through its onion: without a retry layer a transient failure is not
+  // repeated (retry() in modelMiddleware, or defaultModelMiddleware(), repeats it).
   it('asks a transiently failing model once without a retry layer, then gives up as model_failed', async () => {
     const clock = manualClock()
     let calls = 0

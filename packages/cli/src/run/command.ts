@@ -15,7 +15,7 @@ import { type ApprovalAnswer, type ModelAdapter, type ModelRequest, type StackEv
 import type { ServerEnvInherit } from '@shallot/mcp'
 import { policyDefinition } from '@shallot/policy'
 import { type SqliteCheckpoints, type SqliteStore, sqliteCheckpoints, sqliteStore } from '@shallot/store-sqlite'
-import { createAgent, defaultMiddleware } from 'shallot'
+import { createAgent, defaultMiddleware, defaultModelMiddleware } from 'shallot'
 import type { CliIO } from '../cli-io.js'
 import { color } from '../demo/paint.js'
 import { printOutcome } from '../demo/summary.js'
@@ -109,7 +109,7 @@ function openStores(file: string): { checkpoints: SqliteCheckpoints; idempotency
   }
 }
 
-/** The config file's stack, and its modelMiddleware: layers when it has them (without, shallot's createAgent asks through the default model stack). */
+/** The config file's stack, and its modelMiddleware: layers when it has them (without, the run lists the default model stack). */
 function stackOfConfig(
   config: NonNullable<Awaited<ReturnType<typeof configOf>>>,
   tools: Parameters<typeof createStackFromConfig>[1]['tools'],
@@ -273,7 +273,8 @@ function liveAgent(o: {
     onEvent: waits.agentEvent,
     ...(io.clock === undefined ? {} : { clock: io.clock }),
     ...(park === undefined ? {} : { park }),
-    ...(modelLayers === undefined ? {} : { modelMiddleware: modelLayers }),
+    // A run asks its model through the default model stack unless the config file lists its own layers.
+    modelMiddleware: modelLayers ?? defaultModelMiddleware(),
   })
   agent.stack.on((event) => {
     events.push(event)
