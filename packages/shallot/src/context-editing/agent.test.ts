@@ -4,7 +4,7 @@
 import { CONTEXT_EDITED, contextEditing } from '@shallot/context-editing'
 import type { LayerEntry, ModelMiddleware } from '@shallot/core'
 import { type FakeProvider, type FakeRequest, fakeProvider } from '@shallot/testing'
-import { createAgent, defaultModelMiddleware, defineTool, type Message, memoryCheckpoints } from 'shallot'
+import { type AgentEvent, createAgent, defaultModelMiddleware, defineTool, type Message, memoryCheckpoints } from 'shallot'
 import { afterEach, describe, expect, it } from 'vitest'
 import { z } from 'zod'
 import { chatToolProblems, openAiChat } from './openai-chat.test-helper.js'
@@ -51,7 +51,7 @@ async function runWith(modelMiddleware: LayerEntry<ModelMiddleware>[], plan: rea
     tools: [readLog],
     modelMiddleware,
     checkpoints,
-    onEvent: (event) => events.push(event as unknown as Record<string, unknown>),
+    onEvent: (event: AgentEvent) => events.push(event as unknown as Record<string, unknown>),
   })
   const outcome = await agent.run({ input: 'read the logs and say what failed', runId: 'logs-1' })
   return { outcome, events, server, snapshot: await checkpoints.load('logs-1') }
