@@ -24,7 +24,7 @@ export {
 export { type BoundedCall, boundedCall, type StoreUnavailable } from './bounded-call.js'
 export { emitFresh } from './call-context.js'
 export { callListener } from './call-listener.js'
-export { canonicalJson, hashOf, tupleHasher } from './canonical.js'
+export { canonicalJson, hashOf } from './canonical.js'
 export { type AbortSource, neverAborted, onAbort, untilAborted } from './channel.js'
 export { callNext } from './compose.js'
 export { startTimer } from './deadlines.js'

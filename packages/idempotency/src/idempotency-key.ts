@@ -1,4 +1,4 @@
-import { hashOf, tupleHasher } from '@shallot/core/kit'
+import { hashOf } from '@shallot/core/kit'
 import { flat } from './flat-string.js'
 
 const KEY = /^[\x20-\x7e]{1,255}$/
@@ -41,11 +41,8 @@ export function scopeProblem(scope: unknown): string | undefined {
  * derivedKey('default', 'run-1', 'charge_card', hashOf({ amount: 5, card: 'c1' })) // '9b1f…' (32 hex)
  */
 export function derivedKey(scope: string, runId: string, toolName: string, argsHash: string): string {
-  return keyHash(scope, runId, toolName, argsHash)
+  return hashOf([scope, runId, toolName, argsHash])
 }
-
-// hashOf([scope, runId, toolName, argsHash]), digest for digest: a run's calls of one tool write only their arguments' hash.
-const keyHash = tupleHasher()
 
 /**
  * The fingerprint of a call's arguments kept beside its record, to tell an explicit key reused
