@@ -7,9 +7,8 @@ import {
   type ToolContext,
   type ToolOutput,
 } from '@shallot/core'
-import { type AbortSource, callNext } from '@shallot/core/kit'
+import { type AbortSource, callNext, type Flight, SingleFlight } from '@shallot/core/kit'
 import { z } from 'zod'
-import { Flight } from './flight.js'
 
 /** Names the scope of a call (its tenant, say): only calls of one scope share an execution. */
 export type CoalesceScopeFunction = (ctx: ToolContext) => string
@@ -60,6 +59,22 @@ function scopeProblem(scope: () => unknown): string | undefined {
   return `must be 1-128 printable ASCII characters without spaces, got ${got}`
 }
 
+/**
+ * Emits on behalf of a caller from a callback (an abort, another caller's settle): a throwing logger
+ * or listener must not strand the caller or the others.
+ */
+function tell(ctx: ToolContext, type: string, fields: Record<string, unknown>): void {
+  try {
+    ctx.emit(type, fields)
+  } catch (err) {
+    try {
+      ctx.log.warn({ err, type }, 'coalesce: an event listener threw')
+    } catch {
+      // Nowhere left to report to.
+    }
+  }
+}
+
 function restore(ctx: ToolContext, signal: AbortSource): void {
   if (signal instanceof AbortSignal) ctx.signal = signal
   else ctx.deferSignal(signal)
@@ -90,7 +105,7 @@ function copyOf(output: ToolOutput): ToolOutput {
  */
 export function coalesce(options?: CoalesceOptions): Middleware {
   const { idempotent, scope } = parseOptions('coalesce()', coalesceOptionsSchema, options)
-  const byStack = new WeakMap<object, Map<string, Flight>>()
+  const byStack = new WeakMap<object, SingleFlight<ToolOutput>>()
 
   function keyOf(ctx: ToolContext): string | undefined {
     if (scope === undefined) return ctx.fingerprint
@@ -105,18 +120,22 @@ export function coalesce(options?: CoalesceOptions): Middleware {
     return undefined
   }
 
-  /** Starts the shared execution: this caller's inner layers and tool, on the flight's own signal. */
-  function lead(ctx: ToolContext, next: Next, flights: Map<string, Flight>, key: string): Flight {
-    const flight = new Flight((done) => {
-      if (flights.get(key) === done) flights.delete(key)
-    })
-    flights.set(key, flight)
-    ctx.deferSignal(flight.signal)
-    flight.running = callNext(next).then(() => {
-      const output = ctx.result
-      if (output === undefined) throw new MiddlewareUsageError('the layers inside coalesce() settled without a result')
-      return output
-    })
+  /**
+   * Starts the shared execution: this caller's inner layers and tool, on the flight's own signal,
+   * which aborts only once every caller has left. The layer hands that signal inward and stops
+   * waiting itself (each caller races its own signal), so the terminal need not watch it (decision 211).
+   */
+  function lead(ctx: ToolContext, next: Next, flights: SingleFlight<ToolOutput>, key: string): Flight<ToolOutput> {
+    const flight = flights.lead(key)
+    ctx.signal = flight.signal
+    callNext(next).then(
+      () => {
+        const output = ctx.result
+        if (output === undefined) flight.fail(new MiddlewareUsageError('the layers inside coalesce() settled without a result'))
+        else flight.land(output)
+      },
+      (err: unknown) => flight.fail(err),
+    )
     return flight
   }
 
@@ -138,16 +157,21 @@ export function coalesce(options?: CoalesceOptions): Middleware {
     if (key === undefined) return next()
     let flights = byStack.get(stack)
     if (flights === undefined) {
-      flights = new Map()
+      flights = new SingleFlight()
       byStack.set(stack, flights)
     }
     let flight = flights.get(key)
     const first = flight === undefined
     if (flight === undefined) flight = lead(ctx, next, flights, key)
-    else ctx.emit('coalesce.joined', { callers: flight.callers + 1 })
+    else ctx.emit('coalesce.joined', { callers: flight.waiting + 1 })
+    const shared = flight
     let output: ToolOutput
     try {
-      output = await flight.wait(ctx, entry)
+      // A caller whose signal aborts leaves at once with its own reason; the last one to leave stops the execution.
+      output = await shared.wait(entry, (left) => {
+        if (left === 0) shared.abandon(abortReason(entry))
+        tell(ctx, 'coalesce.left', { callers: left, stopped: left === 0 })
+      })
     } finally {
       if (first) restore(ctx, entry)
     }

@@ -39,6 +39,7 @@ export { optionsParser } from './options-parser.js'
 export { createRunOn, runSource } from './run.js'
 export { RunStop, stopOptions } from './run-stop.js'
 export { jsonSchemaOf } from './shape.js'
+export { type Flight, SingleFlight } from './single-flight.js'
 export {
   type HostLimits,
   maxStepsFrom,
