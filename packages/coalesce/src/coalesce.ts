@@ -7,7 +7,7 @@ import {
   type ToolContext,
   type ToolOutput,
 } from '@shallot/core'
-import { type AbortSource, callNext, type Flight, SingleFlight } from '@shallot/core/kit'
+import { type AbortSource, callNext, type Flight, SingleFlight, scopeFrom } from '@shallot/core/kit'
 import { z } from 'zod'
 
 /** Names the scope of a call (its tenant, say): only calls of one scope share an execution. */
@@ -43,21 +43,6 @@ export const coalesceOptionsSchema = z.strictObject({
 
 /** What {@link coalesce} accepts. */
 export type CoalesceOptions = z.input<typeof coalesceOptionsSchema>
-
-const SCOPE = /^[\x21-\x7e]{1,128}$/
-
-/** Why a scope function's answer is no scope (the rule of fallback's `cacheScope` and idempotency's `scope`), or `undefined`. */
-function scopeProblem(scope: () => unknown): string | undefined {
-  let value: unknown
-  try {
-    value = scope()
-  } catch (err) {
-    return `threw: ${err instanceof Error ? String(err.message).slice(0, 200) : typeof err}`
-  }
-  if (typeof value === 'string' && SCOPE.test(value)) return undefined
-  const got = typeof value === 'string' ? JSON.stringify(value.slice(0, 40)) : typeof value
-  return `must be 1-128 printable ASCII characters without spaces, got ${got}`
-}
 
 /**
  * Emits on behalf of a caller from a callback (an abort, another caller's settle): a throwing logger
@@ -109,14 +94,10 @@ export function coalesce(options?: CoalesceOptions): Middleware {
 
   function keyOf(ctx: ToolContext): string | undefined {
     if (scope === undefined) return ctx.fingerprint
-    let value: unknown
-    const problem = scopeProblem(() => {
-      value = scope(ctx)
-      return value
-    })
-    if (problem === undefined) return `${value as string} ${ctx.fingerprint}`
-    ctx.emit('coalesce.scope_failed', { problem })
-    ctx.log.error({ tool: ctx.call.name, problem }, 'coalesce: scope gave no scope; this call runs on its own')
+    const asked = scopeFrom(scope, ctx)
+    if ('scope' in asked) return `${asked.scope} ${ctx.fingerprint}`
+    ctx.emit('coalesce.scope_failed', { problem: asked.problem })
+    ctx.log.error({ tool: ctx.call.name, problem: asked.problem }, 'coalesce: scope gave no scope; this call runs on its own')
     return undefined
   }
 

@@ -38,6 +38,7 @@ export { describeModelFailure, isTransientModelError, modelFailureCode } from '.
 export { optionsParser } from './options-parser.js'
 export { createRunOn, runSource } from './run.js'
 export { RunStop, stopOptions } from './run-stop.js'
+export { scopeFrom, scopeProblem, scopeSchema } from './scope.js'
 export { jsonSchemaOf } from './shape.js'
 export { type Flight, SingleFlight } from './single-flight.js'
 export {

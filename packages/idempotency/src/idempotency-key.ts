@@ -2,7 +2,6 @@ import { hashOf } from '@shallot/core/kit'
 import { flat } from './flat-string.js'
 
 const KEY = /^[\x20-\x7e]{1,255}$/
-const SCOPE = /^[\x21-\x7e]{1,128}$/
 
 /**
  * Why `key` cannot be an idempotency key, or `undefined` when it can: 1 to 255 printable ASCII
@@ -18,18 +17,6 @@ export function keyProblem(key: unknown): string | undefined {
   if (key.length === 0) return 'is empty'
   if (key.length > 255) return `is ${key.length} characters long; the limit is 255`
   return 'contains characters other than printable ASCII (letters, digits, punctuation, space)'
-}
-
-/**
- * Why `scope` cannot be a scope, or `undefined`: 1 to 128 printable ASCII characters, no spaces
- * (the space separates scope and key in the stored key, so no two pairs can collide).
- *
- * @example
- * scopeProblem('tenant:42') // undefined
- */
-export function scopeProblem(scope: unknown): string | undefined {
-  if (typeof scope === 'string' && SCOPE.test(scope)) return undefined
-  return `must be 1-128 printable ASCII characters without spaces, got ${JSON.stringify(scope) ?? typeof scope}`
 }
 
 /**
