@@ -1,5 +1,14 @@
 import type { Clock } from './types.js'
 
+/**
+ * The longest delay a JavaScript timer holds: 2^31 − 1 ms, about 24.8 days. Node fires a longer one
+ * at once (after a warning), so an option that becomes a timer is bounded by this.
+ *
+ * @example
+ * z.number().int().positive().max(MAX_TIMER_MS)
+ */
+export const MAX_TIMER_MS = 2_147_483_647
+
 const noop = () => {}
 // A reason of our own: aborting without one allocates a DOMException with a stack trace.
 const CANCELLED = Symbol('timer cancelled')

@@ -27,7 +27,7 @@ export { callListener } from './call-listener.js'
 export { canonicalJson, hashOf } from './canonical.js'
 export { type AbortSource, neverAborted, onAbort, untilAborted } from './channel.js'
 export { callNext } from './compose.js'
-export { startTimer } from './deadlines.js'
+export { MAX_TIMER_MS, startTimer } from './deadlines.js'
 export { isMiddlewareDefinition } from './define-middleware.js'
 // For hosts — what a turn loop (shallot's own agent, an integration) needs to run the stack's calls
 // under one run: ids, a run bound to its stop, the guarded logger, a tool's JSON schema for the model.
