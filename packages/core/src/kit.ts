@@ -22,7 +22,6 @@ export {
   type StoredAnswer,
 } from './approvals.js'
 export { type BoundedCall, boundedCall, type StoreUnavailable } from './bounded-call.js'
-export { emitFresh } from './call-context.js'
 export { callListener } from './call-listener.js'
 export { canonicalJson, hashOf } from './canonical.js'
 export { type AbortSource, neverAborted, onAbort, untilAborted } from './channel.js'

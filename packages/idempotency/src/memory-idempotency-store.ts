@@ -4,7 +4,7 @@ import { z } from 'zod'
 import type { RawRecord } from './contract-parts.js'
 import { flat } from './flat-string.js'
 import type { BeginResult, StoredResult, SyncIdempotencyStore } from './idempotency-store.js'
-import { isTime, MemoryRecords } from './memory-records.js'
+import { MemoryRecords } from './memory-records.js'
 
 /**
  * Options of {@link memoryIdempotencyStore}.
@@ -35,18 +35,14 @@ export interface MemoryIdempotencyStore extends SyncIdempotencyStore {
 interface Internals {
   readonly claim: BeginForToken
   readonly completeText: CompleteWithText
-  readonly now: () => number
   readonly writeRaw: (key: string, record: RawRecord) => void
 }
 
 // One entry per store: a store built per run (a simulation's, a test's) costs the collector one ephemeron, not four.
 const internals = new WeakMap<object, Internals>()
 
-/**
- * `complete` with the result's JSON text (`undefined` for no value) instead of the result; `at`,
- * when given, is a reading of the store's own clock (see {@link memoryStoreClock}) just taken.
- */
-export type CompleteWithText = (key: string, token: string, json: string | undefined, ttlMs: number, at?: number) => boolean
+/** `complete` with the result's JSON text (`undefined` for no value) instead of the result. */
+export type CompleteWithText = (key: string, token: string, json: string | undefined, ttlMs: number) => boolean
 
 /** `begin` answering a claimed key with its token alone (a string) instead of `{ status: 'new', token }`. */
 export type BeginForToken = (key: string, argsHash: string, leaseMs: number, ttlMs: number) => string | BeginResult
@@ -62,18 +58,6 @@ export type BeginForToken = (key: string, argsHash: string, leaseMs: number, ttl
  */
 export function memoryBeginForToken(store: object): BeginForToken | undefined {
   return internals.get(store)?.claim
-}
-
-/**
- * For a store made by {@link memoryIdempotencyStore}: the clock it reads (its `now` option, or the
- * system's), so a caller reading the same clock can hand it a reading it has anyway; `undefined`
- * for any other store.
- *
- * @example
- * const at = memoryStoreClock(store) === ctx.clock.now ? ctx.clock.now() : undefined
- */
-export function memoryStoreClock(store: object): (() => number) | undefined {
-  return internals.get(store)?.now
 }
 
 /**
@@ -102,7 +86,6 @@ export function memoryIdempotencyStoreRawWriter(store: MemoryIdempotencyStore): 
   return write
 }
 
-// No options (what idempotency() gives its default store) are parsed once; any options at every call.
 const parseStoreOptions = optionsParser('memoryIdempotencyStore()', memoryIdempotencyStoreOptionsSchema)
 
 /**
@@ -146,9 +129,8 @@ export function memoryIdempotencyStore(options?: MemoryIdempotencyStoreOptions):
   }
   internals.set(store, {
     claim,
-    completeText: (key, token, json, ttlMs, given) =>
-      records.complete(key, token, ttlMs, json === undefined ? '{}' : flat(`{"value":${json}}`), isTime(given) ? given : now()),
-    now,
+    completeText: (key, token, json, ttlMs) =>
+      records.complete(key, token, ttlMs, json === undefined ? '{}' : flat(`{"value":${json}}`), now()),
     writeRaw: (key, raw) => records.writeRaw(key, raw),
   })
   return store
