@@ -17,9 +17,8 @@ import type {
 export type EventSink = (ctx: CallContext, event: TraceEvent) => void
 
 /**
- * The stack's implementation of {@link ToolContext}. A class, so every call's context shares one
- * hidden class and its accessors live on the prototype: an object literal with per-call getters
- * would give each call a shape of its own and cost several microseconds in allocation and GC.
+ * The stack's implementation of {@link ToolContext}: one per call, with the call's state private and
+ * what a layer reads (`args`, `fingerprint`, `signal`) worked out the first time it is read.
  */
 export class CallContext implements ToolContext {
   #call: ToolCall

@@ -2,7 +2,7 @@ import { type AnyTool, LoopError, type Next, type ToolContext, ToolError } from 
 import { callNext, canonicalJson, type Flight } from '@shallot/core/kit'
 import { askReconciler, type Reconciled } from './ask-reconciler.js'
 import { claimKey } from './claim-key.js'
-import { type Claimed, type Guarded, isPromise, type Layer, Reclaim, refuse, replay, storeFailed } from './guarded-call.js'
+import { type Claimed, type Guarded, type Layer, Reclaim, refuse, replay, storeFailed } from './guarded-call.js'
 import { complete, settleAs, settleFailure } from './record-outcome.js'
 import { notTakenEffect, outcomeUnknown, stillUnknown } from './refusals.js'
 import { settleAction } from './settle-action.js'
@@ -26,25 +26,17 @@ export async function waitThenLead(layer: Layer, ctx: ToolContext, next: Next, c
 
 /**
  * Leads the call, the one owner of its key in this process until it settles: claims the key, runs
- * the inner layers, settles the record, and tells waiting duplicates what to see. With a
- * synchronous store it has no frame of its own to suspend: the claim runs now, the settling in
- * reactions on `next()`'s promise.
+ * the inner layers, settles the record, and tells waiting duplicates what to see.
  */
-export function lead(layer: Layer, ctx: ToolContext, next: Next, call: Guarded): Promise<void> {
+export async function lead(layer: Layer, ctx: ToolContext, next: Next, call: Guarded): Promise<void> {
   const flight = layer.calls.lead(call.storeKey)
-  let claiming: Claimed | Promise<Claimed>
+  let claim: Claimed
   try {
-    claiming = claimKey(layer, ctx, call)
+    claim = await claimKey(layer, ctx, call)
   } catch (err) {
-    return Promise.reject(notClaimed(call, flight, err))
+    throw notClaimed(call, flight, err)
   }
-  if (!isPromise(claiming)) return proceed(layer, ctx, next, call, flight, claiming)
-  return claiming.then(
-    (claim) => proceed(layer, ctx, next, call, flight, claim),
-    (err: unknown) => {
-      throw notClaimed(call, flight, err)
-    },
-  )
+  return proceed(layer, ctx, next, call, flight, claim)
 }
 
 /** Ends the flight of a call whose claim threw: a refusal is what waiting duplicates share. */

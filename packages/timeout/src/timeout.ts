@@ -52,14 +52,6 @@ function restore(ctx: ToolContext, signal: AbortSource): void {
   else ctx.deferSignal(signal)
 }
 
-// The resolving functions of the promise being built, handed over without an executor closure per call.
-let capturedResolve: () => void = noop
-let capturedReject: (err: unknown) => void = noop
-function capture(resolve: () => void, reject: (err: unknown) => void): void {
-  capturedResolve = resolve
-  capturedReject = reject
-}
-
 /**
  * One attempt under a deadline: the promise the layer returns, and the three ways it ends. `settle`
  * (the inner call finished first), `expire` (the deadline passed), `cancel` (the outer signal
@@ -90,9 +82,14 @@ class TimedAttempt implements Expiring {
     readonly timeoutMs: number,
     readonly attempt: number,
   ) {
-    this.promise = new Promise<void>(capture)
-    this.#resolve = capturedResolve
-    this.#reject = capturedReject
+    let resolve: () => void = noop
+    let reject: (err: unknown) => void = noop
+    this.promise = new Promise<void>((res, rej) => {
+      resolve = res
+      reject = rej
+    })
+    this.#resolve = resolve
+    this.#reject = reject
   }
 
   /** Starts the deadline and follows the outer signal, if it can abort at all. */
