@@ -176,7 +176,7 @@ export class CallContext implements ToolContext {
   }
 
   emit(type: string, fields?: Record<string, unknown>): void {
-    const event = { ...fields, type, at: this.clock.now() }
+    const event: TraceEvent = Object.assign({}, fields, { type, at: this.clock.now() })
     if (!this.settled) this.trace.push(event)
     this.#sink(this, event)
   }

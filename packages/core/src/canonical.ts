@@ -1,4 +1,4 @@
-import { createHash } from 'node:crypto'
+import { hash } from 'node:crypto'
 
 /** `value` as canonical JSON; `path` holds the objects being written around it, to spell out cycles. */
 function write(value: unknown, path: object[]): string {
@@ -28,18 +28,18 @@ function write(value: unknown, path: object[]): string {
   let out: string
   if (Array.isArray(obj)) {
     // By index: a sparse array's holes are written as null, as JSON does.
-    const items: string[] = []
-    for (let i = 0; i < obj.length; i++) items.push(write(obj[i], path))
-    out = `[${items.join(',')}]`
+    out = '['
+    for (let i = 0; i < obj.length; i++) out += `${i === 0 ? '' : ','}${write(obj[i], path)}`
+    out += ']'
   } else {
     const record = obj as Record<string, unknown>
-    const members: string[] = []
+    out = '{'
     for (const key of Object.keys(record).sort()) {
       const item = record[key]
       if (item === undefined || typeof item === 'function' || typeof item === 'symbol') continue
-      members.push(`${JSON.stringify(key)}:${write(item, path)}`)
+      out += `${out === '{' ? '' : ','}${JSON.stringify(key)}:${write(item, path)}`
     }
-    out = `{${members.join(',')}}`
+    out += '}'
   }
   path.pop()
   return out
@@ -69,5 +69,5 @@ export function canonicalJson(value: unknown): string {
  * hashOf({ a: 1, b: 2 }) === hashOf({ b: 2, a: 1 }) // true
  */
 export function hashOf(value: unknown): string {
-  return createHash('sha256').update(canonicalJson(value)).digest('hex').slice(0, 32)
+  return hash('sha256', canonicalJson(value), 'hex').slice(0, 32)
 }

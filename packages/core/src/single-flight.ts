@@ -37,7 +37,8 @@ export class Flight<T> {
   /** How many callers wait in {@link Flight.wait} right now. */
   waiting = 0
   readonly #forget: () => void
-  readonly #stop = new AbortController()
+  /** Made when first read or on abandon: work that follows its leader's own signal (idempotency's) never needs one. */
+  #stop: AbortController | undefined
   readonly #outcome: Promise<T>
   #resolve: (outcome: T) => void = noop
   #reject: (err: unknown) => void = noop
@@ -54,6 +55,7 @@ export class Flight<T> {
 
   /** Aborts once the flight is abandoned: nobody waits for the work any more, so it may stop. */
   get signal(): AbortSignal {
+    this.#stop ??= new AbortController()
     return this.#stop.signal
   }
 
@@ -72,6 +74,7 @@ export class Flight<T> {
   /** Nobody waits any more: the key is free for a new flight, and {@link Flight.signal} aborts with `reason`. */
   abandon(reason: unknown): void {
     this.#forget()
+    this.#stop ??= new AbortController()
     this.#stop.abort(reason)
   }
 
