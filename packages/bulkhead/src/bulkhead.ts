@@ -1,12 +1,10 @@
 import { abortReason, type Middleware, type Next, parseOptions, type ToolContext } from '@shallot/core'
-import { startTimer } from '@shallot/core/kit'
+import { MAX_TIMER_MS, startTimer } from '@shallot/core/kit'
 import { z } from 'zod'
 import { Compartment, type Waiter } from './compartment.js'
 import { overloadedError } from './overloaded-error.js'
 
-/** The longest wait a JavaScript timer can hold (2^31 − 1 ms). */
-const MAX_WAIT_MS = 2_147_483_647
-const waitMs = z.number().int().min(0).max(MAX_WAIT_MS)
+const waitMs = z.number().int().min(0).max(MAX_TIMER_MS)
 
 const MAX_CONCURRENT_DEFAULT = 10
 const MAX_QUEUE_DEFAULT = 10

@@ -7,9 +7,8 @@ import {
   type ToolContext,
   type ToolOutput,
 } from '@shallot/core'
-import { type AbortSource, callNext } from '@shallot/core/kit'
+import { type AbortSource, callNext, type Flight, SingleFlight, scopeFrom } from '@shallot/core/kit'
 import { z } from 'zod'
-import { Flight } from './flight.js'
 
 /** Names the scope of a call (its tenant, say): only calls of one scope share an execution. */
 export type CoalesceScopeFunction = (ctx: ToolContext) => string
@@ -45,19 +44,20 @@ export const coalesceOptionsSchema = z.strictObject({
 /** What {@link coalesce} accepts. */
 export type CoalesceOptions = z.input<typeof coalesceOptionsSchema>
 
-const SCOPE = /^[\x21-\x7e]{1,128}$/
-
-/** Why a scope function's answer is no scope (the rule of fallback's `cacheScope` and idempotency's `scope`), or `undefined`. */
-function scopeProblem(scope: () => unknown): string | undefined {
-  let value: unknown
+/**
+ * Emits on behalf of a caller from a callback (an abort, another caller's settle): a throwing logger
+ * or listener must not strand the caller or the others.
+ */
+function tell(ctx: ToolContext, type: string, fields: Record<string, unknown>): void {
   try {
-    value = scope()
+    ctx.emit(type, fields)
   } catch (err) {
-    return `threw: ${err instanceof Error ? String(err.message).slice(0, 200) : typeof err}`
+    try {
+      ctx.log.warn({ err, type }, 'coalesce: an event listener threw')
+    } catch {
+      // Nowhere left to report to.
+    }
   }
-  if (typeof value === 'string' && SCOPE.test(value)) return undefined
-  const got = typeof value === 'string' ? JSON.stringify(value.slice(0, 40)) : typeof value
-  return `must be 1-128 printable ASCII characters without spaces, got ${got}`
 }
 
 function restore(ctx: ToolContext, signal: AbortSource): void {
@@ -90,33 +90,33 @@ function copyOf(output: ToolOutput): ToolOutput {
  */
 export function coalesce(options?: CoalesceOptions): Middleware {
   const { idempotent, scope } = parseOptions('coalesce()', coalesceOptionsSchema, options)
-  const byStack = new WeakMap<object, Map<string, Flight>>()
+  const byStack = new WeakMap<object, SingleFlight<ToolOutput>>()
 
   function keyOf(ctx: ToolContext): string | undefined {
     if (scope === undefined) return ctx.fingerprint
-    let value: unknown
-    const problem = scopeProblem(() => {
-      value = scope(ctx)
-      return value
-    })
-    if (problem === undefined) return `${value as string} ${ctx.fingerprint}`
-    ctx.emit('coalesce.scope_failed', { problem })
-    ctx.log.error({ tool: ctx.call.name, problem }, 'coalesce: scope gave no scope; this call runs on its own')
+    const asked = scopeFrom(scope, ctx)
+    if ('scope' in asked) return `${asked.scope} ${ctx.fingerprint}`
+    ctx.emit('coalesce.scope_failed', { problem: asked.problem })
+    ctx.log.error({ tool: ctx.call.name, problem: asked.problem }, 'coalesce: scope gave no scope; this call runs on its own')
     return undefined
   }
 
-  /** Starts the shared execution: this caller's inner layers and tool, on the flight's own signal. */
-  function lead(ctx: ToolContext, next: Next, flights: Map<string, Flight>, key: string): Flight {
-    const flight = new Flight((done) => {
-      if (flights.get(key) === done) flights.delete(key)
-    })
-    flights.set(key, flight)
-    ctx.deferSignal(flight.signal)
-    flight.running = callNext(next).then(() => {
-      const output = ctx.result
-      if (output === undefined) throw new MiddlewareUsageError('the layers inside coalesce() settled without a result')
-      return output
-    })
+  /**
+   * Starts the shared execution: this caller's inner layers and tool, on the flight's own signal,
+   * which aborts only once every caller has left. The layer hands that signal inward and stops
+   * waiting itself (each caller races its own signal), so the terminal need not watch it (decision 211).
+   */
+  function lead(ctx: ToolContext, next: Next, flights: SingleFlight<ToolOutput>, key: string): Flight<ToolOutput> {
+    const flight = flights.lead(key)
+    ctx.signal = flight.signal
+    callNext(next).then(
+      () => {
+        const output = ctx.result
+        if (output === undefined) flight.fail(new MiddlewareUsageError('the layers inside coalesce() settled without a result'))
+        else flight.land(output)
+      },
+      (err: unknown) => flight.fail(err),
+    )
     return flight
   }
 
@@ -138,16 +138,21 @@ export function coalesce(options?: CoalesceOptions): Middleware {
     if (key === undefined) return next()
     let flights = byStack.get(stack)
     if (flights === undefined) {
-      flights = new Map()
+      flights = new SingleFlight()
       byStack.set(stack, flights)
     }
     let flight = flights.get(key)
     const first = flight === undefined
     if (flight === undefined) flight = lead(ctx, next, flights, key)
-    else ctx.emit('coalesce.joined', { callers: flight.callers + 1 })
+    else ctx.emit('coalesce.joined', { callers: flight.waiting + 1 })
+    const shared = flight
     let output: ToolOutput
     try {
-      output = await flight.wait(ctx, entry)
+      // A caller whose signal aborts leaves at once with its own reason; the last one to leave stops the execution.
+      output = await shared.wait(entry, (left) => {
+        if (left === 0) shared.abandon(abortReason(entry))
+        tell(ctx, 'coalesce.left', { callers: left, stopped: left === 0 })
+      })
     } finally {
       if (first) restore(ctx, entry)
     }

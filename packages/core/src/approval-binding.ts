@@ -1,4 +1,4 @@
-import { hashOfNamed } from './canonical.js'
+import { hashOf } from './canonical.js'
 import type { Json, RunContext, ToolCall } from './types.js'
 
 /**
@@ -51,7 +51,7 @@ const own = (target: JsonObject, key: string): Json | undefined => (Object.hasOw
  * approvalBinding({ id: 'c1', name: 'transfer', args: { to: 'bob' } }, 1) // { turn: 1, tool: 'transfer', digest: '…' }
  */
 export function approvalBinding(call: Pick<ToolCall, 'name' | 'args'>, turn: number): ApprovalBinding {
-  return { turn, tool: call.name, digest: hashOfNamed(call.name, asDispatched(call.args)) }
+  return { turn, tool: call.name, digest: hashOf([call.name, asDispatched(call.args)]) }
 }
 
 /**

@@ -1,5 +1,5 @@
 import type { z } from 'zod'
-import { hashOfNamed } from './canonical.js'
+import { hashOf } from './canonical.js'
 import { invalidArguments, unknownTool } from './tool-refusals.js'
 import type { AnyTool, ToolCall } from './types.js'
 
@@ -58,5 +58,5 @@ export function parseEagerly(tool: AnyTool, call: ToolCall): ParsedArgs | Promis
  * raw arguments, so a model that keeps sending the same unusable call is still recognised.
  */
 export function fingerprintOf(call: ToolCall, parsed: ParsedArgs): string {
-  return hashOfNamed(call.name, parsed.ok ? parsed.value : call.args)
+  return hashOf([call.name, parsed.ok ? parsed.value : call.args])
 }

@@ -17,9 +17,8 @@ import type {
 export type EventSink = (ctx: CallContext, event: TraceEvent) => void
 
 /**
- * The stack's implementation of {@link ToolContext}. A class, so every call's context shares one
- * hidden class and its accessors live on the prototype: an object literal with per-call getters
- * would give each call a shape of its own and cost several microseconds in allocation and GC.
+ * The stack's implementation of {@link ToolContext}: one per call, with the call's state private and
+ * what a layer reads (`args`, `fingerprint`, `signal`) worked out the first time it is read.
  */
 export class CallContext implements ToolContext {
   #call: ToolCall
@@ -177,36 +176,8 @@ export class CallContext implements ToolContext {
   }
 
   emit(type: string, fields?: Record<string, unknown>): void {
-    // Object.assign, then the two keys: `{ ...fields, type, at }` costs about 15 times more on this V8.
-    this.emitOwned(type, Object.assign({}, fields))
-  }
-
-  /**
-   * {@link emit} with `fields` made for this one event: they become the event, not copied. `at`, when
-   * given, is a reading of this context's clock the caller has just taken.
-   */
-  emitOwned(type: string, fields: Record<string, unknown>, at?: number): void {
-    const event = fields as { type: string; at: number; [field: string]: unknown }
-    event.type = type
-    event.at = at ?? this.clock.now()
+    const event: TraceEvent = Object.assign({}, fields, { type, at: this.clock.now() })
     if (!this.settled) this.trace.push(event)
     this.#sink(this, event)
   }
 }
-
-/**
- * `ctx.emit(type, fields)` for a `fields` literal the caller made for this event alone and never
- * touches again: the stack's context keeps it as the event instead of copying it. For a layer's
- * event on every call (a stored write, say); anything else goes through `ctx.emit`. `at`, when
- * given, is a reading of `ctx.clock` the caller has just taken, so the event needs no reading of its own.
- *
- * @example
- * emitFresh(ctx, 'idempotency.stored', { key, op: 'complete' })
- */
-export function emitFresh(ctx: ToolContext, type: string, fields: Record<string, unknown>, at?: number): void {
-  // A layer that replaced `ctx.emit` (to tag or filter events) still sees this one.
-  if (ctx instanceof CallContext && ctx.emit === stackEmit) ctx.emitOwned(type, fields, at)
-  else ctx.emit(type, fields)
-}
-
-const stackEmit = CallContext.prototype.emit

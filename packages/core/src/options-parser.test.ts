@@ -65,20 +65,14 @@ describe('optionsParser', () => {
     expect(parse(Object.freeze({ ms: 9 })).ms).toBe(9)
   })
 
-  it('shares the defaults frozen all the way down, so no caller can change what the next one gets', () => {
+  it('gives every call without options its own defaults, so no caller can change what the next one gets', () => {
     const parse = optionsParser('layer()', schema)
     const first = parse(undefined)
     expect(first).toEqual({ ms: 1000, tools: {}, codes: ['timeout'] })
-    expect(() => {
-      ;(first as { ms: number }).ms = 1
-    }).toThrow(TypeError)
-    expect(() => (first.codes as string[]).push('rate_limited')).toThrow(TypeError)
-    expect(() => {
-      ;(first.tools as Record<string, number>).search = 1
-    }).toThrow(TypeError)
+    ;(first as { ms: number }).ms = 1
+    ;(first.codes as string[]).push('rate_limited')
+    ;(first.tools as Record<string, number>).search = 1
     expect(parse(undefined)).toEqual({ ms: 1000, tools: {}, codes: ['timeout'] })
-    // An empty object is options given: its own, unfrozen result.
-    expect(Object.isFrozen(parse({}))).toBe(false)
   })
 
   it('parses defaults that are not plain data afresh on every call', () => {
@@ -86,7 +80,6 @@ describe('optionsParser', () => {
     const parse = optionsParser('layer()', withFunction)
     const first = parse(undefined)
     expect(typeof first.now).toBe('function')
-    expect(Object.isFrozen(first)).toBe(false)
     ;(first as { now: unknown }).now = 'changed'
     expect(typeof parse(undefined).now).toBe('function')
   })

@@ -99,7 +99,7 @@ export interface StackConfig {
 
 export function stackConfig(options: StackOptions): StackConfig {
   if (typeof options !== 'object' || options === null) throw new TypeError('createStack() takes an options object { middleware, tools }')
-  // Neither given (most stacks): the defaults, parsed once.
+  // Neither given (most stacks): the defaults.
   const { limits, escalate } = parseStackOptions(
     options.limits === undefined && options.escalate === undefined ? undefined : { limits: options.limits, escalate: options.escalate },
   )

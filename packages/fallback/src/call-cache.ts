@@ -1,28 +1,9 @@
 import type { ToolContext } from '@shallot/core'
+import { scopeFrom } from '@shallot/core/kit'
 import { type CachedResult, ResultCache } from './result-cache.js'
 
 /** Computes the scope of a call's cached results (for example its tenant) from its context. */
 export type CacheScopeFunction = (ctx: ToolContext) => string
-
-const SCOPE = /^[\x21-\x7e]{1,128}$/
-
-/**
- * Why a scope function's answer cannot be a scope, or `undefined`: 1 to 128 printable ASCII
- * characters without spaces, the same rule as idempotency's `scope`, so one tenant id fits both.
- */
-function scopeProblem(scope: unknown): string | undefined {
-  if (typeof scope === 'string' && SCOPE.test(scope)) return undefined
-  const got = typeof scope === 'string' ? JSON.stringify(scope.slice(0, 40)) : typeof scope
-  return `must be 1-128 printable ASCII characters without spaces, got ${got}`
-}
-
-function thrownText(err: unknown): string {
-  try {
-    return `threw: ${err instanceof Error ? String(err.message).slice(0, 200) : typeof err}`
-  } catch {
-    return 'threw a value that cannot be read'
-  }
-}
 
 /**
  * The results one fallback layer remembers: a {@link ResultCache} per stack (`ctx.stackKey`), its
@@ -47,18 +28,11 @@ export class CallCache {
   /** The call's key within its stack's cache, or `undefined` (told as `fallback.cache_scope_failed`) when it has no scope. */
   keyOf(ctx: ToolContext): string | undefined {
     if (this.scope === undefined) return ctx.fingerprint
-    let scope: unknown
-    let problem: string | undefined
-    try {
-      scope = this.scope(ctx)
-      problem = scopeProblem(scope)
-    } catch (err) {
-      problem = thrownText(err)
-    }
-    if (problem === undefined) return `${scope as string} ${ctx.fingerprint}`
-    ctx.emit('fallback.cache_scope_failed', { problem })
+    const asked = scopeFrom(this.scope, ctx)
+    if ('scope' in asked) return `${asked.scope} ${ctx.fingerprint}`
+    ctx.emit('fallback.cache_scope_failed', { problem: asked.problem })
     ctx.log.error(
-      { tool: ctx.call.name, problem },
+      { tool: ctx.call.name, problem: asked.problem },
       'fallback: cacheScope gave no scope; this call is neither cached nor answered from the cache',
     )
     return undefined

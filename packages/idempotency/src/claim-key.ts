@@ -55,18 +55,13 @@ function beginFailed(ctx: ToolContext, call: Guarded, err: unknown): ToolError {
  * (memory, SQLite) answers without a single await; while another process holds the key, polls.
  */
 export function claimKey(layer: Layer, ctx: ToolContext, call: Guarded): Claimed | Promise<Claimed> {
-  const { beginForToken, leaseMs, ttlMs } = layer
+  const { leaseMs, ttlMs } = layer
   let answer: unknown
   try {
-    answer =
-      beginForToken === undefined
-        ? layer.store.begin(call.storeKey, call.argsHash, leaseMs, ttlMs)
-        : beginForToken(call.storeKey, call.argsHash, leaseMs, ttlMs)
+    answer = layer.store.begin(call.storeKey, call.argsHash, leaseMs, ttlMs)
   } catch (err) {
     throw beginFailed(ctx, call, err)
   }
-  // Only the memory store's token claim answers a string; from any other store a string is a corrupt answer.
-  if (beginForToken !== undefined && typeof answer === 'string') return answer
   if (isPromise(answer)) return poll(layer, ctx, call, ctx.clock.now(), answer)
   return claimed(layer, ctx, call, answer) ?? poll(layer, ctx, call, ctx.clock.now(), undefined)
 }

@@ -1,4 +1,5 @@
 import { defineMiddleware } from '@shallot/core'
+import { scopeSchema } from '@shallot/core/kit'
 import { z } from 'zod'
 import { idempotency } from './idempotency.js'
 import { idempotencyOptionsSchema } from './idempotency-options.js'
@@ -24,10 +25,7 @@ export const idempotencyFileOptionsSchema = z.strictObject({
   reconcileAttempts,
   reconcileDelayMs,
   reconcileTimeoutMs,
-  scope: z
-    .string()
-    .regex(/^[\x21-\x7e]{1,128}$/, 'must be 1-128 printable ASCII characters without spaces')
-    .optional(),
+  scope: scopeSchema.optional(),
 })
 
 /**

@@ -3,7 +3,7 @@ import { optionsParser } from '@shallot/core/kit'
 import type { ReconcileLimits } from './ask-reconciler.js'
 import { type IdempotencyOptions, idempotencyOptionsSchema } from './idempotency-options.js'
 import type { IdempotencyStore, StoredResult } from './idempotency-store.js'
-import { memoryBeginForToken, memoryCompleteWithText, memoryIdempotencyStore, memoryStoreClock } from './memory-idempotency-store.js'
+import { memoryCompleteWithText, memoryIdempotencyStore } from './memory-idempotency-store.js'
 import { type SharedCalls, sharedCalls } from './shared-calls.js'
 import { stackScopes } from './stack-scopes.js'
 
@@ -17,10 +17,6 @@ export interface Layer {
   readonly calls: SharedCalls
   /** The memory store takes the result as the text serialised by the layer; any other store gets it as JSON values. */
   readonly completeText: ReturnType<typeof memoryCompleteWithText>
-  /** And answers a new claim with its token alone; `begin` of any other store is checked as it answers. */
-  readonly beginForToken: ReturnType<typeof memoryBeginForToken>
-  /** And reads this clock: when it is the stack's too, the stored event's time is the reading the record's expiry is counted from. */
-  readonly storeClock: ReturnType<typeof memoryStoreClock>
   /** The scope the store sees: the layer's own store is kept apart by stack; a store the host passes is shared as given. */
   readonly scopeInStore: (ctx: ToolContext, scope: string) => string
   readonly ttlMs: number
@@ -42,8 +38,6 @@ export function idempotencyLayer(options: IdempotencyOptions | undefined): Layer
     store,
     calls: sharedCalls(store),
     completeText: memoryCompleteWithText(store),
-    beginForToken: memoryBeginForToken(store),
-    storeClock: memoryStoreClock(store),
     scopeInStore: opts.store === undefined ? stackScopes() : (_ctx: ToolContext, scope: string) => scope,
     ttlMs,
     leaseMs,

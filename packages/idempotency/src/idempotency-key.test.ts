@@ -1,6 +1,7 @@
+import { scopeProblem } from '@shallot/core/kit'
 import fc from 'fast-check'
 import { describe, expect, it } from 'vitest'
-import { argsHashOf, derivedKey, keyProblem, scopeProblem, storeKeyOf } from './idempotency-key.js'
+import { argsHashOf, derivedKey, keyProblem, storeKeyOf } from './idempotency-key.js'
 
 /** The same object with its keys in a shuffled order, at every depth. */
 function shuffled(value: unknown, seed: number): unknown {

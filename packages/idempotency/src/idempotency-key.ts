@@ -1,8 +1,7 @@
-import { hashOf, tupleHasher } from '@shallot/core/kit'
+import { hashOf } from '@shallot/core/kit'
 import { flat } from './flat-string.js'
 
 const KEY = /^[\x20-\x7e]{1,255}$/
-const SCOPE = /^[\x21-\x7e]{1,128}$/
 
 /**
  * Why `key` cannot be an idempotency key, or `undefined` when it can: 1 to 255 printable ASCII
@@ -21,18 +20,6 @@ export function keyProblem(key: unknown): string | undefined {
 }
 
 /**
- * Why `scope` cannot be a scope, or `undefined`: 1 to 128 printable ASCII characters, no spaces
- * (the space separates scope and key in the stored key, so no two pairs can collide).
- *
- * @example
- * scopeProblem('tenant:42') // undefined
- */
-export function scopeProblem(scope: unknown): string | undefined {
-  if (typeof scope === 'string' && SCOPE.test(scope)) return undefined
-  return `must be 1-128 printable ASCII characters without spaces, got ${JSON.stringify(scope) ?? typeof scope}`
-}
-
-/**
  * The default key of a call: a hash of scope, run id, tool name and the hash of the canonical
  * arguments, so key order and whitespace do not matter and a resumed run (same run id) derives
  * the same key.
@@ -41,11 +28,8 @@ export function scopeProblem(scope: unknown): string | undefined {
  * derivedKey('default', 'run-1', 'charge_card', hashOf({ amount: 5, card: 'c1' })) // '9b1f…' (32 hex)
  */
 export function derivedKey(scope: string, runId: string, toolName: string, argsHash: string): string {
-  return keyHash(scope, runId, toolName, argsHash)
+  return hashOf([scope, runId, toolName, argsHash])
 }
-
-// hashOf([scope, runId, toolName, argsHash]), digest for digest: a run's calls of one tool write only their arguments' hash.
-const keyHash = tupleHasher()
 
 /**
  * The fingerprint of a call's arguments kept beside its record, to tell an explicit key reused

@@ -1,4 +1,5 @@
 import { TOOL_EFFECTS, type ToolContext } from '@shallot/core'
+import { scopeSchema } from '@shallot/core/kit'
 import { z } from 'zod'
 import { type IdempotencyStore, isIdempotencyStore } from './idempotency-store.js'
 
@@ -23,12 +24,7 @@ export const idempotencyOptionsSchema = z
       .custom<IdempotencyStore>(isIdempotencyStore, 'must be a store with begin, complete, release and markUnknown methods')
       .optional(),
     /** Part of every stored key (a tenant, an environment): one scope never sees another's results. Default `'default'`. */
-    scope: z
-      .union([
-        z.string().regex(/^[\x21-\x7e]{1,128}$/, 'must be 1-128 printable ASCII characters without spaces'),
-        z.custom<ScopeFunction>(isFunction),
-      ])
-      .default('default'),
+    scope: z.union([scopeSchema, z.custom<ScopeFunction>(isFunction)]).default('default'),
     /** Computes the key. Default: a hash of scope, run id, tool name and canonical arguments. */
     key: z.custom<KeyFunction>(isFunction, 'must be a function (ctx, args) => string').optional(),
     /** Takes the key from this top-level argument (the model supplies it). */

@@ -1,6 +1,7 @@
 import type { AnyTool, ToolContext } from '@shallot/core'
+import { scopeProblem } from '@shallot/core/kit'
 import { type Guarded, type Layer, refuse } from './guarded-call.js'
-import { derivedKey, keyProblem, scopeProblem, storeKeyOf } from './idempotency-key.js'
+import { derivedKey, keyProblem, storeKeyOf } from './idempotency-key.js'
 import { invalidKey, invalidScope } from './refusals.js'
 
 function scopeOf(layer: Layer, ctx: ToolContext, tool: string): string {

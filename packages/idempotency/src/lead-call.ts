@@ -1,19 +1,21 @@
 import { type AnyTool, LoopError, type Next, type ToolContext, ToolError } from '@shallot/core'
-import { callNext, canonicalJson } from '@shallot/core/kit'
+import { callNext, canonicalJson, type Flight } from '@shallot/core/kit'
 import { askReconciler, type Reconciled } from './ask-reconciler.js'
 import { claimKey } from './claim-key.js'
-import { type Claimed, type Guarded, isPromise, type Layer, Reclaim, refuse, replay, storeFailed } from './guarded-call.js'
+import { type Claimed, type Guarded, type Layer, Reclaim, refuse, replay, storeFailed } from './guarded-call.js'
 import { complete, settleAs, settleFailure } from './record-outcome.js'
 import { notTakenEffect, outcomeUnknown, stillUnknown } from './refusals.js'
 import { settleAction } from './settle-action.js'
-import { awaited, type InFlight, inFlight, landed, waitFor } from './shared-calls.js'
+import type { SharedOutcome } from './shared-calls.js'
+
+type InFlight = Flight<SharedOutcome | undefined>
 
 /** Waits for identical calls in flight in this process: replays the first one's success, shares its refusal, or leads once none is left. */
 export async function waitThenLead(layer: Layer, ctx: ToolContext, next: Next, call: Guarded): Promise<void> {
   const { calls } = layer
   for (let running = calls.get(call.storeKey); running !== undefined; running = calls.get(call.storeKey)) {
     ctx.emit('idempotency.waiting', { key: call.key, where: 'in_process' })
-    const outcome = await waitFor(running, ctx.signal)
+    const outcome = await running.wait(ctx.signal)
     if (outcome?.argsHash !== call.argsHash) continue
     if (!outcome.ok) throw refuse(ctx, call, outcome.refusal)
     replay(ctx, call, outcome.json === undefined ? undefined : JSON.parse(outcome.json), 'in_process')
@@ -24,54 +26,38 @@ export async function waitThenLead(layer: Layer, ctx: ToolContext, next: Next, c
 
 /**
  * Leads the call, the one owner of its key in this process until it settles: claims the key, runs
- * the inner layers, settles the record, and tells waiting duplicates what to see. With a
- * synchronous store it has no frame of its own to suspend: the claim runs now, the settling in
- * reactions on `next()`'s promise.
+ * the inner layers, settles the record, and tells waiting duplicates what to see.
  */
-export function lead(layer: Layer, ctx: ToolContext, next: Next, call: Guarded): Promise<void> {
-  const flight = inFlight()
-  layer.calls.set(call.storeKey, flight)
-  let claiming: Claimed | Promise<Claimed>
+export async function lead(layer: Layer, ctx: ToolContext, next: Next, call: Guarded): Promise<void> {
+  const flight = layer.calls.lead(call.storeKey)
+  let claim: Claimed
   try {
-    claiming = claimKey(layer, ctx, call)
+    claim = await claimKey(layer, ctx, call)
   } catch (err) {
-    return Promise.reject(notClaimed(layer, call, flight, err))
+    throw notClaimed(call, flight, err)
   }
-  if (!isPromise(claiming)) return proceed(layer, ctx, next, call, flight, claiming)
-  return claiming.then(
-    (claim) => proceed(layer, ctx, next, call, flight, claim),
-    (err: unknown) => {
-      throw notClaimed(layer, call, flight, err)
-    },
-  )
+  return proceed(layer, ctx, next, call, flight, claim)
 }
 
 /** Ends the flight of a call whose claim threw: a refusal is what waiting duplicates share. */
-function notClaimed(layer: Layer, call: Guarded, flight: InFlight, err: unknown): unknown {
-  if (ToolError.is(err)) flight.outcome = { argsHash: call.argsHash, ok: false, refusal: err }
-  land(layer, call, flight)
+function notClaimed(call: Guarded, flight: InFlight, err: unknown): unknown {
+  flight.land(ToolError.is(err) ? { argsHash: call.argsHash, ok: false, refusal: err } : undefined)
   return err
-}
-
-/** The call no longer leads its key: duplicates waiting in this process see its outcome. */
-function land(layer: Layer, call: Guarded, flight: InFlight): void {
-  layer.calls.delete(call.storeKey)
-  landed(flight)
 }
 
 /** Replays a stored result, or runs the inner layers under the claimed token and settles the record. */
 function proceed(layer: Layer, ctx: ToolContext, next: Next, call: Guarded, flight: InFlight, claim: Claimed): Promise<void> {
   if (claim instanceof Reclaim) return takeOver(layer, ctx, next, call, flight, claim.reason)
   if (typeof claim !== 'string') {
+    let outcome: SharedOutcome | undefined
     try {
       const { value } = claim
       replay(ctx, call, value, 'store')
-      if (awaited(flight))
-        flight.outcome = { argsHash: call.argsHash, ok: true, json: value === undefined ? undefined : JSON.stringify(value) }
+      outcome = { argsHash: call.argsHash, ok: true, json: value === undefined ? undefined : JSON.stringify(value) }
     } catch (err) {
       return Promise.reject(err)
     } finally {
-      land(layer, call, flight)
+      flight.land(outcome)
     }
     return Promise.resolve()
   }
@@ -87,7 +73,7 @@ function proceed(layer: Layer, ctx: ToolContext, next: Next, call: Guarded, flig
         return reconcileFailure(layer, ctx, call, { flight, token: claim, sentAt }, err)
       // The call's own error is what propagates, whatever settling it did.
       const rethrow = () => {
-        land(layer, call, flight)
+        flight.land(undefined)
         throw err
       }
       return settleFailure(layer, ctx, call, claim, err, reachedTool).then(rethrow, rethrow)
@@ -95,35 +81,19 @@ function proceed(layer: Layer, ctx: ToolContext, next: Next, call: Guarded, flig
   )
 }
 
-/** Stores a success (a promise only for a store that answers later) and lands the flight. */
-function succeeded(layer: Layer, ctx: ToolContext, call: Guarded, flight: InFlight, token: string): Promise<void> | undefined {
+/** Stores a success and lands the flight: waiting duplicates replay the result from the text the store got. */
+async function succeeded(layer: Layer, ctx: ToolContext, call: Guarded, flight: InFlight, token: string): Promise<void> {
   let json: string | undefined
-  let completing: Promise<void> | undefined
   try {
     const value = ctx.result?.value
-    // Serialised once: the store's record and what waiting duplicates replay come from this one text.
     json = value === undefined ? undefined : canonicalJson(value)
-    completing = complete(layer, ctx, call, token, json)
+    // complete() reports a store's failure and resolves; should that ever throw, the flight still lands.
+    await complete(layer, ctx, call, token, json)
   } catch (err) {
-    land(layer, call, flight)
+    flight.land(undefined)
     throw err
   }
-  if (completing === undefined) return landSucceeded(layer, call, flight, json)
-  return completing.then(
-    () => landSucceeded(layer, call, flight, json),
-    (err: unknown) => {
-      // complete() reports a store's failure and resolves; should that ever throw, the flight still lands.
-      land(layer, call, flight)
-      throw err
-    },
-  )
-}
-
-/** Lands a call that succeeded: waiting duplicates replay its result from the one serialised text. */
-function landSucceeded(layer: Layer, call: Guarded, flight: InFlight, json: string | undefined): undefined {
-  if (awaited(flight)) flight.outcome = { argsHash: call.argsHash, ok: true, json }
-  land(layer, call, flight)
-  return undefined
+  flight.land({ argsHash: call.argsHash, ok: true, json })
 }
 
 /** Asks the tool's reconciler; a stop while asking (cancellation, a hard error) leaves the record unknown, then propagates. */
@@ -137,7 +107,7 @@ async function askOrSettleUnknown(
     return await askReconciler(ctx, ctx.tool as AnyTool, call.key, layer.limits, sentAt)
   } catch (stop) {
     await settleAs(layer, ctx, call, token, 'unknown')
-    land(layer, call, flight)
+    flight.land(undefined)
     throw stop
   }
 }
@@ -162,7 +132,7 @@ async function reconcileFailure(
     return succeeded(layer, ctx, call, flight, token)
   }
   await settleAs(layer, ctx, call, token, reconciled.outcome === 'not_applied' ? 'release' : 'unknown')
-  land(layer, call, flight)
+  flight.land(undefined)
   throw reconciled.outcome === 'not_applied' ? notTakenEffect(err) : stillUnknown(err, reconciled)
 }
 
@@ -184,7 +154,7 @@ async function takeOver(
     token = await layer.store.reclaim?.(call.storeKey, call.argsHash, layer.leaseMs, layer.ttlMs)
   } catch (err) {
     storeFailed(ctx, call, 'reclaim', err)
-    throw notClaimed(layer, call, flight, refuse(ctx, call, outcomeUnknown(call.tool, reason, call.key)))
+    throw notClaimed(call, flight, refuse(ctx, call, outcomeUnknown(call.tool, reason, call.key)))
   }
   if (typeof token !== 'string' || token === '') {
     // Another caller took the record over or settled it first: ask the store once more (and wait, if it is in flight).
@@ -192,10 +162,9 @@ async function takeOver(
     try {
       claim = await claimKey(layer, ctx, call)
     } catch (err) {
-      throw notClaimed(layer, call, flight, err)
+      throw notClaimed(call, flight, err)
     }
-    if (claim instanceof Reclaim)
-      throw notClaimed(layer, call, flight, refuse(ctx, call, outcomeUnknown(call.tool, claim.reason, call.key)))
+    if (claim instanceof Reclaim) throw notClaimed(call, flight, refuse(ctx, call, outcomeUnknown(call.tool, claim.reason, call.key)))
     return proceed(layer, ctx, next, call, flight, claim)
   }
   ctx.emit('idempotency.reclaimed', { key: call.key, reason })
@@ -207,5 +176,5 @@ async function takeOver(
   }
   if (reconciled.outcome === 'not_applied') return proceed(layer, ctx, next, call, flight, token)
   await settleAs(layer, ctx, call, token, 'unknown')
-  throw notClaimed(layer, call, flight, refuse(ctx, call, outcomeUnknown(call.tool, reason, call.key, reconciled)))
+  throw notClaimed(call, flight, refuse(ctx, call, outcomeUnknown(call.tool, reason, call.key, reconciled)))
 }

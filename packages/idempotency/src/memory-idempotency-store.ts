@@ -4,7 +4,7 @@ import { z } from 'zod'
 import type { RawRecord } from './contract-parts.js'
 import { flat } from './flat-string.js'
 import type { BeginResult, StoredResult, SyncIdempotencyStore } from './idempotency-store.js'
-import { isTime, MemoryRecords } from './memory-records.js'
+import { MemoryRecords } from './memory-records.js'
 
 /**
  * Options of {@link memoryIdempotencyStore}.
@@ -33,48 +33,15 @@ export interface MemoryIdempotencyStore extends SyncIdempotencyStore {
 
 /** What `idempotency()` and the store contract reach a memory store by, beside its public methods. */
 interface Internals {
-  readonly claim: BeginForToken
   readonly completeText: CompleteWithText
-  readonly now: () => number
   readonly writeRaw: (key: string, record: RawRecord) => void
 }
 
-// One entry per store: a store built per run (a simulation's, a test's) costs the collector one ephemeron, not four.
+// What idempotency() and the store contract reach in a store made here, beside its public methods.
 const internals = new WeakMap<object, Internals>()
 
-/**
- * `complete` with the result's JSON text (`undefined` for no value) instead of the result; `at`,
- * when given, is a reading of the store's own clock (see {@link memoryStoreClock}) just taken.
- */
-export type CompleteWithText = (key: string, token: string, json: string | undefined, ttlMs: number, at?: number) => boolean
-
-/** `begin` answering a claimed key with its token alone (a string) instead of `{ status: 'new', token }`. */
-export type BeginForToken = (key: string, argsHash: string, leaseMs: number, ttlMs: number) => string | BeginResult
-
-/**
- * For a store made by {@link memoryIdempotencyStore}: its `begin` answering a new claim with the
- * token string itself, so the answer nearly every write gets is no object to build and check;
- * `undefined` for any other store.
- *
- * @example
- * const answer = memoryBeginForToken(store)?.(storeKey, argsHash, leaseMs, ttlMs)
- * if (typeof answer === 'string') token = answer
- */
-export function memoryBeginForToken(store: object): BeginForToken | undefined {
-  return internals.get(store)?.claim
-}
-
-/**
- * For a store made by {@link memoryIdempotencyStore}: the clock it reads (its `now` option, or the
- * system's), so a caller reading the same clock can hand it a reading it has anyway; `undefined`
- * for any other store.
- *
- * @example
- * const at = memoryStoreClock(store) === ctx.clock.now ? ctx.clock.now() : undefined
- */
-export function memoryStoreClock(store: object): (() => number) | undefined {
-  return internals.get(store)?.now
-}
+/** `complete` with the result's JSON text (`undefined` for no value) instead of the result. */
+export type CompleteWithText = (key: string, token: string, json: string | undefined, ttlMs: number) => boolean
 
 /**
  * For a store made by {@link memoryIdempotencyStore}: its `complete` taking the result's JSON text,
@@ -102,7 +69,6 @@ export function memoryIdempotencyStoreRawWriter(store: MemoryIdempotencyStore): 
   return write
 }
 
-// No options (what idempotency() gives its default store) are parsed once; any options at every call.
 const parseStoreOptions = optionsParser('memoryIdempotencyStore()', memoryIdempotencyStoreOptionsSchema)
 
 /**
@@ -119,7 +85,6 @@ const parseStoreOptions = optionsParser('memoryIdempotencyStore()', memoryIdempo
 export function memoryIdempotencyStore(options?: MemoryIdempotencyStoreOptions): MemoryIdempotencyStore {
   const { maxEntries, now = systemClock.now } = parseStoreOptions(options)
   const records = new MemoryRecords(maxEntries)
-  const claim: BeginForToken = (key, argsHash, leaseMs, ttlMs) => records.claim(key, argsHash, leaseMs, ttlMs, now())
   const store: MemoryIdempotencyStore = {
     begin(key: string, argsHash: string, leaseMs: number, ttlMs: number): BeginResult {
       const answer = records.claim(key, argsHash, leaseMs, ttlMs, now())
@@ -145,10 +110,8 @@ export function memoryIdempotencyStore(options?: MemoryIdempotencyStoreOptions):
     },
   }
   internals.set(store, {
-    claim,
-    completeText: (key, token, json, ttlMs, given) =>
-      records.complete(key, token, ttlMs, json === undefined ? '{}' : flat(`{"value":${json}}`), isTime(given) ? given : now()),
-    now,
+    completeText: (key, token, json, ttlMs) =>
+      records.complete(key, token, ttlMs, json === undefined ? '{}' : flat(`{"value":${json}}`), now()),
     writeRaw: (key, raw) => records.writeRaw(key, raw),
   })
   return store

@@ -1,5 +1,4 @@
 import type { Json, ToolContext } from '@shallot/core'
-import { emitFresh } from '@shallot/core/kit'
 import { type Guarded, isPromise, type Layer, storeFailed } from './guarded-call.js'
 import { type SettleAction, settleAction } from './settle-action.js'
 
@@ -43,9 +42,7 @@ export function complete(
   const { completeText, ttlMs } = layer
   try {
     if (completeText !== undefined) {
-      const clock = ctx.clock
-      const at = clock.now === layer.storeClock ? clock.now() : undefined
-      stored(ctx, call, completeText(call.storeKey, token, json, ttlMs, at), at)
+      stored(ctx, call, completeText(call.storeKey, token, json, ttlMs))
       return undefined
     }
     const completing = layer.store.complete(call.storeKey, token, json === undefined ? {} : { value: JSON.parse(json) as Json }, ttlMs)
@@ -61,6 +58,6 @@ export function complete(
   return undefined
 }
 
-function stored(ctx: ToolContext, call: Guarded, owned: boolean, at?: number): void {
-  emitFresh(ctx, owned ? 'idempotency.stored' : 'idempotency.token_lost', { key: call.key, op: 'complete' }, at)
+function stored(ctx: ToolContext, call: Guarded, owned: boolean): void {
+  ctx.emit(owned ? 'idempotency.stored' : 'idempotency.token_lost', { key: call.key, op: 'complete' })
 }

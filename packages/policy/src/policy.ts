@@ -8,7 +8,7 @@ import {
   systemClock,
   type ToolContext,
 } from '@shallot/core'
-import { APPROVAL_CHECK, type ApprovalCheck } from '@shallot/core/kit'
+import { APPROVAL_CHECK, type ApprovalCheck, MAX_TIMER_MS } from '@shallot/core/kit'
 import { z } from 'zod'
 import { answerIn, type OnApproval, readDecision } from './approval.js'
 import { describeRules, hintFor } from './describe-rules.js'
@@ -18,9 +18,6 @@ import { blockedByPolicy, deniedByUser } from './policy-errors.js'
 import { askedFor } from './policy-state.js'
 import { type CompiledRule, compileRules, policyCodeRuleSchema } from './rules.js'
 import { peekSlots, RunSlots } from './run-slots.js'
-
-/** The longest an in-process approval may wait: the longest a JavaScript timer holds. */
-const MAX_WAIT_MS = 2_147_483_647
 
 /**
  * Options of {@link policy}.
@@ -36,9 +33,9 @@ export const policyOptionsSchema = z.strictObject({
   /** Answers approvals in process (a UI that can ask at once). Without it, a call that needs approval stops the run. */
   onApproval: z.custom<OnApproval>((v) => typeof v === 'function', { message: 'must be a function (request) => decision' }).optional(),
   /** How long `onApproval` may take; no answer in time means deny. Default 300,000 ms (5 minutes). */
-  approvalTimeoutMs: z.number().int().min(1).max(MAX_WAIT_MS).default(300_000),
+  approvalTimeoutMs: z.number().int().min(1).max(MAX_TIMER_MS).default(300_000),
   /** How long a rule's async `when` may take; no answer in time denies the call. Default 10,000 ms. */
-  whenTimeoutMs: z.number().int().min(1).max(MAX_WAIT_MS).default(10_000),
+  whenTimeoutMs: z.number().int().min(1).max(MAX_TIMER_MS).default(10_000),
   /** Tell the model, in each restricted tool's description, what the policy restricts. Default true. */
   describe: z.boolean().default(true),
 })

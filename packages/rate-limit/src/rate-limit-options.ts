@@ -1,9 +1,8 @@
+import { MAX_TIMER_MS } from '@shallot/core/kit'
 import { z } from 'zod'
 import type { RateRule } from './gcra.js'
 import { isRateLimitStore, type RateLimitStore } from './rate-limit-store.js'
 
-/** The longest wait a JavaScript timer can hold (2^31 − 1 ms). */
-const MAX_TIMER_MS = 2_147_483_647
 const DAY_MS = 86_400_000
 const count = (what: string) =>
   z

@@ -1,7 +1,7 @@
+import { MAX_TIMER_MS } from '@shallot/core/kit'
 import fc from 'fast-check'
 import { describe, expect, it } from 'vitest'
 import { formatSeconds } from './format-seconds.js'
-import { MAX_TIMEOUT_MS } from './timeout.js'
 
 describe('formatSeconds', () => {
   it.each([
@@ -14,14 +14,14 @@ describe('formatSeconds', () => {
     [2000, '2s'],
     [20_000, '20s'],
     [90_000, '90s'],
-    [MAX_TIMEOUT_MS, '2147483.647s'],
+    [MAX_TIMER_MS, '2147483.647s'],
   ])('writes %i ms as %s', (ms, text) => {
     expect(formatSeconds(ms)).toBe(text)
   })
 
   it('reads back as the same number of milliseconds for every whole-millisecond deadline', () => {
     fc.assert(
-      fc.property(fc.integer({ min: 1, max: MAX_TIMEOUT_MS }), (ms) => {
+      fc.property(fc.integer({ min: 1, max: MAX_TIMER_MS }), (ms) => {
         const text = formatSeconds(ms)
         expect(text).toMatch(/^\d+(\.\d{1,3})?s$/)
         expect(Math.round(Number(text.slice(0, -1)) * 1000)).toBe(ms)

@@ -8,7 +8,7 @@ import {
   systemClock,
   type ToolContext,
 } from '@shallot/core'
-import { type AbortSource, callNext, onAbort, optionsParser, startTimer } from '@shallot/core/kit'
+import { type AbortSource, callNext, MAX_TIMER_MS, onAbort, optionsParser, startTimer } from '@shallot/core/kit'
 import { z } from 'zod'
 import { type DeadlineQueue, deadlineQueue, type Expiring } from './deadline-queue.js'
 import { DeadlineSignal } from './deadline-signal.js'
@@ -16,13 +16,10 @@ import { errorLabel, type LateOutcome, reportLate, type StopReason } from './rep
 import { timeoutError } from './timeout-error.js'
 import { modelDeadlineOf } from './timeout-model.js'
 
-/** The longest deadline a JavaScript timer can hold (2^31 − 1 ms, about 24.8 days); longer ones would fire at once. */
-export const MAX_TIMEOUT_MS = 2_147_483_647
-
 /** A tool attempt's deadline when the options give no `ms`. */
 const DEFAULT_TOOL_TIMEOUT_MS = 30_000
 
-const duration = z.number().int().positive().max(MAX_TIMEOUT_MS)
+const duration = z.number().int().positive().max(MAX_TIMER_MS)
 
 /** Options of {@link timeout}, for tool calls and model calls alike. */
 export const timeoutOptionsSchema = z
@@ -55,14 +52,6 @@ function restore(ctx: ToolContext, signal: AbortSource): void {
   else ctx.deferSignal(signal)
 }
 
-// The resolving functions of the promise being built, handed over without an executor closure per call.
-let capturedResolve: () => void = noop
-let capturedReject: (err: unknown) => void = noop
-function capture(resolve: () => void, reject: (err: unknown) => void): void {
-  capturedResolve = resolve
-  capturedReject = reject
-}
-
 /**
  * One attempt under a deadline: the promise the layer returns, and the three ways it ends. `settle`
  * (the inner call finished first), `expire` (the deadline passed), `cancel` (the outer signal
@@ -93,9 +82,14 @@ class TimedAttempt implements Expiring {
     readonly timeoutMs: number,
     readonly attempt: number,
   ) {
-    this.promise = new Promise<void>(capture)
-    this.#resolve = capturedResolve
-    this.#reject = capturedReject
+    let resolve: () => void = noop
+    let reject: (err: unknown) => void = noop
+    this.promise = new Promise<void>((res, rej) => {
+      resolve = res
+      reject = rej
+    })
+    this.#resolve = resolve
+    this.#reject = reject
   }
 
   /** Starts the deadline and follows the outer signal, if it can abort at all. */
