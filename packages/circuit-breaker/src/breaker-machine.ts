@@ -67,6 +67,14 @@ export interface Settlement {
   readonly trial?: { readonly successes: number; readonly needed: number }
 }
 
+/** What a failed call said about itself, beyond failing. */
+export interface FailureFacts {
+  /** The server's pushback: an opening this failure causes lasts at least this long. */
+  readonly retryAfterMs?: number | undefined
+  /** How many requests the failure made (a retry layer inside the breaker repeats it): a closed circuit counts each one. Default 1. */
+  readonly attempts?: number | undefined
+}
+
 export interface BreakerMachineConfig {
   policy: FailurePolicy
   cooldownMs: number
@@ -87,18 +95,8 @@ export interface BreakerMachine {
   admitClosed(state: BreakerState | undefined): Admission | undefined
   /** True when settling this outcome would change nothing and decide nothing, so it needs neither time nor a write. */
   quiet(state: BreakerState | undefined, ticket: Ticket, outcome: Outcome): boolean
-  /**
-   * Applies the outcome of an admitted call. `attempts` is how many requests a failure made (a retry
-   * layer inside the breaker repeats it): a closed circuit counts each one. Default 1.
-   */
-  settle(
-    state: BreakerState | undefined,
-    ticket: Ticket,
-    outcome: Outcome,
-    now: number,
-    retryAfterMs?: number,
-    attempts?: number,
-  ): Settlement
+  /** Applies the outcome of an admitted call, with what a failure said about itself. */
+  settle(state: BreakerState | undefined, ticket: Ticket, outcome: Outcome, now: number, failure?: FailureFacts): Settlement
   /** Milliseconds until an open circuit half-opens (0 when it may now); `undefined` when not open. */
   remainingMs(state: BreakerState, now: number): number | undefined
   /** True when `value` (read back from a checkpoint) is a state this machine can use. */
@@ -117,6 +115,13 @@ const isTime = (n: unknown): n is number => typeof n === 'number' && Number.isFi
 type Tally = { probeSuccesses: number }
 const isTally = (v: Json | undefined): v is Tally =>
   typeof v === 'object' && v !== null && !Array.isArray(v) && Object.keys(v).length === 1 && isCount(v.probeSuccesses)
+
+/** An admitted call as it settles: how it went, when, and what its failure said. */
+interface Settling extends FailureFacts {
+  readonly outcome: Outcome
+  readonly now: number
+  readonly attempts: number
+}
 
 /** A machine's validated config, with what it derives once: every transition below reads it. */
 interface Machine extends BreakerMachineConfig {
@@ -159,11 +164,10 @@ export function breakerMachine(config: BreakerMachineConfig): BreakerMachine {
     admitClosed: (stored) => admitClosed(m, stored),
     quiet: (stored, ticket, outcome) => quiet(m, stored, ticket, outcome),
     admit: (stored, now) => admitClosed(m, stored) ?? admitNotClosed(m, stored as BreakerState, now),
-    settle(stored, ticket, outcome, now, retryAfterMs, attempts = 1) {
+    settle(stored, ticket, outcome, now, failure) {
       const state = stored === undefined ? initial : rebase(m, stored, now)
-      return ticket.probe === 0
-        ? settleClosed(m, state, ticket, outcome, now, retryAfterMs, attempts)
-        : settleProbe(m, state, ticket, outcome, now, retryAfterMs)
+      const settling: Settling = { outcome, now, retryAfterMs: failure?.retryAfterMs, attempts: failure?.attempts ?? 1 }
+      return ticket.probe === 0 ? settleClosed(m, state, ticket, settling) : settleProbe(m, state, ticket, settling)
     },
     remainingMs: (state, now) => remainingMs(m, state, now),
     isState: (value): value is BreakerState => isStateOf(policy, value),
@@ -249,15 +253,7 @@ function admitNotClosed(m: Machine, stored: BreakerState, now: number): Admissio
 }
 
 /** A call admitted to a closed circuit settles: the policy counts it, and may open the circuit. */
-function settleClosed(
-  m: Machine,
-  state: BreakerState,
-  ticket: Ticket,
-  outcome: Outcome,
-  now: number,
-  retryAfterMs: number | undefined,
-  attempts: number,
-): Settlement {
+function settleClosed(m: Machine, state: BreakerState, ticket: Ticket, { outcome, now, retryAfterMs, attempts }: Settling): Settlement {
   const verdict = outcome !== 'neutral'
   if (state.circuit !== 'closed' || state.generation !== ticket.generation) return { state, change: undefined, stale: verdict }
   if (!verdict) return { state, change: undefined, stale: false }
@@ -277,14 +273,7 @@ function settleClosed(
 }
 
 /** A half-open probe settles: a success counts toward closing, a failure reopens, a neutral outcome frees its slot. */
-function settleProbe(
-  m: Machine,
-  state: BreakerState,
-  ticket: Ticket,
-  outcome: Outcome,
-  now: number,
-  retryAfterMs: number | undefined,
-): Settlement {
+function settleProbe(m: Machine, state: BreakerState, ticket: Ticket, { outcome, now, retryAfterMs }: Settling): Settlement {
   const slot = state.probes.findIndex(([id]) => id === ticket.probe)
   const held = slot >= 0 && state.circuit === 'half-open' && now - (state.probes[slot] as [number, number])[1] < m.maxHalfOpenMs
   if (!held || state.generation !== ticket.generation) return { state, change: undefined, stale: outcome !== 'neutral' }
