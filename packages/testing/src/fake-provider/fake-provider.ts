@@ -102,16 +102,17 @@ function listenLocally(server: Server): Promise<void> {
   })
 }
 
+/** Where and when a request arrived: its place in the log, its route, and the provider's and the wall clock's time. */
+interface Arrival {
+  readonly index: number
+  readonly wire: WireFormat | undefined
+  readonly path: string
+  readonly at: number
+  readonly receivedAt: number
+}
+
 /** The record of a request as it arrived, before the script answers it. */
-function entryOf(
-  req: IncomingMessage,
-  index: number,
-  wire: WireFormat | undefined,
-  path: string,
-  body: unknown,
-  at: number,
-  receivedAt: number,
-): MutableRequest {
+function entryOf(req: IncomingMessage, { index, wire, path, at, receivedAt }: Arrival, body: unknown): MutableRequest {
   const api = wire?.api
   return {
     index,
@@ -147,6 +148,28 @@ function refusalOf(
   if (read.parseFailed || typeof body !== 'object' || body === null || Array.isArray(body))
     return { status: 400, message: 'We could not parse the JSON body of your request: it must be a JSON object.' }
   return undefined
+}
+
+/** The responses still being written, and who waits until none is. */
+function inFlightResponses() {
+  const open = new Set<ServerResponse>()
+  let idleWaiters: Array<() => void> = []
+  return {
+    add(res: ServerResponse): void {
+      open.add(res)
+    },
+    leave(res: ServerResponse): void {
+      open.delete(res)
+      if (open.size > 0) return
+      const waiters = idleWaiters
+      idleWaiters = []
+      for (const wake of waiters) wake()
+    },
+    whenIdle(): Promise<void> {
+      if (open.size === 0) return Promise.resolve()
+      return new Promise<void>((resolve) => idleWaiters.push(resolve))
+    },
+  }
 }
 
 type ArrivalWaiters = Map<number, Array<{ resolve: (r: FakeRequest) => void; reject: (e: Error) => void }>>
@@ -190,21 +213,12 @@ export async function fakeProvider(options: FakeProviderOptions = {}): Promise<F
   const script: Script = { steps, played: 0, onEnd }
   const requests: MutableRequest[] = []
   const sockets = new Set<Socket>()
-  const inFlight = new Set<ServerResponse>()
+  const inFlight = inFlightResponses()
   const arrivalWaiters: ArrivalWaiters = new Map()
-  let idleWaiters: Array<() => void> = []
   let closing: Promise<void> | undefined
 
   const settle = (record: MutableRequest, outcome: FakeOutcome) => {
     if (record.outcome === 'pending') record.outcome = outcome
-  }
-
-  const leave = (res: ServerResponse) => {
-    inFlight.delete(res)
-    if (inFlight.size > 0) return
-    const waiters = idleWaiters
-    idleWaiters = []
-    for (const wake of waiters) wake()
   }
 
   const record = (entry: MutableRequest) => {
@@ -221,11 +235,11 @@ export async function fakeProvider(options: FakeProviderOptions = {}): Promise<F
     const wire = routes.get(`${req.method} ${path}`)
     const read = await readBody(req, maxBodyBytes)
     const { text, body } = read
-    const entry = entryOf(req, requests.length, wire, path, body, at, receivedAt)
+    const entry = entryOf(req, { index: requests.length, wire, path, at, receivedAt }, body)
     record(entry)
     res.on('close', () => {
       settle(entry, closing ? 'closed_by_server' : 'client_closed')
-      leave(res)
+      inFlight.leave(res)
     })
     const refused = refusalOf(wire, entry, read, { routes, maxBodyBytes })
     if (refused !== undefined) {
@@ -285,10 +299,7 @@ export async function fakeProvider(options: FakeProviderOptions = {}): Promise<F
       }
       return arrival(requests, arrivalWaiters, closing, index)
     },
-    whenIdle() {
-      if (inFlight.size === 0) return Promise.resolve()
-      return new Promise<void>((resolve) => idleWaiters.push(resolve))
-    },
+    whenIdle: inFlight.whenIdle,
     close() {
       closing ??= new Promise<void>((resolve) => {
         server.close(() => resolve())
