@@ -1,36 +1,7 @@
 import type { Json } from '@shallot/core'
 import { waitMsOf } from '@shallot/core/kit'
+import { type BreakerState, type Circuit, isStateOf, isTally } from './breaker-state.js'
 import type { FailurePolicy } from './failure-policy.js'
-
-/** Where a circuit is: `closed` lets calls through, `open` refuses them, `half-open` lets probes through. */
-export type Circuit = 'closed' | 'open' | 'half-open'
-
-/**
- * One breaker's whole state, as plain JSON so a run-scoped breaker checkpoints it and a shared
- * store can serialize it. Times are `clock.now()` values of the monotonic clock.
- */
-export type BreakerState = {
-  circuit: Circuit
-  /** Bumped each time the circuit opens: a call admitted under an older generation decides nothing. */
-  generation: number
-  /**
-   * The policy's counts while closed. While half-open and waiting for more than one successful
-   * probe (`halfOpenSuccesses`), the trial's tally `{ probeSuccesses }` instead: kept in this field
-   * so every store that round-trips the state keeps it, and states written before it read as before.
-   */
-  counts: Json
-  /** Failures behind the current opening: the N in "open after N failures". */
-  failures: number
-  /** When the circuit last opened, and for how long it stays open. */
-  openedAt: number
-  openMs: number
-  /** Openings since the circuit last closed; drives cooldown growth. */
-  opens: number
-  /** Probes holding a half-open slot: `[probeId, startedAt]`. */
-  probes: [number, number][]
-  /** The last probe id handed out. */
-  seq: number
-}
 
 /** A move from one circuit to another, and why. */
 export interface Transition {
@@ -107,14 +78,6 @@ const NONE: readonly Transition[] = Object.freeze([])
 // A retry layer makes at most 6 requests per call (its hard ceiling); more is a caller's mistake, counted as 6.
 const MAX_ATTEMPTS = 6
 const attemptsOf = (n: number) => (Number.isInteger(n) && n >= 1 ? n : 1)
-const CIRCUITS: readonly string[] = ['closed', 'open', 'half-open']
-const isCount = (n: unknown): n is number => Number.isInteger(n) && (n as number) >= 0
-const isTime = (n: unknown): n is number => typeof n === 'number' && Number.isFinite(n)
-
-/** The half-open trial's tally, as it sits in `counts`. */
-type Tally = { probeSuccesses: number }
-const isTally = (v: Json | undefined): v is Tally =>
-  typeof v === 'object' && v !== null && !Array.isArray(v) && Object.keys(v).length === 1 && isCount(v.probeSuccesses)
 
 /** An admitted call as it settles: how it went, when, and what its failure said. */
 interface Settling extends FailureFacts {
@@ -324,23 +287,4 @@ function remainingMs(m: Machine, state: BreakerState, now: number): number | und
   // An opening stamped later than now came from another clock; admit() restarts its cooldown.
   if (state.openedAt > now) return cooldownOf(m, state)
   return Math.max(0, state.openedAt + cooldownOf(m, state) - now)
-}
-
-function isStateOf(policy: FailurePolicy, value: Json | undefined): value is BreakerState {
-  if (typeof value !== 'object' || value === null || Array.isArray(value)) return false
-  const s = value as Record<string, Json | undefined>
-  return (
-    CIRCUITS.includes(s.circuit as string) &&
-    isCount(s.generation) &&
-    s.counts !== undefined &&
-    (policy.isCounts(s.counts) || (s.circuit === 'half-open' && isTally(s.counts))) &&
-    isCount(s.failures) &&
-    isTime(s.openedAt) &&
-    isTime(s.openMs) &&
-    (s.openMs as number) >= 0 &&
-    isCount(s.opens) &&
-    isCount(s.seq) &&
-    Array.isArray(s.probes) &&
-    s.probes.every((p) => Array.isArray(p) && p.length === 2 && isCount(p[0]) && isTime(p[1]))
-  )
 }

@@ -1,14 +1,7 @@
 import { abortReason, LoopError, type ModelContext, type ModelMiddleware, type ModelNext, ToolError } from '@shallot/core'
 import { isTransientModelError } from '@shallot/core/kit'
-import {
-  type Admission,
-  breakerMachine,
-  type Circuit,
-  type FailureFacts,
-  type Outcome,
-  type Ticket,
-  type Transition,
-} from './breaker-machine.js'
+import { type Admission, breakerMachine, type FailureFacts, type Outcome, type Ticket, type Transition } from './breaker-machine.js'
+import type { Circuit } from './breaker-state.js'
 import { type CircuitBreakerConfig, lifetimeOf } from './circuit-breaker-options.js'
 import { consecutive } from './consecutive.js'
 import { keyFrom } from './key-from.js'
