@@ -2,6 +2,7 @@ import { createServer, type IncomingMessage, type Server, type ServerResponse } 
 import type { AddressInfo, Socket } from 'node:net'
 import { parseOptions } from '@shallot/core'
 import { anthropicMessages } from './anthropic-messages.js'
+import { inFlightResponses } from './in-flight.js'
 import { openaiChat } from './openai-chat.js'
 import { openaiResponses } from './openai-responses.js'
 import { planReply } from './plan-reply.js'
@@ -148,28 +149,6 @@ function refusalOf(
   if (read.parseFailed || typeof body !== 'object' || body === null || Array.isArray(body))
     return { status: 400, message: 'We could not parse the JSON body of your request: it must be a JSON object.' }
   return undefined
-}
-
-/** The responses still being written, and who waits until none is. */
-function inFlightResponses() {
-  const open = new Set<ServerResponse>()
-  let idleWaiters: Array<() => void> = []
-  return {
-    add(res: ServerResponse): void {
-      open.add(res)
-    },
-    leave(res: ServerResponse): void {
-      open.delete(res)
-      if (open.size > 0) return
-      const waiters = idleWaiters
-      idleWaiters = []
-      for (const wake of waiters) wake()
-    },
-    whenIdle(): Promise<void> {
-      if (open.size === 0) return Promise.resolve()
-      return new Promise<void>((resolve) => idleWaiters.push(resolve))
-    },
-  }
 }
 
 type ArrivalWaiters = Map<number, Array<{ resolve: (r: FakeRequest) => void; reject: (e: Error) => void }>>
