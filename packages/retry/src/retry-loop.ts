@@ -67,8 +67,8 @@ export function retrySucceeded(s: RetrySettings, ctx: ToolContext): void {
 
 /** After a failed call: decides, waits and calls again until a call succeeds or the retries stop. */
 export async function retryAfter(s: RetrySettings, call: FailedCall, failure: unknown): Promise<void> {
-  const r: Retrying = { ...call, s, calls: 1, previousMs: undefined, codes: new Set() }
-  const { ctx, next, signal } = call
+  const { ctx, next, signal, started } = call
+  const r: Retrying = { s, ctx, next, signal, started, calls: 1, previousMs: undefined, codes: new Set() }
   let err = failure
   for (;;) {
     if (!ToolError.is(err)) throw err
