@@ -9,5 +9,12 @@ export interface LongFunction {
   readonly lines: number
 }
 export declare function longFunctions(maxLines?: number, root?: string): LongFunction[]
+export interface LongParameterList {
+  readonly file: string
+  readonly line: number
+  readonly name: string
+  readonly params: number
+}
+export declare function longParameterLists(maxParams?: number, root?: string): LongParameterList[]
 export declare function importGraph(root?: string): Map<string, string[]>
 export declare function importCircles(root?: string): string[][]

@@ -1,6 +1,6 @@
-// The code's shape, measured from packages/*/src: every non-test function longer than a limit, and every file-level
-// import circle. `node .ci/code-shape.mjs [maxLines]` prints both (default 120 lines); packages/shallot's
-// code-shape.test.ts holds them to the limits of issue 35 ("Readable over clever").
+// The code's shape, measured from packages/*/src: every non-test function longer than a limit, every function
+// with more than five positional parameters, and every file-level import circle. `node .ci/code-shape.mjs [maxLines]`
+// prints all three (default 120 lines); packages/shallot's code-shape.test.ts holds the code to them.
 import { existsSync, readdirSync, readFileSync, statSync } from 'node:fs'
 import { createRequire } from 'node:module'
 import { dirname, join, relative, resolve } from 'node:path'
@@ -77,6 +77,36 @@ export function longFunctions(maxLines = 120, root = repoRoot) {
     visit(source)
   }
   return found.sort((a, b) => b.lines - a.lines || a.file.localeCompare(b.file))
+}
+
+/**
+ * Functions, arrows, methods (method signatures of interfaces too) and constructors taking more than maxParams
+ * positional parameters (a `this` parameter is not one), most first. Six or more want an options object.
+ */
+export function longParameterLists(maxParams = 5, root = repoRoot) {
+  const found = []
+  for (const file of sourceFiles(root)) {
+    const source = parse(root, file)
+    const visit = (node) => {
+      if (
+        ts.isFunctionDeclaration(node) ||
+        ts.isFunctionExpression(node) ||
+        ts.isArrowFunction(node) ||
+        ts.isMethodDeclaration(node) ||
+        ts.isMethodSignature(node) ||
+        ts.isConstructorDeclaration(node)
+      ) {
+        const params = node.parameters.filter((p) => !(ts.isIdentifier(p.name) && p.name.text === 'this')).length
+        if (params > maxParams) {
+          const line = source.getLineAndCharacterOfPosition(node.getStart(source)).line + 1
+          found.push({ file, line, name: nameOf(node, source), params })
+        }
+      }
+      ts.forEachChild(node, visit)
+    }
+    visit(source)
+  }
+  return found.sort((a, b) => b.params - a.params || a.file.localeCompare(b.file) || a.line - b.line)
 }
 
 function importedSpecifiers(source) {
@@ -166,6 +196,9 @@ if (process.argv[1] && resolve(process.argv[1]) === fileURLToPath(import.meta.ur
   const long = longFunctions(maxLines)
   console.log(`${long.length} non-test function(s) over ${maxLines} lines:`)
   for (const f of long) console.log(`  ${String(f.lines).padStart(4)}  ${f.file}:${f.line}  ${f.name}`)
+  const positional = longParameterLists()
+  console.log(`${positional.length} non-test function(s) with more than 5 positional parameters:`)
+  for (const f of positional) console.log(`  ${String(f.params).padStart(4)}  ${f.file}:${f.line}  ${f.name}`)
   const circles = importCircles()
   console.log(`${circles.length} file-level import circle(s):`)
   for (const circle of circles) console.log(`  ${circle.join(' <-> ')}`)

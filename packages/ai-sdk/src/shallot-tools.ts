@@ -308,6 +308,6 @@ export function shallotTools<T extends ToolSet>(tools: T, options?: ShallotTools
     get error() {
       return error
     },
-    approvalResponse: (request, answer) => approvalResponse(request, answer, stack, run, abortSignal, check),
+    approvalResponse: (request, answer) => approvalResponse(request, answer, { stack, run, signal: abortSignal, check }),
   }
 }

@@ -57,6 +57,14 @@ export function needsApprovalOf(
   }
 }
 
+/** Where an approval is answered: the stack and run of the tools, the call's signal, and the policy's check if there is one. */
+export interface ApprovalSite {
+  readonly stack: Stack
+  readonly run: RunContext
+  readonly signal: AbortSignal
+  readonly check: ApprovalCheck | undefined
+}
+
 /**
  * Answers one approval request as the SDK expects it back. A no goes through the stack first (the
  * policy records it and nothing runs), so the `reason` the model reads is shallot's `denied_by_user`.
@@ -64,10 +72,7 @@ export function needsApprovalOf(
 export async function approvalResponse(
   request: ToolApprovalRequestPart,
   answer: Extract<ApprovalAnswer, 'approve' | 'deny' | { deny: string }>,
-  stack: Stack,
-  run: RunContext,
-  signal: AbortSignal,
-  check: ApprovalCheck | undefined,
+  { stack, run, signal, check }: ApprovalSite,
 ): Promise<ToolApprovalResponsePart> {
   if (!isObject(request) || typeof request.approvalId !== 'string' || !isObject(request.toolCall))
     throw new TypeError('approvalResponse() takes a tool-approval-request part of the result: { approvalId, toolCall }')

@@ -12,10 +12,10 @@ describe('the breaker counts every request a failed call made', () => {
   it('opens a consecutive({ threshold: 5 }) circuit on the second call that made 3 requests', () => {
     const machine = machineWith()
     const first = machine.admit(undefined, 0)
-    const after1 = machine.settle(first.state, first, 'failure', 1, undefined, 3)
+    const after1 = machine.settle(first.state, first, 'failure', 1, { attempts: 3 })
     expect(after1.state).toMatchObject({ circuit: 'closed', counts: { failures: 3 } })
     const second = machine.admit(after1.state, 2)
-    const after2 = machine.settle(second.state, second, 'failure', 3, undefined, 3)
+    const after2 = machine.settle(second.state, second, 'failure', 3, { attempts: 3 })
     expect(after2.state.circuit).toBe('open')
     expect(after2.change).toMatchObject({ from: 'closed', to: 'open', reason: '6 consecutive failures' })
   })
@@ -23,9 +23,9 @@ describe('the breaker counts every request a failed call made', () => {
   it('counts a success once, whatever it took, and resets the streak', () => {
     const machine = machineWith()
     const a = machine.admit(undefined, 0)
-    const failed = machine.settle(a.state, a, 'failure', 1, undefined, 4)
+    const failed = machine.settle(a.state, a, 'failure', 1, { attempts: 4 })
     const b = machine.admit(failed.state, 2)
-    expect(machine.settle(b.state, b, 'success', 3, undefined, 3).state).toMatchObject({ counts: { failures: 0 } })
+    expect(machine.settle(b.state, b, 'success', 3, { attempts: 3 }).state).toMatchObject({ counts: { failures: 0 } })
   })
 
   it('reads a nonsense count as one request and caps a huge one at the retry ceiling (6)', () => {
@@ -39,14 +39,14 @@ describe('the breaker counts every request a failed call made', () => {
       [1_000_000, 6],
     ] as const) {
       const a = machine.admit(undefined, 0)
-      expect(machine.settle(a.state, a, 'failure', 1, undefined, attempts).state).toMatchObject({ counts: { failures: counted } })
+      expect(machine.settle(a.state, a, 'failure', 1, { attempts: attempts }).state).toMatchObject({ counts: { failures: counted } })
     }
   })
 
   it('weighs requests in a sampling window too', () => {
     const machine = machineWith(sampling({ failureRatio: 0.5, minimumThroughput: 4, windowMs: 60_000 }))
     const a = machine.admit(undefined, 0)
-    const after = machine.settle(a.state, a, 'failure', 1, undefined, 4)
+    const after = machine.settle(a.state, a, 'failure', 1, { attempts: 4 })
     expect(after.state.circuit).toBe('open')
   })
 

@@ -16,7 +16,7 @@ const config = (overrides: Partial<BreakerMachineConfig> = {}): BreakerMachineCo
 /** Drives a machine by hand: no clock, just the `now` each step is given. */
 function fail(machine: ReturnType<typeof breakerMachine>, state: BreakerState | undefined, now: number, retryAfterMs?: number) {
   const a = machine.admit(state, now)
-  return machine.settle(a.state, a, 'failure', now, retryAfterMs)
+  return machine.settle(a.state, a, 'failure', now, { retryAfterMs })
 }
 
 function opened(machine: ReturnType<typeof breakerMachine>, now = 0): BreakerState {

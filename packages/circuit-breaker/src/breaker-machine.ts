@@ -1,36 +1,7 @@
 import type { Json } from '@shallot/core'
 import { waitMsOf } from '@shallot/core/kit'
+import { type BreakerState, type Circuit, isStateOf, isTally } from './breaker-state.js'
 import type { FailurePolicy } from './failure-policy.js'
-
-/** Where a circuit is: `closed` lets calls through, `open` refuses them, `half-open` lets probes through. */
-export type Circuit = 'closed' | 'open' | 'half-open'
-
-/**
- * One breaker's whole state, as plain JSON so a run-scoped breaker checkpoints it and a shared
- * store can serialize it. Times are `clock.now()` values of the monotonic clock.
- */
-export type BreakerState = {
-  circuit: Circuit
-  /** Bumped each time the circuit opens: a call admitted under an older generation decides nothing. */
-  generation: number
-  /**
-   * The policy's counts while closed. While half-open and waiting for more than one successful
-   * probe (`halfOpenSuccesses`), the trial's tally `{ probeSuccesses }` instead: kept in this field
-   * so every store that round-trips the state keeps it, and states written before it read as before.
-   */
-  counts: Json
-  /** Failures behind the current opening: the N in "open after N failures". */
-  failures: number
-  /** When the circuit last opened, and for how long it stays open. */
-  openedAt: number
-  openMs: number
-  /** Openings since the circuit last closed; drives cooldown growth. */
-  opens: number
-  /** Probes holding a half-open slot: `[probeId, startedAt]`. */
-  probes: [number, number][]
-  /** The last probe id handed out. */
-  seq: number
-}
 
 /** A move from one circuit to another, and why. */
 export interface Transition {
@@ -67,6 +38,14 @@ export interface Settlement {
   readonly trial?: { readonly successes: number; readonly needed: number }
 }
 
+/** What a failed call said about itself, beyond failing. */
+export interface FailureFacts {
+  /** The server's pushback: an opening this failure causes lasts at least this long. */
+  readonly retryAfterMs?: number | undefined
+  /** How many requests the failure made (a retry layer inside the breaker repeats it): a closed circuit counts each one. Default 1. */
+  readonly attempts?: number | undefined
+}
+
 export interface BreakerMachineConfig {
   policy: FailurePolicy
   cooldownMs: number
@@ -87,18 +66,8 @@ export interface BreakerMachine {
   admitClosed(state: BreakerState | undefined): Admission | undefined
   /** True when settling this outcome would change nothing and decide nothing, so it needs neither time nor a write. */
   quiet(state: BreakerState | undefined, ticket: Ticket, outcome: Outcome): boolean
-  /**
-   * Applies the outcome of an admitted call. `attempts` is how many requests a failure made (a retry
-   * layer inside the breaker repeats it): a closed circuit counts each one. Default 1.
-   */
-  settle(
-    state: BreakerState | undefined,
-    ticket: Ticket,
-    outcome: Outcome,
-    now: number,
-    retryAfterMs?: number,
-    attempts?: number,
-  ): Settlement
+  /** Applies the outcome of an admitted call, with what a failure said about itself. */
+  settle(state: BreakerState | undefined, ticket: Ticket, outcome: Outcome, now: number, failure?: FailureFacts): Settlement
   /** Milliseconds until an open circuit half-opens (0 when it may now); `undefined` when not open. */
   remainingMs(state: BreakerState, now: number): number | undefined
   /** True when `value` (read back from a checkpoint) is a state this machine can use. */
@@ -109,14 +78,13 @@ const NONE: readonly Transition[] = Object.freeze([])
 // A retry layer makes at most 6 requests per call (its hard ceiling); more is a caller's mistake, counted as 6.
 const MAX_ATTEMPTS = 6
 const attemptsOf = (n: number) => (Number.isInteger(n) && n >= 1 ? n : 1)
-const CIRCUITS: readonly string[] = ['closed', 'open', 'half-open']
-const isCount = (n: unknown): n is number => Number.isInteger(n) && (n as number) >= 0
-const isTime = (n: unknown): n is number => typeof n === 'number' && Number.isFinite(n)
 
-/** The half-open trial's tally, as it sits in `counts`. */
-type Tally = { probeSuccesses: number }
-const isTally = (v: Json | undefined): v is Tally =>
-  typeof v === 'object' && v !== null && !Array.isArray(v) && Object.keys(v).length === 1 && isCount(v.probeSuccesses)
+/** An admitted call as it settles: how it went, when, and what its failure said. */
+interface Settling extends FailureFacts {
+  readonly outcome: Outcome
+  readonly now: number
+  readonly attempts: number
+}
 
 /** A machine's validated config, with what it derives once: every transition below reads it. */
 interface Machine extends BreakerMachineConfig {
@@ -159,11 +127,10 @@ export function breakerMachine(config: BreakerMachineConfig): BreakerMachine {
     admitClosed: (stored) => admitClosed(m, stored),
     quiet: (stored, ticket, outcome) => quiet(m, stored, ticket, outcome),
     admit: (stored, now) => admitClosed(m, stored) ?? admitNotClosed(m, stored as BreakerState, now),
-    settle(stored, ticket, outcome, now, retryAfterMs, attempts = 1) {
+    settle(stored, ticket, outcome, now, failure) {
       const state = stored === undefined ? initial : rebase(m, stored, now)
-      return ticket.probe === 0
-        ? settleClosed(m, state, ticket, outcome, now, retryAfterMs, attempts)
-        : settleProbe(m, state, ticket, outcome, now, retryAfterMs)
+      const settling: Settling = { outcome, now, retryAfterMs: failure?.retryAfterMs, attempts: failure?.attempts ?? 1 }
+      return ticket.probe === 0 ? settleClosed(m, state, ticket, settling) : settleProbe(m, state, ticket, settling)
     },
     remainingMs: (state, now) => remainingMs(m, state, now),
     isState: (value): value is BreakerState => isStateOf(policy, value),
@@ -249,15 +216,7 @@ function admitNotClosed(m: Machine, stored: BreakerState, now: number): Admissio
 }
 
 /** A call admitted to a closed circuit settles: the policy counts it, and may open the circuit. */
-function settleClosed(
-  m: Machine,
-  state: BreakerState,
-  ticket: Ticket,
-  outcome: Outcome,
-  now: number,
-  retryAfterMs: number | undefined,
-  attempts: number,
-): Settlement {
+function settleClosed(m: Machine, state: BreakerState, ticket: Ticket, { outcome, now, retryAfterMs, attempts }: Settling): Settlement {
   const verdict = outcome !== 'neutral'
   if (state.circuit !== 'closed' || state.generation !== ticket.generation) return { state, change: undefined, stale: verdict }
   if (!verdict) return { state, change: undefined, stale: false }
@@ -277,14 +236,7 @@ function settleClosed(
 }
 
 /** A half-open probe settles: a success counts toward closing, a failure reopens, a neutral outcome frees its slot. */
-function settleProbe(
-  m: Machine,
-  state: BreakerState,
-  ticket: Ticket,
-  outcome: Outcome,
-  now: number,
-  retryAfterMs: number | undefined,
-): Settlement {
+function settleProbe(m: Machine, state: BreakerState, ticket: Ticket, { outcome, now, retryAfterMs }: Settling): Settlement {
   const slot = state.probes.findIndex(([id]) => id === ticket.probe)
   const held = slot >= 0 && state.circuit === 'half-open' && now - (state.probes[slot] as [number, number])[1] < m.maxHalfOpenMs
   if (!held || state.generation !== ticket.generation) return { state, change: undefined, stale: outcome !== 'neutral' }
@@ -335,23 +287,4 @@ function remainingMs(m: Machine, state: BreakerState, now: number): number | und
   // An opening stamped later than now came from another clock; admit() restarts its cooldown.
   if (state.openedAt > now) return cooldownOf(m, state)
   return Math.max(0, state.openedAt + cooldownOf(m, state) - now)
-}
-
-function isStateOf(policy: FailurePolicy, value: Json | undefined): value is BreakerState {
-  if (typeof value !== 'object' || value === null || Array.isArray(value)) return false
-  const s = value as Record<string, Json | undefined>
-  return (
-    CIRCUITS.includes(s.circuit as string) &&
-    isCount(s.generation) &&
-    s.counts !== undefined &&
-    (policy.isCounts(s.counts) || (s.circuit === 'half-open' && isTally(s.counts))) &&
-    isCount(s.failures) &&
-    isTime(s.openedAt) &&
-    isTime(s.openMs) &&
-    (s.openMs as number) >= 0 &&
-    isCount(s.opens) &&
-    isCount(s.seq) &&
-    Array.isArray(s.probes) &&
-    s.probes.every((p) => Array.isArray(p) && p.length === 2 && isCount(p[0]) && isTime(p[1]))
-  )
 }

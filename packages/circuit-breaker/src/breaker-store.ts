@@ -1,4 +1,4 @@
-import type { BreakerState } from './breaker-machine.js'
+import type { BreakerState } from './breaker-state.js'
 
 /**
  * Where a stack-scoped breaker keeps its state, so several workers can share one

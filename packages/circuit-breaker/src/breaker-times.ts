@@ -1,5 +1,5 @@
 import type { Json } from '@shallot/core'
-import type { BreakerState } from './breaker-machine.js'
+import type { BreakerState } from './breaker-state.js'
 
 /**
  * How far before "now" a shared `BreakerStore` places the times it reads (the anchor, taken when

@@ -1,4 +1,4 @@
-export type { BreakerState, Circuit } from './breaker-machine.js'
+export type { BreakerState, Circuit } from './breaker-state.js'
 export type { BreakerStore } from './breaker-store.js'
 export { mapTimes, READ_MARGIN_MS, type TimeMap, timeMap } from './breaker-times.js'
 export { type CircuitBreakerLayer, circuitBreaker } from './circuit-breaker.js'

@@ -1,6 +1,6 @@
 import { optionsParser } from '@shallot/core/kit'
 import { z } from 'zod'
-import type { BreakerState } from './breaker-machine.js'
+import type { BreakerState } from './breaker-state.js'
 import type { BreakerStore } from './breaker-store.js'
 
 /** A {@link BreakerStore} in this process's memory: synchronous, bounded, least recently used key evicted first. */

@@ -1,6 +1,7 @@
 import { abortReason, LoopError, type ModelContext, type ModelMiddleware, type ModelNext, ToolError } from '@shallot/core'
 import { isTransientModelError } from '@shallot/core/kit'
-import { type Admission, breakerMachine, type Circuit, type Outcome, type Ticket, type Transition } from './breaker-machine.js'
+import { type Admission, breakerMachine, type FailureFacts, type Outcome, type Ticket, type Transition } from './breaker-machine.js'
+import type { Circuit } from './breaker-state.js'
 import { type CircuitBreakerConfig, lifetimeOf } from './circuit-breaker-options.js'
 import { consecutive } from './consecutive.js'
 import { keyFrom } from './key-from.js'
@@ -66,6 +67,12 @@ export function modelCircuitOpenError(facts: {
 
 const isPromise = <T>(value: T | Promise<T>): value is Promise<T> => typeof (value as { then?: unknown })?.then === 'function'
 
+/** The circuit one model call is judged on: the model, and the breaker key it falls under. */
+interface ModelCircuit {
+  readonly model: string
+  readonly key: string
+}
+
 const noEvent = () => {}
 /** What a state home is handed: the run and its logger; a store's failure is logged, as a model call has no event for it. */
 const hostOf = (ctx: ModelContext): BreakerHost => ({ run: ctx.run, log: ctx.log, emit: noEvent })
@@ -125,14 +132,12 @@ export function modelBreaker(o: CircuitBreakerConfig): ModelMiddleware {
     }
   }
 
-  async function settle(ctx: ModelContext, model: string, key: string, ticket: Ticket, outcome: Outcome, error: unknown, attempts: number) {
+  /** Settles a model call's outcome on its circuit; `failure` is what a failed call said about itself. */
+  async function settle(ctx: ModelContext, { model, key }: ModelCircuit, ticket: Ticket, outcome: Outcome, failure?: FailureFacts) {
     const home = homeOf(ctx.stackKey)
     if (!home.quiet(ctx.run, key, ticket, outcome)) {
-      const retryAfterMs = outcome === 'failure' && ToolError.is(error) ? error.retryAfterMs : undefined
-      // The clock is read in the step, after a shared store's read, as the tool breaker does (admitThenProceed).
-      const step = home.apply(hostOf(ctx), key, ctx.signal, (current) =>
-        machine.settle(current, ticket, outcome, ctx.clock.now(), retryAfterMs, attempts),
-      )
+      // The clock is read in the step, after a shared store's read, as the tool breaker does.
+      const step = home.apply(hostOf(ctx), key, ctx.signal, (current) => machine.settle(current, ticket, outcome, ctx.clock.now(), failure))
       const { change } = isPromise(step) ? await step : step
       if (change !== undefined) report(ctx, model, key, [change])
     }
@@ -162,11 +167,13 @@ export function modelBreaker(o: CircuitBreakerConfig): ModelMiddleware {
     try {
       await next()
     } catch (err) {
-      await settle(ctx, model, key, admission, judge(ctx, key, err), err, ctx.attempt - first + 1)
+      const outcome = judge(ctx, key, err)
+      const retryAfterMs = outcome === 'failure' && ToolError.is(err) ? err.retryAfterMs : undefined
+      await settle(ctx, { model, key }, admission, outcome, { retryAfterMs, attempts: ctx.attempt - first + 1 })
       throw err
     }
     // The happy path: a success that changes nothing (a closed circuit with nothing counted) writes nothing.
     if (home.quiet(ctx.run, key, admission, 'success')) ctx.circuit = { model, key, circuit: 'closed', refused: false }
-    else await settle(ctx, model, key, admission, 'success', undefined, 1)
+    else await settle(ctx, { model, key }, admission, 'success')
   }
 }

@@ -1,5 +1,6 @@
 import type { Json, RunContext } from '@shallot/core'
-import type { BreakerMachine, BreakerState } from './breaker-machine.js'
+import type { BreakerMachine } from './breaker-machine.js'
+import type { BreakerState } from './breaker-state.js'
 
 /** The key of `run.state` under which run-scoped breakers keep their states. */
 export const RUN_STATE_KEY = 'shallot.circuit-breaker'

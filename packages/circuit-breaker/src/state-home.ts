@@ -1,7 +1,8 @@
 import type { RunContext, ToolContext } from '@shallot/core'
 import type { AbortSource } from '@shallot/core/kit'
 import { Aborted, abortable } from './abortable.js'
-import type { Admission, BreakerMachine, BreakerState, Outcome, Ticket } from './breaker-machine.js'
+import type { Admission, BreakerMachine, Outcome, Ticket } from './breaker-machine.js'
+import type { BreakerState } from './breaker-state.js'
 import type { BreakerStore } from './breaker-store.js'
 import { boundedStates, type MemoryBreakerStore } from './memory-breaker-store.js'
 import { runStateStore } from './run-state-store.js'
@@ -81,17 +82,17 @@ function runHome(machine: BreakerMachine, maxKeys: number): StateHome {
  * locally, and when the store fails the call is decided on the mirror.
  */
 function sharedHome(local: MemoryBreakerStore, store: BreakerStore): StateHome {
+  /** Waits for the store's write (`pending`, abortable on the caller's signal), then mirrors it as {@link written} does. */
   async function settleAsync<R>(
     ctx: BreakerHost,
     key: string,
-    signal: AbortSource,
     step: Step<R>,
     pending: Promise<BreakerState>,
     result: () => (R & { state: BreakerState }) | undefined,
   ): Promise<R & { state: BreakerState }> {
     let state: BreakerState
     try {
-      state = await abortable(pending, signal instanceof AbortSignal ? signal : signal.signal)
+      state = await pending
     } catch (err) {
       // The caller gave up while the store was thinking: end the call as the caller said.
       if (err instanceof Aborted) throw err.reason
@@ -133,7 +134,10 @@ function sharedHome(local: MemoryBreakerStore, store: BreakerStore): StateHome {
       } catch (err) {
         return fallBack(ctx, key, step, err)
       }
-      if (isPromise(pending)) return settleAsync(ctx, key, signal, step, pending, () => result)
+      if (isPromise(pending)) {
+        const waited = abortable(pending, signal instanceof AbortSignal ? signal : signal.signal)
+        return settleAsync(ctx, key, step, waited, () => result)
+      }
       return written(ctx, key, step, pending, result)
     },
     peek: (_run, key) => local.peek(key),

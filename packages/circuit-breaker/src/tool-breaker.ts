@@ -1,14 +1,6 @@
 import { abortReason, type Logger, LoopError, type Middleware, type Next, type ToolContext, ToolError } from '@shallot/core'
-import { type AbortSource, callNext } from '@shallot/core/kit'
-import {
-  type Admission,
-  type BreakerMachine,
-  breakerMachine,
-  type Outcome,
-  type Settlement,
-  type Ticket,
-  type Transition,
-} from './breaker-machine.js'
+import type { AbortSource } from '@shallot/core/kit'
+import { type Admission, type BreakerMachine, breakerMachine, type Outcome, type Ticket, type Transition } from './breaker-machine.js'
 import { type BreakerStateChange, type CircuitBreakerConfig, lifetimeOf } from './circuit-breaker-options.js'
 import { circuitOpenError } from './circuit-open-error.js'
 import { consecutive } from './consecutive.js'
@@ -17,8 +9,6 @@ import { keyFrom } from './key-from.js'
 import { runKeys } from './run-keys.js'
 import { type StateHome, stateHome } from './state-home.js'
 import { stateListener } from './state-listener.js'
-
-const isPromise = <T>(value: T | Promise<T>): value is Promise<T> => typeof (value as { then?: unknown })?.then === 'function'
 
 /**
  * The tool side of {@link circuitBreaker}: one breaker per tool (or per `key`) for every run of the
@@ -44,25 +34,16 @@ export function toolBreaker(o: CircuitBreakerConfig): Middleware {
   const keyOf = o.key
   const keysOfRun = runKeys(o.maxKeys)
 
-  const middleware: Middleware = function circuitBreaker(ctx, next) {
+  const middleware: Middleware = async function circuitBreaker(ctx, next) {
     const tool = ctx.tool
     if (tool === undefined) return next()
-    let key: string | undefined
-    try {
-      key = keyOf === undefined ? tool.name : keyFrom(keyOf, ctx)
-    } catch (err) {
-      return Promise.reject(err)
-    }
+    const key = keyOf === undefined ? tool.name : keyFrom(keyOf, ctx)
     if (key === undefined) return next()
     if (keyOf !== undefined) keysOfRun.note(ctx.run, tool.name, key)
     // The signal as it stands, not made real: a store's wait makes it real only if it must wait.
     const signal = ctx.currentSignal()
-    if (signal.aborted) return Promise.reject(abortReason(signal))
-    // The happy path (a closed circuit, in local or run state) reads neither the clock nor writes anything.
-    const admission = home.admitClosed(ctx.run, key)
-    return admission === undefined
-      ? admitThenProceed(b, ctx, next, tool.name, key, signal)
-      : proceed(b, ctx, next, tool.name, key, signal, admission)
+    if (signal.aborted) throw abortReason(signal)
+    return guarded({ b, ctx, tool: tool.name, key, signal }, next)
   }
 
   middleware.describeTool = function describeTool(tool, run, now) {
@@ -87,43 +68,31 @@ interface Breaker {
   readonly isFailure: (error: unknown, ctx: ToolContext) => boolean
 }
 
-/**
- * The call once admitted (or refused): reactions on next()'s promise rather than an await, so a call
- * blocked in its tool keeps no suspended frame here.
- */
-function proceed(
-  b: Breaker,
-  ctx: ToolContext,
-  next: Next,
-  tool: string,
-  key: string,
-  signal: AbortSource,
-  admission: Admission,
-): Promise<void> {
-  try {
-    if (admission.changes.length > 0) report(b, ctx, key, admission.changes)
-    if (admission.expired > 0) ctx.emit('circuit-breaker.probe_expired', { key, count: admission.expired })
-    if (!admission.pass) {
-      const { circuit, failures } = admission.state
-      ctx.emit('circuit-breaker.refused', { key, circuit, retryAfterMs: admission.retryAfterMs })
-      throw circuitOpenError({ tool, key, circuit: circuit as 'open' | 'half-open', failures, retryAfterMs: admission.retryAfterMs })
-    }
-    if (admission.probe !== 0) ctx.emit('circuit-breaker.probe', { key, probe: admission.probe })
-  } catch (refused) {
-    return Promise.reject(refused)
-  }
+/** One call through the breaker: the layer's parts, and the breaker the call is keyed to. */
+interface BreakerCall {
+  readonly b: Breaker
+  readonly ctx: ToolContext
+  readonly tool: string
+  readonly key: string
+  /** The signal the call came with: a shared store's wait stops when it aborts. */
+  readonly signal: AbortSource
+}
+
+/** Admits the call (or refuses it with `circuit_open`), runs it, and settles its outcome on the breaker. */
+async function guarded(call: BreakerCall, next: Next): Promise<void> {
+  const { b, ctx } = call
+  // The happy path (a closed circuit, in local or run state) reads neither the clock nor writes anything.
+  const admission = b.home.admitClosed(ctx.run, call.key) ?? (await admit(call))
+  announce(call, admission)
   // Retry inside the breaker bumps ctx.attempt for each repeat: the requests this call made.
   const firstAttempt = ctx.attempt
-  return callNext(next).then(
-    () => settle(b, ctx, key, signal, admission, 'success', undefined),
-    (err: unknown) => {
-      const settled = settle(b, ctx, key, signal, admission, judge(b, ctx, key, err, signal), err, ctx.attempt - firstAttempt + 1)
-      if (settled === undefined) throw err
-      return settled.then(() => {
-        throw err
-      })
-    },
-  )
+  try {
+    await next()
+  } catch (err) {
+    await settle(call, admission, judge(call, err), err, ctx.attempt - firstAttempt + 1)
+    throw err
+  }
+  await settle(call, admission, 'success', undefined, 1)
 }
 
 /**
@@ -134,12 +103,30 @@ function proceed(
  * between the two reads (preempted, collecting garbage): a probe slot another worker took a moment
  * ago would then read as a time from another clock, be forgotten, and a second probe run.
  */
-async function admitThenProceed(b: Breaker, ctx: ToolContext, next: Next, tool: string, key: string, signal: AbortSource): Promise<void> {
-  const pending = b.home.apply(ctx, key, signal, (current) => b.machine.admit(current, ctx.clock.now()))
-  return proceed(b, ctx, next, tool, key, signal, isPromise(pending) ? await pending : pending)
+function admit({ b, ctx, key, signal }: BreakerCall): Admission | Promise<Admission> {
+  return b.home.apply(ctx, key, signal, (current) => b.machine.admit(current, ctx.clock.now()))
 }
 
-function judge(b: Breaker, ctx: ToolContext, key: string, error: unknown, signal: AbortSource): Outcome {
+/** Tells what admitting the call changed; throws `circuit_open` when it was refused. */
+function announce(call: BreakerCall, admission: Admission): void {
+  const { ctx, key } = call
+  if (admission.changes.length > 0) report(call, admission.changes)
+  if (admission.expired > 0) ctx.emit('circuit-breaker.probe_expired', { key, count: admission.expired })
+  if (!admission.pass) {
+    const { circuit, failures } = admission.state
+    ctx.emit('circuit-breaker.refused', { key, circuit, retryAfterMs: admission.retryAfterMs })
+    throw circuitOpenError({
+      tool: call.tool,
+      key,
+      circuit: circuit as 'open' | 'half-open',
+      failures,
+      retryAfterMs: admission.retryAfterMs,
+    })
+  }
+  if (admission.probe !== 0) ctx.emit('circuit-breaker.probe', { key, probe: admission.probe })
+}
+
+function judge({ b, ctx, key, signal }: BreakerCall, error: unknown): Outcome {
   if (LoopError.is(error)) return 'neutral'
   let verdictOn = error
   if (signal.aborted) {
@@ -156,34 +143,22 @@ function judge(b: Breaker, ctx: ToolContext, key: string, error: unknown, signal
   }
 }
 
-function settle(
-  b: Breaker,
-  ctx: ToolContext,
-  key: string,
-  signal: AbortSource,
-  ticket: Ticket,
-  outcome: Outcome,
-  error: unknown,
-  attempts = 1,
-): void | Promise<void> {
+async function settle(call: BreakerCall, ticket: Ticket, outcome: Outcome, error: unknown, attempts: number): Promise<void> {
+  const { b, ctx, key, signal } = call
   if (b.home.quiet(ctx.run, key, ticket, outcome)) return
   const retryAfterMs = outcome === 'failure' && ToolError.is(error) ? error.retryAfterMs : undefined
-  // The clock is read in the step, as in admitThenProceed: a probe's own slot must not look like the future.
-  const done = b.home.apply(ctx, key, signal, (current) =>
-    b.machine.settle(current, ticket, outcome, ctx.clock.now(), retryAfterMs, attempts),
+  // The clock is read in the step, as in admit(): a probe's own slot must not look like the future.
+  const { stale, change, trial } = await b.home.apply(ctx, key, signal, (current) =>
+    b.machine.settle(current, ticket, outcome, ctx.clock.now(), { retryAfterMs, attempts }),
   )
-  const after = ({ stale, change, trial }: Settlement) => {
-    if (stale) ctx.emit('circuit-breaker.stale', { key, outcome, probe: ticket.probe })
-    else if (trial !== undefined) ctx.emit('circuit-breaker.probe_succeeded', { key, probe: ticket.probe, ...trial })
-    else if (outcome === 'failure') ctx.emit('circuit-breaker.failure', { key, code: ToolError.is(error) ? error.code : 'thrown' })
-    else if (outcome === 'neutral') ctx.emit('circuit-breaker.probe_released', { key, probe: ticket.probe })
-    if (change !== undefined) report(b, ctx, key, [change])
-  }
-  if (isPromise(done)) return done.then(after)
-  after(done)
+  if (stale) ctx.emit('circuit-breaker.stale', { key, outcome, probe: ticket.probe })
+  else if (trial !== undefined) ctx.emit('circuit-breaker.probe_succeeded', { key, probe: ticket.probe, ...trial })
+  else if (outcome === 'failure') ctx.emit('circuit-breaker.failure', { key, code: ToolError.is(error) ? error.code : 'thrown' })
+  else if (outcome === 'neutral') ctx.emit('circuit-breaker.probe_released', { key, probe: ticket.probe })
+  if (change !== undefined) report(call, [change])
 }
 
-function report(b: Breaker, ctx: ToolContext, key: string, changes: readonly Transition[]): void {
+function report({ b, ctx, key }: BreakerCall, changes: readonly Transition[]): void {
   for (const { from, to, reason } of changes) {
     const fields = { key, from, to, reason }
     ctx.log.info(fields, 'circuit breaker state change')

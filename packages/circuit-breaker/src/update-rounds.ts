@@ -1,4 +1,4 @@
-import type { BreakerState } from './breaker-machine.js'
+import type { BreakerState } from './breaker-state.js'
 import { mapTimes, READ_MARGIN_MS, timeMap } from './breaker-times.js'
 
 type Change = (current: BreakerState | undefined) => BreakerState

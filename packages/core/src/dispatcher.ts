@@ -77,66 +77,38 @@ function noteDroppedRetryAfter(ctx: CallContext, err: unknown): void {
  * run it again.
  */
 export function createTerminal() {
-  // Not async: a call blocked in its tool holds two reaction closures here, not a suspended frame.
-  return function terminal(ctx: CallContext): Promise<void> {
-    let context: AttemptContext
-    let current: AbortSource
+  return async function terminal(ctx: CallContext): Promise<void> {
+    const tool = ctx.tool
+    // The call's one parse answers an unknown tool too (`unknown_tool`, with the names it could have meant).
+    if (tool === undefined) throw (ctx.parsedArgs() as { readonly error: unknown }).error
+    // This attempt's signal, captured now: a deferred one is only created if the tool reads it.
+    const current = ctx.currentSignal()
+    if (current.aborted) throw abortReason(current)
+    // Parsed once per call, shared with every layer that read it first (idempotency, stuck-loop).
+    const args = ctx.args
+    if (ctx.executedAttempt === ctx.attempt) {
+      throw new MiddlewareUsageError(
+        `next() reached tool "${tool.name}" a second time in attempt ${ctx.attempt}, after the tool already ran; ` +
+          'a layer may repeat a call only as a new attempt (increment ctx.attempt before calling next() again, as retry() does)',
+      )
+    }
+    ctx.run.budget.spend(`tool:${tool.name}`)
+    ctx.executions++
+    ctx.executedAttempt = ctx.attempt
+    const context = new AttemptContext(ctx.call, current, ctx.idempotencyKey, ctx.attempt, ctx.log)
     let value: unknown
     try {
-      const tool = ctx.tool
-      // The call's one parse answers an unknown tool too (`unknown_tool`, with the names it could have meant).
-      if (tool === undefined) throw (ctx.parsedArgs() as { readonly error: unknown }).error
-      // This attempt's signal, captured now: a deferred one is only created if the tool reads it.
-      current = ctx.currentSignal()
-      if (current.aborted) throw abortReason(current)
-      // Parsed once per call, shared with every layer that read it first (idempotency, stuck-loop).
-      const args = ctx.args
-      if (ctx.executedAttempt === ctx.attempt) {
-        throw new MiddlewareUsageError(
-          `next() reached tool "${tool.name}" a second time in attempt ${ctx.attempt}, after the tool already ran; ` +
-            'a layer may repeat a call only as a new attempt (increment ctx.attempt before calling next() again, as retry() does)',
-        )
-      }
-      ctx.run.budget.spend(`tool:${tool.name}`)
-      ctx.executions++
-      ctx.executedAttempt = ctx.attempt
-      context = new AttemptContext(ctx.call, current, ctx.idempotencyKey, ctx.attempt, ctx.log)
-      try {
-        value = tool.execute(args, context)
-      } catch (err) {
-        noteDroppedRetryAfter(ctx, err)
-        context.close()
-        throw err
-      }
+      value = tool.execute(args, context)
+      // A sync tool's answer is kept at once; an async one is waited for until the attempt's signal aborts.
+      if (isPromise(value)) value = await (mustWatch(current) ? untilAborted(value, current) : value)
     } catch (err) {
-      return Promise.reject(err)
+      noteDroppedRetryAfter(ctx, err)
+      throw err
+    } finally {
+      context.close()
     }
-    if (!isPromise(value)) {
-      try {
-        ran(ctx, context, current, value)
-      } catch (err) {
-        return Promise.reject(err)
-      }
-      return RESOLVED
-    }
-    const source = current
-    const answer = mustWatch(source) ? untilAborted(value, source) : Promise.resolve(value)
-    return answer.then(
-      (settled) => ran(ctx, context, source, settled),
-      (err: unknown) => {
-        noteDroppedRetryAfter(ctx, err)
-        context.close()
-        throw err
-      },
-    )
+    // A result that arrives after the attempt was stopped is dropped.
+    if (current.aborted) throw abortReason(current)
+    ctx.result = { value }
   }
 }
-
-/** The tool answered: the attempt is closed, and the answer kept unless the attempt was stopped meanwhile. */
-function ran(ctx: CallContext, context: AttemptContext, current: AbortSource, value: unknown): void {
-  context.close()
-  if (current.aborted) throw abortReason(current)
-  ctx.result = { value }
-}
-
-const RESOLVED: Promise<void> = Promise.resolve()

@@ -1,5 +1,4 @@
 import { needsEagerParse } from './call-args.js'
-import type { CallContext } from './call-context.js'
 import { systemClock } from './clock.js'
 import { createTerminal } from './dispatcher.js'
 import type { LoopError } from './errors.js'
@@ -54,14 +53,6 @@ export interface Stack {
   modelText(text: string): string
 }
 
-function throughOnion(ctx: CallContext): Promise<void> {
-  try {
-    return (ctx.onion as Middleware)(ctx, ctx.inner as Next)
-  } catch (err) {
-    return Promise.reject(err)
-  }
-}
-
 /**
  * Builds a stack: the layers in front of the tools, and the terminal dispatcher behind them.
  *
@@ -98,27 +89,19 @@ export function createStack(options: StackOptions): Stack {
     text: sanitizerFor(layers.onion),
   }
 
-  // Not async: a call blocked in its tool holds two reaction closures here, not a suspended frame.
-  function dispatch(rawCall: ToolCall, dispatchOptions: DispatchOptions = {}): Promise<ToolResult> {
-    let call: CallContext
+  async function dispatch(rawCall: ToolCall, dispatchOptions: DispatchOptions = {}): Promise<ToolResult> {
+    const call = beginCall(core, rawCall, dispatchOptions)
     try {
-      call = beginCall(core, rawCall, dispatchOptions)
+      // A schema not yet known to parse synchronously is parsed before the layers run. Only a parse that really is
+      // async is waited for: calls dispatched together reach their tools in the order they were dispatched.
+      const parsing =
+        call.tool !== undefined && call.inner === core.terminal && needsEagerParse(call.tool) ? call.parseEagerly(call.tool) : undefined
+      if (parsing !== undefined) await parsing
+      await (call.onion as Middleware)(call, call.inner as Next)
     } catch (err) {
-      return Promise.reject(err)
+      return settleCall(core, call, false, err)
     }
-    let parsing: Promise<unknown> | undefined
-    if (call.tool !== undefined && call.inner === core.terminal && needsEagerParse(call.tool)) {
-      try {
-        parsing = call.parseEagerly(call.tool)
-      } catch (err) {
-        parsing = Promise.reject(err)
-      }
-    }
-    const layers = parsing === undefined ? throughOnion(call) : parsing.then(() => throughOnion(call))
-    return layers.then(
-      () => settleCall(core, call, true, undefined),
-      (err: unknown) => settleCall(core, call, false, err),
-    )
+    return settleCall(core, call, true, undefined)
   }
 
   return {

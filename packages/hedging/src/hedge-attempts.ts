@@ -1,5 +1,5 @@
 import { type AnyTool, abortReason, type DeferredSignal, LoopError, type Next, type ToolContext, ToolError } from '@shallot/core'
-import { startTimer } from '@shallot/core/kit'
+import { startTimer, untilAborted } from '@shallot/core/kit'
 import { AttemptSignal } from './attempt-signal.js'
 import type { HedgeBudgetStore } from './token-bucket.js'
 
@@ -15,6 +15,9 @@ export interface HedgeLayer {
   /** Notes a successful attempt's latency. */
   record(tool: string, ms: number): void
 }
+
+/** How an attempt ended. */
+type Outcome = { readonly ok: true; readonly value: unknown } | { readonly ok: false; readonly error: unknown }
 
 /** Emits from a callback outside the layer's own flow: a throwing listener must not leave the call unsettled. */
 function tell(ctx: ToolContext, type: string, fields: Record<string, unknown>): void {
@@ -34,9 +37,6 @@ function warn(ctx: ToolContext, err: unknown, message: string): void {
   }
 }
 
-const NONE = Symbol('none')
-const SKIPPED = Symbol('skipped: no step left')
-
 /** The reason a losing attempt's signal aborts with; never shown to the model. */
 const lost = () =>
   new ToolError('hedge_lost', 'another attempt of this call answered first', {
@@ -45,20 +45,26 @@ const lost = () =>
     safeToRepeat: true,
   })
 
-function settle(ctx: ToolContext, call: () => unknown, what: string): void {
+async function outcomeOf(work: () => Promise<unknown>): Promise<Outcome> {
   try {
-    const done = call()
-    if (typeof (done as PromiseLike<unknown> | undefined)?.then === 'function')
-      (done as PromiseLike<unknown>).then(undefined, (err: unknown) => warn(ctx, err, what))
+    return { ok: true, value: await work() }
+  } catch (error) {
+    return { ok: false, error }
+  }
+}
+
+/** Puts tokens back; a store that fails to take them is logged, never thrown at the caller. */
+async function refill(ctx: ToolContext, budget: HedgeBudgetStore, tokens: number): Promise<void> {
+  try {
+    await budget.refill(tokens)
   } catch (err) {
-    warn(ctx, err, what)
+    warn(ctx, err, 'hedging: retry budget store failed to refill')
   }
 }
 
 async function take(layer: HedgeLayer, ctx: ToolContext): Promise<boolean> {
   try {
-    const taken = layer.budget.tryTake(layer.hedgeCost)
-    return typeof taken === 'boolean' ? taken : await taken
+    return await layer.budget.tryTake(layer.hedgeCost)
   } catch (err) {
     // A budget that cannot be read fails closed: no hedge beats an unbounded storm.
     warn(ctx, err, 'hedging: retry budget store failed; not hedging')
@@ -66,109 +72,91 @@ async function take(layer: HedgeLayer, ctx: ToolContext): Promise<boolean> {
   }
 }
 
-/** The hedge: the stack's own run of the tool beside next() (the call's one parse, one step, one execution counted). */
-async function runHedge(ctx: ToolContext, _tool: AnyTool, signal: AbortSignal): Promise<unknown> {
-  if (ctx.run.budget.remaining <= 0) throw SKIPPED
-  return ctx.runTool(signal)
-}
-
-export function hedged(layer: HedgeLayer, ctx: ToolContext, next: Next, tool: AnyTool, outer: AbortSignal | DeferredSignal): Promise<void> {
-  const { budget, refill } = layer
+/**
+ * Runs `next()` (the first attempt) and, if it has not answered within the tool's delay, a second
+ * attempt beside it; the first success answers and the other attempt's signal aborts. The onion
+ * settles a layer only after its next(), so a hedge that wins still waits for the first attempt to stop.
+ */
+export async function hedged(
+  layer: HedgeLayer,
+  ctx: ToolContext,
+  next: Next,
+  tool: AnyTool,
+  outer: AbortSignal | DeferredSignal,
+): Promise<void> {
   const clock = ctx.clock
   const started = clock.now()
   const delayMs = layer.delayFor(tool.name)
   const first = new AttemptSignal(outer)
-  return new Promise<void>((resolve, reject) => {
-    let primaryDone = false
-    let primaryError: unknown = NONE
-    let hedge: { controller: AbortController; startedAt: number; done: boolean } | undefined
-    let hedgeValue: unknown = NONE
-    let finished = false
-    const finish = (error: unknown) => {
-      if (finished) return
-      finished = true
-      cancelTimer()
-      if (error === NONE) {
-        if (refill > 0) settle(ctx, () => budget.refill(refill), 'hedging: retry budget store failed to refill')
-        resolve()
-      } else reject(error)
-    }
+  let firstEnded = false
+  // Once the call has its answer, a late attempt's result changes nothing.
+  let answered = false
+  let hedge: { readonly controller: AbortController; readonly done: Promise<Outcome> } | undefined
+  let hedgeWon: Outcome | undefined
 
-    const launch = async () => {
-      if (primaryDone || outer.aborted) return
-      if (ctx.run.budget.remaining <= 0) return tell(ctx, 'hedging.skipped', { reason: 'step_budget', delayMs })
-      if (!(await take(layer, ctx))) return tell(ctx, 'hedging.skipped', { reason: 'retry_budget', delayMs })
-      if (primaryDone || outer.aborted) {
-        settle(ctx, () => budget.refill(layer.hedgeCost), 'hedging: retry budget store failed to refill')
-        return
-      }
-      const controller = new AbortController()
-      const attempt = { controller, startedAt: clock.now(), done: false }
-      hedge = attempt
-      tell(ctx, 'hedging.started', { delayMs })
-      const signal = AbortSignal.any([outer instanceof AbortSignal ? outer : outer.signal, controller.signal])
-      runHedge(ctx, tool, signal).then(
-        (value) => onHedge(attempt, true, value),
-        (err: unknown) => onHedge(attempt, false, err),
-      )
+  /** The hedge: the stack's own run of the tool beside next() (the call's one parse, one step, one execution counted). */
+  async function runHedge(signal: AbortSignal): Promise<Outcome> {
+    const startedAt = clock.now()
+    const outcome = await outcomeOf(() => ctx.runTool(signal))
+    if (answered) return outcome
+    if (!outcome.ok) {
+      tell(ctx, 'hedging.failed', { code: ToolError.is(outcome.error) ? outcome.error.code : 'thrown' })
+      return outcome
     }
+    hedgeWon = outcome
+    layer.record(tool.name, clock.now() - startedAt)
+    tell(ctx, 'hedging.won', { by: 'hedge', afterMs: clock.now() - started })
+    if (!firstEnded) first.lose(lost())
+    return outcome
+  }
 
-    const onHedge = (attempt: NonNullable<typeof hedge>, ok: boolean, outcome: unknown) => {
-      attempt.done = true
-      if (finished) return
-      if (!ok) {
-        if (outcome === SKIPPED) tell(ctx, 'hedging.skipped', { reason: 'step_budget', delayMs })
-        else tell(ctx, 'hedging.failed', { code: ToolError.is(outcome) ? outcome.code : 'thrown' })
-        if (primaryDone) finish(outer.aborted ? abortReason(outer) : primaryError)
-        return
-      }
-      layer.record(tool.name, clock.now() - attempt.startedAt)
-      tell(ctx, 'hedging.won', { by: 'hedge', afterMs: clock.now() - started })
-      if (primaryDone) {
-        ctx.result = { value: outcome }
-        finish(NONE)
-        return
-      }
-      // The onion settles a layer only after its next(): stop the first attempt and wait for it.
-      hedgeValue = outcome
-      first.lose(lost())
+  async function launch(): Promise<void> {
+    if (firstEnded || outer.aborted) return
+    if (ctx.run.budget.remaining <= 0) return tell(ctx, 'hedging.skipped', { reason: 'step_budget', delayMs })
+    if (!(await take(layer, ctx))) return tell(ctx, 'hedging.skipped', { reason: 'retry_budget', delayMs })
+    // While the store answered, the first attempt may have ended, the run been cancelled or its last step spent.
+    if (firstEnded || outer.aborted) return refill(ctx, layer.budget, layer.hedgeCost)
+    if (ctx.run.budget.remaining <= 0) {
+      tell(ctx, 'hedging.skipped', { reason: 'step_budget', delayMs })
+      return refill(ctx, layer.budget, layer.hedgeCost)
     }
+    const controller = new AbortController()
+    tell(ctx, 'hedging.started', { delayMs })
+    const signal = AbortSignal.any([outer instanceof AbortSignal ? outer : outer.signal, controller.signal])
+    hedge = { controller, done: runHedge(signal) }
+  }
 
-    const onPrimary = (error: unknown) => {
-      primaryDone = true
-      if (outer instanceof AbortSignal) ctx.signal = outer
-      else ctx.deferSignal(outer)
-      if (hedgeValue !== NONE) {
-        ctx.result = { value: hedgeValue }
-        return finish(NONE)
-      }
-      if (error === NONE) {
-        hedge?.controller.abort(lost())
-        layer.record(tool.name, clock.now() - started)
-        if (hedge !== undefined) tell(ctx, 'hedging.won', { by: 'first', afterMs: clock.now() - started })
-        return finish(NONE)
-      }
-      // A hedge still running may yet succeed; anything that ends the call ends it now.
-      if (hedge === undefined || hedge.done || LoopError.is(error) || outer.aborted) {
-        hedge?.controller.abort(lost())
-        return finish(outer.aborted ? abortReason(outer) : error)
-      }
-      primaryError = error
+  /** What answers the call once the first attempt has ended; throws when neither attempt succeeded. */
+  async function answer(primary: Outcome): Promise<Outcome> {
+    if (hedgeWon !== undefined) return hedgeWon
+    if (primary.ok) {
+      layer.record(tool.name, clock.now() - started)
+      if (hedge !== undefined) tell(ctx, 'hedging.won', { by: 'first', afterMs: clock.now() - started })
+      return primary
     }
+    // A hedge still running may yet succeed; anything that ends the call ends it now.
+    if (hedge !== undefined && !LoopError.is(primary.error) && !outer.aborted) {
+      const second = await untilAborted(hedge.done, outer)
+      if (second.ok) return second
+    }
+    throw outer.aborted ? abortReason(outer) : primary.error
+  }
 
-    const cancelTimer = startTimer(clock, delayMs, () => {
-      launch().catch((err: unknown) => warn(ctx, err, 'hedging: could not start a hedge'))
-    })
-    ctx.deferSignal(first)
-    let work: Promise<void>
-    try {
-      work = next()
-    } catch (err) {
-      work = Promise.reject(err)
-    }
-    work.then(
-      () => onPrimary(NONE),
-      (err: unknown) => onPrimary(err),
-    )
+  const cancelTimer = startTimer(clock, delayMs, () => {
+    launch().catch((err: unknown) => warn(ctx, err, 'hedging: could not start a hedge'))
   })
+  ctx.deferSignal(first)
+  const primary = await outcomeOf(next)
+  firstEnded = true
+  cancelTimer()
+  if (outer instanceof AbortSignal) ctx.signal = outer
+  else ctx.deferSignal(outer)
+  try {
+    const result = await answer(primary)
+    if (result === hedgeWon && result.ok) ctx.result = { value: result.value }
+    if (layer.refill > 0) void refill(ctx, layer.budget, layer.refill)
+  } finally {
+    answered = true
+    if (hedgeWon === undefined) hedge?.controller.abort(lost())
+  }
 }

@@ -24,6 +24,8 @@ interface Plan {
   fail?: number[]
   /** Executions that ignore their signal. */
   deaf?: boolean
+  /** Executions that never settle (1-based). */
+  hang?: number[]
 }
 
 function setup(options: HedgingOptions, plan: Plan, { effect = 'read' as ToolEffect, outer = [] as Middleware[], maxSteps = 100 } = {}) {
@@ -38,6 +40,7 @@ function setup(options: HedgingOptions, plan: Plan, { effect = 'read' as ToolEff
     execute: async ({ q }, { signal }) => {
       const n = ++executions
       signals.push(signal)
+      if (plan.hang?.includes(n)) return new Promise<string>(() => {})
       const ms = plan.ms[Math.min(n, plan.ms.length) - 1] ?? 0
       await clock.sleep(ms, plan.deaf ? undefined : signal)
       if (plan.fail?.includes(n)) throw new ToolError('upstream_error', `attempt ${n} failed`, { category: 'transient', retryable: true })
@@ -192,6 +195,93 @@ describe('hedging', () => {
     expect(executions()).toBe(1)
     expect(tokens).toBe(10)
     expect(events).toEqual([])
+  })
+
+  it('a hedge that answers after the first attempt won changes nothing: no event, the first answer stands', async () => {
+    const { clock, events, dispatch } = setup({ delayMs: 100 }, { ms: [150, 500], deaf: true })
+    const pending = dispatch()
+    await clock.advance(150)
+    expect((await pending).value).toBe('shallots: answer of execution 1')
+    await clock.runAll()
+    expect(events).toEqual([
+      expect.objectContaining({ type: 'hedging.started' }),
+      expect.objectContaining({ type: 'hedging.won', by: 'first' }),
+    ])
+  })
+
+  it('a hedge that never settles: the first answer still ends the call, and nothing is left behind', async () => {
+    const { clock, controller, dispatch } = setup({ delayMs: 100 }, { ms: [300], hang: [2] })
+    const pending = dispatch()
+    await clock.advance(300)
+    expect((await pending).value).toBe('shallots: answer of execution 1')
+    expect(clock.pending).toBe(0)
+    expect(getEventListeners(controller.signal, 'abort')).toHaveLength(0)
+  })
+
+  it('the first attempt failed and the hedge never settles: a cancel still ends the call', async () => {
+    const { clock, controller, dispatch } = setup({ delayMs: 100 }, { ms: [200], fail: [1], hang: [2] })
+    const pending = dispatch()
+    await clock.advance(200)
+    controller.abort(new Error('user pressed stop'))
+    await expect(pending).rejects.toSatisfy((e: unknown) => LoopError.is(e) && e.kind === 'cancelled')
+    expect(clock.pending).toBe(0)
+    expect(getEventListeners(controller.signal, 'abort')).toHaveLength(0)
+  })
+
+  it('a run cancelled while the budget store decides: no hedge starts, and the tokens go back', async () => {
+    let tokens = 10
+    let grant: (() => void) | undefined
+    const retryBudget = {
+      tryTake: (cost: number) =>
+        new Promise<boolean>((resolve) => {
+          grant = () => {
+            tokens -= cost
+            resolve(true)
+          }
+        }),
+      refill: (n: number) => {
+        tokens += n
+      },
+      available: () => tokens,
+    }
+    const { clock, controller, events, dispatch, executions } = setup({ delayMs: 100, retryBudget }, { ms: [1000] })
+    const pending = dispatch()
+    await clock.advance(100)
+    controller.abort(new Error('user pressed stop'))
+    await expect(pending).rejects.toSatisfy((e: unknown) => LoopError.is(e) && e.kind === 'cancelled')
+    grant?.()
+    await clock.runAll()
+    expect(executions()).toBe(1)
+    expect(tokens).toBe(10)
+    expect(events).toEqual([])
+  })
+
+  it('the run’s last step spent while the budget store decides: no hedge starts, and the tokens go back', async () => {
+    let tokens = 10
+    let grant: (() => void) | undefined
+    const retryBudget = {
+      tryTake: (cost: number) =>
+        new Promise<boolean>((resolve) => {
+          grant = () => {
+            tokens -= cost
+            resolve(true)
+          }
+        }),
+      refill: (n: number) => {
+        tokens += n
+      },
+      available: () => tokens,
+    }
+    const { clock, run, events, dispatch, executions } = setup({ delayMs: 100, retryBudget }, { ms: [1000] }, { maxSteps: 2 })
+    const pending = dispatch()
+    await clock.advance(100)
+    run.budget.spend('another call')
+    grant?.()
+    await clock.runAll()
+    expect((await pending).value).toBe('shallots: answer of execution 1')
+    expect(executions()).toBe(1)
+    expect(tokens).toBe(10)
+    expect(events).toEqual([expect.objectContaining({ type: 'hedging.skipped', reason: 'step_budget' })])
   })
 
   it('listeners and a logger that throw leave no call unsettled', async () => {

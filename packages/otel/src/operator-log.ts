@@ -175,8 +175,8 @@ function loggedAgent(logger: Logger, text: Sanitizer, options: Parsed, agent: Ag
       resume: (runId, resumeOptions) => hushed(() => agent.resume(runId, resumeOptions)),
     }
   }
-  const logged = (runId: string, task: string | undefined, go: () => ReturnType<Agent['run']>) =>
-    logRun(logger, runId, text, options, clock, task, go)
+  const logging: RunLogging = { logger, text, options, clock }
+  const logged = (runId: string, task: string | undefined, go: () => ReturnType<Agent['run']>) => logRun(logging, { runId, task }, go)
   return {
     stack: agent.stack,
     run: (runOptions) => {
@@ -187,14 +187,21 @@ function loggedAgent(logger: Logger, text: Sanitizer, options: Parsed, agent: Ag
   }
 }
 
-/** One run of a wrapped agent, its tally kept in `scope` for the model wrapper, logged as it starts and ends. */
+/** How a wrapped agent's runs are logged: the operator log's logger, sanitizer and options, on the agent's clock. */
+interface RunLogging {
+  readonly logger: Logger
+  readonly text: Sanitizer
+  readonly options: Parsed
+  readonly clock: Clock
+}
+
+/**
+ * One run of a wrapped agent, its tally kept in `scope` for the model wrapper, logged as it starts and ends.
+ * `task` is the run's input; none for a resumed run.
+ */
 async function logRun(
-  logger: Logger,
-  runId: string,
-  text: Sanitizer,
-  options: Parsed,
-  clock: Clock,
-  task: string | undefined,
+  { logger, text, options, clock }: RunLogging,
+  { runId, task }: { readonly runId: string; readonly task: string | undefined },
   go: () => ReturnType<Agent['run']>,
 ): ReturnType<Agent['run']> {
   const tally = new RunTally()

@@ -115,16 +115,21 @@ export function otel(options: OtelOptions = {}): OtelLayer {
     const started = ctx.clock.now()
     let span: Span
     try {
-      span = startToolSpan(spans, ctx.call.name, ctx.call.id, ctx.run.id, ctx.run.turn, ctx.tool?.effect, ctx.clock, started)
+      span = startToolSpan(
+        spans,
+        { tool: ctx.call.name, callId: ctx.call.id, runId: ctx.run.id, turn: ctx.run.turn, effect: ctx.tool?.effect, at: started },
+        ctx.clock,
+      )
     } catch {
       // A tracer that cannot start a span costs the trace, never the call.
       return next()
     }
     let done = false
+    const traced = { span, settled: () => done }
     const emit = ctx.emit
     ctx.emit = function emitAndTrace(type: string, fields?: Record<string, unknown>): void {
       emit.call(ctx, type, fields)
-      observeToolEvent(spans, ctx, span, () => done, type, fields)
+      observeToolEvent(spans, ctx, traced, type, fields)
     }
     let failure: { error: unknown } | undefined
     try {

@@ -54,34 +54,43 @@ function count(m: Instruments, tool: string, type: string, fields: Readonly<Reco
   }
 }
 
+/** What a tool span starts from: the call as `call.started` names it. */
+export interface ToolSpanStart {
+  readonly tool: string
+  readonly callId: string
+  readonly runId: string
+  readonly turn: number
+  readonly effect?: string | undefined
+  /** When the call started, on `clock`. */
+  readonly at: number
+}
+
 /**
  * Starts the `execute_tool {tool}` span of one call, a child of its run's span when the run is traced.
  *
  * @example
- * const span = startToolSpan(spans, ctx.call.name, ctx.call.id, ctx.run.id, ctx.run.turn, ctx.tool?.effect, ctx.clock, ctx.clock.now())
+ * const span = startToolSpan(spans, { tool: 'search', callId: 'c1', runId: 'r1', turn: 1, effect: 'read', at: clock.now() }, clock)
  */
-export function startToolSpan(
-  d: ToolSpans,
-  tool: string,
-  callId: string,
-  runId: string,
-  turn: number,
-  effect: string | undefined,
-  clock: Clock,
-  at: number,
-): Span {
+export function startToolSpan(d: ToolSpans, call: ToolSpanStart, clock: Clock): Span {
+  const { tool, effect } = call
   const attributes: Attributes = {
     'gen_ai.operation.name': 'execute_tool',
     'gen_ai.tool.name': tool,
-    'gen_ai.tool.call.id': d.clean(callId),
+    'gen_ai.tool.call.id': d.clean(call.callId),
     'gen_ai.tool.type': 'function',
-    'shallot.run.id': d.clean(runId),
-    'shallot.turn': turn,
+    'shallot.run.id': d.clean(call.runId),
+    'shallot.turn': call.turn,
   }
   if (effect !== undefined) attributes['shallot.tool.effect'] = effect
-  const run = d.runSpan(runId)
+  const run = d.runSpan(call.runId)
   const parent = run === undefined ? context.active() : trace.setSpan(context.active(), run)
-  return d.tracer.startSpan(`execute_tool ${tool}`, { kind: SpanKind.INTERNAL, attributes, startTime: d.time.at(clock, at) }, parent)
+  return d.tracer.startSpan(`execute_tool ${tool}`, { kind: SpanKind.INTERNAL, attributes, startTime: d.time.at(clock, call.at) }, parent)
+}
+
+/** The span of a call the unattached layer traces, and whether the call has settled (its span ended). */
+export interface TracedCall {
+  readonly span: Span
+  settled(): boolean
 }
 
 /**
@@ -89,13 +98,12 @@ export function startToolSpan(
  * late result, say) a zero-length child of it; and counted.
  *
  * @example
- * observeToolEvent(spans, ctx, span, () => done, 'retry.scheduled', { attempt: 2 })
+ * observeToolEvent(spans, ctx, { span, settled: () => done }, 'retry.scheduled', { attempt: 2 })
  */
 export function observeToolEvent(
   d: ToolSpans,
   ctx: ToolContext,
-  span: Span,
-  settled: () => boolean,
+  { span, settled }: TracedCall,
   type: string,
   fields: Record<string, unknown> | undefined,
 ): void {
@@ -185,7 +193,7 @@ export class AttachedCalls {
         const e = event as CallStartedEvent
         // One stack attached twice: the first attachment traces the call.
         if (this.open.has(key)) return
-        const span = startToolSpan(this.d, e.tool, e.callId, e.runId, e.turn, e.effect, clock, e.at)
+        const span = startToolSpan(this.d, e, clock)
         this.open.set(key, { span, started: e.at, owner })
         return
       }

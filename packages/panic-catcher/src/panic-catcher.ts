@@ -1,5 +1,5 @@
 import { abortReason, LoopError, type Middleware, MiddlewareUsageError, type Next, type ToolContext, ToolError } from '@shallot/core'
-import { callNext, optionsParser, truncate } from '@shallot/core/kit'
+import { optionsParser, truncate } from '@shallot/core/kit'
 import { z } from 'zod'
 import { describePanic, UNKNOWN_PAYLOAD } from './describe-panic.js'
 
@@ -54,26 +54,26 @@ function isShallotError(err: unknown): boolean {
 export function panicCatcher(options?: PanicCatcherOptions): Middleware {
   const { maxMessageLength, hint, redact } = parsePanicCatcherOptions(options)
 
-  const caught = (ctx: ToolContext, err: unknown): never => {
-    if (isShallotError(err)) throw err
-    // A tool that gives up because the run was cancelled has not panicked.
-    if (ctx.signal.aborted) throw abortReason(ctx.signal)
-    throw panicError(ctx, err, maxMessageLength, hint, redact)
-  }
-  // A reaction on next()'s promise rather than an `await` in a try: a call blocked in its tool keeps
-  // a promise reaction here, not a suspended frame (about 270 bytes less per blocked call).
-  return function panicCatcher(ctx: ToolContext, next: Next): Promise<void> {
-    return callNext(next).then(undefined, (err: unknown) => caught(ctx, err))
+  return async function panicCatcher(ctx: ToolContext, next: Next): Promise<void> {
+    try {
+      await next()
+    } catch (err) {
+      if (isShallotError(err)) throw err
+      // A tool that gives up because the run was cancelled has not panicked.
+      if (ctx.signal.aborted) throw abortReason(ctx.signal)
+      throw panicError(ctx, err, { maxMessageLength, hint, redact })
+    }
   }
 }
 
-function panicError(
-  ctx: ToolContext,
-  thrown: unknown,
-  maxLength: number,
-  hint: string | false,
-  redact: ((text: string) => string) | undefined,
-): ToolError {
+/** How this layer words a panic: its parsed options. */
+interface Wording {
+  readonly maxMessageLength: number
+  readonly hint: string | false
+  readonly redact: ((text: string) => string) | undefined
+}
+
+function panicError(ctx: ToolContext, thrown: unknown, { maxMessageLength: maxLength, hint, redact }: Wording): ToolError {
   const prefix = `Tool "${ctx.call.name}" panicked: `
   const panic = describePanic(thrown, maxLength * 2)
   let text = panic.message

@@ -68,67 +68,22 @@ export async function runInward(ctx: ToolContext, slots: RunSlots, next: Next, a
   }
 }
 
+/**
+ * Runs a call a rule asks approval for: with the person's answer (given before the run stopped, or asked now
+ * through `onApproval`), the call goes `inward` as approved or with the edited arguments, or is refused.
+ */
 export async function approve(
   layer: PolicyLayer,
   ctx: ToolContext,
   tool: AnyTool,
   rule: CompiledRule,
-  slots: RunSlots,
-  next: Next,
+  inward: (editedArgs?: unknown) => Promise<void>,
 ): Promise<void> {
-  const { onApproval, approvalTimeoutMs } = layer
   const { run: runContext, call } = ctx
-  const used = consumedAs(runContext, call.id)
-  if (typeof used === 'object' && used !== null && !Array.isArray(used) && used.turn === runContext.turn) {
-    ctx.emit('policy.approval_used', { rule: rule.id })
-    throw approvalUsed(call.name, call.id)
-  }
-  let answer: unknown = answerIn(runContext, call)
-  const again = answer === undefined ? undefined : outdated(runContext, call, rule)
-  if (again !== undefined) {
-    // Given for what another rule (or this one, as it was) asked: it approves nothing now, nor on a later resume.
-    ctx.emit('policy.approval_outdated', { rule: rule.id, approvedUnder: again.was, now: 'approve' })
-    dropAnswer(runContext, call.id)
-    answer = undefined
-  }
-  const fromState = answer !== undefined
-  const reason = rule.reason ?? `rule ${rule.id} asks for approval`
-  if (!fromState) {
-    if (onApproval === undefined) {
-      ctx.emit('policy.approval_required', { rule: rule.id })
-      if (again !== undefined)
-        stopFor(
-          ctx,
-          rule,
-          `the policy changed since this call was approved (${again.change}), so the approval does not stand; answer this call again`,
-          again,
-        )
-      stopFor(ctx, rule, staleAnswerProblem(runContext, call))
-    }
-    ctx.emit('policy.approval_requested', { rule: rule.id })
-    const request = {
-      runId: runContext.id,
-      turn: runContext.turn,
-      callId: call.id,
-      tool: call.name,
-      args: call.args,
-      // A person asked again is told why: the answer they gave before was to another question.
-      reason: again === undefined ? reason : askedAgain(reason, again),
-      rule: rule.id,
-    }
-    answer = await askInProcess(ctx, onApproval, { ...request, arguments: argumentsText(call.args) }, approvalTimeoutMs)
-    if (isNoAnswer(answer)) {
-      const why = whyNoAnswer(answer)
-      if (why === 'failed')
-        ctx.log.error({ err: (answer as { error?: unknown }).error, rule: rule.id }, 'policy: onApproval threw; the call is denied')
-      ctx.emit('policy.approval_denied', { rule: rule.id, by: why })
-      consume(runContext, call.id, 'deny')
-      throw deniedByUser(
-        call.name,
-        why === 'timeout' ? `no answer within ${Math.round(approvalTimeoutMs / 1000)}s` : 'the approval could not be asked',
-      )
-    }
-  }
+  // The answer in the run state is read and consumed with no wait between: of parallel repeats of one approved call, one runs.
+  const standing = standingAnswer(ctx, rule)
+  const fromState = standing.answer !== undefined
+  const answer = fromState ? standing.answer : await ask(layer, ctx, rule, standing.again)
   const read = readDecision(answer)
   if (read.kind === 'none') {
     if (fromState) stopFor(ctx, rule, "the answer in the run state is not 'approve', 'deny', { deny } or { args }")
@@ -153,7 +108,7 @@ export async function approve(
   if (value === 'approve') {
     ctx.emit('policy.approved', { rule: rule.id, edited: false })
     consume(runContext, call.id, 'approve')
-    return runInward(ctx, slots, next)
+    return inward()
   }
   // A plain copy (readDecision): what is validated is what the tool receives.
   const edited = value.args
@@ -161,7 +116,69 @@ export async function approve(
   consume(runContext, call.id, 'edit')
   if (!parsed.success) throw invalidArguments(tool, parsed.error)
   ctx.emit('policy.approved', { rule: rule.id, edited: true })
-  return runInward(ctx, slots, next, edited)
+  return inward(edited)
+}
+
+/**
+ * The answer given before the run stopped, when it still stands for the rule that asks now; none when there is
+ * no answer or it was given under another rule (`again` says what changed). Throws when this turn already used it.
+ */
+function standingAnswer(ctx: ToolContext, rule: CompiledRule): { answer: unknown; again: Outdated | undefined } {
+  const { run: runContext, call } = ctx
+  const used = consumedAs(runContext, call.id)
+  if (typeof used === 'object' && used !== null && !Array.isArray(used) && used.turn === runContext.turn) {
+    ctx.emit('policy.approval_used', { rule: rule.id })
+    throw approvalUsed(call.name, call.id)
+  }
+  const answer: unknown = answerIn(runContext, call)
+  const again = answer === undefined ? undefined : outdated(runContext, call, rule)
+  if (again === undefined) return { answer, again }
+  // Given for what another rule (or this one, as it was) asked: it approves nothing now, nor on a later resume.
+  ctx.emit('policy.approval_outdated', { rule: rule.id, approvedUnder: again.was, now: 'approve' })
+  dropAnswer(runContext, call.id)
+  return { answer: undefined, again }
+}
+
+/** Asks the person through `onApproval`; without one the run stops for the answer, and no answer in time denies the call. */
+async function ask(layer: PolicyLayer, ctx: ToolContext, rule: CompiledRule, again: Outdated | undefined): Promise<unknown> {
+  const { onApproval, approvalTimeoutMs } = layer
+  const { run: runContext, call } = ctx
+  if (onApproval === undefined) {
+    ctx.emit('policy.approval_required', { rule: rule.id })
+    if (again !== undefined)
+      stopFor(
+        ctx,
+        rule,
+        `the policy changed since this call was approved (${again.change}), so the approval does not stand; answer this call again`,
+        again,
+      )
+    stopFor(ctx, rule, staleAnswerProblem(runContext, call))
+  }
+  ctx.emit('policy.approval_requested', { rule: rule.id })
+  const reason = rule.reason ?? `rule ${rule.id} asks for approval`
+  const request = {
+    runId: runContext.id,
+    turn: runContext.turn,
+    callId: call.id,
+    tool: call.name,
+    args: call.args,
+    // A person asked again is told why: the answer they gave before was to another question.
+    reason: again === undefined ? reason : askedAgain(reason, again),
+    rule: rule.id,
+  }
+  const answer = await askInProcess(ctx, onApproval, { ...request, arguments: argumentsText(call.args) }, approvalTimeoutMs)
+  if (isNoAnswer(answer)) {
+    const why = whyNoAnswer(answer)
+    if (why === 'failed')
+      ctx.log.error({ err: (answer as { error?: unknown }).error, rule: rule.id }, 'policy: onApproval threw; the call is denied')
+    ctx.emit('policy.approval_denied', { rule: rule.id, by: why })
+    consume(runContext, call.id, 'deny')
+    throw deniedByUser(
+      call.name,
+      why === 'timeout' ? `no answer within ${Math.round(approvalTimeoutMs / 1000)}s` : 'the approval could not be asked',
+    )
+  }
+  return answer
 }
 
 export function consume(runContext: RunContext, callId: string, as: 'approve' | 'deny' | 'edit'): void {

@@ -169,7 +169,8 @@ async function decided(layer: PolicyLayer, ctx: ToolContext, tool: AnyTool, slot
       hintFor(decision.rule, tool, layer.rulesFor(tool), layer.fallback),
     )
   }
-  if (decision.action === 'approve' && decision.rule !== undefined) return approve(layer, ctx, tool, decision.rule, slots, next)
+  if (decision.action === 'approve' && decision.rule !== undefined)
+    return approve(layer, ctx, tool, decision.rule, (args) => runInward(ctx, slots, next, args))
   if (decision.rule !== undefined) ctx.emit('policy.allowed', { rule: decision.rule.id })
   return runInward(ctx, slots, next)
 }

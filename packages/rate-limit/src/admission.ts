@@ -13,6 +13,13 @@ export interface Caller {
 /** How the store's failure is answered: the option `onStoreFailure`. */
 export type StoreFailureMode = 'open' | 'closed'
 
+/** One limiter's bucket as admission reads it: its store, its rule, and how long and how to trust the store. */
+export interface Bucket {
+  readonly store: RateLimitStore
+  readonly rule: RateRule
+  readonly options: { readonly onStoreFailure: StoreFailureMode; readonly storeTimeoutMs: number }
+}
+
 /** The store failed and the layer fails open: the call goes through unlimited. */
 export const STORE_FAILED_OPEN = Object.freeze({ admitted: true, waitMs: 0, storeFailed: true }) as RateDecision & {
   readonly storeFailed: true
@@ -86,14 +93,9 @@ function readDecision(answer: unknown): RateDecision {
  * The caller's own cancellation is never a store failure: it throws the abort's reason. A place reserved
  * by an answer that came too late (after the cancellation or `timeoutMs`) is given back.
  */
-export function decide(
-  caller: Caller,
-  store: RateLimitStore,
-  key: string,
-  rule: RateRule,
-  mode: StoreFailureMode,
-  timeoutMs: number,
-): RateDecision | Promise<RateDecision> {
+export function decide(bucket: Bucket, caller: Caller, key: string): RateDecision | Promise<RateDecision> {
+  const { store, rule } = bucket
+  const { onStoreFailure: mode, storeTimeoutMs: timeoutMs } = bucket.options
   const failed = (err: unknown): RateDecision => {
     if (caller.signal.aborted) throw abortReason(caller.signal)
     caller.log.warn(
@@ -113,7 +115,7 @@ export function decide(
       { key, admitted: decision.admitted, waitMs: decision.waitMs, maxWaitMs: rule.maxWaitMs },
       'rate limit store proposed a wait past what maxWaitMs allows; the call is refused',
     )
-    if (decision.admitted) giveBack(caller, store, key, rule, decision.reservation, timeoutMs)
+    if (decision.admitted) giveBack(bucket, caller, key, decision.reservation)
     return { admitted: false, waitMs: Math.min(decision.waitMs, longest) }
   }
   let answer: unknown
@@ -126,7 +128,7 @@ export function decide(
   // A reservation that arrives after its caller stopped waiting for it (cancelled, or the store was late) is given back.
   const late = (lateAnswer: unknown) => {
     try {
-      giveBack(caller, store, key, rule, readDecision(lateAnswer).reservation, timeoutMs)
+      giveBack(bucket, caller, key, readDecision(lateAnswer).reservation)
     } catch {
       // A late answer that is garbage names no place to give back.
     }
@@ -154,12 +156,10 @@ export function waitTurn(caller: Caller, ms: number, onCancel: () => void = () =
 }
 
 interface Refund {
+  readonly bucket: Bucket
   readonly caller: Caller
-  readonly store: RateLimitStore
   readonly key: string
-  readonly rule: RateRule
   readonly reservation: RateReservation
-  readonly timeoutMs: number
 }
 
 let pending: Refund[] = []
@@ -171,16 +171,9 @@ let pending: Refund[] = []
  * reservation first and one after another, so a queue's tail is given back whole: a store only gives
  * back a key's last reservation. The next one is not held up longer than `timeoutMs` by a silent store.
  */
-export function giveBack(
-  caller: Caller,
-  store: RateLimitStore,
-  key: string,
-  rule: RateRule,
-  reservation: RateReservation | undefined,
-  timeoutMs: number,
-): void {
-  if (typeof reservation !== 'object' || reservation === null || typeof store.refund !== 'function') return
-  if (pending.push({ caller, store, key, rule, reservation, timeoutMs }) === 1) queueMicrotask(flushRefunds)
+export function giveBack(bucket: Bucket, caller: Caller, key: string, reservation: RateReservation | undefined): void {
+  if (typeof reservation !== 'object' || reservation === null || typeof bucket.store.refund !== 'function') return
+  if (pending.push({ bucket, caller, key, reservation }) === 1) queueMicrotask(flushRefunds)
 }
 
 function flushRefunds(): void {
@@ -195,7 +188,9 @@ function flushRefunds(): void {
   }
 }
 
-function refundOne({ caller, store, key, rule, reservation, timeoutMs }: Refund): unknown {
+function refundOne({ bucket, caller, key, reservation }: Refund): unknown {
+  const { store, rule } = bucket
+  const timeoutMs = bucket.options.storeTimeoutMs
   let settled = false
   const failed = (err: unknown) => {
     if (settled) return

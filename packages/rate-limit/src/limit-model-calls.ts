@@ -23,7 +23,7 @@ export function modelRateKey(model: { readonly name: string; readonly provider?:
  * counts against the model's circuit.
  */
 export function limitModelCalls(limiter: Limiter, keyOf: (ctx: ModelContext) => string | undefined): ModelMiddleware {
-  const { options, store, rule } = limiter
+  const { options } = limiter
 
   function admitted(ctx: ModelContext, caller: Caller, key: string, decision: RateDecision, next: ModelNext): Promise<void> {
     if (decision === STORE_FAILED_OPEN) return next()
@@ -37,7 +37,7 @@ export function limitModelCalls(limiter: Limiter, keyOf: (ctx: ModelContext) => 
     if (decision.waitMs <= 0) return next()
     const waitMs = Math.ceil(decision.waitMs)
     ctx.log.info({ model, key, waitMs }, 'model call waits for its rate limit')
-    const cancelled = () => giveBack(caller, store, key, rule, decision.reservation, options.storeTimeoutMs)
+    const cancelled = () => giveBack(limiter, caller, key, decision.reservation)
     return waitTurn(caller, waitMs, cancelled).then(() => (ctx.signal.aborted ? Promise.reject(abortReason(ctx.signal)) : next()))
   }
 
@@ -48,7 +48,7 @@ export function limitModelCalls(limiter: Limiter, keyOf: (ctx: ModelContext) => 
     // No step left: the terminal ends the run with its budget error, without a wait for it.
     if (ctx.run.budget.remaining <= 0) return next()
     const caller: Caller = { clock: ctx.clock, log: ctx.log, signal: ctx.signal }
-    const decision = await decide(caller, store, key, rule, options.onStoreFailure, options.storeTimeoutMs)
+    const decision = await decide(limiter, caller, key)
     return admitted(ctx, caller, key, decision, next)
   }
 }

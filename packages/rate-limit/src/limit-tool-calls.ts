@@ -6,7 +6,7 @@ import { rateLimitedError } from './rate-limited-error.js'
 
 /** The tool side of {@link rateLimit}: a limiter, with the key function that names a call's bucket. */
 export function limitToolCalls(limiter: Limiter, keyOf: (ctx: ToolContext) => string | undefined): Middleware {
-  const { options, store, rule } = limiter
+  const { options } = limiter
 
   function admitted(ctx: ToolContext, caller: Caller, key: string, decision: RateDecision, next: Next): Promise<void> {
     if (decision === STORE_FAILED_OPEN) {
@@ -22,7 +22,7 @@ export function limitToolCalls(limiter: Limiter, keyOf: (ctx: ToolContext) => st
     if (decision.waitMs <= 0) return next()
     const waitMs = Math.ceil(decision.waitMs)
     ctx.emit('rate-limit.waiting', { key, waitMs })
-    const cancelled = () => giveBack(caller, store, key, rule, decision.reservation, options.storeTimeoutMs)
+    const cancelled = () => giveBack(limiter, caller, key, decision.reservation)
     return waitTurn(caller, waitMs, cancelled).then(() => (caller.signal.aborted ? Promise.reject(abortReason(caller.signal)) : next()))
   }
 
@@ -37,7 +37,7 @@ export function limitToolCalls(limiter: Limiter, keyOf: (ctx: ToolContext) => st
     const caller: Caller = { clock: ctx.clock, log: ctx.log, signal }
     let decision: RateDecision | Promise<RateDecision>
     try {
-      decision = decide(caller, store, key, rule, options.onStoreFailure, options.storeTimeoutMs)
+      decision = decide(limiter, caller, key)
     } catch (err) {
       if (!signal.aborted) ctx.emit('rate-limit.store_failed', { key, onStoreFailure: 'closed' })
       return Promise.reject(err)

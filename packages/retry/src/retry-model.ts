@@ -4,6 +4,7 @@ import type { Backoff } from './backoff/backoff.js'
 import { planRetry } from './plan-retry.js'
 import type { RetryBudgetStore } from './retry-budget-store.js'
 import type { RetryPolicy } from './retry-policy.js'
+import { refillTokens, takeTokens } from './retry-tokens.js'
 
 /**
  * The longest `Retry-After` a model call waits for unless the options' `maxRetryAfterMs` says
@@ -86,26 +87,10 @@ export function modelRetryOf(policy: ModelRetryPolicy, backoff: Backoff, store: 
   const costs = policy.retryBudgetCosts
 
   /** Whether the bucket allows this repeat; a store that fails is read as no (the safe side), and logged. */
-  async function takeTokens(ctx: ModelContext, error: ToolError): Promise<boolean> {
+  function allowed(ctx: ModelContext, error: ToolError): Promise<boolean> | boolean {
     if (store === undefined) return true
-    try {
-      return (await store.tryTake(error.code === 'timeout' ? costs.timeout : costs.retry)) === true
-    } catch (err) {
-      ctx.log.warn({ err }, 'retry budget store failed; not retrying the model call')
-      return false
-    }
-  }
-
-  function giveBack(ctx: ModelContext): void {
-    if (store === undefined || costs.success === 0) return
-    const failed = (err: unknown) => ctx.log.warn({ err }, 'retry budget store failed to refill')
-    try {
-      // The memory bucket answers at once: only a store's promise needs a reaction (one per answered call otherwise).
-      const refilled = store.refill(costs.success) as unknown
-      if (isThenable(refilled)) refilled.then(undefined, failed)
-    } catch (err) {
-      failed(err)
-    }
+    const cost = error.code === 'timeout' ? costs.timeout : costs.retry
+    return takeTokens(store, cost, ctx.log, 'retry budget store failed; not retrying the model call')
   }
 
   return async function retry(ctx: ModelContext, next: ModelNext): Promise<void> {
@@ -119,7 +104,7 @@ export function modelRetryOf(policy: ModelRetryPolicy, backoff: Backoff, store: 
       let failure: unknown
       try {
         await next()
-        giveBack(ctx)
+        if (store !== undefined && costs.success > 0) void refillTokens(store, costs.success, ctx.log)
         return
       } catch (err) {
         failure = err
@@ -145,7 +130,7 @@ export function modelRetryOf(policy: ModelRetryPolicy, backoff: Backoff, store: 
         },
         ctx.random,
       )
-      if (!plan.retry || !(await takeTokens(ctx, error))) throw failure
+      if (!plan.retry || !(await allowed(ctx, error))) throw failure
       // No step left: the terminal's own budget error ends the run, without waiting a backoff for it.
       const delayMs = ctx.run.budget.remaining > 0 ? plan.delayMs : 0
       tellRetry(ctx, failure, error, delayMs, attemptsByCode.get(error.code) ?? policy.maxAttempts)
@@ -159,8 +144,4 @@ export function modelRetryOf(policy: ModelRetryPolicy, backoff: Backoff, store: 
       ctx.attempt++
     }
   }
-}
-
-function isThenable(value: unknown): value is PromiseLike<unknown> {
-  return typeof value === 'object' && value !== null && typeof (value as { then?: unknown }).then === 'function'
 }

@@ -1,13 +1,14 @@
 import type { Layer, Middleware, ModelMiddleware, Next, ToolContext } from '@shallot/core'
-import { callNext, optionsParser } from '@shallot/core/kit'
+import { optionsParser } from '@shallot/core/kit'
 import { z } from 'zod'
+import { answerFromFailure } from './answer-from-failure.js'
 import type { Backoff } from './backoff/backoff.js'
 import { backoffFromPolicy } from './backoff-from-policy.js'
 import { EXHAUSTED_STATE_KEY } from './exhausted-calls.js'
 import { memoryRetryBudget } from './memory-retry-budget.js'
 import { isRetryBudgetStore, type RetryBudgetStore } from './retry-budget-store.js'
 import type { RetryGiveUpInfo } from './retry-hooks.js'
-import { answerFromFailure, type OnRetry, type RetrySettings, retryAfter, retrySucceeded } from './retry-loop.js'
+import { type OnRetry, type RetrySettings, retryAfter, retrySucceeded } from './retry-loop.js'
 import { modelRetryOf } from './retry-model.js'
 import { BACKOFF_NAMES, checkPolicy, retryPolicyShape, unknownBackoffMessage } from './retry-policy.js'
 
@@ -148,21 +149,23 @@ export function retry(options?: RetryOptions | Backoff): RetryLayer {
   })
 }
 
-/** The tool side: the first call is a reaction, not an awaiting frame, and only a failure enters the retry loop. */
+/** The tool side: the first call goes through as it is; only a failure enters the retry loop. */
 function toolRetryOf(settings: RetrySettings): Middleware {
   const { timed } = settings
-  return function retry(ctx: ToolContext, next: Next): Promise<void> {
-    // Inner layers may swap ctx.signal for their own deadline; waits and repeats use the signal this call came
-    // with, made real only if a retry must wait on it.
+  return async function retry(ctx: ToolContext, next: Next): Promise<void> {
     if (ctx.run.state[EXHAUSTED_STATE_KEY] !== undefined) {
       const answered = answerFromFailure(ctx)
-      if (answered !== undefined) return Promise.reject(answered)
+      if (answered !== undefined) throw answered
     }
+    // Inner layers may swap ctx.signal for their own deadline; waits and repeats use the signal this call came
+    // with, made real only if a retry must wait on it.
     const source = ctx.currentSignal()
     const started = timed ? ctx.clock.now() : 0
-    return callNext(next).then(
-      () => retrySucceeded(settings, ctx),
-      (err: unknown) => retryAfter(settings, ctx, next, source instanceof AbortSignal ? source : source.signal, started, err),
-    )
+    try {
+      await next()
+    } catch (err) {
+      return retryAfter(settings, { ctx, next, signal: source instanceof AbortSignal ? source : source.signal, started }, err)
+    }
+    retrySucceeded(settings, ctx)
   }
 }

@@ -2,11 +2,30 @@ import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { dirname, join } from 'node:path'
 import { afterAll, describe, expect, it } from 'vitest'
-import { importCircles, longFunctions } from '../../../.ci/code-shape.mjs'
+import { importCircles, longFunctions, longParameterLists } from '../../../.ci/code-shape.mjs'
 
-// Issue 35, "readable over clever": no non-test function in packages/*/src over ~120 lines (failing past 130), and no
-// file-level import circle. `node .ci/code-shape.mjs` lists both; this test fails on anything new.
+// Readable over clever: no non-test function in packages/*/src over ~120 lines (failing past 130), none taking more
+// than five positional parameters (six or more want an options object), and no file-level import circle.
+// `node .ci/code-shape.mjs` lists all three; this test fails on anything new.
 const MAX_LINES = 130
+const MAX_PARAMS = 5
+
+// Still over five positional parameters, each with at most as many as it has today: in files being rewritten on
+// other branches. None may be added, and none may grow.
+const PENDING_PARAMETER_LISTS: Readonly<Record<string, number>> = {
+  'packages/core/src/call-context.ts constructor': 11,
+  'packages/agent/src/agent.ts startHeld': 6,
+  'packages/agent/src/agent.ts resumeHeld': 6,
+  'packages/agent/src/model-call.ts called': 6,
+  'packages/agent/src/model-call.ts attemptWithin': 6,
+  'packages/agent/src/model-call.ts askOnce': 6,
+  'packages/agent/src/turn-dispatch.ts dispatchTurn': 6,
+  'packages/idempotency/src/ask-reconciler.ts askOnce': 6,
+  'packages/idempotency/src/identify-call.ts keyOf': 6,
+  'packages/idempotency/src/lead-call.ts proceed': 6,
+  'packages/idempotency/src/lead-call.ts takeOver': 6,
+  'packages/idempotency/src/record-outcome.ts settleFailure': 6,
+}
 
 // Still over the limit, each at most as long as it is today: none left, and none may be added.
 const PENDING_FUNCTIONS: Readonly<Record<string, number>> = {}
@@ -23,6 +42,16 @@ describe('the code stays readable: short functions, no import circles', () => {
       })
       .map((f) => `${f.file}:${f.line} ${f.name}: ${f.lines} lines`)
     expect(offenders, 'split these into named helpers that each read in one sitting').toEqual([])
+  }, 60_000)
+
+  it(`has no new non-test function with more than ${MAX_PARAMS} positional parameters, and none of the pending ones grew`, () => {
+    const offenders = longParameterLists(MAX_PARAMS)
+      .filter((f) => {
+        const allowed = PENDING_PARAMETER_LISTS[`${f.file} ${f.name}`]
+        return allowed === undefined || f.params > allowed
+      })
+      .map((f) => `${f.file}:${f.line} ${f.name}: ${f.params} parameters`)
+    expect(offenders, 'pass these as an options object, or cut the function where its concepts are').toEqual([])
   }, 60_000)
 
   it('has no file-level import circle in packages/*/src', () => {
@@ -55,6 +84,28 @@ describe('the checker finds what it must', () => {
       ['packages/x/src/long.ts', 'long', 144],
       ['packages/x/src/method.ts', 'm', 134],
       ['packages/x/src/arrow.ts', 'arrow', 123],
+    ])
+  })
+
+  write(
+    'packages/x/src/params.ts',
+    [
+      'export function six(a: number, b: number, c: number, d: number, e: number, f: number) { return a + b + c + d + e + f }',
+      'export function five(this: unknown, a: number, b: number, c: number, d: number, e: number) { return a + b + c + d + e }',
+      'export const arrow = (a: number, b: number, c: number, d: number, e: number, ...rest: number[]) => a + b + c + d + e + rest.length',
+      'export class K { constructor(a: 1, b: 2, c: 3, d: 4, e: 5, f: 6, g: 7) {} }',
+      'export interface I { m(a: 1, b: 2, c: 3, d: 4, e: 5, f: 6): void }',
+      'export function options({ a, b, c, d, e, f }: Record<string, number>) { return a }',
+    ].join('\n'),
+  )
+  write('packages/x/src/params.test.ts', 'export function inTest(a: 1, b: 2, c: 3, d: 4, e: 5, f: 6) {}\n')
+
+  it('lists functions, arrows, constructors and interface methods past five positional parameters, not `this`, not tests', () => {
+    expect(longParameterLists(5, root).map((f) => [f.file, f.name, f.params])).toEqual([
+      ['packages/x/src/params.ts', 'constructor', 7],
+      ['packages/x/src/params.ts', 'six', 6],
+      ['packages/x/src/params.ts', 'arrow', 6],
+      ['packages/x/src/params.ts', 'm', 6],
     ])
   })
 

@@ -20,18 +20,35 @@ export type RedisClient = Redis | Cluster
 
 type Arg = string | number
 
-/** The stores' scripts as calls on one client. Replies are unchecked here; each store validates its own. */
+/** What an idempotency `begin` or `reclaim` script is given: the record and its fence counter, and the claim's terms. */
+export interface ClaimArgs {
+  readonly record: string
+  readonly fence: string
+  /** Redis's own TIME when empty; a test may pass a time. */
+  readonly now: string
+  readonly argsHash: string
+  readonly leaseMs: number
+  readonly ttlMs: number
+}
+
+/** What the idempotency settle script is given: whose claim (`token`) ends, how, and the result it stores. */
+export interface SettleArgs {
+  readonly record: string
+  readonly now: string
+  readonly token: string
+  readonly op: 'complete' | 'release' | 'unknown'
+  readonly ttlMs: number
+  readonly result: string
+}
+
+/**
+ * The stores' scripts as calls on one client. Replies are unchecked here; each store validates its own. The
+ * idempotency scripts take their arguments by name; the order KEYS and ARGV want is written once, below.
+ */
 export interface RedisCommands {
-  begin(record: string, fence: string, now: string, argsHash: string, leaseMs: number, ttlMs: number): Promise<unknown>
-  reclaim(record: string, fence: string, now: string, argsHash: string, leaseMs: number, ttlMs: number): Promise<unknown>
-  settle(
-    record: string,
-    now: string,
-    token: string,
-    op: 'complete' | 'release' | 'unknown',
-    ttlMs: number,
-    result: string,
-  ): Promise<unknown>
+  begin(args: ClaimArgs): Promise<unknown>
+  reclaim(args: ClaimArgs): Promise<unknown>
+  settle(args: SettleArgs): Promise<unknown>
   breakerRead(key: string, now: string): Promise<unknown>
   breakerWrite(key: string, version: string, state: string, ttlMs: number): Promise<unknown>
   breakerDiscard(key: string, version: string): Promise<unknown>
@@ -63,9 +80,11 @@ export function redisCommands(client: RedisClient): RedisCommands {
   for (const [name, definition] of Object.entries(SCRIPTS)) client.defineCommand(name, definition)
   const defined = client as unknown as Record<keyof typeof SCRIPTS, (...args: Arg[]) => Promise<unknown>>
   return {
-    begin: (...args) => defined.shallotIdempotencyBegin(...args),
-    reclaim: (...args) => defined.shallotIdempotencyReclaim(...args),
-    settle: (...args) => defined.shallotIdempotencySettle(...args),
+    // KEYS: record, fence counter. ARGV: now, argsHash, leaseMs, ttlMs.
+    begin: (a) => defined.shallotIdempotencyBegin(a.record, a.fence, a.now, a.argsHash, a.leaseMs, a.ttlMs),
+    reclaim: (a) => defined.shallotIdempotencyReclaim(a.record, a.fence, a.now, a.argsHash, a.leaseMs, a.ttlMs),
+    // KEYS: record. ARGV: now, token, op, ttlMs, result.
+    settle: (a) => defined.shallotIdempotencySettle(a.record, a.now, a.token, a.op, a.ttlMs, a.result),
     breakerRead: (...args) => defined.shallotBreakerRead(...args),
     breakerWrite: (...args) => defined.shallotBreakerWrite(...args),
     breakerDiscard: (...args) => defined.shallotBreakerDiscard(...args),

@@ -30,7 +30,7 @@ export function redisIdempotencyStore(context: RedisStoreContext): IdempotencySt
     const { record } = keys.idempotency(key)
     const name = op === 'unknown' ? 'markUnknown' : op
     return bounded(`idempotency.${name}`, async () => {
-      const reply = flagReplySchema.safeParse(await commands.settle(record, nowArg(), token, op, ttlMs, result))
+      const reply = flagReplySchema.safeParse(await commands.settle({ record, now: nowArg(), token, op, ttlMs, result }))
       if (!reply.success) throw redisUnavailable(`idempotency.${name}`, 'Redis answered something the store does not understand')
       return reply.data === 1
     })
@@ -56,7 +56,7 @@ export function redisIdempotencyStore(context: RedisStoreContext): IdempotencySt
     const { record, fence } = keys.idempotency(key)
     const reply = await bounded(
       'idempotency.begin',
-      async () => parseBegin(await commands.begin(record, fence, nowArg(), argsHash, leaseMs, ttlMs)),
+      async () => parseBegin(await commands.begin({ record, fence, now: nowArg(), argsHash, leaseMs, ttlMs })),
       (late) => releaseLate(key, late),
     )
     switch (reply[0]) {
@@ -80,7 +80,7 @@ export function redisIdempotencyStore(context: RedisStoreContext): IdempotencySt
   async function reclaim(key: string, argsHash: string, leaseMs: number, ttlMs: number): Promise<string | undefined> {
     const { record, fence } = keys.idempotency(key)
     return bounded('idempotency.reclaim', async () => {
-      const reply = await commands.reclaim(record, fence, nowArg(), argsHash, leaseMs, ttlMs)
+      const reply = await commands.reclaim({ record, fence, now: nowArg(), argsHash, leaseMs, ttlMs })
       if (typeof reply !== 'string') throw redisUnavailable('idempotency.reclaim', 'Redis answered something the store does not understand')
       return reply === '' ? undefined : reply
     })

@@ -60,7 +60,7 @@ export async function runDemo({ realTime, print, onRecord }: DemoOptions): Promi
   outcome = withCliNextSteps(await pending, DEMO_RESUME, undefined)
   const elapsed = clock.now() - started
   printTimeline(print, outcome, events, model.requests)
-  summarize(print, outcome, events, executions, charges, elapsed, realTime)
+  summarize(print, outcome, { events, executions, charges, elapsedMs: elapsed, realTime })
   const record = recorder.finish(outcome)
   await onRecord?.(record)
   return 0

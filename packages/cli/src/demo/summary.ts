@@ -3,16 +3,20 @@ import type { StackEvent } from '@shallot/core'
 import { color } from './paint.js'
 import type { Executions } from './tools.js'
 
+/** What the demo saw of its run besides the outcome. */
+export interface DemoTally {
+  readonly events: readonly StackEvent[]
+  readonly executions: Executions
+  /** The card charges the payment tool applied. */
+  readonly charges: readonly string[]
+  readonly elapsedMs: number
+  /** Whether the run ran on the real clock (else virtual time). */
+  readonly realTime: boolean
+}
+
 /** Prints the table of what happened and, for a stopped run, its failure report. */
-export function summarize(
-  print: (line: string) => void,
-  outcome: RunOutcome,
-  events: readonly StackEvent[],
-  executions: Executions,
-  charges: readonly string[],
-  elapsedMs: number,
-  realTime: boolean,
-): void {
+export function summarize(print: (line: string) => void, outcome: RunOutcome, tally: DemoTally): void {
+  const { events, executions, charges, elapsedMs, realTime } = tally
   const count = (type: string, where: (e: StackEvent) => boolean = () => true) => events.filter((e) => e.type === type && where(e)).length
   const toolMessages = outcome.transcript.filter((m) => m.role === 'tool')
   const calls = new Set(events.map((e) => e.callId)).size

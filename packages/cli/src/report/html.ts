@@ -107,7 +107,11 @@ export function renderHtml(record: RunRecord): string {
     rows.push({ kind: 'turn', y, svg: `${svg}</g>` })
     y += ROW
     for (const call of turn.calls) {
-      rows.push({ kind: 'call', y, svg: callRow(call, byCall.get(call.callId) ?? [], turn.endAt, next, turn.inFlight, y, x) })
+      rows.push({
+        kind: 'call',
+        y,
+        svg: callRow(call, byCall.get(call.callId) ?? [], { endAt: turn.endAt, nextAt: next, inFlight: turn.inFlight }, y, x),
+      })
       y += ROW
     }
   }
@@ -162,15 +166,16 @@ export function renderHtml(record: RunRecord): string {
 `
 }
 
-function callRow(
-  call: RecordedCall,
-  events: readonly RecordedEvent[],
-  turnEnd: number | undefined,
-  nextTurn: number | undefined,
-  inFlight: boolean,
-  y: number,
-  x: (t: number) => number,
-): string {
+/** Where a call's turn sits on the time axis: when its model call ended, when the next turn began, and whether the hard stop caught it. */
+interface TurnSpan {
+  readonly endAt: number | undefined
+  readonly nextAt: number | undefined
+  readonly inFlight: boolean
+}
+
+/** One call's row of the timeline, at height `y`, times placed by `x`. */
+function callRow(call: RecordedCall, events: readonly RecordedEvent[], turn: TurnSpan, y: number, x: (t: number) => number): string {
+  const { endAt: turnEnd, nextAt: nextTurn, inFlight } = turn
   const times = events.flatMap((e) => [e.at, e.type === 'timeout.expired' ? e.at - Number(e.fields.timeoutMs ?? 0) : e.at])
   const start = Math.min(turnEnd ?? Number.POSITIVE_INFINITY, ...times)
   const stop = Math.max(

@@ -144,7 +144,16 @@ function count(counts: Counts, trace: readonly TraceEvent[]): void {
   }
 }
 
-async function simulateRun(options: SimOptions, base: AnyTool, calls: readonly ToolCall[], stalls: Stalls, lane: Lane, index: number) {
+/** What every simulated run of one `simulate()` shares: its options, the tool every run wraps, the calls and the stall watch. */
+interface Simulation {
+  readonly options: SimOptions
+  readonly base: AnyTool
+  readonly calls: readonly ToolCall[]
+  readonly stalls: Stalls
+}
+
+/** The `index`-th simulated run, on a virtual clock of its own that `lane` shows the stall watch. */
+async function simulateRun({ options, base, calls, stalls }: Simulation, lane: Lane, index: number) {
   const clock = manualClock()
   lane.clock = clock
   const tool = chaosTool(base, {
@@ -207,11 +216,12 @@ export async function simulate(options: SimOptions): Promise<SimResult> {
   const stalls = new Stalls()
   // One call object per step for every run: the stack reads a call and never changes it.
   const calls: ToolCall[] = Array.from({ length: options.steps }, (_, step) => ({ id: `s${step}`, name: 'step', args: { step } }))
+  const simulation: Simulation = { options, base, calls, stalls }
   const worker = async () => {
     const lane = stalls.lane()
     while (next < options.runs) {
       const index = next++
-      const run = await simulateRun(options, base, calls, stalls, lane, index)
+      const run = await simulateRun(simulation, lane, index)
       if (run.ok) succeeded++
       attempts += run.attempts
       stepsRun += run.stepsRun

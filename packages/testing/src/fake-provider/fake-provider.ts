@@ -2,6 +2,7 @@ import { createServer, type IncomingMessage, type Server, type ServerResponse } 
 import type { AddressInfo, Socket } from 'node:net'
 import { parseOptions } from '@shallot/core'
 import { anthropicMessages } from './anthropic-messages.js'
+import { inFlightResponses } from './in-flight.js'
 import { openaiChat } from './openai-chat.js'
 import { openaiResponses } from './openai-responses.js'
 import { planReply } from './plan-reply.js'
@@ -102,16 +103,17 @@ function listenLocally(server: Server): Promise<void> {
   })
 }
 
+/** Where and when a request arrived: its place in the log, its route, and the provider's and the wall clock's time. */
+interface Arrival {
+  readonly index: number
+  readonly wire: WireFormat | undefined
+  readonly path: string
+  readonly at: number
+  readonly receivedAt: number
+}
+
 /** The record of a request as it arrived, before the script answers it. */
-function entryOf(
-  req: IncomingMessage,
-  index: number,
-  wire: WireFormat | undefined,
-  path: string,
-  body: unknown,
-  at: number,
-  receivedAt: number,
-): MutableRequest {
+function entryOf(req: IncomingMessage, { index, wire, path, at, receivedAt }: Arrival, body: unknown): MutableRequest {
   const api = wire?.api
   return {
     index,
@@ -190,21 +192,12 @@ export async function fakeProvider(options: FakeProviderOptions = {}): Promise<F
   const script: Script = { steps, played: 0, onEnd }
   const requests: MutableRequest[] = []
   const sockets = new Set<Socket>()
-  const inFlight = new Set<ServerResponse>()
+  const inFlight = inFlightResponses()
   const arrivalWaiters: ArrivalWaiters = new Map()
-  let idleWaiters: Array<() => void> = []
   let closing: Promise<void> | undefined
 
   const settle = (record: MutableRequest, outcome: FakeOutcome) => {
     if (record.outcome === 'pending') record.outcome = outcome
-  }
-
-  const leave = (res: ServerResponse) => {
-    inFlight.delete(res)
-    if (inFlight.size > 0) return
-    const waiters = idleWaiters
-    idleWaiters = []
-    for (const wake of waiters) wake()
   }
 
   const record = (entry: MutableRequest) => {
@@ -221,11 +214,11 @@ export async function fakeProvider(options: FakeProviderOptions = {}): Promise<F
     const wire = routes.get(`${req.method} ${path}`)
     const read = await readBody(req, maxBodyBytes)
     const { text, body } = read
-    const entry = entryOf(req, requests.length, wire, path, body, at, receivedAt)
+    const entry = entryOf(req, { index: requests.length, wire, path, at, receivedAt }, body)
     record(entry)
     res.on('close', () => {
       settle(entry, closing ? 'closed_by_server' : 'client_closed')
-      leave(res)
+      inFlight.leave(res)
     })
     const refused = refusalOf(wire, entry, read, { routes, maxBodyBytes })
     if (refused !== undefined) {
@@ -285,10 +278,7 @@ export async function fakeProvider(options: FakeProviderOptions = {}): Promise<F
       }
       return arrival(requests, arrivalWaiters, closing, index)
     },
-    whenIdle() {
-      if (inFlight.size === 0) return Promise.resolve()
-      return new Promise<void>((resolve) => idleWaiters.push(resolve))
-    },
+    whenIdle: inFlight.whenIdle,
     close() {
       closing ??= new Promise<void>((resolve) => {
         server.close(() => resolve())
