@@ -36,8 +36,8 @@ const noop = () => {}
 /**
  * One 'abort' listener per signal, however many calls wait on it: every concurrent call of a run
  * subscribes here instead of on the signal itself, so fifty of them neither warn about a leak nor
- * need a combined signal each. The listener goes when its last subscriber does; the record stays
- * with the signal (held weakly), so the next call on the same run allocates nothing but its entry.
+ * need a combined signal each. The listener goes when its last subscriber does, so a long-lived
+ * caller's signal keeps nothing of finished calls.
  */
 class Waiters {
   readonly #signal: AbortSignal

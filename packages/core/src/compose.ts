@@ -39,8 +39,8 @@ export function callNext(next: Next): Promise<void> {
 
 /**
  * The final `next` of a composed call: called plainly, its throw or odd return turned into a promise.
- * It is handed the call's context (a `Next` that takes no argument ignores it), so the stack's
- * terminal is one shared function and not a closure per call.
+ * It is handed the call's context (a `Next` that takes no argument ignores it): the stack's terminal
+ * reads the call from it.
  */
 function callLast(last: Next | undefined, ctx: ToolContext): Promise<void> {
   if (last === undefined) return Promise.resolve()

@@ -23,10 +23,7 @@ function tooLarge(maxBytes: number): ToolError {
 
 const notPlain = () => refuse('arguments must be plain JSON values', 'send objects, arrays, strings, numbers, booleans and null only')
 
-/**
- * The walk's running total, kept outside the recursion so a call allocates nothing for a flat object
- * of primitives (the common call). Reset at every guardArgs call; the walk is synchronous.
- */
+/** The walk's running total and its bound, reset at every guardArgs call (the walk is synchronous). */
 let bytes = 0
 let maxBytes = 0
 let maxDepth = 0

@@ -6,13 +6,10 @@ import type { Budget, Json, RunContext } from './types.js'
 
 /** A step budget that counts what it spends and refuses past `maxSteps`. */
 export class StepBudget implements Budget {
-  readonly maxSteps: number
-  used: number
-
-  constructor(maxSteps = Number.POSITIVE_INFINITY, used = 0) {
-    this.maxSteps = maxSteps
-    this.used = used
-  }
+  constructor(
+    readonly maxSteps = Number.POSITIVE_INFINITY,
+    public used = 0,
+  ) {}
 
   get remaining(): number {
     return Math.max(0, this.maxSteps - this.used)

@@ -121,9 +121,8 @@ export interface TraceEvent {
 }
 
 /**
- * A signal a layer promises but has not created: `aborted` and `reason` answer without allocating,
- * and `signal` creates the real AbortSignal on first read. The timeout layer hands one to the inner
- * layers, so the happy path of a tool that never looks at its signal creates no AbortController.
+ * A signal a layer promises but has not created: `aborted` and `reason` answer at once, and
+ * `signal` creates the real AbortSignal on first read.
  */
 export interface DeferredSignal {
   readonly aborted: boolean

@@ -20,8 +20,8 @@ const HAS_CONTROLS = /[\u0000-\u0008\u000B-\u001F\u007F]/
 
 /**
  * Removes the characters a model reads but a person never sees: bidi controls, zero-width
- * characters, soft hyphens and other invisible format controls, and Unicode tag characters. Returns the same string when there are none, so the
- * common case allocates nothing. (A zero-width joiner inside an emoji sequence goes too: a
+ * characters, soft hyphens and other invisible format controls, and Unicode tag characters; the
+ * same string when there are none. (A zero-width joiner inside an emoji sequence goes too: a
  * family emoji reads as its members.)
  *
  * @example
