@@ -35,6 +35,7 @@ import {
 } from 'ai'
 import { z } from 'zod'
 import { hardStopTransform } from './hard-stop-transform.js'
+import { checkedOutput, modelOutput } from './model-output.js'
 import { newStepLedger, observeLastStep } from './observe-steps.js'
 import { repairMalformedInput } from './repair-tool-call.js'
 import { type SdkExecutionOptions, sdkCall } from './sdk-call.js'
@@ -159,23 +160,6 @@ function modelText(sdkTool: Tool): Pick<Tool, 'description' | 'inputSchema'> {
     return (isPromiseLike(json) ? Promise.resolve(json).then(toolInputSchema) : toolInputSchema(json)) as never
   })
   return { ...(description === undefined ? {} : { description: cleanDescription as string }), inputSchema }
-}
-
-/**
- * A successful output as the model reads it: one text, the stack's (`stack.modelText`: invisible characters
- * stripped, the stack's secrets redacted, capped), as `createAgent` sends it. A tool's own `toModelOutput`
- * keeps its shape, and its text parts get the same treatment.
- */
-function modelOutput(stack: Stack, output: unknown): { type: 'text'; value: string } {
-  const text = typeof output === 'string' ? output : (JSON.stringify(output ?? null) ?? 'null')
-  return { type: 'text', value: stack.modelText(text) }
-}
-
-function checkedOutput<T>(stack: Stack, output: T): T {
-  const part = output as { type?: unknown; value?: unknown } | null
-  if (part !== null && typeof part === 'object' && part.type === 'text' && typeof part.value === 'string')
-    return { ...part, value: stack.modelText(part.value) } as T
-  return output
 }
 
 /**

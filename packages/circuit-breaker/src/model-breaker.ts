@@ -1,10 +1,10 @@
 import { abortReason, LoopError, type ModelContext, type ModelMiddleware, type ModelNext, ToolError } from '@shallot/core'
 import { isTransientModelError } from '@shallot/core/kit'
-import { type Admission, breakerMachine, type FailureFacts, type Outcome, type Ticket, type Transition } from './breaker-machine.js'
+import type { Admission, FailureFacts, Outcome, Ticket, Transition } from './breaker-machine.js'
 import type { Circuit } from './breaker-state.js'
 import { type CircuitBreakerConfig, lifetimeOf } from './circuit-breaker-options.js'
-import { consecutive } from './consecutive.js'
 import { keyFrom } from './key-from.js'
+import { machineOf } from './machine-of.js'
 import { type BreakerHost, type StateHome, stateHome } from './state-home.js'
 import { stateListener } from './state-listener.js'
 
@@ -85,15 +85,7 @@ const hostOf = (ctx: ModelContext): BreakerHost => ({ run: ctx.run, log: ctx.log
  * agent event.
  */
 export function modelBreaker(o: CircuitBreakerConfig): ModelMiddleware {
-  const machine = breakerMachine({
-    policy: o.policy ?? consecutive(),
-    cooldownMs: o.cooldownMs,
-    cooldownGrowth: o.cooldownGrowth,
-    maxCooldownMs: o.maxCooldownMs ?? o.cooldownMs * 10,
-    halfOpenProbes: o.halfOpenProbes,
-    halfOpenSuccesses: o.halfOpenSuccesses,
-    maxHalfOpenMs: o.maxHalfOpenMs,
-  })
+  const machine = machineOf(o)
   const lifetime = lifetimeOf(o)
   // A shared store or run state is one home for every agent; this process's memory is one per agent's model onion.
   const common = lifetime === 'run' || o.store !== undefined ? stateHome(machine, o.maxKeys, lifetime, o.store) : undefined

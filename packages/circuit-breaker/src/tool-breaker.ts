@@ -1,11 +1,11 @@
 import { abortReason, type Logger, LoopError, type Middleware, type Next, type ToolContext, ToolError } from '@shallot/core'
 import type { AbortSource } from '@shallot/core/kit'
-import { type Admission, type BreakerMachine, breakerMachine, type Outcome, type Ticket, type Transition } from './breaker-machine.js'
+import type { Admission, BreakerMachine, Outcome, Ticket, Transition } from './breaker-machine.js'
 import { type BreakerStateChange, type CircuitBreakerConfig, lifetimeOf } from './circuit-breaker-options.js'
 import { circuitOpenError } from './circuit-open-error.js'
-import { consecutive } from './consecutive.js'
 import { indictsTool } from './indicts-tool.js'
 import { keyFrom } from './key-from.js'
+import { machineOf } from './machine-of.js'
 import { runKeys } from './run-keys.js'
 import { type StateHome, stateHome } from './state-home.js'
 import { stateListener } from './state-listener.js'
@@ -15,15 +15,7 @@ import { stateListener } from './state-listener.js'
  * stack (or per run, with lifetime `run`), refusing calls with a soft `circuit_open` while open.
  */
 export function toolBreaker(o: CircuitBreakerConfig): Middleware {
-  const machine = breakerMachine({
-    policy: o.policy ?? consecutive(),
-    cooldownMs: o.cooldownMs,
-    cooldownGrowth: o.cooldownGrowth,
-    maxCooldownMs: o.maxCooldownMs ?? o.cooldownMs * 10,
-    halfOpenProbes: o.halfOpenProbes,
-    halfOpenSuccesses: o.halfOpenSuccesses,
-    maxHalfOpenMs: o.maxHalfOpenMs,
-  })
+  const machine = machineOf(o)
   const b: Breaker = {
     machine,
     home: stateHome(machine, o.maxKeys, lifetimeOf(o), o.store),
