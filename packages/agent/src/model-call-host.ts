@@ -1,0 +1,153 @@
+import {
+  abortReason,
+  type Clock,
+  compose,
+  createRun,
+  type Logger,
+  LoopError,
+  type ModelCallRequest,
+  type ModelContext,
+  type ModelEvent,
+  type ModelInfo,
+  type ModelMiddleware,
+  type ModelNext,
+  type ModelResponse,
+  type RunContext,
+  silentLogger,
+  systemClock,
+} from '@shallot/core'
+
+/** What a framework integration gives once, when it puts shallot's model layers in front of its model. */
+export interface ModelCallHostOptions {
+  /** The model layers, outermost first: the model sides of layer factories, e.g. `defaultModelMiddleware()`. */
+  readonly modelMiddleware: readonly ModelMiddleware[]
+  readonly clock?: Clock
+  readonly random?: () => number
+  readonly log?: Logger
+  /** Receives `model.retry`, `model.fallback`, `model.circuit`. A throwing listener is logged, never rethrown. */
+  readonly onEvent?: (event: ModelEvent) => void
+}
+
+/** One model call through the layers. */
+export interface HostedModelCall<T> {
+  /** The model asked first; a layer (fallback) may swap it for the layers inside. */
+  readonly model: ModelInfo
+  /**
+   * Asks the framework's model once. `model` is the one the layers settled on (the first, or a spare),
+   * `signal` aborts at a layer's deadline or the caller's cancel. Called again for each attempt a layer makes.
+   */
+  readonly ask: (model: ModelInfo, signal: AbortSignal) => Promise<T>
+  /** What layers that read the answer (usage budgets, stuck-loop) see of it. Default: no tool calls, no usage. */
+  readonly responseOf?: (answer: T) => ModelResponse
+  /** What layers that read or edit the request see. Default: empty. */
+  readonly request?: ModelCallRequest
+  /** The run the call belongs to: its id and state are shared with the run's other calls. Default: a run of its own. */
+  readonly run?: RunContext
+  /** The caller's cancellation. */
+  readonly signal?: AbortSignal
+  readonly turn?: number
+}
+
+/** Runs single model calls through one composed onion; layers key their state (a breaker per model) by it. */
+export interface ModelCallHost {
+  call<T>(call: HostedModelCall<T>): Promise<T>
+}
+
+const noAnswer = Symbol('no answer')
+
+/**
+ * The model-call host the framework integrations share (AI SDK, OpenAI Agents, LangChain): the onion composed
+ * once, a terminal that asks the framework's model and settles the moment the attempt's signal aborts, whether
+ * or not the model listens (its late answer is dropped). A call ends with the answer, or throws
+ * `LoopError('model_failed')` with the attempts, a `LoopError` a layer threw, or `LoopError('cancelled')`.
+ *
+ * @example
+ * const host = modelCallHost({ modelMiddleware: defaultModelMiddleware() })
+ * const text = await host.call({ model: { name: 'primary', adapter }, ask: (_model, signal) => fetchAnswer(signal) })
+ */
+export function modelCallHost(options: ModelCallHostOptions): ModelCallHost {
+  const onion = compose<ModelContext>([...options.modelMiddleware])
+  const clock = options.clock ?? systemClock
+  const random = options.random ?? Math.random
+  const log = options.log ?? silentLogger
+  const emit = (event: ModelEvent) => {
+    try {
+      options.onEvent?.(event)
+    } catch (error) {
+      log.warn({ err: error, event: event.type }, 'a model event listener threw; the call goes on')
+    }
+  }
+  const stackKey = {}
+
+  async function call<T>(hosted: HostedModelCall<T>): Promise<T> {
+    const signal = hosted.signal ?? new AbortController().signal
+    const run = hosted.run ?? createRun({ signal })
+    let answer: T | typeof noAnswer = noAnswer
+    async function last(ctx: ModelContext): Promise<void> {
+      answer = noAnswer
+      const value = await attempt(ctx.signal, (attemptSignal) => hosted.ask(ctx.model, attemptSignal))
+      answer = value
+      ctx.response = hosted.responseOf?.(value) ?? { toolCalls: [] }
+    }
+    const ctx: ModelContext = {
+      run,
+      turn: hosted.turn ?? run.turn,
+      model: hosted.model,
+      request: hosted.request ?? { messages: [], tools: [] },
+      signal,
+      attempt: 1,
+      log,
+      clock,
+      random,
+      stackKey,
+      emit,
+    }
+    try {
+      await onion(ctx, last as unknown as ModelNext)
+    } catch (failure) {
+      if (LoopError.is(failure)) throw failure
+      if (signal.aborted) throw cancelled(signal)
+      const message = failure instanceof Error ? failure.message : String(failure)
+      const plural = ctx.attempt === 1 ? '' : 's'
+      throw new LoopError('model_failed', `the model call failed after ${ctx.attempt} attempt${plural}: ${message}`, {
+        cause: failure,
+        details: { attempts: ctx.attempt, model: ctx.model.name },
+      })
+    }
+    if (answer === noAnswer) {
+      throw new LoopError('model_failed', 'the model onion settled without an answer: a model middleware returned without calling next()', {
+        details: { model: hosted.model.name, fix: 'call `await next()` in every model middleware' },
+      })
+    }
+    return answer
+  }
+  return { call }
+}
+
+/**
+ * One attempt: the model's answer, or the reason of `signal` the moment it aborts. The model gets a signal of its
+ * own that follows `signal` and is aborted once the attempt settled, so a request it left running is cancelled.
+ */
+async function attempt<T>(signal: AbortSignal, ask: (signal: AbortSignal) => Promise<T>): Promise<T> {
+  if (signal.aborted) throw abortReason(signal)
+  const own = new AbortController()
+  let onAbort = () => {}
+  const aborted = new Promise<never>((_, reject) => {
+    onAbort = () => {
+      own.abort(signal.reason)
+      reject(abortReason(signal))
+    }
+    signal.addEventListener('abort', onAbort, { once: true })
+  })
+  try {
+    return await Promise.race([ask(own.signal), aborted])
+  } finally {
+    signal.removeEventListener('abort', onAbort)
+    if (!own.signal.aborted) own.abort(new Error('the model call settled'))
+  }
+}
+
+function cancelled(signal: AbortSignal): LoopError {
+  const reason: unknown = signal.reason
+  return LoopError.is(reason) ? reason : new LoopError('cancelled', 'the call was cancelled', { cause: reason })
+}
