@@ -6,3 +6,5 @@ export {
   shallotFunctionTools,
   shallotFunctionToolsOptionsSchema,
 } from './shallot-function-tools.js'
+export { type ShallotModelOptions, shallotModel, shallotModelOptionsSchema, spareModel } from './shallot-model.js'
+export { type ShallotModelProviderOptions, shallotModelProvider, shallotModelProviderOptionsSchema } from './shallot-model-provider.js'
