@@ -1,7 +1,7 @@
+export type { FunctionToolSource, ShallotFunctionToolSpec } from './function-tool-specs.js'
 export { loopErrorOf } from './loop-error-of.js'
 export {
   type ShallotFunctionToolSet,
-  type ShallotFunctionToolSpec,
   type ShallotFunctionToolsOptions,
   shallotFunctionTools,
   shallotFunctionToolsOptionsSchema,
