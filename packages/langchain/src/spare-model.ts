@@ -17,7 +17,8 @@ export function modelNameOf(model: unknown): string {
 
 /**
  * A LangChain chat model as a spare of `fallback({ models })` in `shallotMiddleware({ modelMiddleware })`, named for
- * events, reports and its own circuit breaker by `name`, else its model id.
+ * events, reports and its own circuit breaker by `name`, else its model id. Name it apart from the agent's model when
+ * both have the same id (one model at two providers): a spare named as the agent's model is taken for it and skipped.
  *
  * @example
  * shallotMiddleware({ modelMiddleware: [fallback({ models: [spareModel(new ChatOpenAI({ model: 'gpt-4o-mini' }))] }), ...defaultModelMiddleware()] })
