@@ -9,6 +9,7 @@ import {
   type ToolEffect,
   ToolError,
 } from '@shallot/core'
+import type { ToolCallRequest } from 'langchain'
 import { z } from 'zod'
 import { handlerCall } from './handler-call.js'
 import { inputSchemaOf } from './input-schema-of.js'
@@ -103,10 +104,15 @@ export function toShallotTool(lcTool: LangChainTool, options: ToShallotToolOptio
         value = await shallotCalls.run({ idempotencyKey, attempt, signal }, () =>
           call === undefined
             ? lcTool.invoke(args as never, { signal })
-            : // The arguments the stack validated (a person's edit included, when a policy let one through).
+            : // This tool, with the arguments the stack validated (a person's edit included, when a policy let one
+              // through): a layer may dispatch another tool than the one the model called (a fallback to a mirror).
               untilAborted(
                 Promise.resolve(
-                  call.handler({ ...call.request, toolCall: { ...call.request.toolCall, args: args as Record<string, unknown> } }),
+                  call.handler({
+                    ...call.request,
+                    tool: lcTool as ToolCallRequest['tool'],
+                    toolCall: { ...call.request.toolCall, name: lcTool.name, args: args as Record<string, unknown> },
+                  }),
                 ),
                 signal,
               ),
