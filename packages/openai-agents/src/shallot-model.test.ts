@@ -5,7 +5,7 @@ import { LoopError, type ModelEvent, OptionsError } from '@shallot/core'
 import { type FakeProvider, type FakeStep, fakeProvider, type ManualClock, manualClock } from '@shallot/testing'
 import OpenAI from 'openai'
 import { defaultModelMiddleware, fallback } from 'shallot'
-import { afterEach, beforeAll, describe, expect, it } from 'vitest'
+import { afterEach, beforeAll, describe, expect, it, vi } from 'vitest'
 import { driven } from './drive.test-helper.js'
 import { shallotModel, shallotModelProvider, spareModel } from './index.js'
 
@@ -154,6 +154,53 @@ describe('shallotModel: an Agents SDK model behind the model layers', { timeout:
     const agent = new Agent({ name: 'a', model, modelSettings: { retry: { maxRetries: 2, policy: () => true } } })
     await expect(run(agent, 'hi')).rejects.toThrow(/modelSettings\.retry/)
     expect(server.requests).toHaveLength(0)
+  })
+
+  it("ends as cancelled when the caller's signal aborts during the backoff, and sends nothing more", async () => {
+    const clock = manualClock()
+    const server = await serve([{ fault: 'server_error', status: 503 }, { text: 'never' }], clock)
+    const model = shallotModel(chatModel(server), { clock })
+    const caller = new AbortController()
+    const running = run(new Agent({ name: 'a', model }), 'hi', { signal: caller.signal }).catch((e: unknown) => e)
+    await vi.waitFor(() => expect(clock.pending).toBeGreaterThan(0))
+    await vi.waitFor(() => expect(server.requests[0]?.outcome).toBe('faulted'))
+    caller.abort(new Error('user pressed stop'))
+    const failure = await running
+    expect(LoopError.is(failure) && failure.kind).toBe('cancelled')
+    expect(server.requests).toHaveLength(1)
+    expect(clock.pending).toBe(0)
+  })
+
+  it('runs fifty calls at once through one wrapped model: every one answered once, each after its own 503', async () => {
+    const clock = manualClock()
+    const seen = new Set<string>()
+    const server = await serve(
+      [
+        (request) => {
+          const input = JSON.stringify(request.body)
+          if (seen.has(input)) return { text: `answer to ${input.length}` }
+          seen.add(input)
+          return { fault: 'server_error', status: 503 }
+        },
+      ],
+      clock,
+      'repeat',
+    )
+    // The breaker would open after three failures in a row; fifty calls failing once each are its business, not this test's.
+    const model = shallotModel(chatModel(server), { clock, modelMiddleware: defaultModelMiddleware({ circuitBreaker: false }) })
+    const runs = Array.from({ length: 50 }, (_, i) => run(new Agent({ name: 'a', model }), `question ${i}`))
+    const results = await driven(clock, Promise.all(runs))
+    expect(results.every((r) => typeof r.finalOutput === 'string' && r.finalOutput.startsWith('answer'))).toBe(true)
+    expect(server.requests).toHaveLength(100)
+  })
+
+  it("aborts the request of a stream the caller leaves after its first event (the caller's signal reaches it)", async () => {
+    const clock = manualClock()
+    const server = await serve([{ fault: 'stall', reply: { text: 'a long answer that never ends' }, after: 2 }], clock)
+    const model = shallotModel(chatModel(server), { clock })
+    const streamed = await run(new Agent({ name: 'a', model }), 'hi', { stream: true })
+    for await (const event of streamed) if (event.type === 'raw_model_stream_event') break
+    await vi.waitFor(() => expect(server.requests[0]?.outcome).toBe('client_closed'))
   })
 
   it('refuses what it cannot wrap, and options it does not know, naming the fix', () => {
