@@ -2,7 +2,7 @@ import { getDefaultModel, type Model, type ModelProvider, OpenAIProvider } from 
 import { parseOptions } from '@shallot/core'
 import { modelCallHost } from 'shallot'
 import { z } from 'zod'
-import { hostedModel } from './shallot-model.js'
+import { checkModel, hostedModel } from './shallot-model.js'
 import { hostOptionsOf, modelHostShape } from './shallot-model-options.js'
 
 const isProvider = (v: unknown) => typeof v === 'object' && v !== null && typeof (v as ModelProvider).getModel === 'function'
@@ -35,7 +35,12 @@ export function shallotModelProvider(options?: ShallotModelProviderOptions): Mod
       const name = modelName === undefined || modelName === '' ? getDefaultModel() : modelName
       let model = models.get(name)
       if (model === undefined) {
-        model = Promise.resolve(provider.getModel(name)).then((made) => hostedModel(made, name, host, o.run))
+        model = Promise.resolve()
+          .then(() => provider.getModel(name))
+          .then((made) => {
+            checkModel(made, `shallotModelProvider(): the provider's getModel('${name}')`)
+            return hostedModel(made, name, host, o.run)
+          })
         // A provider that failed to make it is asked again next time.
         model.catch(() => models.delete(name))
         models.set(name, model)

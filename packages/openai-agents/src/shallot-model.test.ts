@@ -230,6 +230,22 @@ describe('shallotModelProvider: models by name, one onion', { timeout: 20_000 },
     ])
   })
 
+  it('names the provider when it makes something that is not a model, and asks it again next time', async () => {
+    let asked = 0
+    const modelProvider = shallotModelProvider({
+      provider: {
+        getModel: () => {
+          asked++
+          return {} as never
+        },
+      },
+    })
+    await expect(modelProvider.getModel('gpt-4o')).rejects.toThrow("shallotModelProvider(): the provider's getModel('gpt-4o')")
+    await expect(modelProvider.getModel('gpt-4o')).rejects.toThrow(TypeError)
+    expect(asked).toBe(2)
+    expect(() => shallotModelProvider({ provider: 'openai' } as never)).toThrow(OptionsError)
+  })
+
   it('keeps one breaker per model name across runs: three failed runs open it, the fourth sends nothing', async () => {
     const clock = manualClock()
     const server = await serve([{ fault: 'server_error', status: 503 }], clock, 'repeat')

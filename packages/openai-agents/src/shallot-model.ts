@@ -15,7 +15,7 @@ const isModel = (v: unknown): v is Model =>
   typeof (v as Model).getResponse === 'function' &&
   typeof (v as Model).getStreamedResponse === 'function'
 
-function checkModel(model: unknown, where: string): asserts model is Model {
+export function checkModel(model: unknown, where: string): asserts model is Model {
   if (isModel(model)) return
   const fix =
     typeof model === 'string'
@@ -93,7 +93,7 @@ export function hostedModel(model: Model, name: string, host: ModelCallHost, run
   })
   return {
     ...(model.supportsPromptModelSelection === true ? { supportsPromptModelSelection: true } : {}),
-    getResponse(request) {
+    async getResponse(request) {
       refuseRunnerRetries(request, name)
       return host.call<AgentsModelResponse>({
         ...common(request),
