@@ -1,7 +1,7 @@
 import { aiSdk, aiSdkShallot } from './ai-sdk.js'
 import type { Contender } from './contender.js'
-import { langchain, langchainShallot } from './langchain.js'
-import { openaiAgents, openaiAgentsShallot } from './openai-agents.js'
+import { langchain, langchainShallot, langchainShallotFull } from './langchain.js'
+import { openaiAgents, openaiAgentsShallot, openaiAgentsShallotFull } from './openai-agents.js'
 import { shallotAgent, shallotFull, shallotReconcile } from './shallot-agent.js'
 
 export type { Contender } from './contender.js'
@@ -12,8 +12,10 @@ export const CONTENDERS: readonly Contender[] = [
   aiSdkShallot,
   langchain,
   langchainShallot,
+  langchainShallotFull,
   openaiAgents,
   openaiAgentsShallot,
+  openaiAgentsShallotFull,
   shallotAgent,
   shallotReconcile,
   shallotFull,
