@@ -73,11 +73,9 @@ export function parkRecord(park: ParkSettings, reason: ParkReason): ParkRecord {
 }
 
 /**
- * The park of a run before its model call, or undefined. The model call ended the run (`model_failed`)
- * on a transient error that says how long to wait, `afterMs` or more and at most `maxWaitMs`: a
- * provider's `Retry-After` past what the retry layer waits out, a rate limit's or a shared pushback's
- * refusal, an open circuit's cooldown, as the layers left it. A model call changes nothing in the
- * world, so it is always safe to make again on wake.
+ * The park of a run whose model call ended it (`model_failed`) on a transient error asking to wait `afterMs` to
+ * `maxWaitMs` (a long `Retry-After`, a rate limit's or pushback's refusal, an open circuit), or undefined.
+ * A model call changes nothing in the world, so it is always safe to make again on wake.
  */
 export function modelPark(err: unknown, park: ParkSettings): ParkRecord | undefined {
   if (!LoopError.is(err) || err.kind !== 'model_failed' || !ToolError.is(err.cause) || err.cause.category !== 'transient') return undefined

@@ -112,11 +112,11 @@ describe('rateLimit({ pushback }): one worker learns a Retry-After, the others h
     expect(clock.pending).toBe(0)
   })
 
-  it('spreads 20 held-back calls over the tenth of the hold after it ends, none before', async () => {
+  it('spreads 50 held-back calls at once over the tenth of the hold after it ends, none before', async () => {
     const clock = manualClock()
     const store = memoryPushbackStore()
     store.hold('model:openai:gpt', 10_000, 0)
-    const workers = Array.from({ length: 20 }, (_, i) =>
+    const workers = Array.from({ length: 50 }, (_, i) =>
       worker(clock, [rateLimit({ limit: 1000, maxWaitMs: 20_000, pushback: store })], [], i + 1),
     )
     const outcomes = Promise.all(workers.map((w) => w.run()))
@@ -125,7 +125,7 @@ describe('rateLimit({ pushback }): one worker learns a Retry-After, the others h
     const sent = workers.map((w) => w.m.askedAt[0] as number)
     expect(Math.min(...sent)).toBeGreaterThanOrEqual(10_000)
     expect(Math.max(...sent)).toBeLessThanOrEqual(11_000)
-    expect(new Set(sent).size).toBeGreaterThan(15)
+    expect(new Set(sent).size).toBeGreaterThan(40)
   })
 
   it('holds a key, not a model everywhere: another tenant’s key, another model and a __proto__ key are each their own', async () => {
@@ -162,6 +162,19 @@ describe('rateLimit({ pushback }): one worker learns a Retry-After, the others h
     expect(clock.pending).toBe(1)
     controller.abort()
     expect(stopOf(await waiting)?.kind).toBe('cancelled')
+    expect(clock.pending).toBe(0)
+    expect(w.m.askedAt).toEqual([])
+  })
+
+  it('ends a read of a silent store the moment the run is cancelled, asking nothing and leaving no timer', async () => {
+    const clock = manualClock()
+    const silent: PushbackStore = { hold() {}, heldFor: () => new Promise<number>(() => {}) }
+    const w = worker(clock, [rateLimit({ limit: 1000, pushback: silent, storeTimeoutMs: 5_000 })])
+    const controller = new AbortController()
+    const reading = w.run(controller.signal)
+    await clock.advance(1_000)
+    controller.abort()
+    expect(stopOf(await reading)?.kind).toBe('cancelled')
     expect(clock.pending).toBe(0)
     expect(w.m.askedAt).toEqual([])
   })

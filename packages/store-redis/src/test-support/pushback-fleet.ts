@@ -51,12 +51,32 @@ export async function pushbackFleet(storeOf: (wallNow: () => number) => Promise<
     ],
   })
   try {
-    const stores = await Promise.all(WORKERS.map(() => storeOf(() => FLEET_EPOCH + clock.now())))
+    // Virtual time moves only while nothing is on the wire: every store call and model request is counted.
+    let inFlight = 0
+    const counted = <T>(work: () => T): T => {
+      inFlight++
+      const settled = () => void inFlight--
+      const answer = work()
+      Promise.resolve(answer).then(settled, settled)
+      return answer
+    }
+    const stores = (await Promise.all(WORKERS.map(() => storeOf(() => FLEET_EPOCH + clock.now())))).map(
+      (store): PushbackStore => ({
+        hold: (key, ms, now) => counted(() => store.hold(key, ms, now)),
+        heldFor: (key, now) => counted(() => store.heldFor(key, now)),
+      }),
+    )
     const models = WORKERS.map(({ tenant }) =>
       aiSdkModel(createOpenAI({ apiKey: `sk-tenant-${tenant}`, baseURL: provider.openaiBaseURL }).chat('gpt-4o')),
     )
     const runs = WORKERS.map(({ name, tenant }, i) => {
-      const model = models[i] as ModelAdapter
+      const sdk = models[i] as ModelAdapter
+      const { name: modelName, provider: providerName } = sdk as { name?: string; provider?: string }
+      const model: ModelAdapter = {
+        ...(modelName === undefined ? {} : { name: modelName }),
+        ...(providerName === undefined ? {} : { provider: providerName }),
+        generate: (request) => counted(() => sdk.generate(request)),
+      }
       const agent = createAgent({
         model,
         tools: [],
@@ -89,7 +109,7 @@ export async function pushbackFleet(storeOf: (wallNow: () => number) => Promise<
     for (let i = 0; i < 400 && !settled; i++) {
       await clock.advance(100)
       // The real I/O a wake starts (the store, the HTTP request) lands before virtual time moves on.
-      await new Promise((resolve) => setTimeout(resolve, 5))
+      await until(() => inFlight === 0)
     }
     const done = await all
     const arrivals: Record<string, number[]> = {}
