@@ -8,6 +8,7 @@ import type { PendingTurn, RunSnapshot } from './checkpoints.js'
 import type { ModelLink } from './model-link.js'
 import { callModelOnion } from './model-onion.js'
 import { modelToolsOf } from './model-tools.js'
+import { modelPark } from './park.js'
 import { aloneStop, dispatchTurn } from './turn-dispatch.js'
 import { addUsage, usageExhausted } from './usage-budget.js'
 
@@ -102,7 +103,9 @@ async function driveRun(r: AgentRun): Promise<ParkingOutcome> {
       if (saving !== undefined) await saving
     }
   } catch (err) {
-    return await r.stopped(err)
+    // The model call waits long with no turn begun (none in flight): parked, it is asked again on wake.
+    const parked = park === undefined || r.inFlight !== undefined ? undefined : modelPark(err, park)
+    return await (parked === undefined ? r.stopped(err) : r.parkAs(parked).catch((saveFailure: unknown) => r.stopped(saveFailure)))
   } finally {
     stopRun?.close()
   }

@@ -23,8 +23,7 @@ import {
   type TurnRecord,
 } from './checkpoints.js'
 import type { ModelCallEnv } from './model-call.js'
-import type { ParkSettings } from './park.js'
-import { keptBesideWaits, longestWait } from './park.js'
+import { keptBesideWaits, longestWait, type ParkSettings, parkRecord } from './park.js'
 import { buildReport } from './report.js'
 import { isWaiting } from './turn-dispatch.js'
 import { type RunUsage, usageOfSnapshot } from './usage-budget.js'
@@ -181,15 +180,23 @@ export class AgentRun {
     const tools = this.settings.stack.tools
     const reason = longestWait(results, tools, park)
     if (reason === undefined) return undefined
-    const parkedAt = park.wallNow()
-    const parked: ParkRecord = { wakeAt: Math.ceil(parkedAt + reason.waitMs), parkedAt, reason }
+    const parked = parkRecord(park, reason)
     const kept = keptBesideWaits(results, tools, park, settledCall)
     // The calls that wait for the time to come, named like the calls a stopped turn waits on.
     const until = `waits until ${new Date(parked.wakeAt).toISOString()} (${reason.code})`
     const pending = results
       .filter((result) => !Object.hasOwn(kept, result.callId))
       .map((result) => ({ callId: result.callId, tool: result.name, reason: until }))
-    const waiting: PendingTurn = { turn, response, results: kept, pending }
+    return this.parkAs(parked, { turn, response, results: kept, pending })
+  }
+
+  /**
+   * Checkpoints the run as parked and returns: `waiting` is the settled turn whose calls wait; without
+   * one (the model call waits) the run resumes into its model call. Called only for an agent with `park`.
+   */
+  async parkAs(parked: ParkRecord, waiting?: PendingTurn): Promise<ParkedOutcome> {
+    const { reason } = parked
+    const turn = this.run.turn
     this.inFlight = undefined
     this.rewind()
     await this.save('parked', undefined, waiting, parked)

@@ -98,6 +98,7 @@ describe('postgresStores(): migrate()', () => {
       'race_checkpoint_claims',
       'race_checkpoints',
       'race_idempotency',
+      'race_pushback',
       'race_retry_budgets',
       'race_schema',
     ])
