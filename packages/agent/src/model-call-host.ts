@@ -12,10 +12,13 @@ import {
   type ModelMiddleware,
   type ModelNext,
   type ModelResponse,
+  type ModelUsage,
   type RunContext,
   silentLogger,
   systemClock,
 } from '@shallot/core'
+import type { ModelPrice } from './model-link.js'
+import { addUsage, NO_USAGE, type RunUsage, type UsageLimits, usageExhausted } from './usage-budget.js'
 
 /** What a framework integration gives once, when it puts shallot's model layers in front of its model. */
 export interface ModelCallHostOptions {
@@ -26,6 +29,13 @@ export interface ModelCallHostOptions {
   readonly log?: Logger
   /** Receives `model.retry`, `model.fallback`, `model.circuit`. A throwing listener is logged, never rethrown. */
   readonly onEvent?: (event: ModelEvent) => void
+  /**
+   * Tokens and dollars each run (a call's `run`) may spend, counted as `createAgent({ limits })` counts them: a call
+   * is refused once a limit is reached, and an answer that goes past one with tool calls ends the call.
+   */
+  readonly limits?: { readonly maxTokens?: number | undefined; readonly maxCostUsd?: number | undefined }
+  /** What each model costs, by model name (the first or a spare), for `limits.maxCostUsd`. */
+  readonly prices?: Readonly<Record<string, ModelPrice>>
 }
 
 /** One model call through the layers. */
@@ -34,9 +44,10 @@ export interface HostedModelCall<T> {
   readonly model: ModelInfo
   /**
    * Asks the framework's model once. `model` is the one the layers settled on (the first, or a spare),
-   * `signal` aborts at a layer's deadline or the caller's cancel. Called again for each attempt a layer makes.
+   * `signal` aborts at a layer's deadline or the caller's cancel, `request` is `request` as the layers left it
+   * (context editing shortens it). Called again for each attempt a layer makes.
    */
-  readonly ask: (model: ModelInfo, signal: AbortSignal) => Promise<T>
+  readonly ask: (model: ModelInfo, signal: AbortSignal, request: ModelCallRequest) => Promise<T>
   /** What layers that read the answer (usage budgets, stuck-loop) see of it. Default: no tool calls, no usage. */
   readonly responseOf?: (answer: T) => ModelResponse
   /** What layers that read or edit the request see. Default: empty. */
@@ -51,6 +62,10 @@ export interface HostedModelCall<T> {
 /** Runs single model calls through one composed onion; layers key their state (a breaker per model) by it. */
 export interface ModelCallHost {
   call<T>(call: HostedModelCall<T>): Promise<T>
+  /** Counts usage known only after the call returned (a stream's last part) into the run's budget, priced by `model`. */
+  spend(run: RunContext, model: string, usage: ModelUsage | undefined): void
+  /** What the run's calls spent so far. */
+  usage(run: RunContext): RunUsage
 }
 
 const noAnswer = Symbol('no answer')
@@ -78,14 +93,25 @@ export function modelCallHost(options: ModelCallHostOptions): ModelCallHost {
     }
   }
   const stackKey = {}
+  const { limits, prices } = options
+  const spent = new WeakMap<RunContext, RunUsage>()
+  const usage = (run: RunContext) => spent.get(run) ?? NO_USAGE
+  const priceOf = (model: string) => (prices !== undefined && Object.hasOwn(prices, model) ? prices[model] : undefined)
+  const spend = (run: RunContext, model: string, used: ModelUsage | undefined) => {
+    if (used !== undefined) spent.set(run, addUsage(usage(run), used, priceOf(model)))
+  }
 
   async function call<T>(hosted: HostedModelCall<T>): Promise<T> {
     const signal = hosted.signal ?? new AbortController().signal
     const run = hosted.run ?? createRun({ signal })
+    if (limits !== undefined) {
+      const reached = usageExhausted(usage(run), limits, 'before')
+      if (reached !== undefined) throw reached
+    }
     let answer: T | typeof noAnswer = noAnswer
     async function last(ctx: ModelContext): Promise<void> {
       answer = noAnswer
-      const value = await attempt(ctx.signal, (attemptSignal) => hosted.ask(ctx.model, attemptSignal))
+      const value = await attempt(ctx.signal, (attemptSignal) => hosted.ask(ctx.model, attemptSignal, ctx.request))
       answer = value
       ctx.response = hosted.responseOf?.(value) ?? { toolCalls: [] }
     }
@@ -119,9 +145,28 @@ export function modelCallHost(options: ModelCallHostOptions): ModelCallHost {
         details: { model: hosted.model.name, fix: 'call `await next()` in every model middleware' },
       })
     }
+    spend(run, ctx.model.name, ctx.response?.usage)
+    // A final answer is in hand and costs nothing more; an answer that would go on past a limit is stopped.
+    if (limits !== undefined && (ctx.response?.toolCalls?.length ?? 0) > 0) {
+      const crossed = usageExhausted(usage(run), limits, 'spent') ?? unpriced(limits, ctx.model.name, ctx.response, priceOf)
+      if (crossed !== undefined) throw crossed
+    }
     return answer
   }
-  return { call }
+  return { call, spend, usage }
+}
+
+/** A model without a price (a spare) would cost $0, and the cost budget would never stop the run. */
+function unpriced(
+  limits: UsageLimits,
+  model: string,
+  response: ModelResponse | undefined,
+  priceOf: (model: string) => ModelPrice | undefined,
+): LoopError | undefined {
+  if (limits.maxCostUsd === undefined || response?.usage === undefined || priceOf(model) !== undefined) return undefined
+  return new LoopError('budget_exhausted', `limits.maxCostUsd cannot count model '${model}': it has no price`, {
+    details: { maxCostUsd: limits.maxCostUsd, model, fix: `add prices['${model}'] = { inputPerMTokUsd, outputPerMTokUsd }` },
+  })
 }
 
 /**

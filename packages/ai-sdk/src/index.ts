@@ -1,6 +1,12 @@
 export { type AiSdkModelOptions, aiSdkModel } from './ai-sdk-model.js'
 export { type ClassifyModelErrorOptions, classifyModelError } from './classify-model-error.js'
 export {
+  type ShallotModelOptions,
+  shallotModel,
+  shallotModelMiddleware,
+  shallotModelOptionsSchema,
+} from './shallot-model.js'
+export {
   type ShallotTool,
   type ShallotToolSet,
   type ShallotTools,
