@@ -1,6 +1,7 @@
 import { LoopError, type ModelEvent } from '@shallot/core'
 import { type FakeProvider, type FakeProviderOptions, fakeProvider, type ManualClock, manualClock } from '@shallot/testing'
-import { APICallError, generateText, streamText } from 'ai'
+import { APICallError, generateText, simulateReadableStream, streamText } from 'ai'
+import { MockLanguageModelV3 } from 'ai/test'
 import { defaultModelMiddleware } from 'shallot'
 import { afterEach, describe, expect, it } from 'vitest'
 import { shallotModel } from './index.js'
@@ -120,5 +121,67 @@ describe.each(formats)('shallotModel, $name', (format: Format) => {
     const result = streamText({ model, prompt: 'hi', onError: () => {} })
     expect(await result.text).toBe('recovered')
     expect(p.requests.map((r) => r.outcome)).toEqual(['faulted', 'replied'])
+  })
+})
+
+type StreamChunks = Parameters<typeof simulateReadableStream>[0]['chunks']
+const usage = {
+  inputTokens: { total: 3, noCache: 3, cacheRead: undefined, cacheWrite: undefined },
+  outputTokens: { total: 2, text: 2, reasoning: undefined },
+}
+const finish = { type: 'finish', finishReason: { unified: 'stop', raw: undefined }, usage }
+const textParts = (text: string) => [
+  { type: 'text-start', id: 't' },
+  { type: 'text-delta', id: 't', delta: text },
+  { type: 'text-end', id: 't' },
+]
+
+/** The SDK's own mock model, streaming each script entry in turn. */
+function streamingModel(script: StreamChunks[]) {
+  let calls = 0
+  const model = new MockLanguageModelV3({
+    doStream: async () => ({ stream: simulateReadableStream({ chunks: script[Math.min(calls++, script.length - 1)] as never }) }),
+  })
+  return { model, calls: () => calls }
+}
+
+describe('shallotModel streams, part by part (the SDK mock model)', () => {
+  it('repeats a stream whose first part after the preamble is an error part', async () => {
+    clock = manualClock()
+    const { model, calls } = streamingModel([
+      [
+        { type: 'stream-start', warnings: [] },
+        { type: 'response-metadata', id: 'r1' },
+        { type: 'error', error: { type: 'overloaded_error', message: 'busy' } },
+      ],
+      [{ type: 'stream-start', warnings: [] }, ...textParts('recovered'), finish],
+    ])
+    const wrapped = shallotModel(model, { clock, random: () => 0, onEvent: onEvent() })
+    expect(await streamText({ model: wrapped, prompt: 'hi', onError: () => {} }).text).toBe('recovered')
+    expect(calls()).toBe(2)
+  })
+
+  it('hands on an error part after the first chunk as it came, and asks once', async () => {
+    clock = manualClock()
+    const { model, calls } = streamingModel([
+      [
+        { type: 'stream-start', warnings: [] },
+        { type: 'text-start', id: 't' },
+        { type: 'error', error: { type: 'server_error' } },
+      ],
+    ])
+    const errors: unknown[] = []
+    const result = streamText({ model: shallotModel(model, { clock }), prompt: 'hi', onError: ({ error }) => errors.push(error) })
+    await result.consumeStream()
+    expect(errors).toEqual([{ type: 'server_error' }])
+    expect(calls()).toBe(1)
+  })
+
+  it('settles a stream that ends with no output at all: the caller gets its end, no attempt is repeated', async () => {
+    clock = manualClock()
+    const { model, calls } = streamingModel([[{ type: 'stream-start', warnings: [] }]])
+    const result = streamText({ model: shallotModel(model, { clock }), prompt: 'hi', onError: () => {} })
+    await result.consumeStream()
+    expect(calls()).toBe(1)
   })
 })
