@@ -15,5 +15,13 @@ export {
   shallotToolsOptionsSchema,
 } from './shallot-tools.js'
 export { isSoftFailure, type SoftFailure, softFailure } from './soft-failure.js'
-export { inputSchemaOf, type ToShallotToolOptions, type ToShallotToolsOptions, toShallotTool, toShallotTools } from './to-shallot-tool.js'
+export {
+  idempotencyKeyOf,
+  inputSchemaOf,
+  type ShallotToolExecutionOptions,
+  type ToShallotToolOptions,
+  type ToShallotToolsOptions,
+  toShallotTool,
+  toShallotTools,
+} from './to-shallot-tool.js'
 export type { ToolApprovalRequestPart, ToolApprovalResponsePart } from './tool-approval.js'

@@ -42,7 +42,7 @@ import { type SdkExecutionOptions, sdkCall } from './sdk-call.js'
 import { flagsToolErrors, softErrorOutput } from './soft-error-output.js'
 import { softErrorTracer } from './soft-error-tracer.js'
 import { isSoftFailure, type SoftFailure, softFailure } from './soft-failure.js'
-import { type Reconcile, toShallotTools } from './to-shallot-tool.js'
+import { type Reconcile, stackToolsOf } from './to-shallot-tool.js'
 import {
   approvalResponse,
   approvedIn,
@@ -186,7 +186,7 @@ export function shallotTools<T extends ToolSet>(tools: T, options?: ShallotTools
     o.stack ??
     stackFromSource(
       o,
-      toShallotTools(tools, {
+      stackToolsOf(tools, {
         ...(o.effects === undefined ? {} : { effects: o.effects as Record<string, ToolEffect> }),
         ...(o.reconcile === undefined ? {} : { reconcile: o.reconcile }),
       }),
