@@ -204,6 +204,31 @@ describe('shallotModel layers: one wrapped model across generations (OpenAI Chat
     expect(p.requests.map((r) => r.outcome)).toEqual(['faulted', 'replied', 'faulted', 'replied'])
   })
 
+  it("reports a stop in the model layers as createAgent would: the completed steps, the model's failure, what to do", async () => {
+    clock = manualClock()
+    const p = await provider({ script: [{ toolCalls: [{ id: 'call_1', name: 'read_file', args: { path: 'a.txt' } }] }] })
+    p.script({ fault: 'server_error' }, { fault: 'server_error' }, { fault: 'server_error' })
+    const readFile = tool({ inputSchema: z.object({ path: z.string() }), execute: async () => 'alpha' })
+    const shallot = shallotTools({ read_file: readFile }, { effects: { read_file: 'read' }, task: 'Read a.txt' })
+    const { error } = await settled(
+      generateText({
+        model: shallotModel(openaiChat.model(p), { clock, random: () => 0, onEvent: onEvent() }),
+        prompt: 'Read a.txt',
+        tools: shallot.tools,
+        abortSignal: shallot.abortSignal,
+        stopWhen: [stepCountIs(5), shallot.stopOnHardError],
+      }),
+    )
+    expect(LoopError.is(error) && error.kind).toBe('model_failed')
+    const report = shallot.report(error)
+    expect(report).toMatchObject({ task: 'Read a.txt', completedTurns: 1, failed: { kind: 'model_failed' }, resume: undefined })
+    expect(report?.completedCalls.map((c) => [c.name, c.ok])).toEqual([['read_file', true]])
+    expect(report?.nextSteps).toBe(
+      'Check the model provider (status, credentials, quota), then generate again with the conversation so far.',
+    )
+    expect(shallot.report()).toBeUndefined()
+  })
+
   it('refuses an unknown option by name, a model id string, and a cost limit without the price of its model', () => {
     const p = { provider: 'openai.chat', modelId: 'gpt-4o-mini', doGenerate: () => {}, doStream: () => {} }
     expect(() => shallotModel(p as never, { retries: 3 } as never)).toThrow(OptionsError)

@@ -104,7 +104,13 @@ describe.each(formats)('shallotModel, $name', (format: Format) => {
     p.script({ fault: 'stream_error', reply: { text: 'one two three four five six seven eight' }, after: 7 }, { text: 'second' })
     const model = shallotModel(format.model(p), { clock, random: () => 0, onEvent: onEvent() })
     const errors: unknown[] = []
-    const result = streamText({ model, prompt: 'count', onError: ({ error }) => errors.push(error) })
+    const result = streamText({
+      model,
+      prompt: 'count',
+      onError: ({ error }) => {
+        errors.push(error)
+      },
+    })
     const types: string[] = []
     for await (const part of result.fullStream) types.push(part.type)
     expect(types).toContain('text-delta')
@@ -171,7 +177,13 @@ describe('shallotModel streams, part by part (the SDK mock model)', () => {
       ],
     ])
     const errors: unknown[] = []
-    const result = streamText({ model: shallotModel(model, { clock }), prompt: 'hi', onError: ({ error }) => errors.push(error) })
+    const result = streamText({
+      model: shallotModel(model, { clock }),
+      prompt: 'hi',
+      onError: ({ error }) => {
+        errors.push(error)
+      },
+    })
     await result.consumeStream()
     expect(errors).toEqual([{ type: 'server_error' }])
     expect(calls()).toBe(1)

@@ -79,10 +79,12 @@ describe('an AI SDK tool under a stack', () => {
       inputExamples: [{ input: { q: 'retry' } }],
       strict: true,
       providerOptions: { openai: {} },
-      needsApproval: undefined,
       execute: async ({ q }) => q,
     })
-    expect(toShallotTool('search', described)).toMatchObject({ name: 'search', description: 'Search the docs' })
+    expect(toShallotTool('search', { ...described, needsApproval: undefined } as never)).toMatchObject({
+      name: 'search',
+      description: 'Search the docs',
+    })
     const guarded = tool({
       inputSchema: z.object({}),
       needsApproval: true,
