@@ -15,7 +15,6 @@ interface Origin {
 }
 
 const origins = new WeakMap<Message, Origin>()
-const views = new WeakMap<CallParams, ModelCallRequest>()
 
 const partsOf = (message: Loose): Part[] => (Array.isArray(message.content) ? (message.content as Part[]) : [])
 
@@ -81,14 +80,13 @@ function systemOf(prompt: Prompt): string | undefined {
 
 /**
  * The request the model layers see of a call, converted only when a layer reads it: a call that no layer
- * looks into (the default stack's) costs no conversion of a long conversation.
+ * looks into (the default stack's) costs no conversion of a long conversation. Own getters, so a layer that
+ * copies the request (`{ ...request, messages }`) copies them too.
  */
-export function requestOf(params: CallParams): ModelCallRequest {
-  const known = views.get(params)
-  if (known !== undefined) return known
+export function promptView(params: CallParams): ModelCallRequest {
   let messages: Message[] | undefined
   let tools: ModelTool[] | undefined
-  const request = {
+  return {
     get messages() {
       messages ??= messagesOf(params.prompt)
       return messages
@@ -98,16 +96,13 @@ export function requestOf(params: CallParams): ModelCallRequest {
       return tools
     },
     get system() {
-      return systemOf(params.prompt)
+      return systemOf(params.prompt) as string
     },
-  } as ModelCallRequest
-  views.set(params, request)
-  return request
+  }
 }
 
-/** The call to send for `request`: the original when no layer replaced it, else the prompt rebuilt from its messages. */
-export function paramsFor(params: CallParams, request: ModelCallRequest): CallParams {
-  const view = requestOf(params)
+/** The call to send for `request`: `params` when no layer replaced their view, else the prompt rebuilt from its messages. */
+export function paramsFor(params: CallParams, view: ModelCallRequest, request: ModelCallRequest): CallParams {
   if (request === view) return params
   const system = request.system === view.system ? undefined : request.system
   const prompt =

@@ -24,7 +24,10 @@ export function usageOf(usage: unknown): ModelUsage | undefined {
   const input = tokens((usage as { inputTokens?: unknown }).inputTokens)
   const output = tokens((usage as { outputTokens?: unknown }).outputTokens)
   if (input === undefined && output === undefined) return undefined
-  return { ...(input === undefined ? {} : { inputTokens: input }), ...(output === undefined ? {} : { outputTokens: output }) }
+  const counted: { inputTokens?: number; outputTokens?: number } = {}
+  if (input !== undefined) counted.inputTokens = input
+  if (output !== undefined) counted.outputTokens = output
+  return counted
 }
 
 function argsOf(input: unknown): unknown {
@@ -40,18 +43,21 @@ function argsOf(input: unknown): unknown {
 export function responseOf(result: GenerateResult): ModelResponse {
   let text = ''
   const toolCalls: ToolCall[] = []
-  for (const part of result.content as ReadonlyArray<{ type: string; [key: string]: unknown }>) {
+  const content = result.content as ReadonlyArray<{ type: string; [key: string]: unknown }>
+  for (let i = 0; i < content.length; i++) {
+    const part = content[i] as { type: string; [key: string]: unknown }
     if (part.type === 'text' && typeof part.text === 'string') text += part.text
     else if (part.type === 'tool-call' && part.providerExecuted !== true)
       toolCalls.push({ id: String(part.toolCallId), name: String(part.toolName), args: argsOf(part.input) })
   }
   const reason: unknown = result.finishReason
   const unified = typeof reason === 'string' ? reason : (reason as { unified?: unknown } | undefined)?.unified
-  const usage = usageOf(result.usage)
-  return {
-    ...(text === '' ? {} : { text }),
+  const response: { text?: string; toolCalls: ToolCall[]; finishReason: ModelFinishReason; usage?: ModelUsage } = {
     toolCalls,
     finishReason: typeof unified === 'string' && Object.hasOwn(FINISH, unified) ? (FINISH[unified] as ModelFinishReason) : 'other',
-    ...(usage === undefined ? {} : { usage }),
   }
+  if (text !== '') response.text = text
+  const usage = usageOf(result.usage)
+  if (usage !== undefined) response.usage = usage
+  return response
 }

@@ -1,4 +1,4 @@
-import { LoopError, type ModelEvent, OptionsError } from '@shallot/core'
+import { LoopError, type ModelEvent, type ModelMiddleware, OptionsError } from '@shallot/core'
 import { type FakeProvider, type FakeProviderOptions, fakeProvider, type ManualClock, manualClock } from '@shallot/testing'
 import { generateText, type ModelMessage, stepCountIs, streamText, ToolLoopAgent, tool } from 'ai'
 import { contextEditing, defaultModelMiddleware, fallback } from 'shallot'
@@ -227,6 +227,32 @@ describe('shallotModel layers: one wrapped model across generations (OpenAI Chat
       'Check the model provider (status, credentials, quota), then generate again with the conversation so far.',
     )
     expect(shallot.report()).toBeUndefined()
+  })
+
+  it('sends what a layer made of the request: its system prompt, the tools it kept, the turns keepLast kept', async () => {
+    clock = manualClock()
+    const p = await provider({ script: [{ text: 'ok' }] })
+    const note: ModelMiddleware = async (ctx, next) => {
+      ctx.request = {
+        ...ctx.request,
+        system: `${ctx.request.system} Answer in French.`,
+        tools: ctx.request.tools.filter((t) => t.name !== 'drop_db'),
+      }
+      await next()
+    }
+    const model = shallotModel(openaiChat.model(p), {
+      modelMiddleware: [note, contextEditing({ strategy: 'keepLast', keep: 1, maxInputTokens: 100 }), ...defaultModelMiddleware()],
+      clock,
+    })
+    const noop = tool({ inputSchema: z.object({}), execute: async () => '' })
+    await generateText({ model, system: 'Be brief.', messages: conversation(), tools: { read_file: noop, drop_db: noop } })
+    const sent = p.requests[0]
+    expect(sent?.system).toBe('Be brief. Answer in French.')
+    expect(sent?.toolNames).toEqual(['read_file'])
+    expect(sent?.toolResults.map((r) => r.id)).toEqual(['call_3'])
+    const messages = (sent?.body as { messages: Array<{ role: string; content: unknown }> }).messages
+    expect(messages.map((m) => m.role)).toEqual(['system', 'user', 'assistant', 'tool'])
+    expect(messages[1]?.content).toBe('Summarise the three files.')
   })
 
   it('refuses an unknown option by name, a model id string, and a cost limit without the price of its model', () => {

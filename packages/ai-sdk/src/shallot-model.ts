@@ -1,4 +1,4 @@
-import { type ModelCallHost, modelCallHost } from '@shallot/agent'
+import { type ModelAttempt, type ModelCallHost, modelCallHost } from '@shallot/agent'
 import {
   type Clock,
   createRun,
@@ -9,6 +9,7 @@ import {
   type ModelEvent,
   type ModelInfo,
   type ModelMiddleware,
+  type ModelResponse,
   modelSideOf,
   OptionsError,
   parseOptions,
@@ -21,7 +22,7 @@ import { z } from 'zod'
 import { type ClassifyModelErrorOptions, classifyModelError } from './classify-model-error.js'
 import { untilFirstChunk } from './first-chunk.js'
 import { languageModelOf } from './language-model-of.js'
-import { paramsFor, requestOf } from './prompt-view.js'
+import { paramsFor, promptView } from './prompt-view.js'
 import type { CallParams, SpecModel } from './sdk-model-types.js'
 import { responseOf, usageOf } from './sdk-response.js'
 
@@ -95,8 +96,11 @@ function spareOf(info: ModelInfo, spares: WeakMap<object, SpecModel>): SpecModel
   return spec
 }
 
-/** One call through the layers: `ask` makes one attempt on the model they settled on, with the request they left. */
-type Ask<T> = (target: SpecModel, params: CallParams, signal: AbortSignal, info: ModelInfo) => PromiseLike<T>
+/**
+ * One attempt on the model the layers settled on, with the request they left. `params` carries the attempt's signal
+ * as `abortSignal`, made when the model reads it (a model in the same process that never does costs none).
+ */
+type Ask<T> = (target: SpecModel, params: CallParams, attempt: ModelAttempt) => PromiseLike<T>
 
 interface Env {
   readonly host: ModelCallHost
@@ -106,20 +110,32 @@ interface Env {
   readonly classify: (error: unknown) => unknown
 }
 
-async function hosted<T>(env: Env, params: CallParams, model: SpecModel, ask: Ask<T>, answerOf?: (answer: T) => unknown): Promise<T> {
+async function hosted<T>(env: Env, params: CallParams, model: SpecModel, ask: Ask<T>, answerOf?: (answer: T) => ModelResponse): Promise<T> {
   const caller = params.abortSignal
+  const view = promptView(params)
   try {
     return await env.host.call({
       model: env.infoOf(model),
-      request: requestOf(params),
+      request: view,
       run: env.run,
-      ...(caller === undefined ? {} : { signal: caller }),
-      ...(answerOf === undefined ? {} : { responseOf: answerOf as never }),
-      ask: async (info, signal, request) => {
+      signal: caller,
+      responseOf: answerOf,
+      ask: async (attempt) => {
+        const sent = paramsFor(params, view, attempt.request)
         try {
-          return await ask(env.targetOf(info, model), paramsFor(params, request), signal, info)
+          return await ask(
+            env.targetOf(attempt.model, model),
+            {
+              ...sent,
+              get abortSignal() {
+                return attempt.signal
+              },
+            },
+            attempt,
+          )
         } catch (error) {
-          if (signal.aborted) throw error
+          // A deadline or the caller's cancel: the layers read the signal's reason, not the model's echo of it.
+          if (attempt.signal.aborted) throw error
           throw env.classify(error)
         }
       },
@@ -175,15 +191,14 @@ function middlewareOf(o: Parsed, owner: string): LanguageModelMiddleware {
   }
   return {
     specificationVersion: 'v3',
-    wrapGenerate: ({ params, model }) =>
-      hosted(env, params, model, (target, sent, signal) => target.doGenerate({ ...sent, abortSignal: signal }), responseOf),
+    wrapGenerate: ({ params, model }) => hosted(env, params, model, (target, sent) => target.doGenerate(sent), responseOf),
     wrapStream: ({ params, model }) =>
-      hosted(env, params, model, (target, sent, signal, info) =>
+      hosted(env, params, model, (target, sent, attempt) =>
         untilFirstChunk({
           open: (requestSignal) => target.doStream({ ...sent, abortSignal: requestSignal }),
-          attempt: signal,
+          attempt: attempt.signal,
           caller: params.abortSignal,
-          onFinish: (part) => host.spend(env.run, info.name, usageOf((part as { usage?: unknown }).usage)),
+          onFinish: (part) => host.spend(env.run, attempt.model.name, usageOf((part as { usage?: unknown }).usage)),
         }),
       ),
   } as LanguageModelMiddleware
