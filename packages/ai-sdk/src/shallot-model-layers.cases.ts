@@ -2,7 +2,7 @@ import { LoopError, type ModelEvent, type ModelMiddleware, OptionsError } from '
 import { type FakeProvider, type FakeProviderOptions, fakeProvider, type ManualClock, manualClock } from '@shallot/testing'
 import { generateText, type ModelMessage, stepCountIs, streamText, ToolLoopAgent, tool } from 'ai'
 import { contextEditing, defaultModelMiddleware, fallback } from 'shallot'
-import { afterEach, describe, expect, it } from 'vitest'
+import { afterEach, describe, expect, it, vi } from 'vitest'
 import { z } from 'zod'
 import { aiSdkModel, shallotModel, shallotTools } from './index.js'
 import { type Format, formats } from './wire-formats.test-helper.js'
@@ -253,6 +253,47 @@ describe('shallotModel layers: one wrapped model across generations (OpenAI Chat
     const messages = (sent?.body as { messages: Array<{ role: string; content: unknown }> }).messages
     expect(messages.map((m) => m.role)).toEqual(['system', 'user', 'assistant', 'tool'])
     expect(messages[1]?.content).toBe('Summarise the three files.')
+  })
+
+  it('stops waiting out a Retry-After the moment the caller cancels, and sends nothing more', async () => {
+    clock = manualClock()
+    const p = await provider({ script: [{ fault: 'rate_limit', retryAfterSeconds: 30 }, { text: 'never sent' }] })
+    const controller = new AbortController()
+    const retried: ModelEvent[] = []
+    const model = shallotModel(openaiChat.model(p), { clock, random: () => 0, onEvent: (e) => retried.push(e) })
+    const pending = settled(generateText({ model, prompt: 'hi', abortSignal: controller.signal }))
+    await p.waitForRequest(0)
+    await vi.waitFor(() => expect(retried.map((e) => e.type)).toContain('model.retry'))
+    const reason = new Error('the user left')
+    controller.abort(reason)
+    expect((await pending).error).toBe(reason)
+    await clock.advance(60_000)
+    expect(p.requests).toHaveLength(1)
+  })
+
+  it('fifty streams, each cancelled by its caller after the first chunk, all close their requests', async () => {
+    clock = manualClock()
+    const p = await provider({
+      script: [{ fault: 'stall', reply: { text: 'one two three four five six seven eight' }, after: 5 }],
+      onEnd: 'repeat',
+    })
+    const model = shallotModel(openaiChat.model(p), { clock })
+    const firsts = await Promise.all(
+      Array.from({ length: 50 }, async () => {
+        // The request outlives the attempt (settled at the first chunk): the caller's signal still ends it.
+        const caller = new AbortController()
+        const result = streamText({ model, prompt: 'count', abortSignal: caller.signal, onError: () => {} })
+        for await (const part of result.textStream) {
+          caller.abort()
+          return part
+        }
+        return undefined
+      }),
+    )
+    expect(firsts.every((text) => typeof text === 'string' && text.length > 0)).toBe(true)
+    await p.whenIdle()
+    expect(p.requests).toHaveLength(50)
+    expect(new Set(p.requests.map((r) => r.outcome))).toEqual(new Set(['client_closed']))
   })
 
   it('refuses an unknown option by name, a model id string, and a cost limit without the price of its model', () => {
