@@ -37,7 +37,14 @@ const agent = await agentCase()
 // One long-lived signal for every run, as a server's shutdown signal would be.
 const agentSignal = await agentCase(1, new AbortController().signal)
 const layers = eachLayerCases()
-const resilience = [...resilienceCases(), ...resilienceOptionCases(), ...contextEditingCases(), ...modelStackCases(), ...aiSdkModelCases(), ...guardCases()]
+const resilience = [
+  ...resilienceCases(),
+  ...resilienceOptionCases(),
+  ...contextEditingCases(),
+  ...modelStackCases(),
+  ...aiSdkModelCases(),
+  ...guardCases(),
+]
 const all: Case[] = [...peers, ...full, agent, agentSignal, ...layers, ...resilience]
 const measured = await interleave(all, rounds)
 const pick = (cases: readonly Case[]) => cases.map((c) => measured.find((r) => r.name === c.name) as Row)

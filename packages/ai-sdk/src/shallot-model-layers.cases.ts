@@ -250,7 +250,7 @@ describe('shallotModel layers: one wrapped model across generations (OpenAI Chat
     expect(sent?.system).toBe('Be brief. Answer in French.')
     expect(sent?.toolNames).toEqual(['read_file'])
     expect(sent?.toolResults.map((r) => r.id)).toEqual(['call_3'])
-    const messages = (sent?.body as { messages: Array<{ role: string; content: unknown }> }).messages
+    const messages = (sent?.body as { messages: Array<{ role: string; content: unknown }> } | undefined)?.messages ?? []
     expect(messages.map((m) => m.role)).toEqual(['system', 'user', 'assistant', 'tool'])
     expect(messages[1]?.content).toBe('Summarise the three files.')
   })
