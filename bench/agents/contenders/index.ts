@@ -1,4 +1,4 @@
-import { aiSdk, aiSdkShallot } from './ai-sdk.js'
+import { aiSdk, aiSdkShallot, aiSdkShallotFull } from './ai-sdk.js'
 import type { Contender } from './contender.js'
 import { langchain, langchainShallot, langchainShallotFull } from './langchain.js'
 import { openaiAgents, openaiAgentsShallot, openaiAgentsShallotFull } from './openai-agents.js'
@@ -10,6 +10,7 @@ export type { Contender } from './contender.js'
 export const CONTENDERS: readonly Contender[] = [
   aiSdk,
   aiSdkShallot,
+  aiSdkShallotFull,
   langchain,
   langchainShallot,
   langchainShallotFull,

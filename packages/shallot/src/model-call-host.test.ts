@@ -53,7 +53,7 @@ describe('modelCallHost', () => {
     let late: (value: string) => void = () => {}
     const pending = host.call({
       model,
-      ask: (_m, signal) => {
+      ask: ({ signal }) => {
         signals.push(signal)
         return new Promise<string>((resolve) => {
           late = resolve
@@ -75,7 +75,7 @@ describe('modelCallHost', () => {
     const pending = host.call({
       model,
       signal: caller.signal,
-      ask: (_m, signal) => {
+      ask: ({ signal }) => {
         seen = signal
         return new Promise<string>(() => {})
       },
