@@ -113,7 +113,7 @@ export function askModel(request: ModelRequest, handler: (request: ModelRequest)
     model: { name: modelNameOf(request.model), adapter: AGENT_MODEL },
     run,
     ...(parent === undefined ? {} : { signal: parent }),
-    ask: async (asked, signal) => {
+    ask: async ({ model: asked, signal }) => {
       const model = chatModelOf(asked, request.model) as ModelRequest['model']
       const messages = speaksAnthropic(model) ? markErrorResults(request.messages) : request.messages
       const withConfig = (model as { withConfig?: unknown }).withConfig

@@ -97,7 +97,7 @@ export function hostedModel(model: Model, name: string, host: ModelCallHost, run
       refuseRunnerRetries(request, name)
       return host.call<AgentsModelResponse>({
         ...common(request),
-        ask: (asked, signal) => sdkModelOf(asked).getResponse(forwarded(request, signal)),
+        ask: ({ model: asked, signal }) => sdkModelOf(asked).getResponse(forwarded(request, signal)),
         responseOf: modelResponseOf,
       })
     },
@@ -105,7 +105,7 @@ export function hostedModel(model: Model, name: string, host: ModelCallHost, run
       refuseRunnerRetries(request, name)
       const started = await host.call({
         ...common(request),
-        ask: (asked, signal) => startStream(sdkModelOf(asked), forwarded(request, signal), signal, request.signal),
+        ask: ({ model: asked, signal }) => startStream(sdkModelOf(asked), forwarded(request, signal), signal, request.signal),
       })
       try {
         for (let next = started.first; next.done !== true; next = await started.rest.next()) yield next.value

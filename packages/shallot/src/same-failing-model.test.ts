@@ -12,29 +12,21 @@
 import { readFileSync, realpathSync } from 'node:fs'
 import { join } from 'node:path'
 import { fileURLToPath, pathToFileURL } from 'node:url'
-import { createOpenAI } from '@ai-sdk/openai'
-import { aiSdkModel } from '@shallot/ai-sdk'
 import type { ModelMiddleware } from '@shallot/core'
 import { errorClassifierDefinition } from '@shallot/error-classifier'
 import { retryDefinition } from '@shallot/retry'
 import { type FakeProvider, type FakeStep, fakeProvider, type ManualClock, manualClock } from '@shallot/testing'
 import { afterEach, beforeAll, describe, expect, it } from 'vitest'
 import { z } from 'zod'
-import {
-  createAgent,
-  defaultMiddleware,
-  defaultModelMiddleware,
-  defineTool,
-  type LoopError,
-  type ModelAdapter,
-  ToolError,
-} from './index.js'
+import { createAgent, defaultMiddleware, defaultModelMiddleware, defineTool, LoopError, type ModelAdapter, ToolError } from './index.js'
 
 // LangChain is not a dependency of this package: adding it here makes pnpm resolve @langchain/core in a second peer
 // variant, and @shallot/langchain's own tests then see two copies of LangGraph. So LangChain is loaded as
 // @shallot/langchain loads it: its source, and the ESM entries of the packages installed in its folder. The OpenAI
 // Agents SDK is loaded the same way from @shallot/openai-agents (which depends on this package).
 const LANGCHAIN_DIR = fileURLToPath(new URL('../../langchain/', import.meta.url))
+// @shallot/ai-sdk depends on this package (its default model stack): loaded from its folder too, so no cycle.
+const AI_SDK_DIR = fileURLToPath(new URL('../../ai-sdk/', import.meta.url))
 const OPENAI_AGENTS_DIR = fileURLToPath(new URL('../../openai-agents/', import.meta.url))
 
 type Exports = string | { import?: Exports; default?: Exports }
@@ -102,6 +94,28 @@ async function openAIAgents(): Promise<OpenAIAgents> {
   const { Agent, run, OpenAIChatCompletionsModel, setTracingDisabled } = sdk
   const { shallotModel, shallotFunctionTools, loopErrorOf } = ours
   return { Agent, run, OpenAIChatCompletionsModel, setTracingDisabled, OpenAI, shallotModel, shallotFunctionTools, loopErrorOf }
+}
+
+interface AiSdk {
+  generateText(options: Record<string, unknown>): Promise<{ text: string }>
+  stepCountIs(n: number): unknown
+  tool(options: Record<string, unknown>): unknown
+  createOpenAI(options: Record<string, unknown>): { chat(model: string): unknown }
+  aiSdkModel(model: unknown): ModelAdapter
+  shallotModel(model: unknown, options: Record<string, unknown>): unknown
+  shallotTools(
+    tools: Record<string, unknown>,
+    options: Record<string, unknown>,
+  ): { tools: Record<string, unknown>; abortSignal: AbortSignal; stopOnHardError: unknown; error: LoopError | undefined }
+}
+
+async function aiSdk(): Promise<AiSdk> {
+  const [{ generateText, stepCountIs, tool }, { createOpenAI }, { aiSdkModel, shallotModel, shallotTools }] = (await Promise.all([
+    fromFolder(AI_SDK_DIR, 'ai'),
+    fromFolder(AI_SDK_DIR, '@ai-sdk/openai'),
+    sourceOf(AI_SDK_DIR),
+  ])) as [AiSdk, AiSdk, AiSdk]
+  return { generateText, stepCountIs, tool, createOpenAI, aiSdkModel, shallotModel, shallotTools }
 }
 
 let provider: FakeProvider | undefined
@@ -204,11 +218,41 @@ function throughCreateAgent(model: (server: FakeProvider) => ModelAdapter, model
 }
 
 // LangChain, its Anthropic client and the Agents SDK take seconds to load on a busy machine: once, off the tests' clocks.
-let loaded: { langchain: LangChain; agents: OpenAIAgents } | undefined
+let loaded: { langchain: LangChain; agents: OpenAIAgents; ai: AiSdk } | undefined
 beforeAll(async () => {
-  const [langchain, agents] = await Promise.all([langChain(), openAIAgents()])
-  loaded = { langchain, agents }
+  const [langchain, agents, ai] = await Promise.all([langChain(), openAIAgents(), aiSdk()])
+  loaded = { langchain, agents, ai }
 }, 60_000)
+
+// generateText with shallotModel in front of the model and shallotTools in front of the tools, as the
+// @shallot/ai-sdk README leads; the SDK's own maxRetries left at its default (2).
+const throughAiSdk: Host = async (server, clock, tool) => {
+  if (loaded === undefined) throw new Error('the AI SDK did not load')
+  const { generateText, stepCountIs, tool: aiTool, createOpenAI, shallotModel, shallotTools } = loaded.ai
+  const model = shallotModel(createOpenAI({ apiKey: API_KEY, baseURL: server.openaiBaseURL }).chat('gpt-4o'), {
+    clock,
+    modelMiddleware: defaultModelMiddleware({ retry: RETRY }),
+  })
+  const tools =
+    tool === undefined ? {} : { [tool.name]: aiTool({ description: tool.description, inputSchema: tool.schema, execute: tool.execute }) }
+  const effects = tool === undefined ? {} : { [tool.name]: 'read' }
+  const set = shallotTools(tools, { middleware: defaultMiddleware({ retry: RETRY }), effects, clock })
+  const work = async () => {
+    const { text } = await driven(
+      clock,
+      generateText({
+        model,
+        prompt: 'hi',
+        tools: set.tools,
+        abortSignal: set.abortSignal,
+        stopWhen: [stepCountIs(10), set.stopOnHardError],
+      }),
+    )
+    if (set.error !== undefined) throw set.error
+    return text
+  }
+  return endingOf(server, work, (e) => (LoopError.is(e) ? e : set.error))
+}
 
 const throughLangChain: Host = async (server, clock, tool) => {
   if (loaded === undefined) throw new Error('LangChain did not load')
@@ -253,7 +297,12 @@ const HOSTS = {
     (server) => fetchAdapter(server.openaiBaseURL),
     () => [retryDefinition.buildModel(RETRY), errorClassifierDefinition.buildModel({})],
   ),
-  aiSdkModel: throughCreateAgent((server) => aiSdkModel(createOpenAI({ apiKey: API_KEY, baseURL: server.openaiBaseURL }).chat('gpt-4o'))),
+  aiSdkModel: throughCreateAgent((server) => {
+    if (loaded === undefined) throw new Error('the AI SDK did not load')
+    const { aiSdkModel, createOpenAI } = loaded.ai
+    return aiSdkModel(createOpenAI({ apiKey: API_KEY, baseURL: server.openaiBaseURL }).chat('gpt-4o'))
+  }),
+  aiSdk: throughAiSdk,
   langchain: throughLangChain,
   openaiAgents: throughOpenAIAgents,
 } satisfies Record<string, Host>
@@ -281,7 +330,7 @@ async function allHosts<const H extends HostName>(
   return endings
 }
 
-const MODEL_HOSTS = ['createAgent', 'modelOnion', 'aiSdkModel', 'langchain', 'openaiAgents'] as const
+const MODEL_HOSTS = ['createAgent', 'modelOnion', 'aiSdkModel', 'aiSdk', 'langchain', 'openaiAgents'] as const
 
 /** How each host ended, in the words all share: status, LoopError kind, requests that reached the server. */
 const kindsOf = (endings: Record<string, Ending>) =>
@@ -289,7 +338,9 @@ const kindsOf = (endings: Record<string, Ending>) =>
 const everyHost = <T>(value: T) => Object.fromEntries(MODEL_HOSTS.map((host) => [host, value]))
 
 // Real servers and four SDKs' first requests: seconds on a busy two-core machine, so no test here races vitest's 5 s.
-describe('the same failing model through createAgent, aiSdkModel, LangChain and OpenAI Agents', { timeout: 30_000 }, () => {
+describe('the same failing model through createAgent, aiSdkModel, the AI SDK (shallotModel), LangChain and OpenAI Agents', {
+  timeout: 30_000,
+}, () => {
   it('503 three times, then an answer: all stop as model_failed after the same three requests', async () => {
     const unavailable: FakeStep = { fault: 'server_error', status: 503 }
     const endings = await allHosts(MODEL_HOSTS, [unavailable, unavailable, unavailable, { text: 'never read' }])
@@ -334,7 +385,7 @@ describe('the same failing model through createAgent, aiSdkModel, LangChain and 
   })
 })
 
-const TOOL_HOSTS = ['aiSdkModel', 'langchain', 'openaiAgents'] as const
+const TOOL_HOSTS = ['aiSdkModel', 'aiSdk', 'langchain', 'openaiAgents'] as const
 
 /** A read tool whose upstream answers 503 to its first `failures` requests; `runs` counts its executions. */
 function flakyLookup(failures: number) {
@@ -368,11 +419,11 @@ async function withTool(script: FakeStep[], failures: number, onEnd: 'fail' | 'r
 const callsLookup: FakeStep = { toolCalls: [{ name: 'lookup', args: { id: 'o-1' } }] }
 
 // createAgent here asks through aiSdkModel: the plain fetch adapter above offers no tools.
-describe('the same faulted model and tool through createAgent, LangChain and OpenAI Agents', { timeout: 30_000 }, () => {
+describe('the same faulted model and tool through createAgent, the AI SDK, LangChain and OpenAI Agents', { timeout: 30_000 }, () => {
   it('a tool that fails once and a model that 503s once: all answer, the tool run twice, the model asked three times', async () => {
     const { endings, runs } = await withTool([callsLookup, { fault: 'server_error', status: 503 }, { text: 'shipped' }], 1)
     expect(endings).toEqual(Object.fromEntries(TOOL_HOSTS.map((h) => [h, { status: 'completed', text: 'shipped', requests: 3 }])))
-    expect(runs).toEqual({ aiSdkModel: 2, langchain: 2, openaiAgents: 2 })
+    expect(runs).toEqual({ aiSdkModel: 2, aiSdk: 2, langchain: 2, openaiAgents: 2 })
   })
 
   it('a tool down for good and a model that then refuses the key: all stop as user_input_required, the tool run three times', async () => {
@@ -380,6 +431,6 @@ describe('the same faulted model and tool through createAgent, LangChain and Ope
     expect(kindsOf(endings as Record<string, Ending>)).toEqual(
       Object.fromEntries(TOOL_HOSTS.map((h) => [h, ['stopped', 'user_input_required', 2]])),
     )
-    expect(runs).toEqual({ aiSdkModel: 3, langchain: 3, openaiAgents: 3 })
+    expect(runs).toEqual({ aiSdkModel: 3, aiSdk: 3, langchain: 3, openaiAgents: 3 })
   })
 })
