@@ -146,7 +146,7 @@ describe('circuitBreaker with a shared store: the view of a closed circuit', () 
     await w.clock.advance(1000)
     await w.call()
     expect(asked).toEqual({ get: 1, update: 1 })
-    const buckets = (shared.peek('search')?.counts as { buckets: [number, number, number][] }).buckets
+    const { buckets } = shared.peek('search')?.counts as { buckets: [number, number, number][] }
     expect(buckets.reduce((n, [, ok]) => n + ok, 0)).toBe(30)
   })
 
