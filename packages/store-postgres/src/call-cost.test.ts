@@ -39,9 +39,9 @@ const input = z.object({ id: z.number() })
 const lookup = defineTool({ name: 'lookup', description: 'Look up a number', input, effect: 'read', execute: ({ id }) => id + 1 })
 const record = defineTool({ name: 'record', description: 'Record a number', input, effect: 'write', execute: ({ id }) => id + 1 })
 
-async function fleetStack() {
+async function fleetStack(refillFlushMs?: number) {
   const clock = manualClock(1_000)
-  const stores = await db.stores({ clock })
+  const stores = await db.stores({ clock, ...(refillFlushMs === undefined ? {} : { retryBudget: { refillFlushMs } }) })
   const middleware = defaultMiddleware({
     idempotency: { store: stores.idempotency },
     circuitBreaker: { store: stores.breaker },
@@ -74,5 +74,19 @@ describe('what a successful call costs PostgreSQL through defaultMiddleware() wi
     )
     expect(perCall(reads.statements)).toBe(0)
     expect(perCall(writes.statements)).toBeLessThanOrEqual(3)
+  })
+
+  it('reads a closed breaker again once storeRefreshMs passed with one plain SELECT: no row lock, no WAL', async () => {
+    // The budget's refills are held longer than the test runs, so what is counted is the breaker's check alone.
+    const { clock, call } = await fleetStack(60_000)
+    expect(await call('lookup')).toMatchObject({ ok: true })
+    await clock.advance(1000)
+    const check = await cost(async () => {
+      expect(await call('lookup')).toMatchObject({ ok: true })
+    })
+    expect(check.statements).toBe(1)
+    expect(check.walRecords).toBe(0)
+    expect(check.byQuery[0]?.query).toMatch(/^SELECT /)
+    expect(check.byQuery[0]?.query).not.toMatch(/FOR UPDATE/)
   })
 })

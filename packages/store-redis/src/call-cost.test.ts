@@ -33,10 +33,9 @@ async function commandCounts(): Promise<Map<string, number>> {
 
 /** What `work` cost Redis: the commands clients sent (round trips) and every command it ran, without the counting itself. */
 async function cost(work: () => Promise<void>): Promise<{ roundTrips: number; commands: number; byName: Record<string, number> }> {
-  // MONITOR answers asynchronously: a PING through it marks where the counted stretch ends.
+  // MONITOR answers asynchronously: an ECHO through it marks where the counted stretch ends.
   const settle = async () => {
-    const mark = `mark-${Math.random()}`
-    await fixture.client.echo(mark)
+    await fixture.client.echo('mark')
     await expect.poll(() => sent.length > 0 && sent.at(-1) === 'echo').toBe(true)
   }
   await settle()
@@ -59,9 +58,9 @@ const input = z.object({ id: z.number() })
 const lookup = defineTool({ name: 'lookup', description: 'Look up a number', input, effect: 'read', execute: ({ id }) => id + 1 })
 const record = defineTool({ name: 'record', description: 'Record a number', input, effect: 'write', execute: ({ id }) => id + 1 })
 
-function fleetStack(prefix: string) {
+function fleetStack(prefix: string, refillFlushMs?: number) {
   const clock = manualClock(1_000)
-  const stores = redisStores({ client: fixture.client, prefix, clock })
+  const stores = redisStores({ client: fixture.client, prefix, clock, retryBudget: refillFlushMs === undefined ? {} : { refillFlushMs } })
   const middleware = defaultMiddleware({
     idempotency: { store: stores.idempotency },
     circuitBreaker: { store: stores.breaker },
@@ -95,5 +94,17 @@ describe('what a successful call costs Redis through defaultMiddleware() with re
     )
     expect({ roundTrips: perCall(reads.roundTrips), commands: perCall(reads.commands) }).toEqual({ roundTrips: 0, commands: 0 })
     expect(perCall(writes.roundTrips)).toBeLessThanOrEqual(2)
+  })
+
+  it('reads a closed breaker again once storeRefreshMs passed: one round trip, no write', async () => {
+    // The budget's refills are held longer than the test runs, so what is counted is the breaker's check alone.
+    const { clock, call } = fleetStack('refresh', 60_000)
+    expect(await call('lookup')).toMatchObject({ ok: true })
+    await clock.advance(1000)
+    const check = await cost(async () => {
+      expect(await call('lookup')).toMatchObject({ ok: true })
+    })
+    expect(check.roundTrips).toBe(1)
+    expect(Object.keys(check.byName).sort()).toEqual(['evalsha', 'hmget', 'time', 'type'])
   })
 })
