@@ -1,0 +1,155 @@
+// The fleet row: the default stack on a private Redis (`redisStores()`, one connection, as one worker
+// of a fleet has) against the same stack on its in-memory stores, calls per wall second at concurrency
+// 1 and 50, reads and writes. Each round measures both back to back, the order alternating, and the
+// ratio is taken within the round; the median ratio is reported. Skipped, with the reason printed,
+// when redis-server is not installed.
+import { type ChildProcess, spawn, spawnSync } from 'node:child_process'
+import { mkdtempSync, rmSync } from 'node:fs'
+import { createServer } from 'node:net'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import { redisStores } from '@shallot/store-redis'
+import { Redis } from 'ioredis'
+import { defaultMiddleware } from 'shallot'
+import { distinctCall, readTool, stackOf, writeTool } from './fixtures.js'
+
+const BINARY = process.env.REDIS_SERVER ?? 'redis-server'
+
+interface Shape {
+  readonly kind: 'read' | 'write'
+  readonly concurrency: number
+  /** The least Redis ÷ memory ratio this row must reach (issue #50), or undefined when the row is for information. */
+  readonly target: number | undefined
+}
+
+const SHAPES: readonly Shape[] = [
+  { kind: 'read', concurrency: 1, target: 0.5 },
+  { kind: 'read', concurrency: 50, target: 0.5 },
+  { kind: 'write', concurrency: 1, target: undefined },
+  { kind: 'write', concurrency: 50, target: 0.1 },
+]
+
+function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const server = createServer()
+    server.once('error', reject)
+    server.listen(0, '127.0.0.1', () => {
+      const address = server.address()
+      server.close(() => (typeof address === 'object' && address !== null ? resolve(address.port) : reject(new Error('no port'))))
+    })
+  })
+}
+
+/** A private redis-server on 127.0.0.1, without persistence; `undefined` and the reason when there is none to start. */
+async function startRedis(): Promise<{ url: string; stop: () => void } | { skipped: string }> {
+  const probe = spawnSync(BINARY, ['--version'], { encoding: 'utf8' })
+  if (probe.error !== undefined || probe.status !== 0) return { skipped: `${BINARY} is not installed (apt-get install redis-server)` }
+  const port = await freePort()
+  const dir = mkdtempSync(join(tmpdir(), 'shallot-bench-redis-'))
+  const args = ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no', '--dir', dir, '--loglevel', 'warning']
+  const child: ChildProcess = spawn(BINARY, args, { stdio: 'ignore' })
+  const url = `redis://127.0.0.1:${port}`
+  const probeClient = new Redis(url, { lazyConnect: true, maxRetriesPerRequest: 0, retryStrategy: () => null })
+  // Refused until the server listens: each attempt's failure is its rejection, not an unheard error event.
+  probeClient.on('error', () => {})
+  for (let attempt = 0; ; attempt++) {
+    try {
+      await probeClient.connect()
+      break
+    } catch (err) {
+      if (attempt >= 100) {
+        child.kill('SIGKILL')
+        return { skipped: `redis-server did not answer on port ${port}: ${String(err)}` }
+      }
+      await new Promise((resolve) => setTimeout(resolve, 50))
+    }
+  }
+  probeClient.disconnect()
+  return {
+    url,
+    stop() {
+      child.kill('SIGTERM')
+      rmSync(dir, { recursive: true, force: true })
+    },
+  }
+}
+
+/** Calls completed per wall second by `concurrency` loops calling `call` back to back for `ms`. */
+async function perSecond(call: () => Promise<unknown>, concurrency: number, ms: number): Promise<number> {
+  let done = 0
+  const end = performance.now() + ms
+  const loop = async () => {
+    while (performance.now() < end) {
+      await call()
+      done++
+    }
+  }
+  const started = performance.now()
+  await Promise.all(Array.from({ length: concurrency }, loop))
+  return done / ((performance.now() - started) / 1000)
+}
+
+const median = (values: readonly number[]) => [...values].sort((a, b) => a - b)[Math.floor(values.length / 2)] ?? Number.NaN
+
+/** One row measured: the median calls per second of each store, and the median of the per-round ratios. */
+export interface FleetRow extends Shape {
+  readonly memory: number
+  readonly redis: number
+  readonly ratio: number
+}
+
+/**
+ * Measures and prints the fleet table: `rounds` rounds of `ms` per store and row.
+ *
+ * @example
+ * await fleetTable(false) // 5 rounds of 1 s per store and row
+ */
+export async function fleetTable(quick: boolean): Promise<FleetRow[] | undefined> {
+  const server = await startRedis()
+  if ('skipped' in server) {
+    console.log(`\nfleet: skipped, ${server.skipped}`)
+    return undefined
+  }
+  const client = new Redis(server.url, { maxRetriesPerRequest: 1, enableOfflineQueue: false })
+  client.on('error', (err: Error) => console.log(`fleet: redis client: ${err.message}`))
+  try {
+    const [rounds, ms] = quick ? [3, 300] : [5, 1000]
+    const rows: FleetRow[] = []
+    for (const shape of SHAPES) {
+      const tool = shape.kind === 'read' ? readTool : writeTool
+      const stores = redisStores({ client, prefix: `bench-${shape.kind}-${shape.concurrency}` })
+      const onRedis = defaultMiddleware({
+        idempotency: { store: stores.idempotency },
+        circuitBreaker: { store: stores.breaker },
+        retry: { retryBudget: stores.retryBudget },
+      })
+      const stacks = { memory: stackOf(defaultMiddleware(), [tool]), redis: stackOf(onRedis, [tool]) }
+      const calls = { memory: () => stacks.memory.dispatch(distinctCall(tool.name)), redis: () => stacks.redis.dispatch(distinctCall(tool.name)) }
+      // One unmeasured round each: the scripts loaded, the breaker read, the code optimized.
+      for (const which of ['memory', 'redis'] as const) await perSecond(calls[which], shape.concurrency, ms)
+      const memory: number[] = []
+      const redis: number[] = []
+      for (let round = 0; round < rounds; round++) {
+        const order = round % 2 === 0 ? (['memory', 'redis'] as const) : (['redis', 'memory'] as const)
+        const rate = { memory: 0, redis: 0 }
+        for (const which of order) rate[which] = await perSecond(calls[which], shape.concurrency, ms)
+        memory.push(rate.memory)
+        redis.push(rate.redis)
+      }
+      const ratio = median(redis.map((r, i) => r / (memory[i] as number)))
+      rows.push({ ...shape, memory: median(memory), redis: median(redis), ratio })
+    }
+    console.log(`\nfleet: the default stack on Redis stores ÷ on memory stores, calls per wall second (${rounds} rounds of ${ms} ms)`)
+    for (const r of rows) {
+      const target = r.target === undefined ? '' : `  ${r.ratio >= r.target ? 'met ' : 'MISS'} target ≥ ${r.target * 100} %`
+      const what = `${r.kind}s at concurrency ${r.concurrency}`.padEnd(26)
+      console.log(
+        `  ${what} memory ${Math.round(r.memory).toLocaleString('en').padStart(9)}/s  redis ${Math.round(r.redis).toLocaleString('en').padStart(9)}/s  ${(r.ratio * 100).toFixed(1).padStart(5)} %${target}`,
+      )
+    }
+    return rows
+  } finally {
+    client.disconnect()
+    server.stop()
+  }
+}
