@@ -124,7 +124,10 @@ export async function fleetTable(quick: boolean): Promise<FleetRow[] | undefined
         retry: { retryBudget: stores.retryBudget },
       })
       const stacks = { memory: stackOf(defaultMiddleware(), [tool]), redis: stackOf(onRedis, [tool]) }
-      const calls = { memory: () => stacks.memory.dispatch(distinctCall(tool.name)), redis: () => stacks.redis.dispatch(distinctCall(tool.name)) }
+      const calls = {
+        memory: () => stacks.memory.dispatch(distinctCall(tool.name)),
+        redis: () => stacks.redis.dispatch(distinctCall(tool.name)),
+      }
       // One unmeasured round each: the scripts loaded, the breaker read, the code optimized.
       for (const which of ['memory', 'redis'] as const) await perSecond(calls[which], shape.concurrency, ms)
       const memory: number[] = []
