@@ -18,7 +18,7 @@ const BINARY = process.env.REDIS_SERVER ?? 'redis-server'
 interface Shape {
   readonly kind: 'read' | 'write'
   readonly concurrency: number
-  /** The least Redis ÷ memory ratio this row must reach (issue #50), or undefined when the row is for information. */
+  /** The least Redis ÷ memory ratio this row must reach, or undefined when the row is for information. */
   readonly target: number | undefined
 }
 

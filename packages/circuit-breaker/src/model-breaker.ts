@@ -3,9 +3,10 @@ import { isTransientModelError } from '@shallot/core/kit'
 import type { Admission, FailureFacts, Outcome, Ticket, Transition } from './breaker-machine.js'
 import type { Circuit } from './breaker-state.js'
 import { type CircuitBreakerConfig, lifetimeOf } from './circuit-breaker-options.js'
+import type { BreakerHost, StateHome } from './home.js'
 import { keyFrom } from './key-from.js'
 import { machineOf } from './machine-of.js'
-import { type BreakerHost, type StateHome, stateHome } from './state-home.js'
+import { stateHome } from './state-home.js'
 import { stateListener } from './state-listener.js'
 
 /** What the model breaker leaves in the context for the layers outside it (fallback reads it): the circuit of the model it judged. */

@@ -1,11 +1,11 @@
 import type { Json } from '@shallot/core'
 import type { AbortSource } from '@shallot/core/kit'
 import { Aborted, abortable } from './abortable.js'
-import { boundedMap } from './bounded-map.js'
+import { type BoundedMap, boundedMap } from './bounded-map.js'
 import type { BreakerMachine } from './breaker-machine.js'
 import type { BreakerState } from './breaker-state.js'
 import type { BreakerStore } from './breaker-store.js'
-import type { BreakerHost, HomeCall, HomeOptions, StateHome, Step } from './state-home.js'
+import type { BreakerHost, HomeCall, HomeOptions, StateHome, Step } from './home.js'
 
 /** Successes one key holds before the next call writes them, however fresh the view. */
 const MAX_HELD = 1000
@@ -24,8 +24,17 @@ interface View {
   heldOf: number
 }
 
-/** One write to the store: the call it is for, the key, its view, the change, and when it started. */
+/** One breaker's shared home: its machine, the store, how long a closed view is trusted, and the views. */
+interface Shared {
+  readonly machine: BreakerMachine
+  readonly store: BreakerStore
+  readonly refreshMs: number
+  readonly views: BoundedMap<View>
+}
+
+/** One write to the store: the home, the call it is for, the key, its view, the change, and when it started. */
 interface Write<R> {
+  readonly s: Shared
   readonly ctx: BreakerHost
   readonly key: string
   readonly view: View
@@ -48,146 +57,27 @@ const signalOf = (signal: AbortSource): AbortSignal => (signal instanceof AbortS
  * When the store fails, calls are decided on the view, and the store is asked again `storeRefreshMs` later.
  */
 export function sharedHome(machine: BreakerMachine, o: HomeOptions & { readonly store: BreakerStore }): StateHome {
-  const { store, storeRefreshMs } = o
-  const views = boundedMap<View>(o.maxKeys)
-  const viewOf = (key: string): View => {
-    let view = views.get(key)
-    if (view === undefined) {
-      view = { state: undefined, readAt: Number.NEGATIVE_INFINITY, reading: undefined, readingSince: 0, held: 0, heldOf: 0 }
-      views.set(key, view)
-    }
-    return view
-  }
-
-  // An answer from before the one the view holds is older news: it changes nothing.
-  function seen(view: View, state: BreakerState | undefined, at: number): void {
-    if (at < view.readAt) return
-    view.state = state
-    view.readAt = at
-  }
-
-  function storeFailed(ctx: BreakerHost, key: string, err: unknown): void {
-    ctx.log.warn({ key, err }, 'circuit breaker store failed; using local state')
-    ctx.emit('circuit-breaker.store_error', { key, message: err instanceof Error ? err.message : String(err) })
-  }
-
-  /** `step`, after the view's held successes (taken out of the view), at the time the step runs. */
-  function withHeld<R>(ctx: HomeCall, view: View, step: Step<R>): Step<R> {
-    if (view.held === 0) return step
-    const ticket = { generation: view.heldOf, probe: 0 }
-    const count = view.held
-    view.held = 0
-    return (current) => {
-      const now = ctx.clock.now()
-      const base = current ?? machine.initial
-      let state = base
-      for (let i = 0; i < count; i++) state = machine.settle(state, ticket, 'success', now).state
-      return step(state === base ? current : state)
-    }
-  }
-
-  function apply<R>(ctx: BreakerHost, key: string, signal: AbortSource, step: Step<R>): Written<R> | Promise<Written<R>> {
-    const view = viewOf(key)
-    const w: Write<R> = { ctx, key, view, step: withHeld(ctx, view, step), started: ctx.clock.now() }
-    let result: Written<R> | undefined
-    let pending: BreakerState | Promise<BreakerState>
-    try {
-      pending = store.update(key, (current) => (result = w.step(current)).state)
-    } catch (err) {
-      return fallBack(w, err)
-    }
-    if (isPromise(pending)) return settleAsync(w, abortable(pending, signalOf(signal)), () => result)
-    return written(w, pending, result)
-  }
-
-  /** Waits for the store's write (abortable on the caller's signal), then keeps it as {@link written} does. */
-  async function settleAsync<R>(w: Write<R>, pending: Promise<BreakerState>, result: () => Written<R> | undefined): Promise<Written<R>> {
-    let state: BreakerState
-    try {
-      state = await pending
-    } catch (err) {
-      // The caller gave up while the store was thinking: end the call as the caller said.
-      if (err instanceof Aborted) throw err.reason
-      return fallBack(w, err)
-    }
-    return written(w, state, result())
-  }
-
-  function written<R>(w: Write<R>, state: BreakerState, result: Written<R> | undefined): Written<R> {
-    if (result === undefined) return fallBack(w, new TypeError('store.update() resolved without calling change()'))
-    seen(w.view, state, w.started)
-    return result
-  }
-
-  // The store is down: decide this call on the view, which holds every state the store returned, and
-  // trust it until the next refresh, so a sick store costs one wait per storeRefreshMs, not one per call.
-  function fallBack<R>(w: Write<R>, err: unknown): Written<R> {
-    storeFailed(w.ctx, w.key, err)
-    const result = w.step(w.view.state)
-    w.view.state = result.state
-    w.view.readAt = Math.max(w.view.readAt, w.started)
-    return result
-  }
-
-  /**
-   * Reads the key's shared state (writing the held successes, if any): a plain read, no lock and no
-   * write otherwise. True when the view may decide: the store answered a well-formed state, or failed
-   * (the view is all there is). An answer that is not a state this machine wrote is left to the
-   * store's own admission, which hands it to the machine as a write would.
-   */
-  async function read(ctx: BreakerHost, key: string, view: View, started: number): Promise<boolean> {
-    let state: BreakerState | undefined
-    try {
-      const flush = view.held > 0 ? withHeld(ctx, view, (current) => ({ state: current ?? machine.initial })) : undefined
-      state = flush === undefined ? await store.get(key) : await store.update(key, (current) => flush(current).state)
-    } catch (err) {
-      storeFailed(ctx, key, err)
-      view.readAt = Math.max(view.readAt, started)
-      return true
-    }
-    if (state !== undefined && !machine.isState(state as unknown as Json)) return false
-    seen(view, state, started)
-    return true
-  }
-
-  /** The view, read again, or the read another call started less than `storeRefreshMs` ago; abortable on the caller's signal. */
-  async function refresh(ctx: BreakerHost, key: string, view: View, signal: AbortSource): Promise<boolean> {
-    const now = ctx.clock.now()
-    // A read that has not answered within storeRefreshMs is not waited for again: this call reads anew.
-    if (view.reading === undefined || now - view.readingSince >= storeRefreshMs) {
-      const reading = read(ctx, key, view, now).finally(() => {
-        if (view.reading === reading) view.reading = undefined
-      })
-      view.reading = reading
-      view.readingSince = now
-    }
-    try {
-      return await abortable(view.reading, signalOf(signal))
-    } catch (err) {
-      throw err instanceof Aborted ? err.reason : err
-    }
-  }
-
+  const s: Shared = { machine, store: o.store, refreshMs: o.storeRefreshMs, views: boundedMap<View>(o.maxKeys) }
   return {
     admitClosed(ctx, key) {
-      if (storeRefreshMs === 0) return undefined
-      const view = views.get(key)
-      if (view === undefined || ctx.clock.now() - view.readAt >= storeRefreshMs) return undefined
+      if (s.refreshMs === 0) return undefined
+      const view = s.views.get(key)
+      if (view === undefined || ctx.clock.now() - view.readAt >= s.refreshMs) return undefined
       return machine.admitClosed(view.state)
     },
     admit(ctx, key, signal, step) {
-      const view = viewOf(key)
+      const view = viewOf(s, key)
       // A circuit seen open or half-open needs the store's own admission (the cooldown, the probe slots).
-      if (storeRefreshMs === 0 || (view.state !== undefined && view.state.circuit !== 'closed')) return apply(ctx, key, signal, step)
-      return refresh(ctx, key, view, signal).then(
-        (decides) => (decides && machine.admitClosed(view.state)) || apply(ctx, key, signal, step),
+      if (s.refreshMs === 0 || (view.state !== undefined && view.state.circuit !== 'closed')) return apply(s, ctx, key, signal, step)
+      return refresh(s, { ctx, key, view }, signal).then(
+        (decides) => (decides && machine.admitClosed(view.state)) || apply(s, ctx, key, signal, step),
       )
     },
     settleQuietly(_ctx, key, ticket, outcome) {
       if (ticket.probe !== 0) return false
       if (outcome === 'neutral') return true
-      if (outcome === 'failure' || storeRefreshMs === 0) return false
-      const view = views.peek(key)
+      if (outcome === 'failure' || s.refreshMs === 0) return false
+      const view = s.views.peek(key)
       const state = view?.state ?? machine.initial
       if (view === undefined || state.circuit !== 'closed' || state.generation !== ticket.generation) return false
       if (machine.quiet(state, ticket, outcome)) return true
@@ -199,7 +89,133 @@ export function sharedHome(machine: BreakerMachine, o: HomeOptions & { readonly 
       if (++view.held >= MAX_HELD) view.readAt = Number.NEGATIVE_INFINITY
       return true
     },
-    apply,
-    peek: (_run, key) => views.peek(key)?.state,
+    apply: (ctx, key, signal, step) => apply(s, ctx, key, signal, step),
+    peek: (_run, key) => s.views.peek(key)?.state,
+  }
+}
+
+function viewOf(s: Shared, key: string): View {
+  let view = s.views.get(key)
+  if (view === undefined) {
+    view = { state: undefined, readAt: Number.NEGATIVE_INFINITY, reading: undefined, readingSince: 0, held: 0, heldOf: 0 }
+    s.views.set(key, view)
+  }
+  return view
+}
+
+// An answer from before the one the view holds is older news: it changes nothing.
+function seen(view: View, state: BreakerState | undefined, at: number): void {
+  if (at < view.readAt) return
+  view.state = state
+  view.readAt = at
+}
+
+function storeFailed(ctx: BreakerHost, key: string, err: unknown): void {
+  ctx.log.warn({ key, err }, 'circuit breaker store failed; using local state')
+  ctx.emit('circuit-breaker.store_error', { key, message: err instanceof Error ? err.message : String(err) })
+}
+
+/** `step`, after the view's held successes (taken out of the view), at the time the step runs. */
+function withHeld<R>(s: Shared, ctx: HomeCall, view: View, step: Step<R>): Step<R> {
+  if (view.held === 0) return step
+  const ticket = { generation: view.heldOf, probe: 0 }
+  const count = view.held
+  view.held = 0
+  return (current) => {
+    const now = ctx.clock.now()
+    const base = current ?? s.machine.initial
+    let state = base
+    for (let i = 0; i < count; i++) state = s.machine.settle(state, ticket, 'success', now).state
+    return step(state === base ? current : state)
+  }
+}
+
+function apply<R>(s: Shared, ctx: BreakerHost, key: string, signal: AbortSource, step: Step<R>): Written<R> | Promise<Written<R>> {
+  const view = viewOf(s, key)
+  const w: Write<R> = { s, ctx, key, view, step: withHeld(s, ctx, view, step), started: ctx.clock.now() }
+  let result: Written<R> | undefined
+  let pending: BreakerState | Promise<BreakerState>
+  try {
+    pending = s.store.update(key, (current) => (result = w.step(current)).state)
+  } catch (err) {
+    return fallBack(w, err)
+  }
+  if (isPromise(pending)) return settleAsync(w, abortable(pending, signalOf(signal)), () => result)
+  return written(w, pending, result)
+}
+
+/** Waits for the store's write (abortable on the caller's signal), then keeps it as {@link written} does. */
+async function settleAsync<R>(w: Write<R>, pending: Promise<BreakerState>, result: () => Written<R> | undefined): Promise<Written<R>> {
+  let state: BreakerState
+  try {
+    state = await pending
+  } catch (err) {
+    // The caller gave up while the store was thinking: end the call as the caller said.
+    if (err instanceof Aborted) throw err.reason
+    return fallBack(w, err)
+  }
+  return written(w, state, result())
+}
+
+function written<R>(w: Write<R>, state: BreakerState, result: Written<R> | undefined): Written<R> {
+  if (result === undefined) return fallBack(w, new TypeError('store.update() resolved without calling change()'))
+  seen(w.view, state, w.started)
+  return result
+}
+
+// The store is down: decide this call on the view, which holds every state the store returned, and
+// trust it until the next refresh, so a sick store costs one wait per storeRefreshMs, not one per call.
+function fallBack<R>(w: Write<R>, err: unknown): Written<R> {
+  storeFailed(w.ctx, w.key, err)
+  const result = w.step(w.view.state)
+  w.view.state = result.state
+  w.view.readAt = Math.max(w.view.readAt, w.started)
+  return result
+}
+
+/** The key a read is for: the call that started it, the key and its view. */
+interface Reading {
+  readonly ctx: BreakerHost
+  readonly key: string
+  readonly view: View
+}
+
+/**
+ * Reads the key's shared state (writing the held successes, if any): a plain read, no lock and no
+ * write otherwise. True when the view may decide: the store answered a well-formed state, or failed
+ * (the view is all there is). An answer that is not a state this machine wrote is left to the
+ * store's own admission, which hands it to the machine as a write would.
+ */
+async function read(s: Shared, { ctx, key, view }: Reading, started: number): Promise<boolean> {
+  let state: BreakerState | undefined
+  try {
+    const flush = view.held > 0 ? withHeld(s, ctx, view, (current) => ({ state: current ?? s.machine.initial })) : undefined
+    state = flush === undefined ? await s.store.get(key) : await s.store.update(key, (current) => flush(current).state)
+  } catch (err) {
+    storeFailed(ctx, key, err)
+    view.readAt = Math.max(view.readAt, started)
+    return true
+  }
+  if (state !== undefined && !s.machine.isState(state as unknown as Json)) return false
+  seen(view, state, started)
+  return true
+}
+
+/** The view, read again, or the read another call started less than `storeRefreshMs` ago; abortable on the caller's signal. */
+async function refresh(s: Shared, r: Reading, signal: AbortSource): Promise<boolean> {
+  const { view } = r
+  const now = r.ctx.clock.now()
+  // A read that has not answered within storeRefreshMs is not waited for again: this call reads anew.
+  if (view.reading === undefined || now - view.readingSince >= s.refreshMs) {
+    const reading = read(s, r, now).finally(() => {
+      if (view.reading === reading) view.reading = undefined
+    })
+    view.reading = reading
+    view.readingSince = now
+  }
+  try {
+    return await abortable(view.reading, signalOf(signal))
+  } catch (err) {
+    throw err instanceof Aborted ? err.reason : err
   }
 }

@@ -3,11 +3,12 @@ import type { AbortSource } from '@shallot/core/kit'
 import type { Admission, BreakerMachine, Outcome, Ticket, Transition } from './breaker-machine.js'
 import { type BreakerStateChange, type CircuitBreakerConfig, lifetimeOf } from './circuit-breaker-options.js'
 import { circuitOpenError } from './circuit-open-error.js'
+import type { StateHome } from './home.js'
 import { indictsTool } from './indicts-tool.js'
 import { keyFrom } from './key-from.js'
 import { machineOf } from './machine-of.js'
 import { runKeys } from './run-keys.js'
-import { type StateHome, stateHome } from './state-home.js'
+import { stateHome } from './state-home.js'
 import { stateListener } from './state-listener.js'
 
 /**

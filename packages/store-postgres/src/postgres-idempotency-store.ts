@@ -33,6 +33,22 @@ function idempotencySql(tables: PostgresStoreContext['tables']) {
   return { claimSql, lockSql, replaceSql, lapseSql, retakeSql, sweepSql, completeSql, unknownSql, releaseSql }
 }
 
+/**
+ * Every SWEEP_EVERY-th new key of this process drops a batch of expired rows: the table keeps up with
+ * its writes without a second statement on every write. A sweep that fails is only late housekeeping.
+ */
+function sweeper({ pool, log, nowParam }: PostgresStoreContext, sweepSql: string): () => Promise<void> {
+  let claims = 0
+  return async function sweepNow() {
+    if (++claims % SWEEP_EVERY !== 0) return
+    try {
+      await statement(pool, sweepSql, [nowParam()])
+    } catch (err) {
+      log.warn({ err }, 'could not sweep expired idempotency records; the next sweep tries again')
+    }
+  }
+}
+
 function tokenOf(rows: Array<Record<string, unknown>>): string {
   const token = rows[0]?.token
   if (typeof token !== 'string' || !TOKEN.test(token)) throw new TypeError('the server answered no token')
@@ -54,18 +70,7 @@ function tokenOf(rows: Array<Record<string, unknown>>): string {
 export function postgresIdempotencyStore(context: PostgresStoreContext): IdempotencyStore {
   const { pool, tables, bounded, log, nowParam } = context
   const { claimSql, lockSql, replaceSql, lapseSql, retakeSql, sweepSql, completeSql, unknownSql, releaseSql } = idempotencySql(tables)
-  let claims = 0
-
-  // Every SWEEP_EVERY-th new key of this process drops a batch of expired rows: the table keeps up with
-  // its writes without a second statement on every write. A sweep that fails is only late housekeeping.
-  async function sweepNow(): Promise<void> {
-    if (++claims % SWEEP_EVERY !== 0) return
-    try {
-      await statement(pool, sweepSql, [nowParam()])
-    } catch (err) {
-      log.warn({ err }, 'could not sweep expired idempotency records; the next sweep tries again')
-    }
-  }
+  const sweepNow = sweeper(context, sweepSql)
 
   function corrupt(key: string, problem: string): BeginResult {
     log.warn({ key, problem }, 'idempotency record in PostgreSQL is corrupt; identical calls are refused until it expires or is deleted')
