@@ -16,8 +16,8 @@ interface View {
   state: BreakerState | undefined
   /** When the store last answered for this key (the stack's clock, read before asking): a closed circuit is trusted for `storeRefreshMs` after. */
   readAt: number
-  /** A read in flight, which calls that find the view stale meanwhile wait for, and when it started: true when the view may decide. */
-  reading: Promise<boolean> | undefined
+  /** A read in flight, which calls that find the view stale meanwhile wait for, and when it started. */
+  reading: Promise<ReadOutcome> | undefined
   readingSince: number
   /** Successes of calls admitted to the closed circuit of generation `heldOf`, not written yet: the key's next write carries them. */
   held: number
@@ -43,6 +43,12 @@ interface Write<R> {
 }
 
 type Written<R> = R & { state: BreakerState }
+
+/** What a read of the store told the calls waiting for it: whether the view may decide, and the store's failure, if it failed. */
+interface ReadOutcome {
+  readonly decides: boolean
+  readonly failure?: unknown
+}
 
 const isPromise = <T>(value: T | Promise<T>): value is Promise<T> => typeof (value as { then?: unknown })?.then === 'function'
 const signalOf = (signal: AbortSource): AbortSignal => (signal instanceof AbortSignal ? signal : signal.signal)
@@ -182,26 +188,29 @@ interface Reading {
 
 /**
  * Reads the key's shared state (writing the held successes, if any): a plain read, no lock and no
- * write otherwise. True when the view may decide: the store answered a well-formed state, or failed
- * (the view is all there is). An answer that is not a state this machine wrote is left to the
- * store's own admission, which hands it to the machine as a write would.
+ * write otherwise. The view may decide when the store answered a well-formed state, or failed (the
+ * view is all there is). An answer that is not a state this machine wrote is left to the store's own
+ * admission, which hands it to the machine as a write would.
  */
-async function read(s: Shared, { ctx, key, view }: Reading, started: number): Promise<boolean> {
+async function read(s: Shared, { ctx, key, view }: Reading, started: number): Promise<ReadOutcome> {
   let state: BreakerState | undefined
   try {
     const flush = view.held > 0 ? withHeld(s, ctx, view, (current) => ({ state: current ?? s.machine.initial })) : undefined
     state = flush === undefined ? await s.store.get(key) : await s.store.update(key, (current) => flush(current).state)
-  } catch (err) {
-    storeFailed(ctx, key, err)
+  } catch (failure) {
     view.readAt = Math.max(view.readAt, started)
-    return true
+    return { decides: true, failure }
   }
-  if (state !== undefined && !s.machine.isState(state as unknown as Json)) return false
+  if (state !== undefined && !s.machine.isState(state as unknown as Json)) return { decides: false }
   seen(view, state, started)
-  return true
+  return { decides: true }
 }
 
-/** The view, read again, or the read another call started less than `storeRefreshMs` ago; abortable on the caller's signal. */
+/**
+ * The view, read again, or the read another call started less than `storeRefreshMs` ago; abortable on
+ * the caller's signal. True when the view may decide. Each call that waited reports a failed read as
+ * its own (a call that gave up meanwhile has ended and hears nothing).
+ */
 async function refresh(s: Shared, r: Reading, signal: AbortSource): Promise<boolean> {
   const { view } = r
   const now = r.ctx.clock.now()
@@ -213,9 +222,12 @@ async function refresh(s: Shared, r: Reading, signal: AbortSource): Promise<bool
     view.reading = reading
     view.readingSince = now
   }
+  let outcome: ReadOutcome
   try {
-    return await abortable(view.reading, signalOf(signal))
+    outcome = await abortable(view.reading, signalOf(signal))
   } catch (err) {
     throw err instanceof Aborted ? err.reason : err
   }
+  if ('failure' in outcome) storeFailed(r.ctx, r.key, outcome.failure)
+  return outcome.decides
 }
