@@ -56,6 +56,18 @@ function worker(store: BreakerStore, clock = manualClock(), options: Parameters<
   }
 }
 
+const openState: BreakerState = {
+  circuit: 'open',
+  generation: 1,
+  counts: { failures: 0 },
+  failures: 2,
+  openedAt: 0,
+  openMs: 30_000,
+  opens: 1,
+  probes: [],
+  seq: 0,
+}
+
 describe('circuitBreaker with a shared store: the view of a closed circuit', () => {
   it('asks the store nothing for storeRefreshMs after it read the circuit closed, then reads it once (a read, no write)', async () => {
     const { store, asked } = countingStore()
@@ -170,6 +182,20 @@ describe('circuitBreaker with a shared store: the view of a closed circuit', () 
     expect(await b.call({ tenant: 'acme' })).toMatchObject({ ok: true })
     expect(await b.call({ tenant: 'globex' })).toMatchObject({ error: { code: 'circuit_open' } })
     expect(shared.peek('search:acme')).toBeUndefined()
+  })
+
+  it('never trusts a view read on a clock ahead of this call’s: one layer shared by stacks on different clocks', async () => {
+    const { store, asked, shared } = countingStore()
+    const layer = circuitBreaker({ store, policy: consecutive({ threshold: 2 }) })
+    const tool = defineTool({ name: 'search', description: 'Search', input: z.object({}), effect: 'read', execute: () => 'hit' })
+    const ahead = createStack({ middleware: [layer], tools: [tool], clock: manualClock(10_000_000) })
+    const behind = createStack({ middleware: [layer], tools: [tool], clock: manualClock(0) })
+    await ahead.dispatch({ id: 'a', name: 'search', args: {} })
+    for (let i = 0; i < 3; i++) await behind.dispatch({ id: `b${i}`, name: 'search', args: {} })
+    expect(asked.get).toBe(4)
+    // Each of those reads decides its own calls: an opening is seen by the next one.
+    shared.set('search', openState)
+    expect(await behind.dispatch({ id: 'b3', name: 'search', args: {} })).toMatchObject({ error: { code: 'circuit_open' } })
   })
 })
 

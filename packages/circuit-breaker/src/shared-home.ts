@@ -44,14 +44,20 @@ interface Write<R> {
 
 type Written<R> = R & { state: BreakerState }
 
-/** What a read of the store told the calls waiting for it: whether the view may decide, and the store's failure, if it failed. */
+/**
+ * What a read of the store told the calls waiting for it: the state they may decide on (`decides`
+ * false when only the store's own admission can tell), and the store's failure, if it failed.
+ */
 interface ReadOutcome {
   readonly decides: boolean
+  readonly state?: BreakerState | undefined
   readonly failure?: unknown
 }
 
 const isPromise = <T>(value: T | Promise<T>): value is Promise<T> => typeof (value as { then?: unknown })?.then === 'function'
 const signalOf = (signal: AbortSource): AbortSignal => (signal instanceof AbortSignal ? signal : signal.signal)
+// An age below zero is a time from another clock (stacks on different clocks sharing one layer): too old, not fresh.
+const within = (age: number, refreshMs: number) => age >= 0 && age < refreshMs
 
 /**
  * A shared store seen through a view in this process's memory (resilience4j's and Polly's closed-state
@@ -68,7 +74,7 @@ export function sharedHome(machine: BreakerMachine, o: HomeOptions & { readonly 
     admitClosed(ctx, key) {
       if (s.refreshMs === 0) return undefined
       const view = s.views.get(key)
-      if (view === undefined || ctx.clock.now() - view.readAt >= s.refreshMs) return undefined
+      if (view === undefined || !within(ctx.clock.now() - view.readAt, s.refreshMs)) return undefined
       return machine.admitClosed(view.state)
     },
     admit(ctx, key, signal, step) {
@@ -76,7 +82,7 @@ export function sharedHome(machine: BreakerMachine, o: HomeOptions & { readonly 
       // A circuit seen open or half-open needs the store's own admission (the cooldown, the probe slots).
       if (s.refreshMs === 0 || (view.state !== undefined && view.state.circuit !== 'closed')) return apply(s, ctx, key, signal, step)
       return refresh(s, { ctx, key, view }, signal).then(
-        (decides) => (decides && machine.admitClosed(view.state)) || apply(s, ctx, key, signal, step),
+        (read) => (read.decides && machine.admitClosed(read.state)) || apply(s, ctx, key, signal, step),
       )
     },
     settleQuietly(_ctx, key, ticket, outcome) {
@@ -199,23 +205,23 @@ async function read(s: Shared, { ctx, key, view }: Reading, started: number): Pr
     state = flush === undefined ? await s.store.get(key) : await s.store.update(key, (current) => flush(current).state)
   } catch (failure) {
     view.readAt = Math.max(view.readAt, started)
-    return { decides: true, failure }
+    return { decides: true, state: view.state, failure }
   }
   if (state !== undefined && !s.machine.isState(state as unknown as Json)) return { decides: false }
   seen(view, state, started)
-  return { decides: true }
+  return { decides: true, state }
 }
 
 /**
- * The view, read again, or the read another call started less than `storeRefreshMs` ago; abortable on
- * the caller's signal. True when the view may decide. Each call that waited reports a failed read as
- * its own (a call that gave up meanwhile has ended and hears nothing).
+ * The key's state read again, or the read another call started less than `storeRefreshMs` ago;
+ * abortable on the caller's signal. Each call that waited reports a failed read as its own (a call
+ * that gave up meanwhile has ended and hears nothing).
  */
-async function refresh(s: Shared, r: Reading, signal: AbortSource): Promise<boolean> {
+async function refresh(s: Shared, r: Reading, signal: AbortSource): Promise<ReadOutcome> {
   const { view } = r
   const now = r.ctx.clock.now()
   // A read that has not answered within storeRefreshMs is not waited for again: this call reads anew.
-  if (view.reading === undefined || now - view.readingSince >= s.refreshMs) {
+  if (view.reading === undefined || !within(now - view.readingSince, s.refreshMs)) {
     const reading = read(s, r, now).finally(() => {
       if (view.reading === reading) view.reading = undefined
     })
@@ -229,5 +235,5 @@ async function refresh(s: Shared, r: Reading, signal: AbortSource): Promise<bool
     throw err instanceof Aborted ? err.reason : err
   }
   if ('failure' in outcome) storeFailed(r.ctx, r.key, outcome.failure)
-  return outcome.decides
+  return outcome
 }
