@@ -99,6 +99,7 @@ const sim = await simPerCall(quick ? 200 : 1000)
 console.log(
   `scenario 13: shallot sim --runs ${sim.runs}: ${sim.calls} simulated calls in ${sim.cpuMs.toFixed(0)} ms CPU (median of 3 after a warm-up; ${sim.cpuMsRange[0].toFixed(0)}–${sim.cpuMsRange[1].toFixed(0)} ms), ${sim.usPerCall.toFixed(2)} µs per call`,
 )
+await (await import('./fleet.js')).fleetTable(quick)
 
 const p50 = (name: string) => measured.find((r) => r.name === name)?.p50ns ?? Number.NaN
 const fmt = (n: number, digits = 2) => n.toFixed(digits)
