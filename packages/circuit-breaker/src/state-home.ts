@@ -1,5 +1,4 @@
 import type { RunContext, ToolContext } from '@shallot/core'
-import type { AbortSource } from '@shallot/core/kit'
 import { Aborted, abortable } from './abortable.js'
 import type { Admission, BreakerMachine, Outcome, Ticket } from './breaker-machine.js'
 import type { BreakerState } from './breaker-state.js'
@@ -27,7 +26,7 @@ export interface StateHome {
   apply<R>(
     ctx: BreakerHost,
     key: string,
-    signal: AbortSource,
+    signal: AbortSignal,
     step: Step<R>,
   ): (R & { state: BreakerState }) | Promise<R & { state: BreakerState }>
   /** The key's state for the model's tool list, without counting as a use. */
@@ -126,7 +125,7 @@ function sharedHome(local: MemoryBreakerStore, store: BreakerStore): StateHome {
     admitClosed: () => undefined,
     // Only a plain call that says nothing about the tool leaves a shared state as it was.
     quiet: (_run, _key, ticket, outcome) => ticket.probe === 0 && outcome === 'neutral',
-    apply<R>(ctx: BreakerHost, key: string, signal: AbortSource, step: Step<R>) {
+    apply<R>(ctx: BreakerHost, key: string, signal: AbortSignal, step: Step<R>) {
       let result: (R & { state: BreakerState }) | undefined
       let pending: BreakerState | Promise<BreakerState>
       try {
@@ -135,7 +134,7 @@ function sharedHome(local: MemoryBreakerStore, store: BreakerStore): StateHome {
         return fallBack(ctx, key, step, err)
       }
       if (isPromise(pending)) {
-        const waited = abortable(pending, signal instanceof AbortSignal ? signal : signal.signal)
+        const waited = abortable(pending, signal)
         return settleAsync(ctx, key, step, waited, () => result)
       }
       return written(ctx, key, step, pending, result)

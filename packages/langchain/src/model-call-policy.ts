@@ -12,6 +12,7 @@ import {
   type RunContext,
   ToolError,
 } from '@shallot/core'
+import type { SignalLink } from '@shallot/core/kit'
 import { defaultModelMiddleware } from 'shallot'
 
 /** The default model stack's first backoff, used only to keep a base under a smaller `modelCall.capMs`. */
@@ -111,12 +112,19 @@ export async function callThroughOnion<T>(attempt: (signal: AbortSignal) => Prom
       outer.removeEventListener('abort', onAbort)
     }
   }
+  // A layer may hand the layers inside a link of its own (a deadline): its signal is what they read.
+  let current: AbortSignal | SignalLink = signal
   const ctx: ModelContext = {
     run,
     turn: env.run.turn,
     model: { name: env.model, adapter: LANGCHAIN_ADAPTER },
     request: { messages: [], tools: [] },
-    signal,
+    get signal() {
+      return current instanceof AbortSignal ? current : current.signal
+    },
+    set signal(value) {
+      current = value
+    },
     attempt: 1,
     log: env.log,
     clock,
