@@ -48,10 +48,10 @@ export function agentLoop(
 /** Turns until the model answers, the run parks, or a hard error stops it (the outcome, never a rejection). */
 async function driveRun(r: AgentRun): Promise<ParkingOutcome> {
   const { stack, limits, park, checkpoints } = r.settings
-  const { run, runSignal, stopRun } = r
+  const { run, stopRun } = r
   try {
     for (;;) {
-      if (runSignal.aborted) throw abortReason(runSignal)
+      if (run.signal.aborted) throw abortReason(run.signal)
       if (run.turn >= limits.maxTurns) {
         throw new LoopError('budget_exhausted', `turn limit reached: ${limits.maxTurns} turns`, {
           details: { maxTurns: limits.maxTurns },
@@ -107,7 +107,7 @@ async function driveRun(r: AgentRun): Promise<ParkingOutcome> {
     const parked = park === undefined || r.inFlight !== undefined ? undefined : modelPark(err, park)
     return await (parked === undefined ? r.stopped(err) : r.parkAs(parked).catch((saveFailure: unknown) => r.stopped(saveFailure)))
   } finally {
-    stopRun?.close()
+    stopRun?.release()
   }
 }
 

@@ -17,7 +17,7 @@ import {
   silentLogger,
   systemClock,
 } from '@shallot/core'
-import { type AbortSource, neverAborted, untilAborted } from '@shallot/core/kit'
+import { neverAborted, type SignalLink, untilAborted } from '@shallot/core/kit'
 import type { ModelPrice } from './model-link.js'
 import { addUsage, NO_USAGE, type RunUsage, type UsageLimits, usageExhausted } from './usage-budget.js'
 
@@ -124,7 +124,7 @@ export function modelCallHost(options: ModelCallHostOptions): ModelCallHost {
       answer = noAnswer
       // The attempt follows the signal the layers left (a deadline, the caller's cancel) and settles when it aborts,
       // whether or not the model listens: its late answer is dropped.
-      const source = ctx.currentSignal()
+      const source = ctx.source()
       if (source.aborted) throw abortReason(source)
       const value = await untilAborted(hosted.ask(new Attempt(ctx.model, ctx.request, source)), source)
       answer = value
@@ -179,12 +179,12 @@ function unpriced(
 
 /** One attempt: its signal is the source the layers left, made real only when the model reads it. */
 class Attempt implements ModelAttempt {
-  readonly #source: AbortSource
+  readonly #source: AbortSignal | SignalLink
 
   constructor(
     readonly model: ModelInfo,
     readonly request: ModelCallRequest,
-    source: AbortSource,
+    source: AbortSignal | SignalLink,
   ) {
     this.#source = source
   }
@@ -220,7 +220,7 @@ class HostContext implements ModelContext {
   readonly emit: (event: ModelEvent) => void
   attempt = 1
   response?: ModelResponse = undefined
-  #current: AbortSource
+  #current: AbortSignal | SignalLink
 
   constructor(
     shared: Shared,
@@ -243,15 +243,12 @@ class HostContext implements ModelContext {
     return current instanceof AbortSignal ? current : current.signal
   }
 
-  set signal(signal: AbortSignal) {
-    this.#current = signal
+  set signal(value: AbortSignal | SignalLink) {
+    this.#current = value
   }
 
-  deferSignal(deferred: AbortSource): void {
-    this.#current = deferred
-  }
-
-  currentSignal(): AbortSource {
+  /** The signal the layers left, a link not made real. */
+  source(): AbortSignal | SignalLink {
     return this.#current
   }
 }

@@ -1,5 +1,4 @@
 import type { RunContext, ToolContext } from '@shallot/core'
-import type { AbortSource } from '@shallot/core/kit'
 import type { Admission, Outcome, Ticket } from './breaker-machine.js'
 import type { BreakerState } from './breaker-state.js'
 import type { BreakerStore } from './breaker-store.js'
@@ -22,7 +21,7 @@ export interface StateHome {
   /** The admission of a call to a circuit known closed, decided without waiting; `undefined` when only {@link admit} can tell. */
   admitClosed(ctx: HomeCall, key: string): Admission | undefined
   /** Admits a call with `step` (the machine's admission): a shared home may first read the store again. */
-  admit(ctx: BreakerHost, key: string, signal: AbortSource, step: Step<Admission>): Admission | Promise<Admission>
+  admit(ctx: BreakerHost, key: string, signal: AbortSignal, step: Step<Admission>): Admission | Promise<Admission>
   /**
    * Settles `ticket` with `outcome` when that needs no write now, and answers true: it changes nothing,
    * or (a shared home) it is a success of a closed circuit, held for the key's next write. False when
@@ -33,7 +32,7 @@ export interface StateHome {
   apply<R>(
     ctx: BreakerHost,
     key: string,
-    signal: AbortSource,
+    signal: AbortSignal,
     step: Step<R>,
   ): (R & { state: BreakerState }) | Promise<R & { state: BreakerState }>
   /** The key's state for the model's tool list, without counting as a use. */

@@ -1,5 +1,4 @@
 import type { Json } from '@shallot/core'
-import type { AbortSource } from '@shallot/core/kit'
 import { Aborted, abortable } from './abortable.js'
 import { type BoundedMap, boundedMap } from './bounded-map.js'
 import type { BreakerMachine } from './breaker-machine.js'
@@ -55,7 +54,6 @@ interface ReadOutcome {
 }
 
 const isPromise = <T>(value: T | Promise<T>): value is Promise<T> => typeof (value as { then?: unknown })?.then === 'function'
-const signalOf = (signal: AbortSource): AbortSignal => (signal instanceof AbortSignal ? signal : signal.signal)
 // An age below zero is a time from another clock (stacks on different clocks sharing one layer): too old, not fresh.
 const within = (age: number, refreshMs: number) => age >= 0 && age < refreshMs
 
@@ -142,7 +140,7 @@ function withHeld<R>(s: Shared, ctx: HomeCall, view: View, step: Step<R>): Step<
   }
 }
 
-function apply<R>(s: Shared, ctx: BreakerHost, key: string, signal: AbortSource, step: Step<R>): Written<R> | Promise<Written<R>> {
+function apply<R>(s: Shared, ctx: BreakerHost, key: string, signal: AbortSignal, step: Step<R>): Written<R> | Promise<Written<R>> {
   const view = viewOf(s, key)
   const w: Write<R> = { s, ctx, key, view, step: withHeld(s, ctx, view, step), started: ctx.clock.now() }
   let result: Written<R> | undefined
@@ -152,7 +150,7 @@ function apply<R>(s: Shared, ctx: BreakerHost, key: string, signal: AbortSource,
   } catch (err) {
     return fallBack(w, err)
   }
-  if (isPromise(pending)) return settleAsync(w, abortable(pending, signalOf(signal)), () => result)
+  if (isPromise(pending)) return settleAsync(w, abortable(pending, signal), () => result)
   return written(w, pending, result)
 }
 
@@ -217,7 +215,7 @@ async function read(s: Shared, { ctx, key, view }: Reading, started: number): Pr
  * abortable on the caller's signal. Each call that waited reports a failed read as its own (a call
  * that gave up meanwhile has ended and hears nothing).
  */
-async function refresh(s: Shared, r: Reading, signal: AbortSource): Promise<ReadOutcome> {
+async function refresh(s: Shared, r: Reading, signal: AbortSignal): Promise<ReadOutcome> {
   const { view } = r
   const now = r.ctx.clock.now()
   // A read that has not answered within storeRefreshMs is not waited for again: this call reads anew.
@@ -230,7 +228,7 @@ async function refresh(s: Shared, r: Reading, signal: AbortSource): Promise<Read
   }
   let outcome: ReadOutcome
   try {
-    outcome = await abortable(view.reading, signalOf(signal))
+    outcome = await abortable(view.reading, signal)
   } catch (err) {
     throw err instanceof Aborted ? err.reason : err
   }

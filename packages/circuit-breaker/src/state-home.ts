@@ -1,4 +1,3 @@
-import type { AbortSource } from '@shallot/core/kit'
 import type { BreakerMachine } from './breaker-machine.js'
 import type { BreakerState } from './breaker-state.js'
 import type { BreakerHost, HomeOptions, StateHome, Step } from './home.js'
@@ -19,7 +18,7 @@ export function stateHome(machine: BreakerMachine, o: HomeOptions): StateHome {
 }
 
 function localHome(machine: BreakerMachine, local: MemoryBreakerStore): StateHome {
-  function apply<R>(_ctx: BreakerHost, key: string, _signal: AbortSource, step: Step<R>): R & { state: BreakerState } {
+  function apply<R>(_ctx: BreakerHost, key: string, _signal: AbortSignal, step: Step<R>): R & { state: BreakerState } {
     const current = local.get(key)
     const result = step(current)
     if (result.state !== current) local.set(key, result.state)
@@ -36,7 +35,7 @@ function localHome(machine: BreakerMachine, local: MemoryBreakerStore): StateHom
 
 function runHome(machine: BreakerMachine, maxKeys: number): StateHome {
   const states = runStateStore(machine, maxKeys)
-  function apply<R>(ctx: BreakerHost, key: string, _signal: AbortSource, step: Step<R>): R & { state: BreakerState } {
+  function apply<R>(ctx: BreakerHost, key: string, _signal: AbortSignal, step: Step<R>): R & { state: BreakerState } {
     const current = states.get(ctx.run, key)
     const result = step(current)
     if (result.state !== current) states.set(ctx.run, key, result.state)

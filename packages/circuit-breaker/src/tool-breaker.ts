@@ -1,5 +1,4 @@
 import { abortReason, type Logger, LoopError, type Middleware, type Next, type ToolContext, ToolError } from '@shallot/core'
-import type { AbortSource } from '@shallot/core/kit'
 import type { Admission, BreakerMachine, Outcome, Ticket, Transition } from './breaker-machine.js'
 import { type BreakerStateChange, type CircuitBreakerConfig, lifetimeOf } from './circuit-breaker-options.js'
 import { circuitOpenError } from './circuit-open-error.js'
@@ -33,8 +32,7 @@ export function toolBreaker(o: CircuitBreakerConfig): Middleware {
     const key = keyOf === undefined ? tool.name : keyFrom(keyOf, ctx)
     if (key === undefined) return next()
     if (keyOf !== undefined) keysOfRun.note(ctx.run, tool.name, key)
-    // The signal as it stands, not made real: a store's wait makes it real only if it must wait.
-    const signal = ctx.currentSignal()
+    const signal = ctx.signal
     if (signal.aborted) throw abortReason(signal)
     return guarded({ b, ctx, tool: tool.name, key, signal }, next)
   }
@@ -68,7 +66,7 @@ interface BreakerCall {
   readonly tool: string
   readonly key: string
   /** The signal the call came with: a shared store's wait stops when it aborts. */
-  readonly signal: AbortSource
+  readonly signal: AbortSignal
 }
 
 /** Admits the call (or refuses it with `circuit_open`), runs it, and settles its outcome on the breaker. */

@@ -1,5 +1,5 @@
 import { abortReason, type Clock, type Logger, ToolError } from '@shallot/core'
-import { type AbortSource, onAbort, startTimer, waitMsOf } from '@shallot/core/kit'
+import { onAbort, startTimer, waitMsOf } from '@shallot/core/kit'
 import type { RateDecision, RateReservation, RateRule } from './gcra.js'
 import type { RateLimitStore } from './rate-limit-store.js'
 
@@ -7,7 +7,7 @@ import type { RateLimitStore } from './rate-limit-store.js'
 export interface Caller {
   readonly clock: Clock
   readonly log: Logger
-  readonly signal: AbortSource
+  readonly signal: AbortSignal
 }
 
 /** How the store's failure is answered: the option `onStoreFailure`. */

@@ -94,9 +94,8 @@ export function modelRetryOf(policy: ModelRetryPolicy, backoff: Backoff, store: 
   }
 
   return async function retry(ctx: ModelContext, next: ModelNext): Promise<void> {
-    // Inner layers may swap ctx.signal for a deadline; waits and repeats follow the signal this call came with,
-    // kept as it came (createAgent's stays deferred: an answered call never makes the run's signal real).
-    const came = ctx.currentSignal?.() ?? ctx.signal
+    // Inner layers may swap ctx.signal for a deadline; waits and repeats follow the signal this call came with.
+    const came = ctx.signal
     // Without a maxElapsedMs nothing reads the start: an answered call costs no clock reading.
     const started = maxElapsedMs === Number.POSITIVE_INFINITY ? 0 : ctx.clock.now()
     let previousMs: number | undefined
@@ -109,9 +108,8 @@ export function modelRetryOf(policy: ModelRetryPolicy, backoff: Backoff, store: 
       } catch (err) {
         failure = err
       }
-      if (came instanceof AbortSignal || ctx.deferSignal === undefined) ctx.signal = came as AbortSignal
-      else ctx.deferSignal(came)
-      const signal = ctx.signal
+      ctx.signal = came
+      const signal = came
       if (LoopError.is(failure)) throw failure
       if (signal.aborted) throw abortReason(signal)
       const error = asToolError(failure)

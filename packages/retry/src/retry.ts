@@ -157,14 +157,13 @@ function toolRetryOf(settings: RetrySettings): Middleware {
       const answered = answerFromFailure(ctx)
       if (answered !== undefined) throw answered
     }
-    // Inner layers may swap ctx.signal for their own deadline; waits and repeats use the signal this call came
-    // with, made real only if a retry must wait on it.
-    const source = ctx.currentSignal()
+    // Inner layers may swap ctx.signal for their own deadline; waits and repeats use the signal this call came with.
+    const signal = ctx.signal
     const started = timed ? ctx.clock.now() : 0
     try {
       await next()
     } catch (err) {
-      return retryAfter(settings, { ctx, next, signal: source instanceof AbortSignal ? source : source.signal, started }, err)
+      return retryAfter(settings, { ctx, next, signal, started }, err)
     }
     retrySucceeded(settings, ctx)
   }
