@@ -31,7 +31,11 @@ function longParameterLists(max) {
   return found
 }
 
-/** Exported names ending in `Model` whose value is a function: twin factories of a layer. */
+/**
+ * Exported functions named `…Model` that make middleware (the model twin of a layer factory): their declared return
+ * type names a middleware or a layer, or is not declared. A function that wraps a model and returns a model
+ * (`shallotModel(model): LanguageModel`, `aiSdkModel(model): ModelAdapter`) is not one.
+ */
 function modelTwins() {
   const twins = []
   for (const dir of readdirSync(join(repoRoot, 'packages'))) {
@@ -43,10 +47,18 @@ function modelTwins() {
     }
     const names = [...readFileSync(index, 'utf8').matchAll(/\b([a-z][A-Za-z]*Model)\b/g)].map((m) => m[1])
     for (const name of new Set(names)) {
-      const defined = shipped
+      // The return type is what follows the parameter list's `): ` up to the body's ` {` on the declaration's line.
+      const declaration = new RegExp(
+        `export (?:async )?function ${name}\\b.*?\\)(?:: ([^{]+))? \\{$|export const ${name} = (?:\\(|async|function)`,
+        'm',
+      )
+      const makesMiddleware = shipped
         .filter((f) => f.startsWith(`packages/${dir}/`))
-        .some((f) => new RegExp(`export (async )?function ${name}\\b|export const ${name} = (\\(|async|function)`).test(text(f)))
-      if (defined && /Model$/.test(name) && !/^(aiSdk|instrument|scripted)/.test(name)) twins.push(`${dir}: ${name}`)
+        .some((f) => {
+          const found = declaration.exec(text(f))
+          return found !== null && (found[1] === undefined || /Middleware|Layer/.test(found[1]))
+        })
+      if (makesMiddleware) twins.push(`${dir}: ${name}`)
     }
   }
   return twins
