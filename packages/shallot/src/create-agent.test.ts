@@ -117,11 +117,10 @@ describe('the default model stack, listed: modelMiddleware: defaultModelMiddlewa
     expect(model.asked[1]).toBeLessThan(5_000 + 250)
   })
 
-  it('retry.maxAttempts sets the attempts without an outage budget; a transient failure past them ends the run as model_failed', async () => {
+  it('retry.maxAttempts sets the attempts; a transient failure past them ends the run as model_failed', async () => {
     const clock = manualClock()
     const model = scripted(clock, [overloaded()])
-    const retry = { maxAttempts: 5, baseMs: 1, outageBudgetMs: 0 }
-    const outcome = await settle(clock, { model, modelMiddleware: defaultModelMiddleware({ retry }) })
+    const outcome = await settle(clock, { model, modelMiddleware: defaultModelMiddleware({ retry: { maxAttempts: 5, baseMs: 1 } }) })
     expect(outcome).toMatchObject({ status: 'stopped', error: { kind: 'model_failed' } })
     expect(model.asked).toHaveLength(5)
   })
@@ -138,8 +137,7 @@ describe('the default model stack, listed: modelMiddleware: defaultModelMiddlewa
       random: seededRandom(3),
       modelMiddleware: [
         fallback({ models: [spare] }),
-        // Attempts alone bound each model's call, so the spare is asked after the primary's three.
-        ...defaultModelMiddleware({ circuitBreaker: { policy: consecutive({ threshold: 5 }) }, retry: { outageBudgetMs: 0 } }),
+        ...defaultModelMiddleware({ circuitBreaker: { policy: consecutive({ threshold: 5 }) } }),
       ],
       onEvent: (e: AgentEvent) => e.type === 'model.circuit' && events.push(`${e.model} ${e.from}>${e.to}`),
     })
@@ -172,10 +170,7 @@ describe('the default model stack, listed: modelMiddleware: defaultModelMiddlewa
           return new Promise(() => {})
         },
       }
-      const modelMiddleware = defaultModelMiddleware({
-        timeout: { ms: 20 },
-        retry: { maxAttempts: 2, baseMs: 0, capMs: 0, outageBudgetMs: 0 },
-      })
+      const modelMiddleware = defaultModelMiddleware({ timeout: { ms: 20 }, retry: { maxAttempts: 2, baseMs: 0, capMs: 0 } })
       const agent = createAgent({ model, tools: [], modelMiddleware })
       const outcome = agent.run({ input: 'hello' })
       await vi.advanceTimersByTimeAsync(19)

@@ -124,6 +124,27 @@ describe('defaultModelMiddleware(): the default model stack, with the figures th
     expect(await throughDefaults([failure, done('never')])).toMatchObject({ status: 'stopped', why, requests: 1 })
   })
 
+  it('gives a connection that fails 3 attempts, not the outage budget: most often a wrong URL or a server not started', async () => {
+    const refused = new TypeError('fetch failed', {
+      cause: Object.assign(new Error('connect ECONNREFUSED 127.0.0.1:9'), { code: 'ECONNREFUSED' }),
+    })
+    const ended = await throughDefaults([refused])
+    expect(ended).toMatchObject({ status: 'stopped', why: 'model_failed', requests: 3 })
+    expect(ended.lastAskedAt).toBeLessThan(2_000)
+  })
+
+  it('bounds the call by attempts when retry.maxAttempts is given without an outage budget, as asked', async () => {
+    const clock = manualClock()
+    const { adapter, requests } = scripted(clock, [status(503, 'unavailable')])
+    const outcome = await runOn(clock, {
+      model: adapter,
+      tools: [],
+      modelMiddleware: defaultModelMiddleware({ retry: { maxAttempts: 4 } }),
+    })
+    expect(outcome.status).toBe('stopped')
+    expect(requests).toHaveLength(4)
+  })
+
   it('does not open the circuit on pushback: a run that spent its budget on 429s leaves the next run free to ask', async () => {
     const clock = manualClock()
     const { adapter, requests } = scripted(clock, [limited(30_000)])

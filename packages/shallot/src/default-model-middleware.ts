@@ -58,7 +58,8 @@ const indictsModel = (error: unknown, _ctx: ToolContext | ModelContext): boolean
  * window, a certificate that fails — is never repeated: the classifier ends the run); a circuit open after 3
  * failures for 30 s, pushback (429, `Retry-After`) not counted; 60 s per attempt. With a spare model listed in
  * front (`fallback({ models })`) attempts bound each model's call but the last's: the spare is asked, not waited
- * for. Every call builds fresh layers (fresh breaker and budget state).
+ * for. `retry: { maxAttempts }` without `outageBudgetMs` bounds the call by those attempts (full jitter, as a
+ * bounded retry had) instead of the outage budget. Every call builds fresh layers (fresh breaker and budget state).
  *
  * @example
  * const agent = createAgent({ model, tools, modelMiddleware: defaultModelMiddleware({ timeout: { ms: 20_000 } }) })
@@ -71,13 +72,22 @@ export function defaultModelMiddleware(options: DefaultModelMiddlewareOptions = 
     layers.push(circuitBreaker(breaking).wrapModelCall)
   }
   if (options.retry !== false) {
+    const given = options.retry ?? {}
+    // Attempts given and no budget: attempts bound the call, as asked; the outage is ridden out when nobody chose.
+    // Riding it out, equal jitter keeps half of each ceiling as a floor, so the budget bounds the requests too.
+    const riding =
+      'maxAttempts' in given && !('outageBudgetMs' in given)
+        ? { backoff: 'full-jitter' as const }
+        : { backoff: 'equal-jitter' as const, outageBudgetMs: MODEL_OUTAGE_BUDGET_MS }
     const retrying = {
-      backoff: 'equal-jitter' as const,
       maxAttempts: 3,
       baseMs: 250,
       capMs: 16_000,
-      outageBudgetMs: MODEL_OUTAGE_BUDGET_MS,
-      ...options.retry,
+      ...riding,
+      // A provider in an outage still answers (429, 503, 529); a connection that fails is most often a wrong URL or a
+      // server not started, which no wait mends: 3 attempts cover a network blip.
+      perCode: { network_error: { maxAttempts: 3 } },
+      ...given,
     }
     layers.push(retry(retrying).wrapModelCall)
   }

@@ -53,8 +53,7 @@ afterEach(async () => {
   provider = undefined
 })
 
-// Attempts alone bound each host's model call (no outage budget), so the hosts are compared request for request.
-const RETRY = { maxAttempts: 3, baseMs: 1, capMs: 1, outageBudgetMs: 0 }
+const RETRY = { maxAttempts: 3, baseMs: 1, capMs: 1 }
 const API_KEY = 'sk-test-not-a-secret'
 
 /** What a host ended with, in words all three share. */
@@ -119,8 +118,7 @@ async function throughLangChain(server: FakeProvider): Promise<Ending> {
   const agent = createLangChainAgent({
     model: new ChatAnthropic({ model: 'claude-test', apiKey: API_KEY, anthropicApiUrl: server.url, maxRetries: 0 }),
     tools: [],
-    // Its default model stack, as modelCall would build it, with the same attempt-bounded retry as the other hosts.
-    middleware: [shallotMiddleware({ modelMiddleware: defaultModelMiddleware({ retry: RETRY, timeout: false }) })],
+    middleware: [shallotMiddleware({ modelCall: RETRY })],
   })
   try {
     const state = await agent.invoke({ messages: [{ role: 'user', content: 'hi' }] })
