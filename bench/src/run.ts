@@ -1,5 +1,6 @@
 import { existsSync, readFileSync, writeFileSync } from 'node:fs'
 import { cpus, loadavg, totalmem } from 'node:os'
+import { aiSdkModelCases } from './ai-sdk-model.js'
 import { configLoad, printConfigLoad } from './config-load.js'
 import { CONTEXT_BARE, CONTEXT_BUDGET, CONTEXT_REACTIVE, CONTEXT_TURNS, contextEditingCases } from './context-editing.js'
 import { concurrentRuns, heapRetained, simPerCall, sustained } from './endurance.js'
@@ -36,7 +37,14 @@ const agent = await agentCase()
 // One long-lived signal for every run, as a server's shutdown signal would be.
 const agentSignal = await agentCase(1, new AbortController().signal)
 const layers = eachLayerCases()
-const resilience = [...resilienceCases(), ...resilienceOptionCases(), ...contextEditingCases(), ...modelStackCases(), ...guardCases()]
+const resilience = [
+  ...resilienceCases(),
+  ...resilienceOptionCases(),
+  ...contextEditingCases(),
+  ...modelStackCases(),
+  ...aiSdkModelCases(),
+  ...guardCases(),
+]
 const all: Case[] = [...peers, ...full, agent, agentSignal, ...layers, ...resilience]
 const measured = await interleave(all, rounds)
 const pick = (cases: readonly Case[]) => cases.map((c) => measured.find((r) => r.name === c.name) as Row)
@@ -91,6 +99,7 @@ const sim = await simPerCall(quick ? 200 : 1000)
 console.log(
   `scenario 13: shallot sim --runs ${sim.runs}: ${sim.calls} simulated calls in ${sim.cpuMs.toFixed(0)} ms CPU (median of 3 after a warm-up; ${sim.cpuMsRange[0].toFixed(0)}–${sim.cpuMsRange[1].toFixed(0)} ms), ${sim.usPerCall.toFixed(2)} µs per call`,
 )
+await (await import('./fleet.js')).fleetTable(quick)
 
 const p50 = (name: string) => measured.find((r) => r.name === name)?.p50ns ?? Number.NaN
 const fmt = (n: number, digits = 2) => n.toFixed(digits)

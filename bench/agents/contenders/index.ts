@@ -1,7 +1,7 @@
-import { aiSdk, aiSdkShallot } from './ai-sdk.js'
+import { aiSdk, aiSdkShallot, aiSdkShallotFull } from './ai-sdk.js'
 import type { Contender } from './contender.js'
-import { langchain, langchainShallot } from './langchain.js'
-import { openaiAgents, openaiAgentsShallot } from './openai-agents.js'
+import { langchain, langchainShallot, langchainShallotFull } from './langchain.js'
+import { openaiAgents, openaiAgentsShallot, openaiAgentsShallotFull } from './openai-agents.js'
 import { shallotAgent, shallotFull, shallotReconcile } from './shallot-agent.js'
 
 export type { Contender } from './contender.js'
@@ -10,10 +10,13 @@ export type { Contender } from './contender.js'
 export const CONTENDERS: readonly Contender[] = [
   aiSdk,
   aiSdkShallot,
+  aiSdkShallotFull,
   langchain,
   langchainShallot,
+  langchainShallotFull,
   openaiAgents,
   openaiAgentsShallot,
+  openaiAgentsShallotFull,
   shallotAgent,
   shallotReconcile,
   shallotFull,

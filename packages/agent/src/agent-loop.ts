@@ -8,6 +8,7 @@ import type { PendingTurn, RunSnapshot } from './checkpoints.js'
 import type { ModelLink } from './model-link.js'
 import { callModelOnion } from './model-onion.js'
 import { modelToolsOf } from './model-tools.js'
+import { modelPark } from './park.js'
 import { aloneStop, dispatchTurn } from './turn-dispatch.js'
 import { addUsage, usageExhausted } from './usage-budget.js'
 
@@ -47,10 +48,10 @@ export function agentLoop(
 /** Turns until the model answers, the run parks, or a hard error stops it (the outcome, never a rejection). */
 async function driveRun(r: AgentRun): Promise<ParkingOutcome> {
   const { stack, limits, park, checkpoints } = r.settings
-  const { run, runSignal, stopRun } = r
+  const { run, stopRun } = r
   try {
     for (;;) {
-      if (runSignal.aborted) throw abortReason(runSignal)
+      if (run.signal.aborted) throw abortReason(run.signal)
       if (run.turn >= limits.maxTurns) {
         throw new LoopError('budget_exhausted', `turn limit reached: ${limits.maxTurns} turns`, {
           details: { maxTurns: limits.maxTurns },
@@ -102,9 +103,11 @@ async function driveRun(r: AgentRun): Promise<ParkingOutcome> {
       if (saving !== undefined) await saving
     }
   } catch (err) {
-    return await r.stopped(err)
+    // The model call waits long with no turn begun (none in flight): parked, it is asked again on wake.
+    const parked = park === undefined || r.inFlight !== undefined ? undefined : modelPark(err, park)
+    return await (parked === undefined ? r.stopped(err) : r.parkAs(parked).catch((saveFailure: unknown) => r.stopped(saveFailure)))
   } finally {
-    stopRun?.close()
+    stopRun?.release()
   }
 }
 

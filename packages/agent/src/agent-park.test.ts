@@ -468,7 +468,7 @@ describe('a parked checkpoint that is corrupt', () => {
       { wakeAt: EPOCH + 90 * 86_400_000, parkedAt: EPOCH + 89 * 86_400_000, reason },
       /further ahead than park.maxWaitMs/,
     ],
-    ['no reason', { wakeAt: EPOCH, parkedAt: EPOCH }, /reason is not \{ code, tool, callId, waitMs \}/],
+    ['no reason', { wakeAt: EPOCH, parkedAt: EPOCH }, /reason is neither \{ code, tool, callId, waitMs \} nor \{ code, model, waitMs \}/],
     ['no record', null, /no park record/],
   ])('refuses to resume a parked run with %s, naming the run, and runs nothing', async (_name, parked, message) => {
     const { agent, effects, m } = await parkedRow(JSON.parse(JSON.stringify(parked)))

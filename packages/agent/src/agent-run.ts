@@ -9,7 +9,7 @@ import {
   silentLogger,
   type ToolResult,
 } from '@shallot/core'
-import { type AbortSource, createRunOn, createSanitizer, dropApprovals, isSilent, RunStop, runSource } from '@shallot/core/kit'
+import { createSanitizer, dropApprovals, isSilent, SignalLink } from '@shallot/core/kit'
 import { type AgentEventSink, type AgentScopeRunner, noAgentEvents } from './agent-events.js'
 import type { AgentSettings } from './agent-options.js'
 import type { ParkedOutcome, RunOutcome } from './agent-outcome.js'
@@ -23,8 +23,7 @@ import {
   type TurnRecord,
 } from './checkpoints.js'
 import type { ModelCallEnv } from './model-call.js'
-import type { ParkSettings } from './park.js'
-import { keptBesideWaits, longestWait } from './park.js'
+import { keptBesideWaits, longestWait, type ParkSettings, parkRecord } from './park.js'
 import { buildReport } from './report.js'
 import { isWaiting } from './turn-dispatch.js'
 import { type RunUsage, usageOfSnapshot } from './usage-budget.js'
@@ -65,16 +64,13 @@ export class AgentRun {
   readonly transcript: Message[]
   readonly turns: TurnRecord[]
   /**
-   * The run's one signal: the caller's cancellation, or the first hard error of a turn. Every call
-   * of the run follows it, never with a signal of its own, and it stays a list of callbacks unless
-   * something reads `run.signal` (run-stop.ts). A run nobody can cancel has none: it runs on the
-   * library's never-aborting signal, and a turn of several calls gets its own (turn-dispatch.ts),
-   * so a hard error still stops the siblings.
+   * The run's stop, `run.signal`: it aborts when the caller's signal does or at the first hard error
+   * of a turn, so the sibling calls stop too. A run nobody can cancel has none: it runs on the
+   * library's never-aborting signal, and a turn of several calls gets a stop of its own
+   * (turn-dispatch.ts).
    */
-  readonly stopRun: RunStop | undefined
+  readonly stopRun: SignalLink | undefined
   readonly run: MutableRun
-  /** What the loop and the model call check and follow: the stop itself, so it is not made real for them. */
-  readonly runSignal: AbortSource
   /** One for every call of the run: the stack only reads it. */
   readonly dispatchOptions: { readonly run: RunContext }
   /** Nothing is built for a silent logger or an agent without onEvent: the task's sanitizing pass included. */
@@ -103,12 +99,17 @@ export class AgentRun {
     this.log = log
     this.transcript = [...snapshot.transcript]
     this.turns = [...snapshot.turns]
-    const stopRun = signal === undefined ? undefined : new RunStop(signal)
+    const stopRun = signal === undefined ? undefined : new SignalLink(signal)
     this.stopRun = stopRun
-    const runOptions = { id: runId, maxSteps: limits.maxSteps, stepsUsed: snapshot.stepsUsed, state: snapshot.state, turn: snapshot.turn }
-    const run = stopRun === undefined ? createRun(runOptions) : createRunOn(runOptions, stopRun)
+    const run = createRun({
+      id: runId,
+      maxSteps: limits.maxSteps,
+      stepsUsed: snapshot.stepsUsed,
+      state: snapshot.state,
+      turn: snapshot.turn,
+      signal: stopRun?.signal,
+    })
     this.run = run
-    this.runSignal = runSource(run)
     this.dispatchOptions = { run }
     this.logging = log !== silentLogger
     this.listened = emit !== noAgentEvents
@@ -116,7 +117,7 @@ export class AgentRun {
     if (this.logging) log.info({ task: startLine.text(snapshot.input, 500), limits, resumed }, 'run started')
     if (this.listened) emit({ type: 'run.started', at: this.startedAt, runId, turn: snapshot.turn, resumed, limits })
     this.modelEnv = {
-      signal: this.runSignal,
+      signal: run.signal,
       clock,
       random: settings.random,
       budget: run.budget,
@@ -181,15 +182,23 @@ export class AgentRun {
     const tools = this.settings.stack.tools
     const reason = longestWait(results, tools, park)
     if (reason === undefined) return undefined
-    const parkedAt = park.wallNow()
-    const parked: ParkRecord = { wakeAt: Math.ceil(parkedAt + reason.waitMs), parkedAt, reason }
+    const parked = parkRecord(park, reason)
     const kept = keptBesideWaits(results, tools, park, settledCall)
     // The calls that wait for the time to come, named like the calls a stopped turn waits on.
     const until = `waits until ${new Date(parked.wakeAt).toISOString()} (${reason.code})`
     const pending = results
       .filter((result) => !Object.hasOwn(kept, result.callId))
       .map((result) => ({ callId: result.callId, tool: result.name, reason: until }))
-    const waiting: PendingTurn = { turn, response, results: kept, pending }
+    return this.parkAs(parked, { turn, response, results: kept, pending })
+  }
+
+  /**
+   * Checkpoints the run as parked and returns: `waiting` is the settled turn whose calls wait; without
+   * one (the model call waits) the run resumes into its model call. Called only for an agent with `park`.
+   */
+  async parkAs(parked: ParkRecord, waiting?: PendingTurn): Promise<ParkedOutcome> {
+    const { reason } = parked
+    const turn = this.run.turn
     this.inFlight = undefined
     this.rewind()
     await this.save('parked', undefined, waiting, parked)

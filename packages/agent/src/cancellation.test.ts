@@ -168,7 +168,7 @@ describe('a model adapter whose generate() ignores its signal', () => {
     expect(seen?.aborted).toBe(true)
   })
 
-  it('creates no AbortController for an adapter that never reads its signal', async () => {
+  it('creates no AbortController per model call for an adapter that never reads its signal', async () => {
     const Original = globalThis.AbortController
     let created = 0
     globalThis.AbortController = class extends Original {
@@ -177,18 +177,25 @@ describe('a model adapter whose generate() ignores its signal', () => {
         created++
       }
     }
+    /** A model that answers after `turns` turns of a tool that is not there (each turn one model call). */
+    const turns = (n: number): ModelAdapter => ({
+      generate: async ({ messages }) =>
+        messages.filter((m) => m.role === 'tool').length >= n
+          ? { text: 'done' }
+          : { toolCalls: [{ id: `c${messages.length}`, name: 'nope', args: {} }] },
+    })
     try {
-      const model: ModelAdapter = { generate: async () => ({ text: 'done', toolCalls: [] }) }
-      const agent = createAgent({ model, tools: [], clock: frozenClock })
-      created = 0
-      expect((await agent.run({ input: 'hello' })).status).toBe('completed')
-      // Nothing per model call; and a run nobody can cancel has no signal of its own either.
-      expect(created).toBe(0)
-      // A run the caller can cancel follows the caller's signal without one of its own until something reads run.signal.
       const caller = new Original()
-      created = 0
-      expect((await agent.run({ input: 'hello', signal: caller.signal })).status).toBe('completed')
-      expect(created).toBe(0)
+      const counted = async (n: number, signal?: AbortSignal) => {
+        const agent = createAgent({ model: turns(n), tools: [], clock: frozenClock })
+        created = 0
+        expect((await agent.run(signal === undefined ? { input: 'hello' } : { input: 'hello', signal })).status).toBe('completed')
+        return created
+      }
+      // A run nobody can cancel has none at all; a run the caller can cancel has its own signal, and nothing per call.
+      expect(await counted(1)).toBe(0)
+      expect(await counted(4)).toBe(0)
+      expect(await counted(4, caller.signal)).toBe(await counted(1, caller.signal))
     } finally {
       globalThis.AbortController = Original
     }

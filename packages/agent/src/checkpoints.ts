@@ -38,15 +38,15 @@ export interface PendingTurn {
   readonly pending: readonly Json[]
 }
 
-/** Why a run parked: the soft error of the call that must wait before it can be tried again. */
-export interface ParkReason {
-  /** The soft error's code, e.g. `rate_limited` (a long `Retry-After`) or `circuit_open` (a cooldown). */
-  readonly code: string
-  readonly tool: string
-  readonly callId: string
-  /** How long the error said to wait, in ms. */
-  readonly waitMs: number
-}
+/**
+ * Why a run parked: the error of the call that must wait before it can be tried again, a tool call's
+ * (`tool`, `callId`: it runs again on wake) or the model call's (`model`: the model is asked again on wake).
+ * `code` is the error's, e.g. `rate_limited` (a long `Retry-After`) or `circuit_open` (a cooldown); `waitMs`
+ * how long it said to wait.
+ */
+export type ParkReason =
+  | { readonly code: string; readonly tool: string; readonly callId: string; readonly waitMs: number }
+  | { readonly code: string; readonly model: string; readonly waitMs: number }
 
 /** When a parked run may continue, and why it waits. Times are wall-clock epoch ms, so any process can read them. */
 export interface ParkRecord {
@@ -60,7 +60,7 @@ export interface RunSnapshot {
   readonly version: 1
   readonly runId: string
   readonly input: string
-  /** `parked`: checkpointed to continue at `parked.wakeAt`, its waiting turn in `pendingTurn`. */
+  /** `parked`: checkpointed to continue at `parked.wakeAt`, its waiting turn (if a tool call waits) in `pendingTurn`. */
   readonly status: 'running' | 'completed' | 'stopped' | 'parked'
   /** The last completed turn. */
   readonly turn: number

@@ -24,6 +24,7 @@ export {
   type SettledCall,
   type TurnRecord,
 } from './checkpoints.js'
+export { type HostedModelCall, type ModelAttempt, type ModelCallHost, type ModelCallHostOptions, modelCallHost } from './model-call-host.js'
 export type { ModelPrice } from './model-link.js'
 export { buildReport, type PendingCall, type RunReport } from './report.js'
 export type { RunUsage } from './usage-budget.js'

@@ -11,7 +11,7 @@ import {
   type ModelResponse,
   type RunContext,
 } from '@shallot/core'
-import { type AbortSource, describeModelFailure, neverAborted, untilAborted } from '@shallot/core/kit'
+import { describeModelFailure, type SignalLink, untilAborted } from '@shallot/core/kit'
 import { type AgentEvent, noAgentEvents } from './agent-events.js'
 import { askOnce, called, type ModelCallEnv, observed } from './model-call.js'
 import type { ModelLink, ModelPrice } from './model-link.js'
@@ -73,7 +73,7 @@ function terminalOf(env: ModelCallEnv, settings: ModelOnionSettings) {
     const own = ctx instanceof CallContext ? ctx : undefined
     // Once the call settled its run may be over: a late next() must not ask (and pay) the model for nobody.
     if (own?.settled) throw afterSettled()
-    const signal = own === undefined ? ctx.signal : own.currentSignal()
+    const signal = own === undefined ? ctx.signal : own.signalSource()
     if (signal.aborted) throw abortReason(signal)
     env.budget.spend('model')
     const link = linkOf(settings, ctx.model)
@@ -87,7 +87,7 @@ function terminalOf(env: ModelCallEnv, settings: ModelOnionSettings) {
       if (fault !== undefined) throw new TypeError(`the model adapter returned ${fault}`)
     } catch (err) {
       // Told unless the call was cancelled: read as the layers left it (a deadline's layer has given its signal back).
-      const now = own === undefined ? ctx.signal : own.currentSignal()
+      const now = own === undefined ? ctx.signal : own.signalSource()
       if (!now.aborted && !own?.settled) called(link, ctx.attempt, started, env, undefined, err)
       throw err
     }
@@ -120,10 +120,7 @@ function readable<T>(read: () => T, otherwise: T): T {
   }
 }
 
-/**
- * The context of one model call. A class, so every call's context has one shape; its `signal` is the
- * run's (or a layer's deferred one), made real only when a layer reads it.
- */
+/** The context of one model call: its `signal` is the run's, or a link an outer layer set, made real when read. */
 class CallContext implements ModelContext {
   readonly turn: number
   attempt = 1
@@ -134,7 +131,7 @@ class CallContext implements ModelContext {
   readonly emit: (event: AgentEvent) => void
   /** Set once the onion settled: the terminal then refuses and `emit` drops, so nothing reaches the model or a listener after the call's outcome. */
   settled = false
-  #current: AbortSource
+  #signal: AbortSignal | SignalLink
 
   constructor(
     readonly run: RunContext,
@@ -156,24 +153,21 @@ class CallContext implements ModelContext {
         : (event) => {
             if (!this.settled) sink(event)
           }
-    this.#current = env.signal
+    this.#signal = env.signal
   }
 
   get signal(): AbortSignal {
-    const current = this.#current
+    const current = this.#signal
     return current instanceof AbortSignal ? current : current.signal
   }
 
-  set signal(signal: AbortSignal) {
-    this.#current = signal
+  set signal(value: AbortSignal | SignalLink) {
+    this.#signal = value
   }
 
-  deferSignal(deferred: AbortSource): void {
-    this.#current = deferred
-  }
-
-  currentSignal(): AbortSource {
-    return this.#current
+  /** The signal as the layers left it, a link not made real: what the terminal follows. */
+  signalSource(): AbortSignal | SignalLink {
+    return this.#signal
   }
 }
 
@@ -205,7 +199,7 @@ export async function callModelOnion(
     // with the late answer). What the onion does after that is dropped (`settled`). A run already cancelled is left
     // to the onion, whose terminal refuses at once.
     const { signal } = env
-    await (signal === neverAborted || signal.aborted ? onion : untilAborted(onion, signal))
+    await (signal.aborted ? onion : untilAborted(onion, signal))
   } catch (err) {
     throw hardFailure(err, ctx, env)
   } finally {

@@ -1,4 +1,5 @@
-import type { AnyTool, ToolErrorJSON, ToolResult } from '@shallot/core'
+import { type AnyTool, LoopError, ToolError, type ToolErrorJSON, type ToolResult } from '@shallot/core'
+import { waitMsOf } from '@shallot/core/kit'
 import type { ParkReason, ParkRecord, RunSnapshot, SettledCall } from './checkpoints.js'
 
 /** What `createAgent({ park })` runs with, checked and defaulted. */
@@ -65,6 +66,24 @@ export function keptBesideWaits(
   return kept
 }
 
+/** The park record of a wait that starts now, on the park's wall clock. */
+export function parkRecord(park: ParkSettings, reason: ParkReason): ParkRecord {
+  const parkedAt = park.wallNow()
+  return { wakeAt: Math.ceil(parkedAt + reason.waitMs), parkedAt, reason }
+}
+
+/**
+ * The park of a run whose model call ended it (`model_failed`) on a transient error asking to wait `afterMs` to
+ * `maxWaitMs` (a long `Retry-After`, a rate limit's or pushback's refusal, an open circuit), or undefined.
+ * A model call changes nothing in the world, so it is always safe to make again on wake.
+ */
+export function modelPark(err: unknown, park: ParkSettings): ParkRecord | undefined {
+  if (!LoopError.is(err) || err.kind !== 'model_failed' || !ToolError.is(err.cause) || err.cause.category !== 'transient') return undefined
+  const waitMs = waitMsOf(err.cause.retryAfterMs)
+  if (waitMs === undefined || waitMs < park.afterMs || waitMs > park.maxWaitMs) return undefined
+  return parkRecord(park, { code: err.cause.code, model: String(err.details.model ?? 'model'), waitMs })
+}
+
 const isTime = (value: unknown): value is number => typeof value === 'number' && Number.isFinite(value) && value > 0
 
 /**
@@ -87,12 +106,16 @@ export function parkRecordOf(snapshot: RunSnapshot, now: number, maxWaitMs: numb
   if (wakeAt - parkedAt > maxWaitMs || wakeAt - now > maxWaitMs) {
     throw corrupt(`wakeAt ${new Date(wakeAt).toISOString()} is further ahead than park.maxWaitMs (${maxWaitMs} ms)`)
   }
-  const r = reason as Partial<Record<keyof ParkReason, unknown>> | null | undefined
-  if (typeof r !== 'object' || r === null || typeof r.code !== 'string' || typeof r.tool !== 'string' || typeof r.callId !== 'string')
-    throw corrupt('reason is not { code, tool, callId, waitMs }')
+  const r = reason as Partial<Record<'code' | 'tool' | 'callId' | 'model' | 'waitMs', unknown>> | null | undefined
+  // A tool call waits in its parked turn (pendingTurn); the model call waits with no turn begun.
+  const byTool = typeof r?.tool === 'string' && typeof r.callId === 'string'
+  if (typeof r !== 'object' || r === null || typeof r.code !== 'string' || !(byTool || typeof r.model === 'string'))
+    throw corrupt('reason is neither { code, tool, callId, waitMs } nor { code, model, waitMs }')
   if (typeof r.waitMs !== 'number' || !Number.isFinite(r.waitMs) || r.waitMs < 0) throw corrupt('reason.waitMs is not a finite wait')
-  if (snapshot.pendingTurn === undefined) throw corrupt('the waiting turn (pendingTurn) is missing')
-  return { wakeAt, parkedAt, reason: { code: r.code, tool: r.tool, callId: r.callId, waitMs: r.waitMs } }
+  if (byTool !== (snapshot.pendingTurn !== undefined))
+    throw corrupt(byTool ? 'the waiting turn (pendingTurn) is missing' : 'a run parked before its model call holds a pending turn')
+  const { code, tool, callId, model, waitMs } = r
+  return { wakeAt, parkedAt, reason: (byTool ? { code, tool, callId, waitMs } : { code, model, waitMs }) as ParkReason }
 }
 
 const PARKED_ERROR = Symbol.for('shallot.ParkedError')

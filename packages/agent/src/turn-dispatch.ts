@@ -1,5 +1,5 @@
 import { abortReason, LoopError, type MutableRun, type Stack, type ToolCall, type ToolResult } from '@shallot/core'
-import { RunStop, stopOptions } from '@shallot/core/kit'
+import { SignalLink } from '@shallot/core/kit'
 import type { SettledCall } from './checkpoints.js'
 
 /** Runs `work` over `items` with at most `limit` at once; results in input order. */
@@ -73,7 +73,7 @@ const NOTHING_KEPT: Readonly<Record<string, SettledCall>> = Object.freeze({})
  * What a turn of one call (most turns; the loop dispatches it itself) rejects with when the stack
  * rejected: the stop that waits for a person, or the run's reason once the run's signal is aborted.
  */
-export function aloneStop(err: unknown, stopRun: RunStop | undefined, callId: string): unknown {
+export function aloneStop(err: unknown, stopRun: SignalLink | undefined, callId: string): unknown {
   if (isWaiting(err)) return waitingStop([[err as LoopError, callId]], [])
   if (stopRun === undefined) return abortReason({ reason: err })
   stopRun.abort(err)
@@ -81,7 +81,7 @@ export function aloneStop(err: unknown, stopRun: RunStop | undefined, callId: st
 }
 
 /**
- * Dispatches one turn's calls on the run's own signal: no per-call signal to combine. One hard
+ * Dispatches one turn's calls on the run's own signal. One hard
  * error (the stack's rejection, escalations included) ends the run, so it aborts that signal, which
  * stops the sibling calls; the turn then rejects with the run's reason. A run nobody can cancel has
  * no signal of its own (`stopRun` undefined): a turn of several calls then gets one for itself. A
@@ -95,7 +95,7 @@ export async function dispatchTurn(
   stack: Stack,
   calls: readonly ToolCall[],
   run: MutableRun,
-  stopRun: RunStop | undefined,
+  stopRun: SignalLink | undefined,
   maxParallel: number,
   kept: Readonly<Record<string, SettledCall>> = NOTHING_KEPT,
 ): Promise<ToolResult[]> {
@@ -111,9 +111,9 @@ export async function dispatchTurn(
       settled.set(call, { status: 'rejected', reason: err })
     }
   } else if (fresh.length > 1) {
-    // A run nobody can cancel: the turn's own stop, which the stack follows without making it a real signal.
-    const stop = stopRun ?? new RunStop(undefined)
-    const options = stopRun === undefined ? stopOptions(run, stop) : { run }
+    // A run nobody can cancel: the turn's own stop, handed to the stack as the calls' signal.
+    const stop = stopRun ?? new SignalLink()
+    const options = stopRun === undefined ? { run, signal: stop.signal } : { run }
     const dispatchOne = async (call: ToolCall) => {
       try {
         return await stack.dispatch(call, options)

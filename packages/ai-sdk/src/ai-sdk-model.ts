@@ -12,6 +12,7 @@ import { wallNowShape } from '@shallot/core/kit'
 import { generateText, type LanguageModel, streamText } from 'ai'
 import { z } from 'zod'
 import { type ClassifyModelErrorOptions, classifyModelError } from './classify-model-error.js'
+import { rememberLanguageModel } from './language-model-of.js'
 import { flagsToolErrors } from './soft-error-output.js'
 import { toModelMessages, toToolSet } from './to-model-messages.js'
 
@@ -163,11 +164,14 @@ export function aiSdkModel(model: LanguageModel, options?: AiSdkModelOptions): M
   }
 
   const provider = typeof model === 'string' ? undefined : (model as { provider?: unknown }).provider
-  return {
+  const adapter: ModelAdapter = {
     ...(modelName === undefined ? {} : { name: modelName }),
     ...(typeof provider === 'string' && provider !== '' ? { provider } : {}),
     generate,
   }
+  // A spare of fallback({ models }) under shallotModel() is asked through its own language model.
+  rememberLanguageModel(adapter, model)
+  return adapter
 }
 
 function modelIdOf(model: LanguageModel): string | undefined {

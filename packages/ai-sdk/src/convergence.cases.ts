@@ -88,6 +88,15 @@ describe.each(formats)('convergence under generateText, $name', (format) => {
     )
     expect(thrown).toMatchObject({ kind: 'loop_detected', details: { reason: 'converged', turn: 3, repeats: 3 } })
     expect(shallot.error).toBe(thrown)
+    // The same report as the agent's, but for how to go on: a generation is not resumed by id.
+    const report = shallot.report(thrown)
+    const agentReport = outcome.status === 'stopped' ? outcome.report : undefined
+    expect(report).toMatchObject({ completedTurns: agentReport?.completedTurns, failed: agentReport?.failed, why: agentReport?.why })
+    expect(report?.completedCalls).toEqual(agentReport?.completedCalls)
+    expect(report?.resume).toBeUndefined()
+    expect(report?.nextSteps).toBe(
+      agentReport?.nextSteps.replace(`resume it with ${agentReport.resume}`, 'generate again with the conversation so far'),
+    )
     expect(world.reads()).toBe(reference.reads())
     expect(provider.requests).toHaveLength(3)
     expect(events.filter((e) => e.startsWith('stuck-loop.'))).toEqual(['stuck-loop.converging turn 2', 'stuck-loop.converged turn 3'])

@@ -1,3 +1,4 @@
+import type { TurnRecord } from '@shallot/agent'
 import type { RunContext, Stack, ToolCall, ToolResult } from '@shallot/core'
 
 /** A tool call of the current step that went through the stack, with what it ended as. */
@@ -12,9 +13,20 @@ export interface StepLedger {
   readonly settled: Map<string, SettledCall>
   /** Steps already shown (a stop condition may be listed twice, or asked again for the same steps). */
   readonly shown: WeakSet<object>
+  /** The completed steps with calls, as a stopped run's report tells them. */
+  readonly records: TurnRecord[]
 }
 
-export const newStepLedger = (): StepLedger => ({ turns: 0, settled: new Map(), shown: new WeakSet() })
+export const newStepLedger = (): StepLedger => ({ turns: 0, settled: new Map(), shown: new WeakSet(), records: [] })
+
+const recordOf = (r: ToolResult) => ({
+  id: r.callId,
+  name: r.name,
+  ok: r.ok,
+  ...(r.error === undefined ? {} : { code: r.error.code }),
+  attempts: r.attempts,
+  replayed: r.replayed,
+})
 
 const isObject = (value: unknown): value is Record<string, unknown> => typeof value === 'object' && value !== null
 
@@ -30,7 +42,7 @@ function read(value: unknown, key: string): unknown {
 /**
  * Shows the SDK's last step to the layers that watch turns (`stuckLoop({ convergence })`), as shallot's
  * `createAgent` shows each completed turn: the step's text, its tool calls in the model's order and their
- * results, for the calls that went through the stack. The SDK asks its stop conditions (`stopWhen`, where
+ * results, for the calls that went through the stack; and records it for the report of a stop. The SDK asks its stop conditions (`stopWhen`, where
  * `stopOnHardError` goes) after every step whose tool calls all have results, before the next step; that is
  * when a turn is complete. A step is shown once; one without a settled call is not shown. A `LoopError` from
  * a layer is thrown; anything else a layer throws is logged by the stack and the generation goes on.
@@ -43,7 +55,6 @@ export function observeLastStep(stack: Stack, run: RunContext, ledger: StepLedge
   // Every call of the step settled before the SDK asked: what is noted belongs to this step, and no later one.
   const settled = new Map(ledger.settled)
   ledger.settled.clear()
-  if (stack.observeTurn === undefined) return
   const toolCalls = read(step, 'toolCalls')
   const calls: ToolCall[] = []
   const results: ToolResult[] = []
@@ -55,7 +66,9 @@ export function observeLastStep(stack: Stack, run: RunContext, ledger: StepLedge
     results.push(done.result)
   }
   if (calls.length === 0) return
-  const text = read(step, 'text')
+  const said = read(step, 'text')
+  const text = typeof said === 'string' && said !== '' ? said : undefined
   ledger.turns++
-  stack.observeTurn({ turn: ledger.turns, text: typeof text === 'string' && text !== '' ? text : undefined, calls, results }, run)
+  ledger.records.push({ turn: ledger.turns, ...(text === undefined ? {} : { text }), calls: results.map(recordOf) })
+  stack.observeTurn?.({ turn: ledger.turns, text, calls, results }, run)
 }

@@ -1,18 +1,105 @@
 import { readFileSync } from 'node:fs'
 import { ToolError } from '@shallot/core'
-import { tool } from 'ai'
-import { describe, expect, it, vi } from 'vitest'
+import { APICallError, tool } from 'ai'
+import { MockLanguageModelV3 } from 'ai/test'
+import { afterEach, describe, expect, it, vi } from 'vitest'
 import { z } from 'zod'
 import { payWithApproval } from './readme-approval-example.js'
-import { explainMain } from './readme-example.js'
+import { type Payments, refunds } from './readme-example.js'
 import { chat } from './readme-stream-example.js'
+import { explainMain } from './readme-tools-example.js'
 import { lastToolResults, scriptedLanguageModel } from './scripted-language-model.test-helper.js'
 
 const read = (file: string) => readFileSync(new URL(file, import.meta.url), 'utf8')
 
+afterEach(() => {
+  vi.useRealTimers()
+})
+
+type Generated = Awaited<ReturnType<MockLanguageModelV3['doGenerate']>>
+const usage = {
+  inputTokens: { total: 10, noCache: 10, cacheRead: undefined, cacheWrite: undefined },
+  outputTokens: { total: 5, text: 5, reasoning: undefined },
+}
+const rateLimited = () =>
+  new APICallError({
+    message: 'Rate limit reached',
+    url: 'https://api.example/v1/chat/completions',
+    requestBodyValues: {},
+    statusCode: 429,
+    responseHeaders: { 'retry-after': '1' },
+    isRetryable: true,
+  })
+const refundCall = (id: string): Generated => ({
+  content: [{ type: 'tool-call', toolCallId: id, toolName: 'refund', input: '{"payment":"pay_1"}' }],
+  finishReason: { unified: 'tool-calls', raw: undefined },
+  usage,
+  warnings: [],
+})
+const answer = (text: string): Generated => ({
+  content: [{ type: 'text', text }],
+  finishReason: { unified: 'stop', raw: undefined },
+  usage,
+  warnings: [],
+})
+
+/** A model that is rate limited once, then asks for the refund, then answers with what the refund tool said. */
+function refundingModel() {
+  let calls = 0
+  return new MockLanguageModelV3({
+    doGenerate: async ({ prompt }) => {
+      calls++
+      if (calls === 1) throw rateLimited()
+      const last = prompt.at(-1)
+      if (last?.role !== 'tool') return refundCall(`call_${calls}`)
+      const output = last.content[0]?.type === 'tool-result' ? last.content[0].output : undefined
+      return answer(`done: ${output?.type === 'text' ? output.value : JSON.stringify(output)}`)
+    },
+  })
+}
+
 describe('README', () => {
   it('shows the type-checked example verbatim (importing the published name)', () => {
     const example = read('./readme-example.ts').replace("from './index.js'", "from '@shallot/ai-sdk'")
+    expect(read('../README.md')).toContain(example)
+  })
+
+  it('runs: the model is rate limited once and the refund times out after it landed; the service takes it once', async () => {
+    vi.useFakeTimers()
+    const taken = new Map<string, string>()
+    let attempts = 0
+    const payments: Payments = {
+      async refund(payment, { idempotencyKey }) {
+        attempts++
+        if (idempotencyKey === undefined) throw new Error('the refund was sent without a key')
+        if (!taken.has(idempotencyKey)) taken.set(idempotencyKey, `re_${payment}`)
+        // The first answer is lost on the way back: the refund landed, the caller cannot tell.
+        if (attempts === 1) throw Object.assign(new Error('socket hang up'), { code: 'ECONNRESET' })
+        return taken.get(idempotencyKey) as string
+      },
+      findRefund: async (key) => (key === undefined ? undefined : taken.get(key)),
+    }
+    const pending = refunds(refundingModel(), payments)('pay_1')
+    await vi.advanceTimersByTimeAsync(5_000)
+    expect(await pending).toBe('done: re_pay_1')
+    expect(attempts).toBe(2)
+    expect(taken.size).toBe(1)
+  })
+
+  it('runs: a model that stays down ends as the report, not a throw', async () => {
+    vi.useFakeTimers()
+    const down = new MockLanguageModelV3({ doGenerate: async () => Promise.reject(rateLimited()) })
+    const payments: Payments = { refund: async () => 'never', findRefund: async () => undefined }
+    const pending = refunds(down, payments)('pay_1')
+    // The default model stack rides a provider's outage out for two minutes before the run stops.
+    await vi.advanceTimersByTimeAsync(130_000)
+    const report = await pending
+    expect(report).toMatch(/^Run .* stopped: model_failed\nTask: Refund payment pay_1\n/)
+    expect(report).toContain('generate again with the conversation so far')
+  })
+
+  it('shows the tools-only example verbatim', () => {
+    const example = read('./readme-tools-example.ts').replace("from './index.js'", "from '@shallot/ai-sdk'")
     expect(read('../README.md')).toContain(example)
   })
 

@@ -1,4 +1,5 @@
 import type { Tracer } from '@opentelemetry/api'
+import type { RunReport } from '@shallot/agent'
 import {
   createRun,
   LoopError,
@@ -8,8 +9,6 @@ import {
   TOOL_EFFECTS,
   type ToolEffect,
   type ToolResult,
-  toolDescription,
-  toolInputSchema,
 } from '@shallot/core'
 import {
   approvalCheckOf,
@@ -20,29 +19,28 @@ import {
   stackFromSource,
   stackSourceShape,
 } from '@shallot/core/kit'
-import {
-  asSchema,
-  type FlexibleSchema,
-  type InferToolInput,
-  type InferToolOutput,
-  jsonSchema,
-  type LanguageModel,
-  type StopCondition,
-  type StreamTextTransform,
-  type Tool,
-  type ToolCallRepairFunction,
-  type ToolSet,
+import type {
+  InferToolInput,
+  InferToolOutput,
+  LanguageModel,
+  StopCondition,
+  StreamTextTransform,
+  Tool,
+  ToolCallRepairFunction,
+  ToolSet,
 } from 'ai'
 import { z } from 'zod'
+import { generationReport } from './generation-report.js'
 import { hardStopTransform } from './hard-stop-transform.js'
 import { checkedOutput, modelOutput } from './model-output.js'
+import { modelText } from './model-tool-text.js'
 import { newStepLedger, observeLastStep } from './observe-steps.js'
 import { repairMalformedInput } from './repair-tool-call.js'
 import { type SdkExecutionOptions, sdkCall } from './sdk-call.js'
 import { flagsToolErrors, softErrorOutput } from './soft-error-output.js'
 import { softErrorTracer } from './soft-error-tracer.js'
 import { isSoftFailure, type SoftFailure, softFailure } from './soft-failure.js'
-import { type Reconcile, toShallotTools } from './to-shallot-tool.js'
+import { type Reconcile, stackToolsOf } from './to-shallot-tool.js'
 import {
   approvalResponse,
   approvedIn,
@@ -86,6 +84,8 @@ export const shallotToolsOptionsSchema = z
       'an AI SDK language model (the one passed to generateText)',
       (v) => typeof v === 'string' || isObject(v),
     ).optional(),
+    /** What the generation is asked, as the report of a stop names the task. Default: "an AI SDK generation". */
+    task: z.string().max(100_000).optional(),
   })
   .superRefine(onlyWithoutStack(['effects', 'reconcile']))
   .superRefine(runBudgetRefinement)
@@ -136,6 +136,12 @@ export interface ShallotToolSet<T extends ToolSet> {
   /** The `LoopError` that stopped the generation, once one did. */
   readonly error: LoopError | undefined
   /**
+   * What a person reads of a stop, as `createAgent`'s outcome has it: the task, the completed steps and their calls,
+   * what failed, why, and what to do next. Of `error` (what `generateText` threw: a model layer's stop too), else of
+   * the set's own stop; undefined when neither is a `LoopError`.
+   */
+  report(error?: unknown): RunReport | undefined
+  /**
    * Answers a `tool-approval-request` part (a call a policy's `approve` rule stopped, asked through
    * the SDK's `needsApproval`) with the `tool-approval-response` part to send back in a `tool`
    * message. `'approve'`: the next generation runs it once. `'deny'` / `{ deny: reason }`: it goes
@@ -145,22 +151,6 @@ export interface ShallotToolSet<T extends ToolSet> {
 }
 
 const isPromiseLike = (value: unknown): value is PromiseLike<unknown> => typeof (value as { then?: unknown } | null)?.then === 'function'
-
-/**
- * The description and input schema the SDK sends the model, cleaned of invisible characters and
- * capped by core's tool-text rules. The stack validates the input (once, with the original schema);
- * the SDK only parses the JSON. A description computed per call (ai 7) is cleaned when computed.
- */
-function modelText(sdkTool: Tool): Pick<Tool, 'description' | 'inputSchema'> {
-  const { description } = sdkTool as { description?: unknown }
-  const cleanDescription =
-    typeof description === 'function' ? (...args: unknown[]) => toolDescription(description(...args)) : toolDescription(description)
-  const inputSchema = jsonSchema(() => {
-    const json = asSchema(sdkTool.inputSchema as FlexibleSchema<unknown>).jsonSchema
-    return (isPromiseLike(json) ? Promise.resolve(json).then(toolInputSchema) : toolInputSchema(json)) as never
-  })
-  return { ...(description === undefined ? {} : { description: cleanDescription as string }), inputSchema }
-}
 
 /**
  * Puts a shallot stack in front of AI SDK tools. Every `execute` goes through the stack: a soft error
@@ -186,7 +176,7 @@ export function shallotTools<T extends ToolSet>(tools: T, options?: ShallotTools
     o.stack ??
     stackFromSource(
       o,
-      toShallotTools(tools, {
+      stackToolsOf(tools, {
         ...(o.effects === undefined ? {} : { effects: o.effects as Record<string, ToolEffect> }),
         ...(o.reconcile === undefined ? {} : { reconcile: o.reconcile }),
       }),
@@ -291,6 +281,10 @@ export function shallotTools<T extends ToolSet>(tools: T, options?: ShallotTools
     run,
     get error() {
       return error
+    },
+    report(given?: unknown) {
+      const stopped = LoopError.is(given) ? given : error
+      return stopped === undefined ? undefined : generationReport(run.id, o.task ?? 'an AI SDK generation', ledger.records, stopped)
     },
     approvalResponse: (request, answer) => approvalResponse(request, answer, { stack, run, signal: abortSignal, check }),
   }

@@ -73,13 +73,61 @@ async function lastValue(stream: AsyncIterable<unknown>): Promise<unknown> {
   return last
 }
 
+/** The SDK's execution options as a tool run by a stack gets them: with the call's `idempotencyKey`. */
+export type ShallotToolExecutionOptions = SdkExecutionOptions & { readonly idempotencyKey?: string | undefined }
+
+/**
+ * The key of the logical call a tool's `execute` runs for, when a stack with `idempotency()` runs it: the same on
+ * every attempt and resume of the call. Forward it upstream (an `Idempotency-Key` header) so a write the service
+ * already took is not taken twice. Undefined when no layer gave one, or outside a stack.
+ *
+ * @example
+ * tool({ inputSchema, execute: (args, options) => payments.refund(args, { idempotencyKey: idempotencyKeyOf(options) }) })
+ */
+export function idempotencyKeyOf(options: unknown): string | undefined {
+  const key = typeof options === 'object' && options !== null ? (options as { idempotencyKey?: unknown }).idempotencyKey : undefined
+  return typeof key === 'string' ? key : undefined
+}
+
+/** What an AI SDK tool may say that a stack's tool does without (its text and schema are carried, the rest is the SDK's). */
+const LEFT_TO_THE_SDK = new Set([
+  'type',
+  'description',
+  'title',
+  'inputSchema',
+  'inputExamples',
+  'outputSchema',
+  'strict',
+  'providerOptions',
+  'metadata',
+  'execute',
+])
+/** Fields that change what happens to a call, which a stack cannot keep: refused, never dropped. */
+const NOT_KEPT: Record<string, string> = {
+  needsApproval: "a stack would run the call without asking; list policy({ rules: [{ action: 'approve', tools: … }] }) in the middleware",
+  toModelOutput: "the model would read the stack's text of the value instead; shape the value in execute",
+  onInputStart: "a stack never streams a call's arguments, so it would never be called",
+  onInputDelta: "a stack never streams a call's arguments, so it would never be called",
+  onInputAvailable: 'a stack never calls it; read the arguments in execute',
+}
+
+function refuseWhatIsLost(name: string, sdkTool: object): void {
+  for (const field of Object.keys(sdkTool)) {
+    if (LEFT_TO_THE_SDK.has(field) || (sdkTool as Record<string, unknown>)[field] === undefined) continue
+    const why = Object.hasOwn(NOT_KEPT, field) ? NOT_KEPT[field] : 'a stack does not know it'
+    throw new TypeError(`toShallotTool("${name}"): the tool's ${field} cannot be kept: ${why} (shallotTools() keeps the SDK tool whole)`)
+  }
+}
+
 /**
  * Turns one AI SDK tool into a shallot tool: same name and description, its input schema as a zod
  * schema (see {@link inputSchemaOf}), and an `execute` that calls the SDK tool's own with the call's
- * signal. A streaming `execute` (an async iterable) resolves to its last value.
+ * signal and `idempotencyKey` (read it with {@link idempotencyKeyOf}). A streaming `execute` (an async
+ * iterable) resolves to its last value.
  *
  * `options` are what `defineTool` takes and the SDK tool does not say: `effect` and `reconcile`; any
- * other field is refused (`OptionsError` naming it and the known ones).
+ * other field is refused (`OptionsError` naming it and the known ones). So is a field of the SDK tool a
+ * stack cannot keep (`needsApproval`, `toModelOutput`, `onInput*`): a TypeError naming it and why.
  *
  * @example
  * const readFile = toShallotTool('read_file', tool({ inputSchema: z.object({ path: z.string() }), execute: read }), { effect: 'read' })
@@ -87,6 +135,12 @@ async function lastValue(stream: AsyncIterable<unknown>): Promise<unknown> {
  */
 export function toShallotTool<T extends Tool>(name: string, sdkTool: T, options: ToShallotToolOptions<InferToolInput<T>> = {}): AnyTool {
   const o = parseOptions(`toShallotTool("${name}")`, toolOptionsSchema, options)
+  if (typeof sdkTool === 'object' && sdkTool !== null) refuseWhatIsLost(name, sdkTool)
+  return stackToolOf(name, sdkTool, o)
+}
+
+/** The shallot tool a stack runs for an SDK tool, whatever else the SDK tool carries (shallotTools keeps that). */
+function stackToolOf(name: string, sdkTool: Tool, o: { effect?: ToolEffect | undefined; reconcile?: Reconcile | undefined }): AnyTool {
   const run = sdkTool.execute as ((input: unknown, options: SdkExecutionOptions) => unknown) | undefined
   if (typeof run !== 'function') {
     throw new TypeError(`toShallotTool("${name}"): the tool has no execute function, so there is nothing for a stack to run`)
@@ -98,15 +152,16 @@ export function toShallotTool<T extends Tool>(name: string, sdkTool: T, options:
     description: typeof sdkTool.description === 'string' ? sdkTool.description : '',
     input: inputSchemaOf(sdkTool.inputSchema as FlexibleSchema<unknown>),
     effect: o.effect ?? 'write',
-    async execute(args, { signal }) {
+    async execute(args, { signal, idempotencyKey }) {
       const call = sdkCall.getStore()
-      // Everything the SDK passed (its context field differs between majors), with the attempt's signal.
+      // Everything the SDK passed (its context field differs between majors), with the attempt's signal and the call's key.
       const output = run.call(sdkTool, args, {
         ...call,
         toolCallId: call?.toolCallId ?? '',
         messages: call?.messages ?? [],
         abortSignal: signal,
-      } as SdkExecutionOptions)
+        idempotencyKey,
+      } as ShallotToolExecutionOptions)
       return isAsyncIterable(output) ? lastValue(output) : output
     },
   }) as AnyTool
@@ -120,6 +175,17 @@ export function toShallotTool<T extends Tool>(name: string, sdkTool: T, options:
  * const stack = createStack({ middleware: defaultMiddleware(), tools: toShallotTools(tools, { effects: { read_file: 'read' }, reconcile: { refund: findRefund } }) })
  */
 export function toShallotTools(tools: ToolSet, options: ToShallotToolsOptions = {}): AnyTool[] {
+  return toolsOf(tools, options, (name, sdkTool, o) => toShallotTool(name, sdkTool, o))
+}
+
+/** The stack's tools of a `shallotTools()` set, which keeps each SDK tool whole and runs it through these. */
+export function stackToolsOf(tools: ToolSet, options: ToShallotToolsOptions = {}): AnyTool[] {
+  return toolsOf(tools, options, stackToolOf)
+}
+
+type Convert = (name: string, sdkTool: Tool, options: { effect?: ToolEffect; reconcile?: Reconcile }) => AnyTool
+
+function toolsOf(tools: ToolSet, options: ToShallotToolsOptions, convert: Convert): AnyTool[] {
   const o = parseOptions('toShallotTools()', toolsOptionsSchema, options)
   const effects = o.effects ?? {}
   const reconcilers = o.reconcile ?? {}
@@ -138,7 +204,7 @@ export function toShallotTools(tools: ToolSet, options: ToShallotToolsOptions = 
     .map(([name, sdkTool]) => {
       const effect = effects[name]
       const reconcile = reconcilers[name]
-      return toShallotTool(name, sdkTool as Tool, {
+      return convert(name, sdkTool as Tool, {
         ...(effect === undefined ? {} : { effect }),
         ...(reconcile === undefined ? {} : { reconcile }),
       })

@@ -136,7 +136,7 @@ export function bulkhead(options?: BulkheadOptions): Middleware {
     if (tool === undefined) return next()
     const key = keyOf === undefined ? tool.name : keyOf(ctx)
     if (key === undefined) return next()
-    const current = ctx.currentSignal()
+    const current = ctx.signal
     if (current.aborted) throw abortReason(current)
     let compartment = compartments.get(key)
     if (compartment === undefined) {

@@ -19,7 +19,8 @@ const isPolicy = (v: unknown) =>
   typeof v === 'object' &&
   v !== null &&
   ['initial', 'isCounts', 'record', 'shouldOpen', 'failures', 'rebase'].every((m) => typeof (v as never)[m] === 'function')
-const isStore = (v: unknown) => typeof v === 'object' && v !== null && typeof (v as BreakerStore).update === 'function'
+const isStore = (v: unknown) =>
+  typeof v === 'object' && v !== null && typeof (v as BreakerStore).update === 'function' && typeof (v as BreakerStore).get === 'function'
 
 /**
  * Options of {@link circuitBreaker}, for its tool side and its model side alike. `key` and `isFailure`
@@ -69,6 +70,13 @@ export const circuitBreakerOptionsSchema = z
     maxKeys: z.number().int().min(1).default(1000),
     /** Where stack-scoped state lives. Default: this process's memory. */
     store: z.custom<BreakerStore>(isStore, { message: 'must be a BreakerStore { get(key), update(key, change) }' }).optional(),
+    /**
+     * With a shared `store`: how long a circuit the store showed closed is trusted before this worker
+     * reads it again. Calls to it ask the store nothing meanwhile and their successes are written with
+     * the key's next write; failures are written at once. An opening on another worker stops this one's
+     * calls within this bound (plus one read). 0 asks the store on every call. Default 1000 ms.
+     */
+    storeRefreshMs: z.number().int().min(0).max(3_600_000).default(1000),
     /**
      * Which errors count against the circuit. Default: {@link indictsTool} for a tool call, core's transient
      * model errors (408/429/5xx, timeouts, dropped connections) for a model call. Hard errors and caller

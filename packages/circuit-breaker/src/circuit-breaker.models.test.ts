@@ -13,6 +13,7 @@ import { type ManualClock, manualClock } from '@shallot/testing'
 import { describe, expect, it } from 'vitest'
 import {
   type BreakerState,
+  type BreakerStore,
   circuitBreaker,
   circuitBreakerDefinition,
   consecutive,
@@ -184,6 +185,36 @@ describe('circuitBreaker()', () => {
     expect(errorOf(await fleet(other).run())?.cause).toMatchObject({ code: 'circuit_open' })
     expect(other.requests).toHaveLength(0)
     expect(((await store.get('model:openai:gpt')) as BreakerState).circuit).toBe('open')
+  })
+
+  it('with a shared store, asks it nothing for a model it read closed within storeRefreshMs, and sees an opening after it', async () => {
+    const shared = memoryBreakerStore()
+    const asked = { get: 0, update: 0 }
+    const store: BreakerStore = {
+      get: async (key) => {
+        asked.get++
+        return shared.get(key)
+      },
+      update: async (key, change) => {
+        asked.update++
+        return shared.update(key, change)
+      },
+    }
+    const clock = manualClock()
+    const healthy = scripted('gpt', [answer('fine')], 'openai')
+    const a = agentOf(healthy, [circuitBreaker({ policy: consecutive({ threshold: 1 }), store })], clock)
+    for (let i = 0; i < 5; i++) expect(await a.run()).toMatchObject({ status: 'completed' })
+    expect(asked).toEqual({ get: 1, update: 0 })
+    await agentOf(
+      scripted('gpt', [overloaded()], 'openai'),
+      [circuitBreaker({ policy: consecutive({ threshold: 1 }), store })],
+      clock,
+    ).run()
+    expect(shared.peek('model:openai:gpt')?.circuit).toBe('open')
+    expect(await a.run()).toMatchObject({ status: 'completed' }) // the view is 0 ms old: the staleness storeRefreshMs buys
+    await clock.advance(1000)
+    expect(errorOf(await a.run())?.cause).toMatchObject({ code: 'circuit_open' })
+    expect(healthy.requests).toHaveLength(6)
   })
 
   it('keys by provider and name, apart from a tool of the same name in a shared store; a key function may bypass', async () => {

@@ -218,14 +218,32 @@ describe('store', () => {
     const shared = memoryBreakerStore()
     const store: BreakerStore = { get: async (key) => shared.get(key), update: async (key, change) => shared.update(key, change) }
     const f = fetchTool(new Set(['a.test']))
+    const clock = manualClock()
     const options = { store, policy: consecutive({ threshold: 2 }) }
+    const worker1 = createStack({ middleware: [circuitBreaker(options)], tools: [f.tool], clock })
+    const worker2 = createStack({ middleware: [circuitBreaker(options)], tools: [f.tool], clock })
+    await worker1.dispatch(get('a.test'))
+    await worker2.dispatch(get('a.test'))
+    expect(worker2.describeTool(f.tool, createRun())).toMatch(/^UNAVAILABLE/)
+    expect((await store.get('fetch_url'))?.circuit).toBe('open')
+    // Worker 1 saw the circuit closed a moment ago and trusts that for storeRefreshMs (1000): its next call runs.
+    // Its failure is written at once, and the store's answer shows it the opening.
+    expect(await code(worker1.dispatch(get('a.test')))).toBe('upstream_error')
+    expect(await code(worker1.dispatch(get('a.test')))).toBe('circuit_open')
+    expect(f.calls).toBe(3)
+  })
+
+  it('with storeRefreshMs 0, asks the store on every call: an opening elsewhere stops the next call', async () => {
+    const shared = memoryBreakerStore()
+    const store: BreakerStore = { get: async (key) => shared.get(key), update: async (key, change) => shared.update(key, change) }
+    const f = fetchTool(new Set(['a.test']))
+    const options = { store, policy: consecutive({ threshold: 2 }), storeRefreshMs: 0 }
     const worker1 = createStack({ middleware: [circuitBreaker(options)], tools: [f.tool] })
     const worker2 = createStack({ middleware: [circuitBreaker(options)], tools: [f.tool] })
     await worker1.dispatch(get('a.test'))
     await worker2.dispatch(get('a.test'))
     expect(await code(worker1.dispatch(get('a.test')))).toBe('circuit_open')
-    expect(worker2.describeTool(f.tool, createRun())).toMatch(/^UNAVAILABLE/)
-    expect((await store.get('fetch_url'))?.circuit).toBe('open')
+    expect(f.calls).toBe(2)
   })
 
   it('stops waiting for a hung store as soon as the caller cancels, before or after the tool ran', async () => {
@@ -233,7 +251,7 @@ describe('store', () => {
     let hang = true
     const shared = memoryBreakerStore()
     const store: BreakerStore = {
-      get: (key) => shared.get(key),
+      get: (key) => (hang ? new Promise(() => {}) : shared.get(key)),
       update: (key, change) => (hang ? new Promise(() => {}) : shared.update(key, change)),
     }
     const stack = createStack({ middleware: [circuitBreaker({ store })], tools: [f.tool] })
@@ -251,10 +269,11 @@ describe('store', () => {
       name: 'fetch_url',
       description: '',
       input: z.object({ url: z.string() }),
+      // A failure is written at once (a success of a closed circuit would be held): the settle waits on the store.
       execute: () => {
         hang = true
         setImmediate(() => after.abort())
-        return 'body'
+        throw new ToolError('network_error', 'connection reset', { category: 'transient' })
       },
     })
     const stack2 = createStack({ middleware: [circuitBreaker({ store })], tools: [tool] })
@@ -291,7 +310,9 @@ describe('store', () => {
     await stack.dispatch(get('a.test'))
     expect(await code(stack.dispatch(get('a.test')))).toBe('circuit_open')
     expect(f.calls).toBe(2)
-    expect(types.filter((t) => t === 'circuit-breaker.store_error')).toHaveLength(5)
+    // Each failure's write, and the refused call's admission (the circuit was seen open); the second call's
+    // admission asked nothing: the circuit was seen closed a moment ago.
+    expect(types.filter((t) => t === 'circuit-breaker.store_error')).toHaveLength(3)
     expect(warnings).toContain('circuit breaker store failed; using local state')
   })
 })

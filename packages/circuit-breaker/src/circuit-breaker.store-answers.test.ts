@@ -22,7 +22,7 @@ function storeSaying(openMs: number): BreakerStore {
   })
   let written: BreakerState | undefined
   return {
-    get: () => written,
+    get: () => written ?? state(0),
     update: (_key, change) => {
       written = change(written ?? state(0))
       return written

@@ -1,5 +1,6 @@
 import { optionsParser } from '@shallot/core/kit'
 import { z } from 'zod'
+import { boundedMap } from './bounded-map.js'
 import type { BreakerState } from './breaker-state.js'
 import type { BreakerStore } from './breaker-store.js'
 
@@ -43,51 +44,19 @@ export function memoryBreakerStore(options?: MemoryBreakerStoreOptions): MemoryB
  * const local = boundedStates(1000)
  */
 export function boundedStates(maxKeys: number): MemoryBreakerStore {
-  // A use stamps the entry instead of moving it in the Map: reads stay a lookup and a field write,
-  // and only an insert past maxKeys pays for finding the stalest entry.
-  const entries = new Map<string, { state: BreakerState; used: number }>()
-  let tick = 0
-
-  const evictStalest = (keep: string): void => {
-    let stalest: string | undefined
-    let oldest = Number.POSITIVE_INFINITY
-    for (const [key, entry] of entries) {
-      if (entry.used < oldest && key !== keep) {
-        oldest = entry.used
-        stalest = key
-      }
-    }
-    if (stalest !== undefined) entries.delete(stalest)
-  }
-  const set = (key: string, state: BreakerState): void => {
-    const entry = entries.get(key)
-    if (entry !== undefined) {
-      entry.state = state
-      entry.used = ++tick
-      return
-    }
-    entries.set(key, { state, used: ++tick })
-    if (entries.size > maxKeys) evictStalest(key)
-  }
-  const get = (key: string): BreakerState | undefined => {
-    const entry = entries.get(key)
-    if (entry === undefined) return undefined
-    entry.used = ++tick
-    return entry.state
-  }
-
+  const states = boundedMap<BreakerState>(maxKeys)
   return {
-    get,
-    peek: (key) => entries.get(key)?.state,
-    set,
+    get: states.get,
+    peek: states.peek,
+    set: states.set,
     update(key, change) {
-      const current = get(key)
+      const current = states.get(key)
       const next = change(current)
-      if (next !== current) set(key, next)
+      if (next !== current) states.set(key, next)
       return next
     },
     get size() {
-      return entries.size
+      return states.size
     },
   }
 }

@@ -3,9 +3,10 @@ import { isTransientModelError } from '@shallot/core/kit'
 import type { Admission, FailureFacts, Outcome, Ticket, Transition } from './breaker-machine.js'
 import type { Circuit } from './breaker-state.js'
 import { type CircuitBreakerConfig, lifetimeOf } from './circuit-breaker-options.js'
+import type { BreakerHost, StateHome } from './home.js'
 import { keyFrom } from './key-from.js'
 import { machineOf } from './machine-of.js'
-import { type BreakerHost, type StateHome, stateHome } from './state-home.js'
+import { stateHome } from './state-home.js'
 import { stateListener } from './state-listener.js'
 
 /** What the model breaker leaves in the context for the layers outside it (fallback reads it): the circuit of the model it judged. */
@@ -75,7 +76,7 @@ interface ModelCircuit {
 
 const noEvent = () => {}
 /** What a state home is handed: the run and its logger; a store's failure is logged, as a model call has no event for it. */
-const hostOf = (ctx: ModelContext): BreakerHost => ({ run: ctx.run, log: ctx.log, emit: noEvent })
+const hostOf = (ctx: ModelContext): BreakerHost => ({ run: ctx.run, clock: ctx.clock, log: ctx.log, emit: noEvent })
 
 /**
  * The model side of {@link circuitBreaker}: one breaker per model (per agent, unless a shared `store`
@@ -88,12 +89,13 @@ export function modelBreaker(o: CircuitBreakerConfig): ModelMiddleware {
   const machine = machineOf(o)
   const lifetime = lifetimeOf(o)
   // A shared store or run state is one home for every agent; this process's memory is one per agent's model onion.
-  const common = lifetime === 'run' || o.store !== undefined ? stateHome(machine, o.maxKeys, lifetime, o.store) : undefined
+  const homeOptions = { maxKeys: o.maxKeys, lifetime, store: o.store, storeRefreshMs: o.storeRefreshMs }
+  const common = lifetime === 'run' || o.store !== undefined ? stateHome(machine, homeOptions) : undefined
   const perAgent = new WeakMap<object, StateHome>()
   const homeOf = (stackKey: object): StateHome => {
     if (common !== undefined) return common
     let home = perAgent.get(stackKey)
-    if (home === undefined) perAgent.set(stackKey, (home = stateHome(machine, o.maxKeys, 'stack', undefined)))
+    if (home === undefined) perAgent.set(stackKey, (home = stateHome(machine, { ...homeOptions, lifetime: 'stack' })))
     return home
   }
   const isFailure = o.isFailure ?? isTransientModelError
@@ -127,7 +129,7 @@ export function modelBreaker(o: CircuitBreakerConfig): ModelMiddleware {
   /** Settles a model call's outcome on its circuit; `failure` is what a failed call said about itself. */
   async function settle(ctx: ModelContext, { model, key }: ModelCircuit, ticket: Ticket, outcome: Outcome, failure?: FailureFacts) {
     const home = homeOf(ctx.stackKey)
-    if (!home.quiet(ctx.run, key, ticket, outcome)) {
+    if (!home.settleQuietly(ctx, key, ticket, outcome)) {
       // The clock is read in the step, after a shared store's read, as the tool breaker does.
       const step = home.apply(hostOf(ctx), key, ctx.signal, (current) => machine.settle(current, ticket, outcome, ctx.clock.now(), failure))
       const { change } = isPromise(step) ? await step : step
@@ -143,9 +145,9 @@ export function modelBreaker(o: CircuitBreakerConfig): ModelMiddleware {
     if (ctx.signal.aborted) throw abortReason(ctx.signal)
     const model = ctx.model.name
     const home = homeOf(ctx.stackKey)
-    let admission: Admission | undefined = home.admitClosed(ctx.run, key)
+    let admission: Admission | undefined = home.admitClosed(ctx, key)
     if (admission === undefined) {
-      const pending = home.apply(hostOf(ctx), key, ctx.signal, (current) => machine.admit(current, ctx.clock.now()))
+      const pending = home.admit(hostOf(ctx), key, ctx.signal, (current) => machine.admit(current, ctx.clock.now()))
       admission = isPromise(pending) ? await pending : pending
       if (admission.changes.length > 0) report(ctx, model, key, admission.changes)
     }
@@ -164,8 +166,8 @@ export function modelBreaker(o: CircuitBreakerConfig): ModelMiddleware {
       await settle(ctx, { model, key }, admission, outcome, { retryAfterMs, attempts: ctx.attempt - first + 1 })
       throw err
     }
-    // The happy path: a success that changes nothing (a closed circuit with nothing counted) writes nothing.
-    if (home.quiet(ctx.run, key, admission, 'success')) ctx.circuit = { model, key, circuit: 'closed', refused: false }
+    // The happy path: a success that changes nothing (a closed circuit with nothing counted), or one a shared home holds, writes nothing now.
+    if (home.settleQuietly(ctx, key, admission, 'success')) ctx.circuit = { model, key, circuit: 'closed', refused: false }
     else await settle(ctx, { model, key }, admission, 'success')
   }
 }

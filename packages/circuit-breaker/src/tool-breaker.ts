@@ -1,13 +1,13 @@
 import { abortReason, type Logger, LoopError, type Middleware, type Next, type ToolContext, ToolError } from '@shallot/core'
-import type { AbortSource } from '@shallot/core/kit'
 import type { Admission, BreakerMachine, Outcome, Ticket, Transition } from './breaker-machine.js'
 import { type BreakerStateChange, type CircuitBreakerConfig, lifetimeOf } from './circuit-breaker-options.js'
 import { circuitOpenError } from './circuit-open-error.js'
+import type { StateHome } from './home.js'
 import { indictsTool } from './indicts-tool.js'
 import { keyFrom } from './key-from.js'
 import { machineOf } from './machine-of.js'
 import { runKeys } from './run-keys.js'
-import { type StateHome, stateHome } from './state-home.js'
+import { stateHome } from './state-home.js'
 import { stateListener } from './state-listener.js'
 
 /**
@@ -18,7 +18,7 @@ export function toolBreaker(o: CircuitBreakerConfig): Middleware {
   const machine = machineOf(o)
   const b: Breaker = {
     machine,
-    home: stateHome(machine, o.maxKeys, lifetimeOf(o), o.store),
+    home: stateHome(machine, { maxKeys: o.maxKeys, lifetime: lifetimeOf(o), store: o.store, storeRefreshMs: o.storeRefreshMs }),
     tell: stateListener(o.onStateChange),
     isFailure: o.isFailure ?? indictsTool,
   }
@@ -32,8 +32,7 @@ export function toolBreaker(o: CircuitBreakerConfig): Middleware {
     const key = keyOf === undefined ? tool.name : keyFrom(keyOf, ctx)
     if (key === undefined) return next()
     if (keyOf !== undefined) keysOfRun.note(ctx.run, tool.name, key)
-    // The signal as it stands, not made real: a store's wait makes it real only if it must wait.
-    const signal = ctx.currentSignal()
+    const signal = ctx.signal
     if (signal.aborted) throw abortReason(signal)
     return guarded({ b, ctx, tool: tool.name, key, signal }, next)
   }
@@ -67,14 +66,14 @@ interface BreakerCall {
   readonly tool: string
   readonly key: string
   /** The signal the call came with: a shared store's wait stops when it aborts. */
-  readonly signal: AbortSource
+  readonly signal: AbortSignal
 }
 
 /** Admits the call (or refuses it with `circuit_open`), runs it, and settles its outcome on the breaker. */
 async function guarded(call: BreakerCall, next: Next): Promise<void> {
   const { b, ctx } = call
-  // The happy path (a closed circuit, in local or run state) reads neither the clock nor writes anything.
-  const admission = b.home.admitClosed(ctx.run, call.key) ?? (await admit(call))
+  // The happy path (a closed circuit in local or run state, or one a shared store showed closed lately) waits for nothing.
+  const admission = b.home.admitClosed(ctx, call.key) ?? (await admit(call))
   announce(call, admission)
   // Retry inside the breaker bumps ctx.attempt for each repeat: the requests this call made.
   const firstAttempt = ctx.attempt
@@ -96,7 +95,7 @@ async function guarded(call: BreakerCall, next: Next): Promise<void> {
  * ago would then read as a time from another clock, be forgotten, and a second probe run.
  */
 function admit({ b, ctx, key, signal }: BreakerCall): Admission | Promise<Admission> {
-  return b.home.apply(ctx, key, signal, (current) => b.machine.admit(current, ctx.clock.now()))
+  return b.home.admit(ctx, key, signal, (current) => b.machine.admit(current, ctx.clock.now()))
 }
 
 /** Tells what admitting the call changed; throws `circuit_open` when it was refused. */
@@ -137,7 +136,7 @@ function judge({ b, ctx, key, signal }: BreakerCall, error: unknown): Outcome {
 
 async function settle(call: BreakerCall, ticket: Ticket, outcome: Outcome, error: unknown, attempts: number): Promise<void> {
   const { b, ctx, key, signal } = call
-  if (b.home.quiet(ctx.run, key, ticket, outcome)) return
+  if (b.home.settleQuietly(ctx, key, ticket, outcome)) return
   const retryAfterMs = outcome === 'failure' && ToolError.is(error) ? error.retryAfterMs : undefined
   // The clock is read in the step, as in admit(): a probe's own slot must not look like the future.
   const { stale, change, trial } = await b.home.apply(ctx, key, signal, (current) =>

@@ -7,7 +7,7 @@ import {
   type ToolContext,
   type ToolOutput,
 } from '@shallot/core'
-import { type AbortSource, callNext, type Flight, SingleFlight, scopeFrom } from '@shallot/core/kit'
+import { callNext, type Flight, SingleFlight, scopeFrom } from '@shallot/core/kit'
 import { z } from 'zod'
 
 /** Names the scope of a call (its tenant, say): only calls of one scope share an execution. */
@@ -58,11 +58,6 @@ function tell(ctx: ToolContext, type: string, fields: Record<string, unknown>): 
       // Nowhere left to report to.
     }
   }
-}
-
-function restore(ctx: ToolContext, signal: AbortSource): void {
-  if (signal instanceof AbortSignal) ctx.signal = signal
-  else ctx.deferSignal(signal)
 }
 
 /** Each caller but the first gets its own copy, so no caller can change what another reads; a value that cannot be copied is shared. */
@@ -126,7 +121,7 @@ export function coalesce(options?: CoalesceOptions): Middleware {
     const stack = ctx.stackKey
     // A context not made by a stack has no stack to be kept apart from: it runs on its own.
     if (typeof stack !== 'object' || stack === null) return next()
-    const entry = ctx.currentSignal()
+    const entry = ctx.signal
     if (entry.aborted) throw abortReason(entry)
     try {
       void ctx.args
@@ -154,7 +149,7 @@ export function coalesce(options?: CoalesceOptions): Middleware {
         tell(ctx, 'coalesce.left', { callers: left, stopped: left === 0 })
       })
     } finally {
-      if (first) restore(ctx, entry)
+      if (first) ctx.signal = entry
     }
     ctx.result = first ? output : copyOf(output)
   }

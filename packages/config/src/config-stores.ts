@@ -1,6 +1,7 @@
 import type { BreakerStore } from '@shallot/circuit-breaker'
 import type { Clock } from '@shallot/core'
 import { type IdempotencyStore, memoryIdempotencyStore } from '@shallot/idempotency'
+import type { PushbackStore } from '@shallot/rate-limit'
 import { memoryRetryBudget, type RetryBudgetStore } from '@shallot/retry'
 
 /**
@@ -21,6 +22,11 @@ export interface ConfigStores {
    * (`redisRateLimitStore`, `postgresRateLimitStore`) limits a fleet. Default: none (each layer keeps its own, in memory).
    */
   readonly rateLimit?: RateLimitStoreShape
+  /**
+   * Where every `rate-limit` layer's model side shares a provider's pushback: a `PushbackStore`
+   * (`redisStores().pushback`, `postgresStores().pushback`) shares it with a fleet. Default: none (each layer keeps its own, in memory).
+   */
+  readonly pushback?: PushbackStore
 }
 
 /** A `RateLimitStore` of `@shallot/rate-limit`, by its shape (config does not depend on the layer). */
@@ -54,5 +60,6 @@ export function createStores(given: ConfigStores = {}, clock?: Clock): ConfigSto
   }
   if (given.breaker !== undefined) stores.breaker = given.breaker
   if (given.rateLimit !== undefined) stores.rateLimit = given.rateLimit
+  if (given.pushback !== undefined) stores.pushback = given.pushback
   return Object.freeze(stores)
 }

@@ -26,15 +26,15 @@ export function boundedCall(clock: Clock, timeoutMs: number, unavailable: StoreU
     const deadline = new AbortController()
     return new Promise<T>((resolve, reject) => {
       let settled = false
-      clock.sleep(timeoutMs, deadline.signal).then(
-        () => {
-          if (settled) return
-          settled = true
-          deadline.abort()
-          reject(unavailable(op, `no answer within ${timeoutMs} ms`))
-        },
-        () => {},
-      )
+      // Only the deadline aborts the signal `work` holds; an answer just stops the wait. A store
+      // operation takes a fraction of a millisecond, and an abort (an exception object and an event)
+      // would cost it as much again.
+      const stopWaiting = waitFor(clock, timeoutMs, () => {
+        if (settled) return
+        settled = true
+        deadline.abort()
+        reject(unavailable(op, `no answer within ${timeoutMs} ms`))
+      })
       let running: Promise<T>
       try {
         running = work(deadline.signal)
@@ -48,16 +48,24 @@ export function boundedCall(clock: Clock, timeoutMs: number, unavailable: StoreU
             return
           }
           settled = true
-          deadline.abort()
+          stopWaiting()
           resolve(value)
         },
         (err: unknown) => {
           if (settled) return
           settled = true
-          deadline.abort()
+          stopWaiting()
           reject(ToolError.is(err) ? err : unavailable(op, refused, err))
         },
       )
     })
   }
+}
+
+/** Calls `fire` after `ms` on `clock`; the function it returns stops the wait. */
+function waitFor(clock: Clock, ms: number, fire: () => void): () => void {
+  if (clock.timer !== undefined) return clock.timer(ms, fire)
+  const stop = new AbortController()
+  clock.sleep(ms, stop.signal).then(fire, () => {})
+  return () => stop.abort()
 }

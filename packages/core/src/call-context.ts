@@ -1,20 +1,29 @@
 import { fingerprintOf, type ParsedArgs, parseEagerly, parseNow } from './call-args.js'
-import { type AbortSource, abortReason } from './channel.js'
-import type {
-  AnyTool,
-  Clock,
-  DeferredSignal,
-  Logger,
-  Middleware,
-  RunContext,
-  ToolCall,
-  ToolContext,
-  ToolOutput,
-  TraceEvent,
-} from './types.js'
+import type { SignalLink } from './cancellation.js'
+import { abortReason } from './cancellation.js'
+import type { AnyTool, Clock, Logger, Middleware, RunContext, ToolCall, ToolContext, ToolOutput, TraceEvent } from './types.js'
 
 /** Where a call's events go: the stack's logger and listeners. One per stack, shared by its calls. */
 export type EventSink = (ctx: CallContext, event: TraceEvent) => void
+
+/** What every call of one stack shares. */
+export interface CallShared {
+  readonly clock: Clock
+  readonly random: () => number
+  readonly stackKey: object
+  readonly toolNames: () => readonly string[]
+  readonly sink: EventSink
+}
+
+/** What one call brings: the call as guarded, its tool, run, signal, logger and number. */
+export interface CallFacts {
+  readonly call: ToolCall
+  readonly tool: AnyTool | undefined
+  readonly run: RunContext
+  readonly signal: AbortSignal | SignalLink
+  readonly log: Logger
+  readonly callSeq: number
+}
 
 /**
  * The stack's implementation of {@link ToolContext}: one per call, with the call's state private and
@@ -47,39 +56,27 @@ export class CallContext implements ToolContext {
   watched = false
   onion: Middleware | undefined = undefined
   inner: ((ctx: CallContext) => Promise<void>) | undefined = undefined
-  /** The call's signal as dispatch made it (the run's, the caller's, or both linked), before any layer deferred its own. */
-  readonly callSignal: AbortSource
-  #current: AbortSignal | DeferredSignal
+  /** The call's signal as dispatch made it (the run's, the caller's, or a link of both), before any layer set its own. */
+  readonly callSignal: AbortSignal | SignalLink
+  #signal: AbortSignal | SignalLink
   readonly #sink: EventSink
   readonly #toolNames: () => readonly string[]
   #parsed: ParsedArgs | undefined
   #fingerprint: string | undefined
 
-  constructor(
-    call: ToolCall,
-    tool: AnyTool | undefined,
-    run: RunContext,
-    signal: AbortSource,
-    log: Logger,
-    clock: Clock,
-    random: () => number,
-    sink: EventSink,
-    toolNames: () => readonly string[],
-    stackKey: object,
-    callSeq: number,
-  ) {
-    this.#call = call
-    this.tool = tool
-    this.run = run
-    this.stackKey = stackKey
-    this.callSeq = callSeq
-    this.callSignal = signal
-    this.#current = signal
-    this.log = log
-    this.clock = clock
-    this.random = random
-    this.#sink = sink
-    this.#toolNames = toolNames
+  constructor(shared: CallShared, facts: CallFacts) {
+    this.#call = facts.call
+    this.tool = facts.tool
+    this.run = facts.run
+    this.callSeq = facts.callSeq
+    this.callSignal = facts.signal
+    this.#signal = facts.signal
+    this.log = facts.log
+    this.stackKey = shared.stackKey
+    this.clock = shared.clock
+    this.random = shared.random
+    this.#sink = shared.sink
+    this.#toolNames = shared.toolNames
   }
 
   get call(): ToolCall {
@@ -138,23 +135,17 @@ export class CallContext implements ToolContext {
   }
 
   get signal(): AbortSignal {
-    const current = this.#current
-    if (current instanceof AbortSignal) return current
-    const created = current.signal
-    this.#current = created
-    return created
+    const current = this.#signal
+    return current instanceof AbortSignal ? current : current.signal
   }
 
-  set signal(value: AbortSignal) {
-    this.#current = value
+  set signal(value: AbortSignal | SignalLink) {
+    this.#signal = value
   }
 
-  deferSignal(deferred: DeferredSignal): void {
-    this.#current = deferred
-  }
-
-  currentSignal(): AbortSignal | DeferredSignal {
-    return this.#current
+  /** The signal as the layers left it, a link not made real: what the terminal follows. */
+  signalSource(): AbortSignal | SignalLink {
+    return this.#signal
   }
 
   async runTool(signal: AbortSignal): Promise<unknown> {

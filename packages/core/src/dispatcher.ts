@@ -1,9 +1,7 @@
 import type { CallContext } from './call-context.js'
-import { type AbortSource, abortReason, canAbort, untilAborted } from './channel.js'
+import { abortReason, SETTLED, SignalLink, untilAborted } from './cancellation.js'
 import { MiddlewareUsageError } from './compose.js'
 import { droppedRetryAfter, type ToolError } from './errors.js'
-import { LinkedSignal } from './linked-signal.js'
-import { RunStop } from './run-stop.js'
 import type { Logger, ToolCall, ToolExecuteContext } from './types.js'
 
 // The refusals live in a leaf file: call-args.ts needs them, and importing them from here closed a circle
@@ -11,53 +9,30 @@ import type { Logger, ToolCall, ToolExecuteContext } from './types.js'
 export { invalidArguments, unknownTool } from './tool-refusals.js'
 
 /**
- * What `execute` receives. A class so its `signal` getter lives on the prototype (one shape for every
- * call). The signal is the attempt's own: it follows the attempt's source, is created only when the
- * tool reads it, and is aborted when the attempt settles, so work the tool left running stops.
+ * What `execute` receives. Its signal is the tool's own: it follows the attempt's, aborts once the
+ * attempt settles (so work the tool left running stops), and is made only if the tool reads it.
  */
 class AttemptContext implements ToolExecuteContext {
-  readonly #source: AbortSource
-  #linked: LinkedSignal | undefined
-  #closed = false
   readonly call: ToolCall
   readonly idempotencyKey: string | undefined
   readonly attempt: number
   readonly log: Logger
+  readonly #own: SignalLink
 
-  constructor(call: ToolCall, source: AbortSource, idempotencyKey: string | undefined, attempt: number, log: Logger) {
-    this.call = call
-    this.#source = source
-    this.idempotencyKey = idempotencyKey
-    this.attempt = attempt
-    this.log = log
+  constructor(ctx: CallContext, own: SignalLink) {
+    this.call = ctx.call
+    this.idempotencyKey = ctx.idempotencyKey
+    this.attempt = ctx.attempt
+    this.log = ctx.log
+    this.#own = own
   }
 
   get signal(): AbortSignal {
-    let linked = this.#linked
-    if (linked === undefined) {
-      linked = new LinkedSignal(this.#source)
-      this.#linked = linked
-      if (this.#closed) linked.close()
-    }
-    return linked.signal
-  }
-
-  close(): void {
-    this.#closed = true
-    this.#linked?.close()
+    return this.#own.signal
   }
 }
 
 const isPromise = (value: unknown): value is PromiseLike<unknown> => typeof (value as PromiseLike<unknown> | null)?.then === 'function'
-
-/**
- * Whether the terminal itself must stop waiting when `source` aborts. A run's (its stop too) or a
- * dispatch's signal has nobody else to do it; a signal a layer deferred (the timeout's) is watched by that
- * layer, which stops waiting and reports the late settle itself.
- */
-function mustWatch(source: AbortSource): boolean {
-  return source instanceof AbortSignal ? canAbort(source) : source instanceof LinkedSignal || source instanceof RunStop
-}
 
 function noteDroppedRetryAfter(ctx: CallContext, err: unknown): void {
   // A WeakMap lookup, so a hostile thrown Proxy cannot throw from here: only real ToolErrors are in it.
@@ -72,8 +47,8 @@ function noteDroppedRetryAfter(ctx: CallContext, err: unknown): void {
 /**
  * The innermost step of every stack: validates the arguments with the tool's schema, spends one
  * step of the run's budget, runs the tool and sets `ctx.result`. It stops waiting when the attempt's
- * signal aborts, and a result that arrives after that is dropped, so an abandoned attempt can never
- * change state. The tool runs at most once per attempt: only retry, by bumping `ctx.attempt`, may
+ * signal aborts (a link a layer handed inward is left to that layer to race), and a result that
+ * arrives after that is dropped, so an abandoned attempt can never change state. The tool runs at most once per attempt: only retry, by bumping `ctx.attempt`, may
  * run it again.
  */
 export function createTerminal() {
@@ -81,8 +56,8 @@ export function createTerminal() {
     const tool = ctx.tool
     // The call's one parse answers an unknown tool too (`unknown_tool`, with the names it could have meant).
     if (tool === undefined) throw (ctx.parsedArgs() as { readonly error: unknown }).error
-    // This attempt's signal, captured now: a deferred one is only created if the tool reads it.
-    const current = ctx.currentSignal()
+    // This attempt's signal as the layers left it: a deadline's link is followed, not made real.
+    const current = ctx.signalSource()
     if (current.aborted) throw abortReason(current)
     // Parsed once per call, shared with every layer that read it first (idempotency, stuck-loop).
     const args = ctx.args
@@ -95,17 +70,20 @@ export function createTerminal() {
     ctx.run.budget.spend(`tool:${tool.name}`)
     ctx.executions++
     ctx.executedAttempt = ctx.attempt
-    const context = new AttemptContext(ctx.call, current, ctx.idempotencyKey, ctx.attempt, ctx.log)
+    const own = new SignalLink(current)
+    const context = new AttemptContext(ctx, own)
     let value: unknown
     try {
       value = tool.execute(args, context)
-      // A sync tool's answer is kept at once; an async one is waited for until the attempt's signal aborts.
-      if (isPromise(value)) value = await (mustWatch(current) ? untilAborted(value, current) : value)
+      // A sync tool's answer is kept at once; an async one is waited for until the attempt's signal aborts. A link a
+      // layer handed inward (a deadline) is that layer's to race: it stops waiting itself and reports a late result.
+      if (isPromise(value))
+        value = await (current instanceof SignalLink && current !== ctx.callSignal ? value : untilAborted(value, current))
     } catch (err) {
       noteDroppedRetryAfter(ctx, err)
       throw err
     } finally {
-      context.close()
+      own.abort(SETTLED)
     }
     // A result that arrives after the attempt was stopped is dropped.
     if (current.aborted) throw abortReason(current)

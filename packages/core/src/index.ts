@@ -1,5 +1,5 @@
 export type { ApprovalAnswer } from './approval-binding.js'
-export { abortReason } from './channel.js'
+export { abortReason } from './cancellation.js'
 export { systemClock } from './clock.js'
 export { compose, MiddlewareUsageError } from './compose.js'
 export { defineMiddleware, type MiddlewareDefinition, type MiddlewareEnv } from './define-middleware.js'
@@ -55,7 +55,6 @@ export type {
   Budget,
   Clock,
   CompletedTurn,
-  DeferredSignal,
   Json,
   Logger,
   Middleware,

@@ -23,20 +23,17 @@ export {
 } from './approvals.js'
 export { type BoundedCall, boundedCall, type StoreUnavailable } from './bounded-call.js'
 export { callListener } from './call-listener.js'
+export { neverAborted, onAbort, SETTLED, SignalLink, untilAborted } from './cancellation.js'
 export { canonicalJson, hashOf } from './canonical.js'
-export { type AbortSource, neverAborted, onAbort, untilAborted } from './channel.js'
 export { callNext } from './compose.js'
 export { MAX_TIMER_MS, startTimer } from './deadlines.js'
 export { isMiddlewareDefinition } from './define-middleware.js'
 // For hosts — what a turn loop (shallot's own agent, an integration) needs to run the stack's calls
-// under one run: ids, a run bound to its stop, the guarded logger, a tool's JSON schema for the model.
+// under one run: ids, the guarded logger, a tool's JSON schema for the model.
 export { newRunId } from './ids.js'
-export { LinkedSignal, SETTLED } from './linked-signal.js'
 export { guardLogger, isSilent } from './logger.js'
 export { describeModelFailure, isTransientModelError, modelFailureCode } from './model-failure.js'
 export { optionsParser } from './options-parser.js'
-export { createRunOn, runSource } from './run.js'
-export { RunStop, stopOptions } from './run-stop.js'
 export { scopeFrom, scopeProblem, scopeSchema } from './scope.js'
 export { jsonSchemaOf } from './shape.js'
 export { type Flight, SingleFlight } from './single-flight.js'

@@ -1,6 +1,7 @@
+import type { SignalLink } from './cancellation.js'
 import type { Message, ModelAdapter, ModelResponse, ModelTool } from './model.js'
 import type { ModelEvent } from './model-events.js'
-import type { Clock, DeferredSignal, Logger, RunContext } from './types.js'
+import type { Clock, Logger, RunContext } from './types.js'
 
 /** The model a call is asking. A layer (fallback) may swap it for the layers inside it. */
 export interface ModelInfo {
@@ -28,16 +29,13 @@ export interface ModelContext {
   readonly turn: number
   model: ModelInfo
   request: ModelCallRequest
-  /** The run's cancellation, and whatever deadline an outer layer set (made real when read). */
-  signal: AbortSignal
   /**
-   * Optional seam (createAgent's contexts have it; a host that builds its own may not): hands the
-   * inner layers a signal without creating it, as `ToolContext.deferSignal` does. The timeout layer
-   * gives its deadline this way, so a model call whose adapter never reads its signal makes none.
+   * The run's cancellation, and whatever an outer layer added (a deadline). As on a tool call, a layer
+   * may hand the layers inside a signal of its own, a real one or a `SignalLink`, and gives the old
+   * one back when it is done; a host's context reads a link's `signal` when `signal` is read.
    */
-  deferSignal?(deferred: DeferredSignal | AbortSignal): void
-  /** The signal as it stands, without creating a deferred one (with {@link deferSignal}). */
-  currentSignal?(): AbortSignal | DeferredSignal
+  get signal(): AbortSignal
+  set signal(value: AbortSignal | SignalLink)
   /** 1-based, bumped by a layer that repeats the call (retry). */
   attempt: number
   response?: ModelResponse

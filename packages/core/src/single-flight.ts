@@ -1,4 +1,4 @@
-import { type AbortSource, abortReason, onAbort } from './channel.js'
+import { abortReason, onAbort } from './cancellation.js'
 
 const noop = () => {}
 
@@ -79,18 +79,18 @@ export class Flight<T> {
   }
 
   /**
-   * Waits for the outcome, or rejects with `source`'s abort reason as soon as it aborts: the caller
+   * Waits for the outcome, or rejects with `signal`'s abort reason as soon as it aborts: the caller
    * leaves, the work goes on for the others, and `onLeave` hears how many still wait.
    */
-  wait(source: AbortSource, onLeave?: (left: number) => void): Promise<T> {
+  wait(signal: AbortSignal, onLeave?: (left: number) => void): Promise<T> {
     this.waiting++
     return new Promise<T>((resolve, reject) => {
       let waiting = true
-      const off = onAbort(source, () => {
+      const off = onAbort(signal, () => {
         if (!waiting) return
         waiting = false
         this.waiting--
-        reject(abortReason(source))
+        reject(abortReason(signal))
         onLeave?.(this.waiting)
       })
       this.#outcome.then(

@@ -1,23 +1,19 @@
-import { CallContext } from './call-context.js'
-import { type AbortSource, abortReason, type EscalationPolicy, neverAborted } from './channel.js'
+import { CallContext, type CallShared } from './call-context.js'
+import { abortReason, neverAborted, SignalLink } from './cancellation.js'
+import type { EscalationPolicy } from './channel.js'
 import type { createTerminal } from './dispatcher.js'
 import type { ToolError } from './errors.js'
 import { guardArgs } from './guard-args.js'
 import { newCallId } from './ids.js'
-import { LinkedSignal } from './linked-signal.js'
 import { isSilent, silentLogger } from './logger.js'
 import type { ErrorRenderer } from './render.js'
-import { runSource } from './run.js'
-import { followed, stopOf } from './run-stop.js'
 import type { Layers, StackLimits } from './stack-config.js'
 import { type CallStartedEvent, numbered, type StackEvents, type Unnumbered } from './stack-events.js'
 import type { Sanitizer } from './text/sanitize.js'
-import type { Clock, Logger, RunContext, ToolCall } from './types.js'
+import type { Logger, RunContext, ToolCall } from './types.js'
 
 /** What every call of one stack shares: made once by `createStack`; `layers` and `text` are swapped by `setMiddleware`. */
-export interface StackCore {
-  readonly clock: Clock
-  readonly random: () => number
+export interface StackCore extends CallShared {
   readonly logger: Logger
   /** The logger is not the silent one: a call may get a child logger. */
   readonly logging: boolean
@@ -28,9 +24,6 @@ export interface StackCore {
   readonly redactOutput: boolean
   /** The run of a call dispatched without one: the stack's own long-lived run (unlimited steps). */
   readonly defaultRun: RunContext
-  /** What layers key per-stack state by (ctx.stackKey): one object per stack, standing for nothing else. */
-  readonly stackKey: object
-  readonly toolNames: () => readonly string[]
   readonly terminal: ReturnType<typeof createTerminal>
   readonly events: StackEvents
   layers: Layers
@@ -48,17 +41,12 @@ export interface CallOptions {
 let lastCallSeq = 0
 
 /**
- * The signal of one call: the run's, the dispatch's, or both. Two are linked lazily (nothing is
- * combined unless a layer or the tool reads the signal), never with a per-call `AbortSignal.any`,
- * which a long-lived run signal would keep alive call after call.
+ * The signal of one call: the run's, the dispatch's, or a link of both, released when the call
+ * settles so a long-lived run signal keeps nothing of the call.
  */
-function callSignal(run: AbortSource, own: AbortSource | undefined): AbortSource {
-  if (own === undefined || own === neverAborted) return run
-  // A stop's own signal (a turn's, or the run's read back) is followed as the stop.
-  const ownSource = own instanceof AbortSignal ? followed(own) : own
-  if (ownSource === run) return run
-  if (run === neverAborted) return ownSource
-  return new LinkedSignal(run, ownSource)
+function callSignal(run: AbortSignal, own: AbortSignal | undefined): AbortSignal | SignalLink {
+  if (own === undefined || own === neverAborted || own === run) return run
+  return run === neverAborted ? own : new SignalLink(run, own)
 }
 
 /**
@@ -72,9 +60,7 @@ export function beginCall(core: StackCore, rawCall: ToolCall, dispatchOptions: C
   }
   const { clock, logger, events } = core
   const run = dispatchOptions.run ?? core.defaultRun
-  // The run's stop when it has one (an agent run its caller can cancel), so the run's signal is not made real here.
-  // A turn's stop (turn-dispatch.ts) is followed as it is: its `signal` is not read, so not made real.
-  const signal: AbortSource = callSignal(runSource(run), stopOf(dispatchOptions) ?? dispatchOptions.signal)
+  const signal = callSignal(run.signal, dispatchOptions.signal)
   if (signal.aborted) throw abortReason(signal)
   const { onion, tools: served } = core.layers
   const started = clock.now()
@@ -93,19 +79,7 @@ export function beginCall(core: StackCore, rawCall: ToolCall, dispatchOptions: C
   // No child (pino copies its bindings into a new object per child) for a call nothing will be written about.
   const log =
     core.logging && !isSilent(logger) ? logger.child({ runId: run.id, turn: run.turn, callId: id, tool: call.name }) : silentLogger
-  const ctx = new CallContext(
-    call,
-    served.get(call.name),
-    run,
-    signal,
-    log,
-    clock,
-    core.random,
-    events.sink,
-    core.toolNames,
-    core.stackKey,
-    ++lastCallSeq,
-  )
+  const ctx = new CallContext(core, { call, tool: served.get(call.name), run, signal, log, callSeq: ++lastCallSeq })
   // Decided once per call, so a listener added mid-call never hears a `call.finished` without its `call.started`.
   const watched = events.listeners.size > 0
   if (watched) {

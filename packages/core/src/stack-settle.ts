@@ -1,8 +1,8 @@
 import type { CallContext } from './call-context.js'
+import { SETTLED, SignalLink } from './cancellation.js'
 import { escalation, toHard } from './channel.js'
 import { MiddlewareUsageError } from './compose.js'
 import { MAX_HINT_LENGTH, MAX_MESSAGE_LENGTH, type ToolError, type ToolErrorJSON } from './errors.js'
-import { LinkedSignal } from './linked-signal.js'
 import { silentLogger } from './logger.js'
 import { renderValue } from './render.js'
 import type { StackCore } from './stack-call.js'
@@ -123,7 +123,8 @@ export function settleCall(core: StackCore, ctx: CallContext, ok: boolean, err: 
     }
   } finally {
     ctx.settled = true
-    if (ctx.callSignal instanceof LinkedSignal) ctx.callSignal.close()
+    // The link of the run's and the caller's signals is the call's own: what a layer left running on it stops.
+    if (ctx.callSignal instanceof SignalLink) ctx.callSignal.abort(SETTLED)
   }
   reported(core, ctx, result)
   return result

@@ -85,6 +85,7 @@ export function createStack(options: StackOptions): Stack {
     toolNames: () => names,
     terminal: createTerminal(),
     events,
+    sink: events.sink,
     layers,
     text: sanitizerFor(layers.onion),
   }

@@ -1,4 +1,5 @@
 import type { z } from 'zod'
+import type { SignalLink } from './cancellation.js'
 import type { ToolErrorJSON } from './errors.js'
 
 /** Plain JSON: what run state and checkpoints may hold. */
@@ -120,22 +121,6 @@ export interface TraceEvent {
   readonly [field: string]: unknown
 }
 
-/**
- * A signal a layer promises but has not created: `aborted` and `reason` answer at once, and
- * `signal` creates the real AbortSignal on first read.
- */
-export interface DeferredSignal {
-  readonly aborted: boolean
-  readonly reason: unknown
-  /** Creates (once) and returns the real signal, already aborted if the deferred one is. */
-  readonly signal: AbortSignal
-  /**
-   * Optional: calls `callback` once when this signal aborts, and returns the function that
-   * unsubscribes. Lets core follow the signal without creating it; without it, core reads `signal`.
-   */
-  onAbort?(callback: () => void): () => void
-}
-
 /** What the terminal dispatcher (or a replaying layer) leaves on `ctx.result`. */
 export interface ToolOutput {
   value: unknown
@@ -183,14 +168,12 @@ export interface ToolContext {
    */
   readonly fingerprint: string
   /**
-   * Run cancellation combined with this attempt's deadline. A layer may replace it for the layers
-   * inside (and must restore it), or defer it with {@link ToolContext.deferSignal}.
+   * The run's cancellation, the caller's, and whatever an outer layer added (a deadline). A layer may
+   * hand the layers inside a signal of its own by setting it, a real one or a `SignalLink` (whose
+   * AbortSignal is made only if somebody reads it), and gives the old one back when it is done.
    */
-  signal: AbortSignal
-  /** Replaces `signal` for the layers inside with one that is only created if somebody reads it. */
-  deferSignal(deferred: DeferredSignal): void
-  /** The current signal as it stands, without creating a deferred one: read `aborted`/`reason` from it. */
-  currentSignal(): AbortSignal | DeferredSignal
+  get signal(): AbortSignal
+  set signal(value: AbortSignal | SignalLink)
   /** 1-based; bumped by retry before each repeat. */
   attempt: number
   /** How many times the tool's `execute` was actually invoked for this call (0: it never ran). Counted by the stack. */

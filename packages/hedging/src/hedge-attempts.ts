@@ -1,6 +1,5 @@
-import { type AnyTool, abortReason, type DeferredSignal, LoopError, type Next, type ToolContext, ToolError } from '@shallot/core'
-import { startTimer, untilAborted } from '@shallot/core/kit'
-import { AttemptSignal } from './attempt-signal.js'
+import { type AnyTool, abortReason, LoopError, type Next, type ToolContext, ToolError } from '@shallot/core'
+import { SignalLink, startTimer, untilAborted } from '@shallot/core/kit'
 import type { HedgeBudgetStore } from './token-bucket.js'
 
 /** What every call of one `hedging()` layer shares: its budget and its tools' recent latencies. */
@@ -77,21 +76,16 @@ async function take(layer: HedgeLayer, ctx: ToolContext): Promise<boolean> {
  * attempt beside it; the first success answers and the other attempt's signal aborts. The onion
  * settles a layer only after its next(), so a hedge that wins still waits for the first attempt to stop.
  */
-export async function hedged(
-  layer: HedgeLayer,
-  ctx: ToolContext,
-  next: Next,
-  tool: AnyTool,
-  outer: AbortSignal | DeferredSignal,
-): Promise<void> {
+export async function hedged(layer: HedgeLayer, ctx: ToolContext, next: Next, tool: AnyTool, outer: AbortSignal): Promise<void> {
   const clock = ctx.clock
   const started = clock.now()
   const delayMs = layer.delayFor(tool.name)
-  const first = new AttemptSignal(outer)
+  // The first attempt's signal: it aborts with the call's, or when a hedge wins and the first attempt lost.
+  const first = new SignalLink(outer)
   let firstEnded = false
   // Once the call has its answer, a late attempt's result changes nothing.
   let answered = false
-  let hedge: { readonly controller: AbortController; readonly done: Promise<Outcome> } | undefined
+  let hedge: { readonly link: SignalLink; readonly done: Promise<Outcome> } | undefined
   let hedgeWon: Outcome | undefined
 
   /** The hedge: the stack's own run of the tool beside next() (the call's one parse, one step, one execution counted). */
@@ -106,7 +100,7 @@ export async function hedged(
     hedgeWon = outcome
     layer.record(tool.name, clock.now() - startedAt)
     tell(ctx, 'hedging.won', { by: 'hedge', afterMs: clock.now() - started })
-    if (!firstEnded) first.lose(lost())
+    if (!firstEnded) first.abort(lost())
     return outcome
   }
 
@@ -120,10 +114,9 @@ export async function hedged(
       tell(ctx, 'hedging.skipped', { reason: 'step_budget', delayMs })
       return refill(ctx, layer.budget, layer.hedgeCost)
     }
-    const controller = new AbortController()
+    const link = new SignalLink(outer)
     tell(ctx, 'hedging.started', { delayMs })
-    const signal = AbortSignal.any([outer instanceof AbortSignal ? outer : outer.signal, controller.signal])
-    hedge = { controller, done: runHedge(signal) }
+    hedge = { link, done: runHedge(link.signal) }
   }
 
   /** What answers the call once the first attempt has ended; throws when neither attempt succeeded. */
@@ -145,18 +138,19 @@ export async function hedged(
   const cancelTimer = startTimer(clock, delayMs, () => {
     launch().catch((err: unknown) => warn(ctx, err, 'hedging: could not start a hedge'))
   })
-  ctx.deferSignal(first)
+  ctx.signal = first
   const primary = await outcomeOf(next)
   firstEnded = true
   cancelTimer()
-  if (outer instanceof AbortSignal) ctx.signal = outer
-  else ctx.deferSignal(outer)
+  first.release()
+  ctx.signal = outer
   try {
     const result = await answer(primary)
     if (result === hedgeWon && result.ok) ctx.result = { value: result.value }
     if (layer.refill > 0) void refill(ctx, layer.budget, layer.refill)
   } finally {
     answered = true
-    if (hedgeWon === undefined) hedge?.controller.abort(lost())
+    if (hedgeWon === undefined) hedge?.link.abort(lost())
+    else hedge?.link.release()
   }
 }

@@ -118,7 +118,7 @@ export function hedging(options?: HedgingOptions): Middleware {
   return function hedging(ctx: ToolContext, next: Next): Promise<void> {
     const tool = ctx.tool
     if (tool === undefined || !effects.has(tool.effect)) return next()
-    const outer = ctx.currentSignal()
+    const outer = ctx.signal
     if (outer.aborted) return Promise.reject(abortReason(outer))
     return hedged(layer, ctx, next, tool, outer)
   }

@@ -1,18 +1,19 @@
+import { AIMessage } from '@langchain/core/messages'
 import {
-  abortReason,
-  type Clock,
-  compose,
   createRun,
-  type Logger,
-  LoopError,
   type ModelAdapter,
-  type ModelContext,
+  type ModelInfo,
   type ModelMiddleware,
-  type ModelNext,
+  type ModelResponse,
+  modelSideOf,
   type RunContext,
-  ToolError,
 } from '@shallot/core'
-import { defaultModelMiddleware } from 'shallot'
+import type { ModelRequest } from 'langchain'
+import { defaultModelMiddleware, type ModelCallHost, timeout } from 'shallot'
+import type { z } from 'zod'
+import { markErrorResults, speaksAnthropic } from './mark-error-results.js'
+import type { shallotMiddlewareOptionsSchema } from './shallot-middleware-options.js'
+import { chatModelOfSpare, modelNameOf } from './spare-model.js'
 
 /** The default model stack's first backoff, used only to keep a base under a smaller `modelCall.capMs`. */
 const DEFAULT_BASE_MS = 250
@@ -32,118 +33,93 @@ export interface ModelCallPolicy {
 
 /**
  * The default model stack, `defaultModelMiddleware()` from `shallot` (a breaker per model, retry, the error
- * classifier), as `createAgent({ modelMiddleware: defaultModelMiddleware() })` lists it, with `modelCall`'s retry
- * fields given to its retry layer. Its timeout layer is left out: the terminal below puts `modelCall.timeoutMs` on
- * each attempt, with or without `modelMiddleware`.
+ * classifier, a deadline per attempt), as `createAgent({ modelMiddleware: defaultModelMiddleware() })` lists it,
+ * with `modelCall`'s retry fields given to its retry layer and `modelCall.timeoutMs` to its timeout layer.
  */
-export function modelCallLayers({ maxAttempts, baseMs, capMs, maxRetryAfterMs }: ModelCallPolicy): ModelMiddleware[] {
+export function modelCallLayers({ timeoutMs, maxAttempts, baseMs, capMs, maxRetryAfterMs }: ModelCallPolicy): ModelMiddleware[] {
   const retry: Record<string, number> = {}
   if (maxAttempts !== undefined) retry.maxAttempts = maxAttempts
   if (maxRetryAfterMs !== undefined) retry.maxRetryAfterMs = maxRetryAfterMs
   if (capMs !== undefined) retry.capMs = capMs
   // modelCall allows a base above the cap (the cap wins); the retry layer asks base ≤ cap.
   if (baseMs !== undefined || capMs !== undefined) retry.baseMs = Math.min(baseMs ?? DEFAULT_BASE_MS, capMs ?? Number.POSITIVE_INFINITY)
-  return defaultModelMiddleware({ retry, timeout: false })
+  return defaultModelMiddleware({ retry, timeout: { ms: timeoutMs } })
 }
-
-/** Where LangChain's model sits in the onion's context: LangChain asks it, the terminal below never calls this. */
-const LANGCHAIN_ADAPTER: ModelAdapter = {
-  generate: () => Promise.reject(new Error('a LangChain model is asked through its handler, not through ctx.model.adapter')),
-}
-
-/** What one model call through the onion needs from `shallotMiddleware`. */
-export interface OnionCallEnv {
-  readonly onion: (ctx: ModelContext, last: ModelNext) => Promise<void>
-  readonly timeoutMs: number
-  readonly clock: Clock
-  readonly random: () => number
-  readonly log: Logger
-  /** The thread's run (its id and state); the model call spends none of its steps. */
-  readonly run: RunContext
-  readonly model: string
-  /** The caller's cancellation (`agent.invoke(input, { signal })`). */
-  readonly parent: AbortSignal | undefined
-}
-
-const noop = () => {}
-const never = new AbortController().signal
-const plural = (n: number) => `${n} attempt${n === 1 ? '' : 's'}`
-
-/** Composes the model layers once per middleware. */
-export const composeModelLayers = (layers: readonly ModelMiddleware[]) => compose(layers)
 
 /**
- * Runs `attempt(signal)` as the terminal of the model onion: each attempt gets a signal that aborts at its
- * deadline (`timeoutMs`, a transient `ToolError('timeout')`) or when `parent` aborts, and the layers (retry,
- * the classifier, your own) decide what is repeated. Ends as `LoopError('model_failed')` with the attempts, a
- * `LoopError` as it is, or the abort reason of `parent` when the caller cancels.
+ * The model onion: the layers given, with `modelCall.timeoutMs` as the deadline of each attempt inside them; else
+ * the default model stack with `modelCall`'s fields.
  */
-export async function callThroughOnion<T>(attempt: (signal: AbortSignal) => Promise<T>, env: OnionCallEnv): Promise<T> {
-  const { clock, parent, timeoutMs } = env
-  const signal = parent ?? never
-  // The model call's own run view: the thread's id and state, the caller's signal, and a budget no model call spends.
-  const run = createRun({ id: env.run.id, signal, state: env.run.state, turn: env.run.turn })
-  let answer: { value: T } | undefined
-  async function askOnce(ctx: ModelContext): Promise<void> {
-    if (ctx.signal.aborted) throw abortReason(ctx.signal)
-    if (ctx.model.adapter !== LANGCHAIN_ADAPTER) {
-      throw new TypeError(
-        `a model layer asked for model "${ctx.model.name}" instead of the agent's: under LangChain the agent's model is the one asked; put LangChain's modelFallbackMiddleware outside shallotMiddleware for a chain`,
-      )
-    }
-    const controller = new AbortController()
-    const outer = ctx.signal
-    const onAbort = () => controller.abort(outer.reason)
-    outer.addEventListener('abort', onAbort, { once: true })
-    const timer = new AbortController()
-    const deadline = clock.sleep(timeoutMs, timer.signal).then(() => {
-      const error = new ToolError('timeout', `the model did not answer within ${timeoutMs} ms`, { category: 'transient' })
-      controller.abort(error)
-      throw error
-    }, noop) as Promise<never>
-    try {
-      answer = { value: await Promise.race([attempt(controller.signal), deadline]) }
-      ctx.response = { toolCalls: [] }
-    } catch (error) {
-      throw ToolError.is(controller.signal.reason) ? controller.signal.reason : error
-    } finally {
-      timer.abort()
-      outer.removeEventListener('abort', onAbort)
-    }
-  }
-  const ctx: ModelContext = {
-    run,
-    turn: env.run.turn,
-    model: { name: env.model, adapter: LANGCHAIN_ADAPTER },
-    request: { messages: [], tools: [] },
-    signal,
-    attempt: 1,
-    log: env.log,
-    clock,
-    random: env.random,
-    stackKey: env.onion,
-    emit: noop,
-  }
-  try {
-    await env.onion(ctx, askOnce as unknown as ModelNext)
-  } catch (failure) {
-    if (LoopError.is(failure)) throw failure
-    if (parent?.aborted) throw cancelled(parent)
-    const message = failure instanceof Error ? failure.message : String(failure)
-    throw new LoopError('model_failed', `the model call failed after ${plural(ctx.attempt)}: ${message}`, {
-      cause: failure,
-      details: { attempts: ctx.attempt, model: env.model },
-    })
-  }
-  if (answer === undefined) {
-    throw new LoopError('model_failed', 'the model onion settled without an answer: a model middleware returned without calling next()', {
-      details: { model: env.model, fix: 'call `await next()` in every model middleware' },
-    })
-  }
-  return answer.value
+export function modelLayersOf(o: z.output<typeof shallotMiddlewareOptionsSchema>): ModelMiddleware[] {
+  const given = o.modelMiddleware
+  if (given === undefined) return modelCallLayers(o.modelCall)
+  const layers = Array.isArray(given)
+    ? given.map((entry, i) => modelSideOf(entry, `modelMiddleware[${i}]`))
+    : [modelSideOf(given, 'modelMiddleware')]
+  return [...layers, timeout({ ms: o.modelCall.timeoutMs }).wrapModelCall]
 }
 
-function cancelled(parent: AbortSignal): LoopError {
-  const reason: unknown = parent.reason
-  return LoopError.is(reason) ? reason : new LoopError('cancelled', 'the run was cancelled', { cause: reason })
+/** Where the agent's own model sits in the onion's context: LangChain asks it through its handler, never through this. */
+const AGENT_MODEL: ModelAdapter = {
+  generate: () => Promise.reject(new Error("the agent's LangChain model is asked through its handler, not through ctx.model.adapter")),
+}
+
+/** The chat model the layers settled on: the agent's own, or a spare of `fallback({ models })`. */
+function chatModelOf(asked: ModelInfo, agentModel: unknown): unknown {
+  if (asked.adapter === AGENT_MODEL) return agentModel
+  const spare = chatModelOfSpare(asked.adapter)
+  if (spare !== undefined) return spare
+  throw new TypeError(
+    `a model layer asked for model "${asked.name}", which is not a LangChain chat model: under LangChain, list spares in fallback({ models }) as spareModel(chatModel)`,
+  )
+}
+
+const count = (n: unknown) => (typeof n === 'number' && Number.isFinite(n) && n >= 0 ? n : undefined)
+
+/** What the layers that read answers (usage, tracing, context editing) see of the model's message. */
+function responseOf(answer: unknown): ModelResponse {
+  if (!AIMessage.isInstance(answer)) return { toolCalls: [] }
+  const message = answer as AIMessage
+  const toolCalls = (message.tool_calls ?? []).map((call) => ({ id: call.id ?? '', name: call.name, args: call.args }))
+  // The message's type leaves usage to the provider's structure; the counts are read by their shape.
+  const usage = message.usage_metadata as { input_tokens?: unknown; output_tokens?: unknown } | undefined
+  const inputTokens = count(usage?.input_tokens)
+  const outputTokens = count(usage?.output_tokens)
+  return {
+    toolCalls,
+    ...(message.text === '' ? {} : { text: message.text }),
+    usage: { ...(inputTokens === undefined ? {} : { inputTokens }), ...(outputTokens === undefined ? {} : { outputTokens }) },
+  }
+}
+
+/** What one model call of a thread needs beyond the request: the host, the thread's run, what the model reads of the tools. */
+export interface ModelCallEnv {
+  readonly host: ModelCallHost
+  readonly run: RunContext
+  readonly toolText: (tools: ModelRequest['tools']) => ModelRequest['tools']
+}
+
+/**
+ * One model call of a thread, through the model onion: the request as the model reads it (error results marked
+ * `is_error` for Anthropic, the tools' text cleaned and capped), each attempt asked of the model the layers settled
+ * on, bound to the attempt's signal (the handler takes none; a model bound to one is how a deadline aborts it).
+ */
+export function askModel(request: ModelRequest, handler: (request: ModelRequest) => unknown, env: ModelCallEnv): Promise<unknown> {
+  const tools = env.toolText(request.tools)
+  const parent = request.runtime.signal
+  // The call's view of the thread's run: its id and state, the caller's signal, a step budget no model call spends.
+  const run = createRun({ id: env.run.id, state: env.run.state, turn: env.run.turn, ...(parent === undefined ? {} : { signal: parent }) })
+  return env.host.call({
+    model: { name: modelNameOf(request.model), adapter: AGENT_MODEL },
+    run,
+    ...(parent === undefined ? {} : { signal: parent }),
+    ask: async ({ model: asked, signal }) => {
+      const model = chatModelOf(asked, request.model) as ModelRequest['model']
+      const messages = speaksAnthropic(model) ? markErrorResults(request.messages) : request.messages
+      const withConfig = (model as { withConfig?: unknown }).withConfig
+      const bound = typeof withConfig === 'function' ? withConfig.call(model, { signal }) : model
+      return handler({ ...request, messages, tools, model: bound })
+    },
+    responseOf,
+  })
 }

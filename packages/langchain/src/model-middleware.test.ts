@@ -91,7 +91,7 @@ describe('shallotMiddleware({ modelMiddleware })', () => {
     },
   )
 
-  it('a layer that swaps ctx.model ends the call saying what to use instead, without asking a model it cannot reach', async () => {
+  it('a layer that swaps ctx.model for one LangChain cannot ask ends the call saying what to use instead, asking nothing', async () => {
     server = await anthropicServer([done])
     const swap: ModelMiddleware = async (ctx, next) => {
       ctx.model = { name: 'spare', adapter: { generate: async () => ({ text: 'spare' }) } }
@@ -99,7 +99,7 @@ describe('shallotMiddleware({ modelMiddleware })', () => {
     }
     const agent = createAgent({ model: claude(server.url), tools: [], middleware: [shallotMiddleware({ modelMiddleware: [swap] })] })
     const outcome = await settle(agent.invoke(ask))
-    expect(outcome.error).toMatchObject({ kind: 'model_failed', message: expect.stringContaining('modelFallbackMiddleware') })
+    expect(outcome.error).toMatchObject({ kind: 'model_failed', message: expect.stringContaining('not a LangChain chat model') })
     expect(server.requests).toHaveLength(0)
   })
 

@@ -1,18 +1,22 @@
 import type { BaseChatModel } from '@langchain/core/language_models/chat_models'
-import { circuitBreaker, consecutive } from '@shallot/circuit-breaker'
 import { createAgent, tool } from 'langchain'
+import { defaultMiddleware, defaultModelMiddleware, fallback } from 'shallot'
 import { z } from 'zod'
-import { loopErrorOf, shallotMiddleware } from './index.js'
+import { loopErrorOf, shallotMiddleware, spareModel } from './index.js'
 
-export async function explainMain(model: BaseChatModel, readFile: (path: string) => Promise<string>): Promise<string> {
+export async function explainMain(model: BaseChatModel, spare: BaseChatModel, readFile: (path: string) => Promise<string>) {
   const readFileTool = tool(({ path }) => readFile(path), {
     name: 'read_file',
     description: 'Read a file',
     schema: z.object({ path: z.string() }),
   })
   const shallot = shallotMiddleware({
-    middleware: [circuitBreaker({ policy: consecutive({ threshold: 2 }) })],
+    // In front of every tool call: soft errors the model reads, retries, a breaker per tool, stuck-loop detection.
+    middleware: defaultMiddleware(),
     effects: { read_file: 'read' },
+    // In front of every model call: the spare when the model stays down, a breaker per model, retry with the
+    // server's Retry-After as a floor, a deadline per attempt.
+    modelMiddleware: [fallback({ models: [spareModel(spare)] }), ...defaultModelMiddleware()],
   })
   const agent = createAgent({ model, tools: [readFileTool], middleware: [shallot] })
   try {

@@ -4,9 +4,10 @@ import { circuitBreaker, consecutive } from '@shallot/circuit-breaker'
 import { LoopError, type Middleware, ToolError } from '@shallot/core'
 import { manualClock } from '@shallot/testing'
 import { createAgent, tool } from 'langchain'
+import { defaultMiddleware } from 'shallot'
 import { describe, expect, it } from 'vitest'
 import { z } from 'zod'
-import { loopErrorOf, shallotMiddleware } from './index.js'
+import { getShallotCall, loopErrorOf, shallotMiddleware } from './index.js'
 
 const lastMessage = (messages: BaseMessage[]) => messages.at(-1)
 const toolMessages = (messages: BaseMessage[]) => messages.filter((m): m is ToolMessage => ToolMessage.isInstance(m))
@@ -101,6 +102,37 @@ describe('shallotMiddleware in a real createAgent loop, driven by LangChain’s 
       message: "Tool not found: read_fiel. Available: read_file. Did you mean 'read_file'?",
     })
     expect(asked).toEqual([])
+  })
+
+  it('forwards one idempotency key per logical call to the tool (getShallotCall()): a retried charge sends the same key', async () => {
+    const calls: Array<[string | undefined, number | undefined]> = []
+    const charge = tool(
+      async ({ cents }) => {
+        const call = getShallotCall()
+        calls.push([call?.idempotencyKey, call?.attempt])
+        if (calls.length === 1) throw Object.assign(new Error('HTTP 503'), { status: 503 })
+        return `charged ${cents}`
+      },
+      { name: 'charge', description: 'Charge a card', schema: z.object({ cents: z.number() }) },
+    )
+    const model = fakeModel()
+      .respondWithTools([{ name: 'charge', args: { cents: 500 } }])
+      .respond((messages: BaseMessage[]) => new AIMessage(String(lastMessage(messages)?.content)))
+    const middleware = defaultMiddleware({ retry: { baseMs: 0, capMs: 0 } })
+    const agent = createAgent({
+      model,
+      tools: [charge],
+      middleware: [shallotMiddleware({ middleware, effects: { charge: 'idempotent' } })],
+    })
+    const { messages } = await agent.invoke({ messages: [{ role: 'user', content: 'charge 5 dollars' }] })
+    expect(lastMessage(messages)?.content).toBe('charged 500')
+    const key = calls[0]?.[0]
+    expect(key).toBeTypeOf('string')
+    expect(calls).toEqual([
+      [key, 1],
+      [key, 2],
+    ])
+    expect(getShallotCall()).toBeUndefined()
   })
 
   it('hands a replayed result back under the current tool call id', async () => {

@@ -1,7 +1,10 @@
-import { ToolMessage } from '@langchain/core/messages'
+import { AIMessage, type BaseMessage, ToolMessage } from '@langchain/core/messages'
+import { fakeModel } from '@langchain/core/testing'
 import { DynamicStructuredTool } from '@langchain/core/tools'
-import { createStack, LoopError, OptionsError, silentLogger } from '@shallot/core'
-import { tool } from 'langchain'
+import { createStack, LoopError, OptionsError, type Stack, silentLogger } from '@shallot/core'
+import { errorClassifier } from '@shallot/error-classifier'
+import { createAgent, tool } from 'langchain'
+import { fallback } from 'shallot'
 import { describe, expect, it } from 'vitest'
 import { z } from 'zod'
 import { loopErrorOf, shallotMiddleware, toShallotTool } from './index.js'
@@ -112,5 +115,39 @@ describe('shallotMiddleware options', () => {
     const middleware = shallotMiddleware()
     expect(middleware.name).toBe('shallot')
     expect(typeof middleware.wrapToolCall).toBe('function')
+  })
+
+  it('runs the tool a layer dispatches for another (fallback to a mirror) through LangChain, not the one the model called', async () => {
+    const ran: string[] = []
+    const forecast = tool(
+      async () => {
+        ran.push('get_forecast')
+        throw Object.assign(new Error('HTTP 503 from the forecast service'), { status: 503 })
+      },
+      { name: 'get_forecast', description: 'Forecast for a city', schema: z.object({ city: z.string() }) },
+    )
+    const mirror = tool(
+      async ({ city }) => {
+        ran.push('get_forecast_mirror')
+        return `mirror: sunny in ${city}`
+      },
+      { name: 'get_forecast_mirror', description: 'Forecast for a city, from the mirror', schema: z.object({ city: z.string() }) },
+    )
+    let stack: Stack | undefined
+    const fromMirror = fallback({
+      tools: { get_forecast: [{ from: 'tool', tool: 'get_forecast_mirror' }] },
+      dispatch: (call, options) => (stack as Stack).dispatch(call, options),
+    })
+    stack = createStack({
+      tools: [toShallotTool(forecast, { effect: 'read' }), toShallotTool(mirror, { effect: 'read' })],
+      middleware: [fromMirror, errorClassifier()],
+    })
+    const model = fakeModel()
+      .respondWithTools([{ name: 'get_forecast', args: { city: 'Lyon' } }])
+      .respond((messages: BaseMessage[]) => new AIMessage(String(messages.at(-1)?.content)))
+    const agent = createAgent({ model, tools: [forecast, mirror], middleware: [shallotMiddleware({ stack })] })
+    const { messages } = await agent.invoke({ messages: [{ role: 'user', content: 'weather in Lyon?' }] })
+    expect(ran).toEqual(['get_forecast', 'get_forecast_mirror'])
+    expect(String(messages.at(-1)?.content)).toContain('mirror: sunny in Lyon')
   })
 })

@@ -9,9 +9,11 @@ import {
   type ToolEffect,
   ToolError,
 } from '@shallot/core'
+import type { ToolCallRequest } from 'langchain'
 import { z } from 'zod'
 import { handlerCall } from './handler-call.js'
 import { inputSchemaOf } from './input-schema-of.js'
+import { shallotCalls } from './shallot-call.js'
 
 /** The parts of a LangChain tool shallot uses: `tool(...)`, a `StructuredTool` or a `DynamicTool` fits. */
 export interface LangChainTool {
@@ -80,7 +82,8 @@ function isInvocationError(error: unknown): error is Error {
  * for the call (so LangChain's config, state and callbacks apply); anywhere else it calls
  * `tool.invoke(args, { signal })`. A ToolMessage with `status: 'error'` becomes a soft `tool_error`.
  * `options` are what `defineTool` takes and the LangChain tool does not say: `effect` and `reconcile`;
- * any other field is refused (`OptionsError` naming it and the known ones).
+ * any other field is refused (`OptionsError` naming it and the known ones). The tool reads the call's idempotency
+ * key, attempt and signal with `getShallotCall()`.
  *
  * @example
  * const stack = createStack({ middleware: [retry()], tools: [toShallotTool(searchTool, { effect: 'read' })] })
@@ -93,20 +96,27 @@ export function toShallotTool(lcTool: LangChainTool, options: ToShallotToolOptio
     input: inputSchemaOf(lcTool.schema),
     effect: o.effect ?? 'write',
     reconcile: o.reconcile,
-    async execute(args, { signal }) {
+    async execute(args, { signal, idempotencyKey, attempt }) {
       const call = handlerCall.getStore()
       let value: unknown
       try {
-        value =
+        // The tool reads its key, attempt and signal with getShallotCall().
+        value = await shallotCalls.run({ idempotencyKey, attempt, signal }, () =>
           call === undefined
-            ? await lcTool.invoke(args as never, { signal })
-            : // The arguments the stack validated (a person's edit included, when a policy let one through).
-              await untilAborted(
+            ? lcTool.invoke(args as never, { signal })
+            : // This tool, with the arguments the stack validated (a person's edit included, when a policy let one
+              // through): a layer may dispatch another tool than the one the model called (a fallback to a mirror).
+              untilAborted(
                 Promise.resolve(
-                  call.handler({ ...call.request, toolCall: { ...call.request.toolCall, args: args as Record<string, unknown> } }),
+                  call.handler({
+                    ...call.request,
+                    tool: lcTool as ToolCallRequest['tool'],
+                    toolCall: { ...call.request.toolCall, name: lcTool.name, args: args as Record<string, unknown> },
+                  }),
                 ),
                 signal,
-              )
+              ),
+        )
       } catch (error) {
         if (isInvocationError(error)) {
           throw new ToolError('invalid_arguments', error.message, { category: 'recoverable', safeToRepeat: true, cause: error })

@@ -1,9 +1,10 @@
-import { Agent, type Model, run } from '@openai/agents'
-import { stuckLoop } from '@shallot/stuck-loop'
+import { Agent, OpenAIChatCompletionsModel, run } from '@openai/agents'
+import type OpenAI from 'openai'
+import { defaultMiddleware, defaultModelMiddleware } from 'shallot'
 import { z } from 'zod'
-import { shallotFunctionTools } from './index.js'
+import { shallotFunctionTools, shallotModel } from './index.js'
 
-export async function explainMain(model: Model, readFile: (path: string) => Promise<string>): Promise<unknown> {
+export async function explainMain(client: OpenAI, readFile: (path: string) => Promise<string>): Promise<unknown> {
   const readFileSpec = {
     name: 'read_file',
     description: 'Read a file',
@@ -11,8 +12,19 @@ export async function explainMain(model: Model, readFile: (path: string) => Prom
     effect: 'read' as const,
     execute: ({ path }: { path: string }) => readFile(path),
   }
-  const shallot = shallotFunctionTools([readFileSpec], { middleware: [stuckLoop()], limits: { maxSteps: 20 } })
+  // In front of every tool call: soft errors the model reads, retries, a breaker per tool, stuck-loop detection.
+  const shallot = shallotFunctionTools([readFileSpec], { middleware: defaultMiddleware(), limits: { maxSteps: 20 } })
+  // In front of every model call: a breaker, retry with the server's Retry-After as a floor, a deadline per attempt.
+  const model = shallotModel(new OpenAIChatCompletionsModel(client, 'gpt-4o'), {
+    name: 'gpt-4o',
+    modelMiddleware: defaultModelMiddleware(),
+    run: shallot.run,
+  })
   const agent = new Agent({ name: 'coder', instructions: 'Answer questions about the project.', model, tools: shallot.tools })
-  const result = await run(agent, 'What does src/main.rs do?', { signal: shallot.signal, maxTurns: 10 })
+  const result = await run(agent, 'What does src/main.rs do?', {
+    signal: shallot.signal,
+    callModelInputFilter: shallot.callModelInputFilter,
+    maxTurns: 10,
+  })
   return result.finalOutput
 }

@@ -1,6 +1,9 @@
 import { readFileSync } from 'node:fs'
+import { setTracingDisabled } from '@openai/agents'
 import { LoopError, ToolError } from '@shallot/core'
-import { describe, expect, it } from 'vitest'
+import { type FakeProvider, fakeProvider } from '@shallot/testing'
+import OpenAI from 'openai'
+import { afterEach, beforeAll, describe, expect, it } from 'vitest'
 import { payWithApproval } from './readme-approval-example.js'
 import { explainMain } from './readme-example.js'
 import { lastOutputs, scriptedModel } from './testing.js'
@@ -14,26 +17,44 @@ const readFile = async (path: string) => {
   return text
 }
 
-describe('README', () => {
+beforeAll(() => setTracingDisabled(true))
+
+let provider: FakeProvider | undefined
+afterEach(async () => {
+  await provider?.close()
+  provider = undefined
+})
+
+const clientOf = (server: FakeProvider) => new OpenAI({ baseURL: server.openaiBaseURL, apiKey: 'sk-test-not-a-secret' })
+const reads = (path: string) => ({ toolCalls: [{ name: 'read_file', args: { path } }] })
+
+describe('README', { timeout: 20_000 }, () => {
   it('shows the type-checked example verbatim (importing the published name)', () => {
     const example = read('./readme-example.ts').replace("from './index.js'", "from '@shallot/openai-agents'")
     expect(read('../README.md')).toContain(example)
   })
 
-  it('runs: the example recovers from a mistyped path', async () => {
-    const model = scriptedModel([
-      { calls: [{ name: 'read_file', args: { path: 'src/mian.rs' } }] },
-      { calls: [{ name: 'read_file', args: { path: 'src/main.rs' } }] },
-      (request) => ({ text: `It defines ${lastOutputs(request)[0]}` }),
-    ])
-    await expect(explainMain(model, readFile)).resolves.toBe('It defines fn main() {}')
+  it('runs over the wire: the model reads the soft not_found, asks again, and answers from the file', async () => {
+    provider = await fakeProvider({
+      script: [reads('src/mian.rs'), reads('src/main.rs'), (request) => ({ text: `It defines ${request.toolResults.at(-1)?.content}` })],
+    })
+    await expect(explainMain(clientOf(provider), readFile)).resolves.toBe('It defines fn main() {}')
+    expect(provider.requests[1]?.toolResults[0]?.content).toContain('"error":"not_found"')
   })
 
   it('runs: a model that keeps asking for the missing file is stopped with loop_detected', async () => {
-    const model = scriptedModel([{ calls: [{ name: 'read_file', args: { path: 'src/mian.rs' } }] }])
-    const running = explainMain(model, readFile)
-    await expect(running).rejects.toSatisfy(LoopError.is)
-    await expect(running).rejects.toMatchObject({ kind: 'loop_detected' })
+    provider = await fakeProvider({ script: [reads('src/mian.rs')], onEnd: 'repeat' })
+    await expect(explainMain(clientOf(provider), readFile)).rejects.toSatisfy(
+      (error: unknown) => LoopError.is(error) && error.kind === 'loop_detected',
+    )
+  })
+
+  it('runs: a refused key ends the run with user_input_required after one request, not retried', async () => {
+    provider = await fakeProvider({ script: [{ fault: 'authentication' }], onEnd: 'repeat' })
+    await expect(explainMain(clientOf(provider), readFile)).rejects.toSatisfy(
+      (error: unknown) => LoopError.is(error) && error.kind === 'user_input_required',
+    )
+    expect(provider.requests).toHaveLength(1)
   })
 
   it('shows the approval example verbatim', () => {

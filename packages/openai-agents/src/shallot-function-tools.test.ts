@@ -1,8 +1,9 @@
 import { Agent, run } from '@openai/agents'
 import { circuitBreaker, consecutive } from '@shallot/circuit-breaker'
-import { LoopError, type Middleware, OptionsError, silentLogger, ToolError } from '@shallot/core'
+import { defineTool, LoopError, type Middleware, OptionsError, silentLogger, ToolError } from '@shallot/core'
 import { stuckLoop } from '@shallot/stuck-loop'
 import { manualClock } from '@shallot/testing'
+import { defaultMiddleware } from 'shallot'
 import { describe, expect, it } from 'vitest'
 import { z } from 'zod'
 import { loopErrorOf, shallotFunctionTools } from './index.js'
@@ -204,12 +205,71 @@ describe('a spec', () => {
     expect(heard).toEqual([[{ payment: 'pay_1' }, 'k-1']])
   })
 
+  it('forwards one idempotency key per logical call: a retried write sends the same key, through run()', async () => {
+    const keys: Array<string | undefined> = []
+    const charge = {
+      name: 'charge',
+      description: 'Charge a card',
+      parameters: z.object({ cents: z.number() }),
+      effect: 'idempotent' as const,
+      execute: async ({ cents }: { cents: number }, { idempotencyKey }: { idempotencyKey: string | undefined }) => {
+        keys.push(idempotencyKey)
+        if (keys.length === 1) throw Object.assign(new Error('HTTP 503'), { status: 503 })
+        return `charged ${cents}`
+      },
+    }
+    const model = scriptedModel([
+      { calls: [{ name: 'charge', args: { cents: 500 } }] },
+      (request) => ({ text: lastOutputs(request)[0] ?? '' }),
+    ])
+    const set = shallotFunctionTools([charge], { middleware: defaultMiddleware({ retry: { baseMs: 0, capMs: 0 } }) })
+    const result = await run(agentWith(model, set.tools), 'charge 5 dollars', { signal: set.signal })
+    expect(result.finalOutput).toBe('charged 500')
+    expect(keys).toHaveLength(2)
+    expect(typeof keys[0]).toBe('string')
+    expect(keys[1]).toBe(keys[0])
+  })
+
+  it("takes a defineTool() tool as it is (input, effect, reconcile), with core's execute context", async () => {
+    const seen: unknown[] = []
+    const lookup = defineTool({
+      name: 'lookup',
+      description: 'Look an order up',
+      input: z.object({ id: z.string() }),
+      effect: 'read',
+      execute: ({ id }, { attempt, idempotencyKey }) => {
+        seen.push([id, attempt, idempotencyKey])
+        return `order ${id}`
+      },
+      reconcile: async () => ({ status: 'not_applied' }),
+    })
+    const model = scriptedModel([
+      { calls: [{ name: 'lookup', args: { id: 'o-1' } }] },
+      (request) => ({ text: lastOutputs(request)[0] ?? '' }),
+    ])
+    const set = shallotFunctionTools([lookup])
+    const result = await run(agentWith(model, set.tools), 'find o-1', { signal: set.signal })
+    expect(result.finalOutput).toBe('order o-1')
+    expect(seen).toEqual([['o-1', 1, undefined]])
+    expect(set.stack.tools.get('lookup')?.reconcile).toBeTypeOf('function')
+  })
+
+  it('refuses a tool it cannot read: not an object, two schemas, a field a defineTool() tool does not have', () => {
+    expect(() => shallotFunctionTools([null as never])).toThrow('shallotFunctionTools(): spec [0] must be an object')
+    expect(() => shallotFunctionTools([{ ...refund, input: refund.parameters } as never])).toThrow(/both input and parameters/)
+    const definition = defineTool({ name: 'lookup', description: 'x', input: z.object({}), execute: () => 'ok' })
+    expect(() => shallotFunctionTools([{ ...definition, timeoutMs: 5 } as never])).toThrow(
+      'spec "lookup" has the unknown field "timeoutMs": give timeout() in the middleware',
+    )
+    expect(() => shallotFunctionTools([{ ...refund, effect: 'reed' } as never])).toThrow(/effect/)
+  })
+
   it('with a field shallot would not use is refused, naming the field and what to do instead', () => {
     expect(() => shallotFunctionTools([{ ...refund, needsApproval: true } as never])).toThrow(
       'shallotFunctionTools(): spec "refund_payment" has the unknown field "needsApproval": ask for approval with policy() in the middleware',
     )
     expect(() => shallotFunctionTools([{ ...refund, reconciler: () => ({ status: 'unknown' }) } as never])).toThrow(
-      'spec "refund_payment" has the unknown field "reconciler": remove it; a spec takes name, description, parameters, effect, execute, reconcile',
+      'spec "refund_payment" has the unknown field "reconciler": remove it; a spec takes name, description, parameters, effect, execute, reconcile (a defineTool() tool: input instead of parameters)',
     )
   })
 })

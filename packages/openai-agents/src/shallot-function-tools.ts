@@ -1,4 +1,3 @@
-import { AsyncLocalStorage } from 'node:async_hooks'
 import {
   type RunContext as AgentsRunContext,
   type CallModelInputFilter,
@@ -9,16 +8,12 @@ import {
 import {
   type AnyTool,
   createRun,
-  defineTool,
   LoopError,
   parseOptions,
   type RunContext,
   type Stack,
-  type ToolDefinition,
-  type ToolEffect,
   type ToolErrorJSON,
   toolDescription,
-  toolInputSchema,
 } from '@shallot/core'
 import {
   approvalCheckOf,
@@ -30,47 +25,8 @@ import {
   stackSourceShape,
 } from '@shallot/core/kit'
 import { z } from 'zod'
+import { agentsCall, definitionsOf, type FunctionToolSource, jsonOr, parametersOf } from './function-tool-specs.js'
 import { newTurnLedger, observeCompletedTurn, type TurnLedger } from './observe-turns.js'
-
-/** One tool, written as you would pass it to the SDK's `tool()`, plus what repeating it does to the world. */
-export interface ShallotFunctionToolSpec<Args = unknown> {
-  name: string
-  description: string
-  /** A zod 4 schema of the arguments: the stack validates with it, the model gets its JSON Schema. */
-  parameters: z.ZodType<Args>
-  /** `read`, `idempotent` or `write` (default: never repeated unless the error proves nothing happened). */
-  effect?: ToolEffect
-  execute(args: Args, details: { signal: AbortSignal; idempotencyKey: string | undefined; attempt: number; runContext: unknown }): unknown
-  /**
-   * For a `write` whose outcome may be unknown (a timeout after it landed): whether an attempt with
-   * these arguments took effect, as `defineTool`'s `reconcile` (a lookup at the same service).
-   */
-  reconcile?: ToolDefinition<z.ZodType<Args>>['reconcile']
-}
-
-const SPEC_FIELDS = ['name', 'description', 'parameters', 'effect', 'execute', 'reconcile']
-
-/** What to do instead of a field the SDK's `tool()` takes and a spec does not: the stack does that job. */
-const INSTEAD: Readonly<Record<string, string>> = {
-  needsApproval: 'ask for approval with policy() in the middleware',
-  errorFunction: 'the stack renders every failure as the text the model reads (createStack({ renderError }))',
-  strict: 'the stack validates the arguments with parameters',
-  timeoutMs: 'give timeout() in the middleware',
-  isEnabled: 'leave the tool out of the specs',
-}
-
-/** Refuses a spec field shallot would not use, naming it and what to do instead, rather than dropping it. */
-function checkSpecFields(spec: object, index: number): void {
-  for (const field of Object.keys(spec)) {
-    if (SPEC_FIELDS.includes(field)) continue
-    const name = typeof (spec as { name?: unknown }).name === 'string' ? `"${(spec as { name: string }).name}"` : `[${index}]`
-    const fix = INSTEAD[field] ?? `remove it; a spec takes ${SPEC_FIELDS.join(', ')}`
-    throw new TypeError(`shallotFunctionTools(): spec ${name} has the unknown field "${field}": ${fix}`)
-  }
-}
-
-// The SDK's run context of the call being dispatched, for the tool's `execute` (core's execute context has no slot for it).
-const agentsCall = new AsyncLocalStorage<unknown>()
 
 const custom = <T>(what: string, check: (v: unknown) => boolean) => z.custom<T>(check, { message: `must be ${what}` })
 const isObject = (v: unknown) => typeof v === 'object' && v !== null
@@ -121,45 +77,6 @@ export interface ShallotFunctionToolSet {
   readonly callModelInputFilter: CallModelInputFilter
 }
 
-/** The SDK hands invoke the argument text; the policy's check reads values (text that is not JSON is left to the stack to refuse). */
-function jsonOr(input: string): unknown {
-  try {
-    return JSON.parse(input)
-  } catch {
-    return input
-  }
-}
-
-// Core's dispatcher validates, so the model reads `invalid_arguments` from the stack, not the SDK's text.
-const parametersOf = (schema: z.ZodType) => {
-  // A plain JSON copy (the SDK takes anything carrying a Standard Schema marker for a schema to validate
-  // with), cleaned of invisible characters and capped by core's tool-text rules.
-  const { $schema: _, ...json } = toolInputSchema(z.toJSONSchema(schema, { io: 'input' }))
-  return { additionalProperties: true, ...json } as FunctionTool['parameters']
-}
-
-/** The specs as shallot tools: each runs its `execute` with the SDK's run context of the call. */
-// biome-ignore lint/suspicious/noExplicitAny: each spec has its own argument type; the stack validates them
-function definitionsOf(specs: readonly ShallotFunctionToolSpec<any>[]): AnyTool[] {
-  return specs.map((spec, index) => {
-    if (typeof spec === 'object' && spec !== null) checkSpecFields(spec, index)
-    return defineTool({
-      name: spec.name,
-      description: spec.description,
-      input: spec.parameters as z.ZodType,
-      effect: spec.effect ?? 'write',
-      execute: (args, ctx) =>
-        (spec.execute as ShallotFunctionToolSpec['execute'])(args, {
-          signal: ctx.signal,
-          idempotencyKey: ctx.idempotencyKey,
-          attempt: ctx.attempt,
-          runContext: agentsCall.getStore(),
-        }),
-      reconcile: spec.reconcile,
-    }) as AnyTool
-  })
-}
-
 /**
  * The `callModelInputFilter` of a set: before each model call, the turn that completed is shown to the layers
  * that watch turns; a `LoopError` from them stops the set (its `signal` aborts) and is thrown; the input goes on as it is.
@@ -196,11 +113,7 @@ function turnFilter(
  * const agent = new Agent({ name: 'coder', instructions, model, tools: shallot.tools })
  * const result = await run(agent, 'What does src/main.rs do?', { signal: shallot.signal, maxTurns: 20 })
  */
-export function shallotFunctionTools(
-  // biome-ignore lint/suspicious/noExplicitAny: each spec has its own argument type; the stack validates them
-  specs: readonly ShallotFunctionToolSpec<any>[],
-  options?: ShallotFunctionToolsOptions,
-): ShallotFunctionToolSet {
+export function shallotFunctionTools(specs: readonly FunctionToolSource[], options?: ShallotFunctionToolsOptions): ShallotFunctionToolSet {
   if (!Array.isArray(specs))
     throw new TypeError('shallotFunctionTools() takes an array of tool specs [{ name, description, parameters, execute }]')
   const o = parseOptions('shallotFunctionTools()', shallotFunctionToolsOptionsSchema.superRefine(onlyWithoutStack([])), options)
@@ -237,13 +150,13 @@ export function shallotFunctionTools(
     }
   }
 
-  function functionTool(spec: ShallotFunctionToolSpec): FunctionTool {
+  function functionTool(spec: AnyTool): FunctionTool {
     // The SDK's own tool() for everything but invoke (approval policy, enablement, tracing fields); its
     // invoke would parse and validate the arguments itself and answer failures with its own text.
     const base = tool({
       name: spec.name,
       description: toolDescription(spec.description),
-      parameters: parametersOf(spec.parameters as z.ZodType),
+      parameters: parametersOf(spec.input),
       strict: false,
       ...(check === undefined
         ? {}
@@ -295,7 +208,7 @@ export function shallotFunctionTools(
   }
 
   return {
-    tools: specs.map(functionTool),
+    tools: definitions.map(functionTool),
     signal,
     softErrors,
     stack,

@@ -52,7 +52,7 @@ export function pending(ctx: ToolContext, rule: CompiledRule, problem?: string, 
 }
 
 export async function runInward(ctx: ToolContext, slots: RunSlots, next: Next, args?: unknown): Promise<void> {
-  const current = ctx.currentSignal()
+  const current = ctx.signal
   if (current.aborted) throw abortReason(current)
   // Counted on the way in: a write that later fails may still have reached the world.
   slots.keep()

@@ -44,7 +44,7 @@ async function verdictOf(layer: PolicyLayer, ctx: ToolContext, rule: CompiledRul
     const answer = rule.conditions(args, ctx)
     verdict = answer instanceof Promise ? await settleWithin(ctx, answer, whenTimeoutMs) : answer
   } catch (err) {
-    const signal = ctx.currentSignal()
+    const signal = ctx.signal
     // A cancelled run ends the call as cancelled, not as a broken rule.
     if (signal.aborted) throw abortReason(signal)
     ctx.log.error({ err, rule: rule.id }, 'policy: a rule check threw; the call is denied')

@@ -127,7 +127,7 @@ export function policy(options?: PolicyOptions): Middleware {
       emit: () => {},
       log: silentLogger,
       clock: systemClock,
-      currentSignal: () => runContext.signal,
+      signal: runContext.signal,
     } as unknown as ToolContext
     const decision = await decide(shared, probe, tool, peekSlots(runContext))
     return decision.action === 'approve'

@@ -18,7 +18,7 @@ const noop = () => {}
  * if (verdict === TIMED_OUT) return refused(ctx, rule, 'its check did not answer in time')
  */
 export function settleWithin<T>(ctx: ToolContext, pending: Promise<T>, timeoutMs: number): Promise<T | typeof TIMED_OUT> {
-  const signal = ctx.currentSignal()
+  const signal = ctx.signal
   if (signal.aborted) {
     pending.catch(noop)
     return Promise.reject(abortReason(signal))

@@ -1,5 +1,5 @@
 import { abortReason, type Clock, type Logger, ToolError } from '@shallot/core'
-import { type AbortSource, onAbort, startTimer, waitMsOf } from '@shallot/core/kit'
+import { onAbort, startTimer, waitMsOf } from '@shallot/core/kit'
 import type { RateDecision, RateReservation, RateRule } from './gcra.js'
 import type { RateLimitStore } from './rate-limit-store.js'
 
@@ -7,7 +7,7 @@ import type { RateLimitStore } from './rate-limit-store.js'
 export interface Caller {
   readonly clock: Clock
   readonly log: Logger
-  readonly signal: AbortSource
+  readonly signal: AbortSignal
 }
 
 /** How the store's failure is answered: the option `onStoreFailure`. */
@@ -25,7 +25,7 @@ export const STORE_FAILED_OPEN = Object.freeze({ admitted: true, waitMs: 0, stor
   readonly storeFailed: true
 }
 
-const isPromise = (value: unknown): value is Promise<unknown> => typeof (value as { then?: unknown })?.then === 'function'
+export const isPromise = (value: unknown): value is Promise<unknown> => typeof (value as { then?: unknown })?.then === 'function'
 
 /** The soft refusal of a call whose store failed, when the layer fails closed: the store's own ToolError, or one like it. */
 export function storeUnavailable(err: unknown): ToolError {
@@ -44,7 +44,7 @@ export function storeUnavailable(err: unknown): ToolError {
  * Races a store's answer against `timeoutMs` on the caller's clock and the caller's signal, leaving no timer
  * or listener. An answer that comes after the race was lost is handed to `late` (its place goes unused).
  */
-function bounded(caller: Caller, answer: Promise<unknown>, timeoutMs: number, late: (answer: unknown) => void): Promise<unknown> {
+export function bounded(caller: Caller, answer: Promise<unknown>, timeoutMs: number, late: (answer: unknown) => void): Promise<unknown> {
   return new Promise<unknown>((resolve, reject) => {
     let settled = false
     const finish = (then: () => void) => {

@@ -1,5 +1,6 @@
 import { defineMiddleware, type MiddlewareEnv } from '@shallot/core'
 import { z } from 'zod'
+import { isPushbackStore, type PushbackStore } from './pushback-store.js'
 import { rateLimit } from './rate-limit.js'
 import { rateLimitDataShape } from './rate-limit-options.js'
 import { isRateLimitStore, type RateLimitStore } from './rate-limit-store.js'
@@ -13,16 +14,17 @@ import { isRateLimitStore, type RateLimitStore } from './rate-limit-store.js'
  */
 export const rateLimitFileOptionsSchema = z.strictObject(rateLimitDataShape)
 
-/** The host's shared store, when it gave one that is a store. */
-function storeOf(env: MiddlewareEnv): { store?: RateLimitStore } {
-  const store = (env.stores as { rateLimit?: unknown } | undefined)?.rateLimit
-  return isRateLimitStore(store) ? { store } : {}
+/** The host's shared stores, when it gave ones that are stores: the buckets, and the model side's pushback. */
+function storeOf(env: MiddlewareEnv): { store?: RateLimitStore; pushback?: PushbackStore } {
+  const { rateLimit: store, pushback } = (env.stores ?? {}) as { rateLimit?: unknown; pushback?: unknown }
+  return { ...(isRateLimitStore(store) ? { store } : {}), ...(isPushbackStore(pushback) ? { pushback } : {}) }
 }
 
 /**
  * `rateLimit` as a middleware definition, for config files and registries: one layer, whose tool side
  * serves `stack:` and whose model side serves `modelMiddleware:`. A host that limits a fleet passes a shared
- * store as `env.stores.rateLimit` (`redisRateLimitStore`, `postgresRateLimitStore`).
+ * store as `env.stores.rateLimit` (`redisRateLimitStore`, `postgresRateLimitStore`), and one for the model
+ * side's pushback as `env.stores.pushback` (`redisStores().pushback`, `postgresStores().pushback`).
  *
  * @example
  * const layer = rateLimitDefinition.build({ limit: 10, perMs: 1_000 })

@@ -2,6 +2,7 @@ import { abortReason, type ModelContext, type ModelMiddleware, type ModelNext } 
 import { type Caller, decide, giveBack, STORE_FAILED_OPEN, waitTurn } from './admission.js'
 import type { RateDecision } from './gcra.js'
 import { keyFrom, type Limiter } from './limiter.js'
+import { holdBack, learn, type Pushback } from './pushback.js'
 import { rateLimitedError } from './rate-limited-error.js'
 
 /**
@@ -21,8 +22,12 @@ export function modelRateKey(model: { readonly name: string; readonly provider?:
  * (`retryAfterMs`, not retryable, safe to repeat), as an open circuit refuses. Place it inside fallback
  * and outside the breaker and retry: one logical model call takes one place, and the refusal never
  * counts against the model's circuit.
+ *
+ * With `pushback`, the provider's own word is shared too: a send that fails with a `Retry-After` holds the
+ * key in the store for that long, and a call finds its key held before it takes a place (waits out the
+ * rest within `maxWaitMs`, jittered, or is refused with its `retryAfterMs`).
  */
-export function limitModelCalls(limiter: Limiter, keyOf: (ctx: ModelContext) => string | undefined): ModelMiddleware {
+export function limitModelCalls(limiter: Limiter, keyOf: (ctx: ModelContext) => string | undefined, pushback?: Pushback): ModelMiddleware {
   const { options } = limiter
 
   function admitted(ctx: ModelContext, caller: Caller, key: string, decision: RateDecision, next: ModelNext): Promise<void> {
@@ -48,7 +53,15 @@ export function limitModelCalls(limiter: Limiter, keyOf: (ctx: ModelContext) => 
     // No step left: the terminal ends the run with its budget error, without a wait for it.
     if (ctx.run.budget.remaining <= 0) return next()
     const caller: Caller = { clock: ctx.clock, log: ctx.log, signal: ctx.signal }
-    const decision = await decide(limiter, caller, key)
-    return admitted(ctx, caller, key, decision, next)
+    if (pushback === undefined) return admitted(ctx, caller, key, await decide(limiter, caller, key), next)
+    await holdBack(pushback, ctx, caller, key)
+    if (ctx.signal.aborted) throw abortReason(ctx.signal)
+    // A send the provider pushes back on holds the key for every worker before its failure goes on.
+    const send = () =>
+      next().then(undefined, async (err: unknown) => {
+        await learn(pushback, caller, key, err)
+        throw err
+      })
+    return admitted(ctx, caller, key, await decide(limiter, caller, key), send)
   }
 }

@@ -30,7 +30,7 @@ export function limitToolCalls(limiter: Limiter, keyOf: (ctx: ToolContext) => st
     if (ctx.tool === undefined) return next()
     const key = keyFrom('rateLimit()', keyOf, ctx)
     if (key === undefined) return next()
-    const signal = ctx.currentSignal()
+    const signal = ctx.signal
     if (signal.aborted) return Promise.reject(abortReason(signal))
     // No step left: the terminal ends the run with its budget error; waiting a turn for that, or taking one, is waste.
     if (ctx.run.budget.remaining <= 0) return next()

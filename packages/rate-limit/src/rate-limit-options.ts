@@ -1,6 +1,7 @@
 import { MAX_TIMER_MS } from '@shallot/core/kit'
 import { z } from 'zod'
 import type { RateRule } from './gcra.js'
+import { isPushbackStore, type PushbackStore } from './pushback-store.js'
 import { isRateLimitStore, type RateLimitStore } from './rate-limit-store.js'
 
 const DAY_MS = 86_400_000
@@ -58,6 +59,12 @@ export const rateLimitDataShape = {
 export const storeSchema = z
   .custom<RateLimitStore>(isRateLimitStore, {
     message: 'must be a RateLimitStore { acquire(key, rule, now) }, e.g. memoryRateLimitStore()',
+  })
+  .optional()
+
+export const pushbackSchema = z
+  .custom<PushbackStore | false>((v) => v === false || isPushbackStore(v), {
+    message: 'must be a PushbackStore { hold(key, ms, now), heldFor(key, now) }, e.g. memoryPushbackStore(), or false for none',
   })
   .optional()
 

@@ -58,4 +58,34 @@ describe('rateLimit and park', () => {
     expect((await running).status).toBe('completed')
     expect(ran).toEqual([0, 800])
   })
+
+  it('a model call whose turn is farther away than maxWaitMs parks the run before the call; the resume asks the model', async () => {
+    const clock = manualClock()
+    const askedAt: number[] = []
+    const model: ModelAdapter = {
+      name: 'gpt',
+      async generate() {
+        askedAt.push(clock.now())
+        return { text: 'done', toolCalls: [] }
+      },
+    }
+    const agent = createAgent({
+      model,
+      tools: [],
+      clock,
+      modelMiddleware: [rateLimit({ limit: 1, perMs: 60_000, maxWaitMs: 1_000 })],
+      checkpoints: memoryCheckpoints(),
+      park: { afterMs: 5_000, wallNow: () => 1_800_000_000_000 + clock.now() },
+    })
+    expect((await agent.run({ input: 'one' })).status).toBe('completed')
+    const parked = await agent.run({ input: 'two', runId: 'two' })
+    expect(parked).toMatchObject({
+      status: 'parked',
+      wakeAt: 1_800_000_060_000,
+      reason: { code: 'rate_limited', model: 'gpt', waitMs: 60_000 },
+    })
+    await clock.advance(60_000)
+    expect(await agent.resume('two')).toMatchObject({ status: 'completed', output: 'done' })
+    expect(askedAt).toEqual([0, 60_000])
+  })
 })

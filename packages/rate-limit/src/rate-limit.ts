@@ -4,7 +4,9 @@ import { z } from 'zod'
 import { limitModelCalls, modelRateKey } from './limit-model-calls.js'
 import { limitToolCalls } from './limit-tool-calls.js'
 import { limiterOf } from './limiter.js'
-import { keyFunction, rateLimitDataShape, storeSchema } from './rate-limit-options.js'
+import type { Pushback } from './pushback.js'
+import { memoryPushbackStore } from './pushback-store.js'
+import { keyFunction, pushbackSchema, rateLimitDataShape, storeSchema } from './rate-limit-options.js'
 
 /**
  * Options of {@link rateLimit}, for its tool side and its model side alike: the file's options, a
@@ -27,6 +29,14 @@ export const rateLimitOptionsSchema = z.strictObject({
    * A shared store limits a fleet, and holds both sides' buckets: a key both sides return is one bucket.
    */
   store: storeSchema,
+  /**
+   * Where the model side shares a provider's pushback: a send that fails with a `Retry-After` (a 429, a 503)
+   * holds its key that long, and every call of that key waits it out (within `maxWaitMs`, jittered) or is
+   * refused with its `retryAfterMs` before it is sent. Default: a `memoryPushbackStore()` of this layer's
+   * own (the runs of one process share it); a shared store (`redisStores().pushback`,
+   * `postgresStores().pushback`, `sqlitePushbackStore`) shares it with a fleet; `false`: none.
+   */
+  pushback: pushbackSchema,
 })
 
 /** What {@link rateLimit} accepts. */
@@ -65,9 +75,12 @@ export function rateLimit(options?: RateLimitOptions): RateLimitLayer {
   const parsed = parse(options)
   const all = parsed.per === 'all'
   const key = parsed.key
+  const { maxWaitMs, onStoreFailure, storeTimeoutMs } = parsed
+  const pushback: Pushback | undefined =
+    parsed.pushback === false ? undefined : { store: parsed.pushback ?? memoryPushbackStore(), maxWaitMs, onStoreFailure, storeTimeoutMs }
   return Object.freeze({
     name: 'rate-limit',
     wrapToolCall: limitToolCalls(limiterOf(parsed), key ?? ((ctx) => (all ? 'tools' : `tool:${ctx.call.name}`))),
-    wrapModelCall: limitModelCalls(limiterOf(parsed), key ?? ((ctx) => (all ? 'models' : modelRateKey(ctx.model)))),
+    wrapModelCall: limitModelCalls(limiterOf(parsed), key ?? ((ctx) => (all ? 'models' : modelRateKey(ctx.model))), pushback),
   })
 }

@@ -1,15 +1,17 @@
 import { readFileSync } from 'node:fs'
-import { createRun, defineTool, type ModelAdapter } from '@shallot/core'
+import { createRun, defineTool, type ModelAdapter, ToolError } from '@shallot/core'
 import { manualClock } from '@shallot/testing'
 import { describe, expect, it } from 'vitest'
 import { z } from 'zod'
+import { memoryPushbackStore } from './index.js'
 import { pacedAgent } from './readme-agent-example.js'
 import { searchStack } from './readme-example.js'
+import { fleetWorker } from './readme-pushback-example.js'
 
 const read = (file: string) => readFileSync(new URL(file, import.meta.url), 'utf8')
 
 describe('README', () => {
-  it.each(['./readme-example.ts', './readme-agent-example.ts'])(
+  it.each(['./readme-example.ts', './readme-agent-example.ts', './readme-pushback-example.ts'])(
     'shows the type-checked example %s verbatim (importing the published name)',
     (file) => {
       const example = read(file).replace("from './index.js'", "from '@shallot/rate-limit'")
@@ -73,5 +75,35 @@ describe('README', () => {
     expect(askedAt).toEqual([0, 1000, 2000])
     // The tool's bucket is not the model's: each search is its tool's first call in its second.
     expect(searchedAt).toEqual([0, 1000])
+  })
+
+  it('runs: two workers on one pushback store: one hears a 30 s Retry-After, the other sends nothing until it passes', async () => {
+    const clock = manualClock()
+    const pushback = memoryPushbackStore()
+    const askedAt: Record<string, number[]> = { first: [], second: [] }
+    const model = (name: 'first' | 'second'): ModelAdapter => ({
+      name: 'gpt',
+      generate: async () => {
+        askedAt[name]?.push(clock.now())
+        if (clock.now() < 30_000) {
+          throw new ToolError('rate_limited', 'rate limited by the provider (429)', {
+            category: 'transient',
+            retryable: true,
+            retryAfterMs: 30_000 - clock.now(),
+            details: { status: 429 },
+          })
+        }
+        return { text: 'done', toolCalls: [] }
+      },
+    })
+    const first = fleetWorker(model('first'), [], pushback, clock).run({ input: 'a' })
+    for (let i = 0; i < 20 && clock.pending === 0; i++) await new Promise((resolve) => setImmediate(resolve))
+    const second = fleetWorker(model('second'), [], pushback, clock).run({ input: 'b' })
+    await clock.runAll()
+    expect((await first).status).toBe('completed')
+    expect((await second).status).toBe('completed')
+    expect(askedAt.first).toEqual([0, 30_000])
+    expect(askedAt.second).toHaveLength(1)
+    expect(askedAt.second?.[0]).toBeGreaterThanOrEqual(30_000)
   })
 })

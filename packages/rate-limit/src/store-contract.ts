@@ -194,3 +194,5 @@ function addRefundCases(add: (name: string, run: () => Promise<void>) => void, f
     assert.ok(held.length >= 50, `only ${held.length} places held: a refund or an acquire was lost`)
   })
 }
+
+export { type PushbackStoreCase, type PushbackStoreFactory, pushbackStoreContract } from './pushback-store-contract.js'

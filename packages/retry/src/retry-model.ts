@@ -135,9 +135,8 @@ export function modelRetryOf(policy: ModelRetryPolicy, backoff: Backoff, store: 
   }
 
   return async function retry(ctx: ModelContext, next: ModelNext): Promise<void> {
-    // Inner layers may swap ctx.signal for a deadline; waits and repeats follow the signal this call came with,
-    // kept as it came (createAgent's stays deferred: an answered call never makes the run's signal real).
-    const came = ctx.currentSignal?.() ?? ctx.signal
+    // Inner layers may swap ctx.signal for a deadline; waits and repeats follow the signal this call came with.
+    const came = ctx.signal
     // A spare model waits outside (a fallback layer says so by the context's shape): asking it beats riding this out.
     const limits = riding !== undefined && (ctx as { spareModel?: unknown }).spareModel !== true ? riding : byAttempts
     const { maxElapsedMs } = limits
@@ -153,9 +152,8 @@ export function modelRetryOf(policy: ModelRetryPolicy, backoff: Backoff, store: 
       } catch (err) {
         failure = err
       }
-      if (came instanceof AbortSignal || ctx.deferSignal === undefined) ctx.signal = came as AbortSignal
-      else ctx.deferSignal(came)
-      const signal = ctx.signal
+      ctx.signal = came
+      const signal = came
       if (LoopError.is(failure)) throw failure
       if (signal.aborted) throw abortReason(signal)
       const error = asToolError(failure)

@@ -157,20 +157,18 @@ export function retry(options?: RetryOptions | Backoff): RetryLayer {
 function toolRetryOf(settings: RetrySettings): Middleware {
   const { timed, longestWaitMs } = settings
   return async function retry(ctx: ToolContext, next: Next): Promise<void> {
-    // Inner layers may swap ctx.signal for their own deadline; waits and repeats use the signal this call came
-    // with, made real only if a retry must wait on it.
-    const source = ctx.currentSignal()
+    // Inner layers may swap ctx.signal for their own deadline; waits and repeats use the signal this call came with.
+    const signal = ctx.signal
     const plan = ctx.run.state[EXHAUSTED_STATE_KEY] === undefined ? undefined : repeatPlan(ctx, longestWaitMs)
     if (plan?.kind === 'answer') throw plan.error
     if (plan?.kind === 'wait') {
       ctx.emit('retry.scheduled', { attempt: ctx.attempt, delayMs: plan.ms, code: plan.entry.error?.code, probe: true })
-      await wait(ctx, plan.ms, source instanceof AbortSignal ? source : source.signal)
+      await wait(ctx, plan.ms, signal)
     }
     const started = timed || plan !== undefined ? ctx.clock.now() : 0
     try {
       await next()
     } catch (err) {
-      const signal = source instanceof AbortSignal ? source : source.signal
       return retryAfter(settings, { ctx, next, signal, started, probe: plan?.entry }, err)
     }
     retrySucceeded(settings, ctx)

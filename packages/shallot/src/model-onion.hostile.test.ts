@@ -114,7 +114,8 @@ describe('a third-party model middleware that breaks the contract', () => {
     const error = stoppedWith(outcome)
     expect(error.kind).toBe('model_failed')
     expect(error.cause).toBeInstanceOf(MiddlewareUsageError)
-    await inner
+    // The attempt it left running settles after the call did: refused or answered, nothing reads it.
+    await inner?.catch(() => {})
   })
 })
 

@@ -1,5 +1,11 @@
 export { corruptCheckpoint, type PostgresCheckpoints } from './postgres-checkpoints.js'
 export {
+  type PostgresPushbackStore,
+  type PostgresPushbackStoreOptions,
+  postgresPushbackStore,
+  postgresPushbackStoreOptionsSchema,
+} from './postgres-pushback-store.js'
+export {
   type PostgresRateLimitStore,
   type PostgresRateLimitStoreOptions,
   postgresRateLimitStore,

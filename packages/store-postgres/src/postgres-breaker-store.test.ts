@@ -144,8 +144,10 @@ describe('postgres breaker store: corrupt states read as none, are logged, and a
       const fresh = await worker(prefix, base, 0, log)
       expect(await fresh.stores.breaker.get('search')).toBeUndefined()
       expect(await fresh.call('ok')).toMatchObject({ ok: true })
+      // A success of a closed circuit writes nothing; the next write (a failure) replaces the corrupt state.
+      expect(await fresh.call('f3', fail)).toMatchObject({ ok: false, error: { code: 'upstream_error' } })
       const { rows } = await pg.pool.query(`SELECT state FROM "${prefix}breakers"`)
-      expect(JSON.parse(rows[0].state)).toMatchObject({ circuit: 'closed' })
+      expect(JSON.parse(rows[0].state)).toMatchObject({ circuit: 'closed', counts: { failures: 1 } })
       expect(({} as Record<string, unknown>).circuit).toBeUndefined()
     })
   }

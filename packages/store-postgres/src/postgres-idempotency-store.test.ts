@@ -186,17 +186,20 @@ describe('postgres idempotency store: beyond the contract', () => {
     expect(await store.begin('s k', 'h', LEASE, TTL)).toEqual({ status: 'in_flight' })
   })
 
-  it('deletes expired records: a few on every new record, and all of them on sweep()', async () => {
+  it('deletes expired records: 64 on every 16th new record, and all of them on sweep()', async () => {
     const clock = manualClock()
     const stores = await pg.stores({ wallNow: clock.now })
     const table = `"${stores.tablePrefix}idempotency"`
     const count = async () => Number((await pg.pool.query(`SELECT count(*) AS n FROM ${table}`)).rows[0].n)
-    for (let i = 0; i < 40; i++) await stores.idempotency.begin(`s k${i}`, 'h', LEASE, TTL)
+    for (let i = 0; i < 100; i++) await stores.idempotency.begin(`s k${i}`, 'h', LEASE, TTL)
     await clock.advance(LEASE + TTL)
-    await stores.idempotency.begin('s fresh', 'h', LEASE, TTL)
-    expect(await count()).toBe(41 - 16)
-    expect(await stores.sweep()).toEqual({ idempotency: 24, breakers: 0, checkpoints: 0, claims: 0 })
-    expect(await count()).toBe(1)
+    for (let i = 0; i < 11; i++) await stores.idempotency.begin(`s fresh${i}`, 'h', LEASE, TTL)
+    expect(await count()).toBe(111)
+    // The 112th new key sweeps: 64 of the 100 expired rows, none of the live ones.
+    await stores.idempotency.begin('s fresh11', 'h', LEASE, TTL)
+    expect(await count()).toBe(112 - 64)
+    expect(await stores.sweep()).toEqual({ idempotency: 36, breakers: 0, checkpoints: 0, claims: 0 })
+    expect(await count()).toBe(12)
   })
 
   it('refuses softly, naming migrate(), when the tables do not exist', async () => {

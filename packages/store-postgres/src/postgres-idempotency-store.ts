@@ -4,8 +4,9 @@ import { postgresUnavailable } from './store-unavailable.js'
 import { checked, idempotencyRowSchema, nowSchema } from './stored-values.js'
 import { NOW } from './tables.js'
 
-/** Expired rows dropped per new record: enough to keep up, small enough to keep `begin` short. */
-const SWEEP_BATCH = 16
+/** Expired rows dropped per sweep, and how many new keys between two sweeps: four rows a key keeps up, a short statement. */
+const SWEEP_BATCH = 64
+const SWEEP_EVERY = 16
 /** A token is a positive bigint; anything else can own no row (and must not reach a `::bigint` cast). */
 const TOKEN = /^[1-9]\d{0,18}$/
 
@@ -32,6 +33,22 @@ function idempotencySql(tables: PostgresStoreContext['tables']) {
   return { claimSql, lockSql, replaceSql, lapseSql, retakeSql, sweepSql, completeSql, unknownSql, releaseSql }
 }
 
+/**
+ * Every SWEEP_EVERY-th new key of this process drops a batch of expired rows: the table keeps up with
+ * its writes without a second statement on every write. A sweep that fails is only late housekeeping.
+ */
+function sweeper({ pool, log, nowParam }: PostgresStoreContext, sweepSql: string): () => Promise<void> {
+  let claims = 0
+  return async function sweepNow() {
+    if (++claims % SWEEP_EVERY !== 0) return
+    try {
+      await statement(pool, sweepSql, [nowParam()])
+    } catch (err) {
+      log.warn({ err }, 'could not sweep expired idempotency records; the next sweep tries again')
+    }
+  }
+}
+
 function tokenOf(rows: Array<Record<string, unknown>>): string {
   const token = rows[0]?.token
   if (typeof token !== 'string' || !TOKEN.test(token)) throw new TypeError('the server answered no token')
@@ -53,6 +70,7 @@ function tokenOf(rows: Array<Record<string, unknown>>): string {
 export function postgresIdempotencyStore(context: PostgresStoreContext): IdempotencyStore {
   const { pool, tables, bounded, log, nowParam } = context
   const { claimSql, lockSql, replaceSql, lapseSql, retakeSql, sweepSql, completeSql, unknownSql, releaseSql } = idempotencySql(tables)
+  const sweepNow = sweeper(context, sweepSql)
 
   function corrupt(key: string, problem: string): BeginResult {
     log.warn({ key, problem }, 'idempotency record in PostgreSQL is corrupt; identical calls are refused until it expires or is deleted')
@@ -113,23 +131,31 @@ export function postgresIdempotencyStore(context: PostgresStoreContext): Idempot
     )
   }
 
+  /**
+   * A new key costs one statement (its claim, and now and then a sweep); a key someone holds, one
+   * transaction that locks its row and decides on it.
+   */
   async function begin(key: string, argsHash: string, leaseMs: number, ttlMs: number): Promise<BeginResult> {
     return bounded(
       'idempotency.begin',
-      (signal) =>
-        transaction(pool, signal, async (query) => {
+      async (signal): Promise<BeginResult> => {
+        const claimed = await statement(pool, claimSql, [nowParam(), key, argsHash, leaseMs, ttlMs])
+        if (claimed.rows.length > 0) {
+          const token = tokenOf(claimed.rows)
+          await sweepNow()
+          return { status: 'new', token }
+        }
+        return transaction(pool, signal, async (query) => {
           // A row released between our claim and our lock is free again: claim once more.
           for (let attempt = 0; attempt < 3; attempt++) {
             const claimed = await query(claimSql, [nowParam(), key, argsHash, leaseMs, ttlMs])
-            if (claimed.rows.length > 0) {
-              await query(sweepSql, [nowParam()])
-              return { status: 'new', token: tokenOf(claimed.rows) }
-            }
+            if (claimed.rows.length > 0) return { status: 'new', token: tokenOf(claimed.rows) }
             const decided = await decide(query, key, argsHash, leaseMs, ttlMs)
             if (decided !== undefined) return decided
           }
           throw postgresUnavailable('idempotency.begin', 'the record kept changing under the claim')
-        }),
+        })
+      },
       (late) => releaseLate(key, late),
     )
   }

@@ -1,4 +1,4 @@
-import type { RetryBudgetStore } from '@shallot/retry'
+import { type RetryBudgetStore, retryBudgetRefills } from '@shallot/retry'
 import { type PostgresStoreContext, type Query, statement, transaction } from './postgres-store-context.js'
 import { spentSchema } from './stored-values.js'
 
@@ -19,7 +19,11 @@ export interface PostgresRetryBudget extends RetryBudgetStore {
 
 /**
  * One token bucket shared by every worker (`retry({ retryBudget })`): a row of tokens spent (a
- * missing row is a full bucket), changed under a row lock so concurrent workers never overspend it.
+ * missing row is a full bucket), taken from under a row lock so concurrent workers never overspend
+ * it: a take is always a transaction, and what one worker spends the next take anywhere sees.
+ * Refills (one per successful call) are held in this worker and written in one statement, with its
+ * next take or on its first refill once the oldest held is `refillFlushMs` old, so a healthy call
+ * costs the database nothing; meanwhile the fleet's bucket is short of them (stricter, never looser).
  * A spent count that is not a finite, non-negative number is corrupt, and the bucket fails closed
  * as Redis's does: `available()` reports 0, and the take that finds it rewrites it as empty (all of
  * `capacity` spent, logged) and is refused, so garbage never turns into a fresh bucket of retries;
@@ -31,9 +35,10 @@ export interface PostgresRetryBudget extends RetryBudgetStore {
  * createStack({ tools, middleware: [retry({ retryBudget })] })
  */
 export function postgresRetryBudget(
-  context: PostgresStoreContext & { readonly name: string; readonly capacity: number },
+  context: PostgresStoreContext & { readonly name: string; readonly capacity: number; readonly refillFlushMs: number },
 ): PostgresRetryBudget {
-  const { pool, tables, bounded, log, name, capacity } = context
+  const { pool, tables, bounded, clock, log, name, capacity } = context
+  const refills = retryBudgetRefills(clock, context.refillFlushMs)
   const t = tables.budgets
   const touchSql = `INSERT INTO ${t} (name, spent) VALUES ($1, 0) ON CONFLICT (name) DO NOTHING`
   const lockSql = `SELECT spent FROM ${t} WHERE name = $1 FOR UPDATE`
@@ -53,18 +58,20 @@ export function postgresRetryBudget(
     return undefined
   }
 
-  /** Locks the bucket's row and spends `tokens` if that many are left. */
-  function take(tokens: number, signal: AbortSignal): Promise<boolean> {
+  /** Locks the bucket's row, puts back the `carried` refills, and spends `tokens` if that many are left. */
+  function take(tokens: number, carried: number, signal: AbortSignal): Promise<boolean> {
     return transaction(pool, signal, async (query: Query) => {
       await query(touchSql, [name])
-      const spent = spentOf((await query(lockSql, [name])).rows[0]?.spent, 'retryBudget.tryTake')
-      if (spent === undefined) {
-        await query(writeSql, [name, capacity])
+      const found = spentOf((await query(lockSql, [name])).rows[0]?.spent, 'retryBudget.tryTake')
+      if (found === undefined) {
+        await query(writeSql, [name, Math.max(0, capacity - carried)])
         return false
       }
-      if (spent + tokens > capacity) return false
-      await query(writeSql, [name, spent + tokens])
-      return true
+      const spent = Math.max(0, found - carried)
+      const taken = spent + tokens <= capacity
+      const next = taken ? spent + tokens : spent
+      if (next !== found) await query(writeSql, [name, next])
+      return taken
     })
   }
 
@@ -72,19 +79,27 @@ export function postgresRetryBudget(
   // It moves only a valid positive count (NaN sorts above Infinity in PostgreSQL); tryTake repairs the rest.
   const refillSql = `UPDATE ${t} SET spent = greatest(0, spent - $2) WHERE name = $1 AND spent > 0 AND spent < 'Infinity'`
 
-  function refill(tokens: number): Promise<void> {
+  // A refill whose write failed is not held again: the bucket stays short of it, stricter rather than looser.
+  function write(tokens: number): Promise<void> {
     return bounded('retryBudget.refill', async () => {
       await statement(pool, refillSql, [name, tokens])
     })
+  }
+
+  function refill(tokens: number): Promise<void> {
+    const due = refills.add(tokens)
+    return due === 0 ? Promise.resolve() : write(due)
   }
 
   return {
     name,
     capacity,
     tryTake(tokens) {
+      // The take carries the held refills: this worker's successes count before its retry is priced.
+      const carried = refills.takeAll()
       return bounded(
         'retryBudget.tryTake',
-        (signal) => take(tokens, signal),
+        (signal) => take(tokens, carried, signal),
         (taken) => {
           if (taken) refill(tokens).catch((err: unknown) => log.warn({ name, err }, 'could not give back tokens taken after the deadline'))
         },
@@ -95,7 +110,8 @@ export function postgresRetryBudget(
       return bounded('retryBudget.available', async () => {
         const { rows } = await statement(pool, `SELECT spent FROM ${t} WHERE name = $1`, [name])
         const spent = spentOf(rows[0]?.spent, 'retryBudget.available')
-        return spent === undefined ? 0 : Math.max(0, capacity - spent)
+        // What this worker would see: the bucket, with the refills it holds put back.
+        return spent === undefined ? 0 : Math.max(0, capacity - Math.max(0, spent - refills.held))
       })
     },
   }

@@ -36,11 +36,16 @@ export const postgresStoresOptionsSchema = z
      * server's time and read back into this clock; timeouts wait on it. Default: the system clock.
      */
     clock: z.custom<Clock>((v) => hasMethods(v, ['now', 'sleep']), 'must be a Clock { now(), sleep(ms, signal) }').optional(),
-    /** The fleet-wide retry budget: its name (one token bucket per name) and capacity. Default `{ name: 'default', capacity: 500 }`. */
+    /**
+     * The fleet-wide retry budget: its name (one token bucket per name), capacity, and how long this
+     * worker holds successes' refills before writing them in one batch (also written with its next
+     * take). Default `{ name: 'default', capacity: 500, refillFlushMs: 1000 }`.
+     */
     retryBudget: z
       .object({
         name: z.string().regex(NAME, 'must be 1-128 printable ASCII characters without spaces').default('default'),
         capacity: z.number().min(0).max(1_000_000_000).default(500),
+        refillFlushMs: z.number().int().min(0).max(3_600_000).default(1000),
       })
       .strict()
       .prefault({}),

@@ -98,6 +98,7 @@ describe('postgresStores(): migrate()', () => {
       'race_checkpoint_claims',
       'race_checkpoints',
       'race_idempotency',
+      'race_pushback',
       'race_retry_budgets',
       'race_schema',
     ])
@@ -113,8 +114,10 @@ describe('postgresStores(): migrate()', () => {
 
 describe('postgres retry budget', () => {
   it('never overspends one bucket shared by two workers: 30 concurrent takes of 1 from 10 tokens, 10 succeed', async () => {
-    const a = await fixture.stores({ retryBudget: { name: 'shared', capacity: 10 } })
-    const b = postgresStores({ pool: fixture.pool, tablePrefix: a.tablePrefix, retryBudget: { name: 'shared', capacity: 10 } })
+    // Refills written at once (refillFlushMs 0): the bucket itself, without this worker's batching.
+    const retryBudget = { name: 'shared', capacity: 10, refillFlushMs: 0 }
+    const a = await fixture.stores({ retryBudget })
+    const b = postgresStores({ pool: fixture.pool, tablePrefix: a.tablePrefix, retryBudget })
     const taken = await Promise.all(Array.from({ length: 30 }, (_, i) => (i % 2 ? a : b).retryBudget.tryTake(1)))
     expect(taken.filter(Boolean)).toHaveLength(10)
     expect(await b.retryBudget.available()).toBe(0)
@@ -131,7 +134,7 @@ describe('postgres retry budget', () => {
   ] as const) {
     it(`fails closed on a ${what} spent count: reported empty, the take refused and the row rewritten as empty, then refilled by successes`, async () => {
       const logger = spyLogger()
-      const stores = await fixture.stores({ logger, retryBudget: { capacity: 20 } })
+      const stores = await fixture.stores({ logger, retryBudget: { capacity: 20, refillFlushMs: 0 } })
       await stores.retryBudget.tryTake(5)
       await fixture.pool.query(`UPDATE "${stores.tablePrefix}retry_budgets" SET spent = $1::float8`, [spent])
       expect(await stores.retryBudget.available()).toBe(0)

@@ -2,10 +2,12 @@ import type { BreakerStore } from '@shallot/circuit-breaker'
 import { parseOptions, silentLogger, systemClock, ToolError } from '@shallot/core'
 import { boundedCall, wallNowOf } from '@shallot/core/kit'
 import type { IdempotencyStore } from '@shallot/idempotency'
+import type { PushbackStore } from '@shallot/rate-limit'
 import pg from 'pg'
 import { postgresBreakerStore } from './postgres-breaker-store.js'
 import { type PostgresCheckpoints, postgresCheckpoints } from './postgres-checkpoints.js'
 import { postgresIdempotencyStore } from './postgres-idempotency-store.js'
+import { pushbackOn, pushbackTableDdl } from './postgres-pushback-store.js'
 import { type PostgresRetryBudget, postgresRetryBudget } from './postgres-retry-budget.js'
 import { type PostgresStoreContext, statement, transaction } from './postgres-store-context.js'
 import { type PostgresStoresOptions, postgresStoresOptionsSchema } from './postgres-stores-options.js'
@@ -22,8 +24,8 @@ export interface SweepCounts {
 }
 
 /**
- * The four stores `postgresStores()` makes, for `idempotency()`, `circuitBreaker()`, `retry()` and
- * `createAgent()`, and the table housekeeping.
+ * The stores `postgresStores()` makes, for `idempotency()`, `circuitBreaker()`, `retry()`, `createAgent()` and
+ * the model side of `rateLimit({ pushback })`, and the table housekeeping.
  *
  * @example
  * const { idempotency: store, breaker, retryBudget, checkpoints } = postgresStores({ pool })
@@ -33,6 +35,8 @@ export interface PostgresStores {
   readonly breaker: BreakerStore
   readonly retryBudget: PostgresRetryBudget
   readonly checkpoints: PostgresCheckpoints
+  /** The model calls' shared pushback, for `rateLimit({ pushback })` (see `postgresPushbackStore`); `migrate()` makes its table. */
+  readonly pushback: PushbackStore
   /** The pool in use (yours, or the one opened from `connectionString`). */
   readonly pool: pg.Pool
   /** The prefix of every table name. */
@@ -90,6 +94,8 @@ export function postgresStores(options: PostgresStoresOptions): PostgresStores {
     nowParam: now === undefined ? () => null : () => String(Math.floor(now())),
   }
 
+  const pushbackTable = `"${names.prefix}pushback"`
+
   async function migrate(): Promise<void> {
     try {
       await transaction(pool, new AbortController().signal, async (query) => {
@@ -98,7 +104,7 @@ export function postgresStores(options: PostgresStoresOptions): PostgresStores {
         await query(`CREATE TABLE IF NOT EXISTS ${names.schema} (id int PRIMARY KEY CHECK (id = 1), version int NOT NULL)`, [])
         const found = Number((await query(`SELECT version FROM ${names.schema} WHERE id = 1`, [])).rows[0]?.version ?? 0)
         if (found > SCHEMA_VERSION) throw schemaError(found)
-        for (const ddl of schemaStatements(names)) await query(ddl, [])
+        for (const ddl of [...schemaStatements(names), pushbackTableDdl(pushbackTable)]) await query(ddl, [])
         await query(`INSERT INTO ${names.schema} (id, version) VALUES (1, $1) ON CONFLICT (id) DO UPDATE SET version = $1`, [
           SCHEMA_VERSION,
         ])
@@ -133,6 +139,7 @@ export function postgresStores(options: PostgresStoresOptions): PostgresStores {
     breaker: postgresBreakerStore({ ...context, ttlMs: o.breakerTtlMs }),
     retryBudget: postgresRetryBudget({ ...context, ...o.retryBudget }),
     checkpoints: postgresCheckpoints(context, o.claimLeaseMs),
+    pushback: pushbackOn({ ...context, table: pushbackTable }),
     pool,
     tablePrefix: names.prefix,
     migrate,

@@ -1,5 +1,6 @@
 export type { RedisClient } from './redis-commands.js'
 export { type RedisKeys, redisKeys } from './redis-keys.js'
+export { type RedisPushbackStoreOptions, redisPushbackStore, redisPushbackStoreOptionsSchema } from './redis-pushback-store.js'
 export { type RedisRateLimitStoreOptions, redisRateLimitStore, redisRateLimitStoreOptionsSchema } from './redis-rate-limit-store.js'
 export type { RedisRetryBudget } from './redis-retry-budget.js'
 export { type RedisStores, redisStores } from './redis-stores.js'

@@ -290,8 +290,10 @@ describe('redis breaker store: the store itself', () => {
         return { charged: order }
       },
     })
-    const stores = redisStores({ client, prefix })
+    const clock = manualClock()
+    const stores = redisStores({ client, prefix, clock })
     const stack = createStack({
+      clock,
       tools: [charge],
       middleware: [
         idempotency({ store: stores.idempotency }),
@@ -303,6 +305,8 @@ describe('redis breaker store: the store itself', () => {
     await client.hset(`${prefix}:{charge_card}:breaker`, { s: '{"circuit":"closed","generation":"NaN"}' })
     const again = await call('o-1')
     expect(again.error?.code).toBe('outcome_unknown')
+    // The next read of the breaker, once the worker's view is storeRefreshMs old, finds the corrupt value.
+    await clock.advance(1000)
     const other = await call('o-2')
     expect(other).toMatchObject({ ok: true, value: { charged: 'o-2' } })
     expect(other.trace.map((e) => e.type)).toContain('circuit-breaker.store_error')

@@ -4,6 +4,7 @@ import {
   BREAKER_DISCARD_LUA,
   BREAKER_READ_LUA,
   BREAKER_WRITE_LUA,
+  BUDGET_READ_LUA,
   BUDGET_REFILL_LUA,
   BUDGET_TAKE_LUA,
   RECLAIM_LUA,
@@ -52,9 +53,9 @@ export interface RedisCommands {
   breakerRead(key: string, now: string): Promise<unknown>
   breakerWrite(key: string, version: string, state: string, ttlMs: number): Promise<unknown>
   breakerDiscard(key: string, version: string): Promise<unknown>
-  budgetTake(key: string, capacity: number, tokens: number): Promise<unknown>
+  budgetTake(key: string, capacity: number, tokens: number, refill: number): Promise<unknown>
   budgetRefill(key: string, capacity: number, tokens: number): Promise<unknown>
-  get(key: string): Promise<string | null>
+  budgetRead(key: string): Promise<unknown>
 }
 
 const SCRIPTS = {
@@ -66,6 +67,7 @@ const SCRIPTS = {
   shallotBreakerDiscard: { numberOfKeys: 1, lua: BREAKER_DISCARD_LUA },
   shallotBudgetTake: { numberOfKeys: 1, lua: BUDGET_TAKE_LUA },
   shallotBudgetRefill: { numberOfKeys: 1, lua: BUDGET_REFILL_LUA },
+  shallotBudgetRead: { numberOfKeys: 1, lua: BUDGET_READ_LUA },
 } as const
 
 /**
@@ -90,6 +92,6 @@ export function redisCommands(client: RedisClient): RedisCommands {
     breakerDiscard: (...args) => defined.shallotBreakerDiscard(...args),
     budgetTake: (...args) => defined.shallotBudgetTake(...args),
     budgetRefill: (...args) => defined.shallotBudgetRefill(...args),
-    get: (key) => client.get(key),
+    budgetRead: (key) => defined.shallotBudgetRead(key),
   }
 }

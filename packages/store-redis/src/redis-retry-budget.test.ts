@@ -64,8 +64,9 @@ describe('redis retry budget', () => {
     expect(await budget.tryTake(1)).toBe(false)
     expect(await client.get(key)).toBe('10')
     await client.hset(`${prefix}:{default-2}:retry-budget`, 'x', '1')
-    const other = redisStores({ client, prefix, logger, retryBudget: { name: 'default-2', capacity: 10 } }).retryBudget
-    await other.refill(3) // a refill that finds it corrupt rewrites it as empty, then refills
+    // Written at once (refillFlushMs 0): a refill that finds it corrupt rewrites it as empty, then refills.
+    const other = redisStores({ client, prefix, logger, retryBudget: { name: 'default-2', capacity: 10, refillFlushMs: 0 } }).retryBudget
+    await other.refill(3)
     expect(await other.available()).toBe(3)
     expect(warnings.length).toBeGreaterThan(0)
     expect(warnings.every((w) => w.includes('corrupt'))).toBe(true)

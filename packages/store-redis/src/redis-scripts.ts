@@ -160,16 +160,24 @@ end
 `
 
 /**
- * Retry budget take. KEYS: bucket. ARGV: capacity, tokens. Returns {taken 0|1, corrupt 0|1}; a
- * take that finds the bucket corrupt is refused (fails closed: no retry).
+ * Retry budget take. KEYS: bucket. ARGV: capacity, tokens, refill (the worker's held refills, put back
+ * first). Returns {taken 0|1, corrupt 0|1}; a take that finds the bucket corrupt is refused (fails
+ * closed: no retry), and the refill it carried fills the rewritten bucket.
  */
 export const BUDGET_TAKE_LUA = `${SPENT}
 local capacity = tonumber(ARGV[1])
 local spent, corrupt = spent_of(KEYS[1], capacity)
-if corrupt == 1 then return {0, 1} end
+local refilled = math.max(0, spent - (tonumber(ARGV[3]) or 0))
+if corrupt == 1 then
+  redis.call('SET', KEYS[1], tostring(refilled))
+  return {0, 1}
+end
 local cost = tonumber(ARGV[2])
-if spent + cost > capacity then return {0, 0} end
-if cost > 0 then redis.call('SET', KEYS[1], tostring(spent + cost)) end
+if refilled + cost > capacity then
+  if refilled ~= spent then redis.call('SET', KEYS[1], tostring(refilled)) end
+  return {0, 0}
+end
+if refilled + cost ~= spent then redis.call('SET', KEYS[1], tostring(refilled + cost)) end
 return {1, 0}
 `
 
@@ -179,4 +187,12 @@ local spent, corrupt = spent_of(KEYS[1], tonumber(ARGV[1]))
 local left = spent - tonumber(ARGV[2])
 if left <= 0 then redis.call('DEL', KEYS[1]) else redis.call('SET', KEYS[1], tostring(left)) end
 return {0, corrupt}
+`
+
+/** Retry budget read, for `available()`. KEYS: bucket. Returns what was spent as text: '0' when missing, '' when not a string. */
+export const BUDGET_READ_LUA = `
+local kind = redis.call('TYPE', KEYS[1]).ok
+if kind == 'none' then return '0' end
+if kind ~= 'string' then return '' end
+return redis.call('GET', KEYS[1])
 `

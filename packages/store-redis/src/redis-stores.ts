@@ -2,18 +2,20 @@ import type { BreakerStore } from '@shallot/circuit-breaker'
 import { type Logger, parseOptions, silentLogger, systemClock } from '@shallot/core'
 import { boundedCall, wallNowOf } from '@shallot/core/kit'
 import type { IdempotencyStore } from '@shallot/idempotency'
+import type { PushbackStore } from '@shallot/rate-limit'
 import { Cluster } from 'ioredis'
 import { redisBreakerStore } from './redis-breaker-store.js'
 import { type RedisClient, redisCommands } from './redis-commands.js'
 import { redisIdempotencyStore } from './redis-idempotency-store.js'
 import { redisKeys } from './redis-keys.js'
+import { pushbackOn } from './redis-pushback-store.js'
 import { type RedisRetryBudget, redisRetryBudget } from './redis-retry-budget.js'
 import type { RedisStoreContext } from './redis-store-context.js'
 import { type RedisStoresOptions, redisStoresOptionsSchema } from './redis-stores-options.js'
 import { redisUnavailable } from './store-unavailable.js'
 
 /**
- * The three stores `redisStores()` makes, for `idempotency()`, `circuitBreaker()` and `retry()`.
+ * The stores `redisStores()` makes, for `idempotency()`, `circuitBreaker()`, `retry()` and the model side of `rateLimit({ pushback })`.
  *
  * @example
  * const { idempotency: store, breaker, retryBudget } = redisStores({ client })
@@ -22,6 +24,8 @@ export interface RedisStores {
   readonly idempotency: IdempotencyStore
   readonly breaker: BreakerStore
   readonly retryBudget: RedisRetryBudget
+  /** The model calls' shared pushback, for `rateLimit({ pushback })` (see `redisPushbackStore`). */
+  readonly pushback: PushbackStore
 }
 
 // A command the stores gave up on must not run later behind their back: no offline queue, at most one retry.
@@ -71,5 +75,6 @@ export function redisStores(options: RedisStoresOptions): RedisStores {
     idempotency: redisIdempotencyStore(context),
     breaker: redisBreakerStore({ ...context, ttlMs: o.breakerTtlMs }),
     retryBudget: redisRetryBudget({ ...context, ...o.retryBudget }),
+    pushback: pushbackOn({ client: o.client, prefix: o.prefix, ...context }),
   }
 }

@@ -1,7 +1,6 @@
 import { abortReason, type ModelContext, type ModelMiddleware, type ModelNext, systemClock, ToolError } from '@shallot/core'
-import { type AbortSource, callNext, onAbort, startTimer } from '@shallot/core/kit'
+import { callNext, onAbort, SignalLink, startTimer } from '@shallot/core/kit'
 import { type DeadlineQueue, deadlineQueue, type Expiring } from './deadline-queue.js'
-import { DeadlineSignal } from './deadline-signal.js'
 
 /**
  * A model attempt's deadline when the options give no `ms`.
@@ -26,8 +25,7 @@ export function modelDeadlineOf(options: {
   const defaultMs = options.ms ?? DEFAULT_MODEL_TIMEOUT_MS
 
   return function timeout(ctx: ModelContext, next: ModelNext): Promise<void> {
-    // createAgent's context hands a signal on without creating it; another host's gets a real one.
-    const outer = ctx.currentSignal?.() ?? ctx.signal
+    const outer = ctx.signal
     if (outer.aborted) return Promise.reject(abortReason(outer))
     return new ModelDeadline(ctx, outer, limits.get(ctx.model.name) ?? defaultMs).run(next)
   }
@@ -37,16 +35,14 @@ export function modelDeadlineOf(options: {
  * One model call under a deadline. Whichever comes first of the answer, the deadline and the run's
  * cancellation decides; it gives the signal back. On the real clock the deadline is an entry in the
  * process's queue for its duration (this package's `deadlineQueue`, as the tool timeout uses), not a timer of
- * its own, and the inner layers' signal is made real only if something reads it (`ctx.deferSignal`):
- * a model call that answers costs no `setTimeout` and, for an adapter that never reads its signal,
- * no `AbortController`.
+ * its own: a model call that answers costs no `setTimeout`.
  */
 class ModelDeadline implements Expiring {
   deadline = 0
   prevDue: Expiring | undefined = undefined
   nextDue: Expiring | undefined = undefined
   queue: DeadlineQueue | undefined = undefined
-  readonly #inner = new DeadlineSignal()
+  readonly #inner = new SignalLink()
   #waiting = true
   #cancelTimer: () => void = noop
   #offOuter: () => void = noop
@@ -55,7 +51,7 @@ class ModelDeadline implements Expiring {
 
   constructor(
     readonly ctx: ModelContext,
-    readonly outer: AbortSource,
+    readonly outer: AbortSignal,
     readonly timeoutMs: number,
   ) {}
 
@@ -71,8 +67,7 @@ class ModelDeadline implements Expiring {
     })
     if (ctx.clock === systemClock) deadlineQueue(this.timeoutMs).add(this, ctx.clock.now())
     else this.#cancelTimer = startTimer(ctx.clock, this.timeoutMs, () => this.expire())
-    if (ctx.deferSignal === undefined) ctx.signal = this.#inner.signal
-    else ctx.deferSignal(this.#inner)
+    ctx.signal = this.#inner
     callNext(next as () => Promise<void>).then(
       () => {
         if (this.#finish()) this.#resolve()
@@ -98,9 +93,7 @@ class ModelDeadline implements Expiring {
     this.queue?.remove(this)
     this.#cancelTimer()
     this.#offOuter()
-    const { ctx, outer } = this
-    if (outer instanceof AbortSignal) ctx.signal = outer
-    else ctx.deferSignal?.(outer)
+    this.ctx.signal = this.outer
     return true
   }
 }

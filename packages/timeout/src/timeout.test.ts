@@ -346,7 +346,7 @@ describe('timeout() on the manual clock', () => {
     parent.abort()
     await expect(stack.dispatch(call('t'), { run })).rejects.toSatisfy((e: unknown) => LoopError.is(e) && e.kind === 'cancelled')
     // Directly through the layer too: the stack refuses an aborted run before any layer runs.
-    const ctx = { call: call('t'), signal: parent.signal, currentSignal: () => parent.signal, attempt: 1 } as unknown as ToolContext
+    const ctx = { call: call('t'), signal: parent.signal, attempt: 1 } as unknown as ToolContext
     await expect(layer(ctx, async () => {})).rejects.toSatisfy((e: unknown) => LoopError.is(e) && e.kind === 'cancelled')
     expect(execute).not.toHaveBeenCalled()
   })

@@ -8,10 +8,9 @@ import {
   systemClock,
   type ToolContext,
 } from '@shallot/core'
-import { type AbortSource, callNext, MAX_TIMER_MS, onAbort, optionsParser, startTimer } from '@shallot/core/kit'
+import { callNext, MAX_TIMER_MS, onAbort, optionsParser, SignalLink, startTimer } from '@shallot/core/kit'
 import { z } from 'zod'
 import { type DeadlineQueue, deadlineQueue, type Expiring } from './deadline-queue.js'
-import { DeadlineSignal } from './deadline-signal.js'
 import { errorLabel, type LateOutcome, reportLate, type StopReason } from './report-late.js'
 import { timeoutError } from './timeout-error.js'
 import { modelDeadlineOf } from './timeout-model.js'
@@ -46,12 +45,6 @@ const noop = () => {}
 /** What `createRun()` hands every run without a signal of its own: the library's one signal that never aborts. */
 const neverAborted = createRun().signal
 
-/** Gives the outer layers back the signal they had, without creating it if it was deferred. */
-function restore(ctx: ToolContext, signal: AbortSource): void {
-  if (signal instanceof AbortSignal) ctx.signal = signal
-  else ctx.deferSignal(signal)
-}
-
 /**
  * One attempt under a deadline: the promise the layer returns, and the three ways it ends. `settle`
  * (the inner call finished first), `expire` (the deadline passed), `cancel` (the outer signal
@@ -66,8 +59,8 @@ class TimedAttempt implements Expiring {
   readonly promise: Promise<void>
   readonly #resolve: () => void
   readonly #reject: (err: unknown) => void
-  /** The signal the inner layers get: an AbortController exists only if the tool reads it. */
-  readonly inner = new DeadlineSignal()
+  /** The signal the inner layers get: it aborts at the deadline or with the outer signal. */
+  readonly inner = new SignalLink()
   #waiting = true
   #stopped: StopReason | undefined = undefined
   #stoppedAt = 0
@@ -78,7 +71,7 @@ class TimedAttempt implements Expiring {
 
   constructor(
     readonly ctx: ToolContext,
-    readonly outer: AbortSource,
+    readonly outer: AbortSignal,
     readonly timeoutMs: number,
     readonly attempt: number,
   ) {
@@ -99,7 +92,7 @@ class TimedAttempt implements Expiring {
     // A virtual clock keeps its own time: the deadline is a timer on it, so tests and `shallot sim` move it.
     else this.#cancelTimer = startTimer(ctx.clock, this.timeoutMs, () => this.expire())
     if (outer !== neverAborted) this.#offOuter = onAbort(outer, () => this.cancel())
-    ctx.deferSignal(this.inner)
+    ctx.signal = this.inner
   }
 
   expire(): void {
@@ -156,7 +149,7 @@ class TimedAttempt implements Expiring {
 
   #release(): void {
     this.#waiting = false
-    restore(this.ctx, this.outer)
+    this.ctx.signal = this.outer
     this.queue?.remove(this)
     this.#cancelTimer()
     this.#offOuter()
@@ -202,7 +195,7 @@ export function timeout(options?: TimeoutOptions): TimeoutLayer {
 function toolDeadlineOf({ ms = DEFAULT_TOOL_TIMEOUT_MS, tools }: ParsedTimeoutOptions): Middleware {
   const limits = new Map(Object.entries(tools))
   return function timeout(ctx: ToolContext, next: Next): Promise<void> {
-    const outer = ctx.currentSignal()
+    const outer = ctx.signal
     if (outer.aborted) return Promise.reject(abortReason(outer))
     const attempt = new TimedAttempt(ctx, outer, limits.get(ctx.call.name) ?? ms, ctx.attempt)
     attempt.start()

@@ -1,6 +1,7 @@
 import { createHash } from 'node:crypto'
 import type { StackEvent } from '@shallot/core'
 import { describe, seconds } from '../demo/timeline.js'
+import { waiterOf } from '../run/park.js'
 import type { RecordedCall, RecordedEvent, RunRecord } from './record.js'
 
 /** Every string from a run goes through here: tool output and error text are untrusted. */
@@ -146,7 +147,7 @@ export function renderHtml(record: RunRecord): string {
     record.stop !== undefined
       ? `<aside class="stopped" id="failure-report"><h2>Failure report: ${escapeHtml(record.stop.kind)}</h2><pre>${escapeHtml(record.stop.report.text)}</pre></aside>`
       : record.parked !== undefined
-        ? `<aside id="outcome"><h2>Parked until ${escapeHtml(parkedAt(record.parked.wakeAt))}</h2><pre>${escapeHtml(`${record.parked.reason.tool} (call ${record.parked.reason.callId}) answered ${record.parked.reason.code}; it runs again when the run is resumed`)}</pre></aside>`
+        ? `<aside id="outcome"><h2>Parked until ${escapeHtml(parkedAt(record.parked.wakeAt))}</h2><pre>${escapeHtml(`${waiterOf(record.parked.reason)} answered ${record.parked.reason.code}; ${'model' in record.parked.reason ? 'the model is asked again' : 'it runs again'} when the run is resumed`)}</pre></aside>`
         : `<aside id="outcome"><h2>Completed</h2><pre>${escapeHtml(record.output ?? '')}</pre></aside>`
   const softErrors = calls.filter(({ call }) => call.result?.ok === false).length
   // Counted as the failure report counts them: the turn in flight at the stop did not complete.

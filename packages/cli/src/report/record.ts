@@ -1,5 +1,5 @@
 import { readFile, stat } from 'node:fs/promises'
-import type { ParkingOutcome } from '@shallot/agent'
+import type { ParkingOutcome, ParkReason } from '@shallot/agent'
 import { type Clock, type ModelAdapter, type Stack, type StackEvent, systemClock } from '@shallot/core'
 import { z } from 'zod'
 
@@ -61,11 +61,8 @@ export interface RunRecord {
     readonly message: string
     readonly report: { readonly text: string; readonly why: string; readonly nextSteps: string }
   }
-  /** A parked run: when it may go on (wall-clock epoch ms) and the call it waits for. */
-  readonly parked?: {
-    readonly wakeAt: number
-    readonly reason: { readonly code: string; readonly tool: string; readonly callId: string; readonly waitMs: number }
-  }
+  /** A parked run: when it may go on (wall-clock epoch ms) and the call (a tool's, or the model's) it waits for. */
+  readonly parked?: { readonly wakeAt: number; readonly reason: ParkReason }
 }
 
 /** Thrown when a run record cannot be read: the message names the file and what is wrong with it. */
@@ -266,8 +263,13 @@ function buildRecord(
   }
   if (outcome.status === 'completed') return { ...base, status: 'completed', output: cut(outcome.output, MAX_TEXT) }
   if (outcome.status === 'parked') {
-    const { code, tool, callId, waitMs } = outcome.reason
-    const reason = { code: cut(code, MAX_FIELD), tool: cut(tool, MAX_FIELD), callId: cut(callId, MAX_FIELD), waitMs }
+    const { reason: r } = outcome
+    const { waitMs } = r
+    const code = cut(r.code, MAX_FIELD)
+    const reason =
+      'model' in r
+        ? { code, model: cut(r.model, MAX_FIELD), waitMs }
+        : { code, tool: cut(r.tool, MAX_FIELD), callId: cut(r.callId, MAX_FIELD), waitMs }
     return { ...base, status: 'parked', parked: { wakeAt: outcome.wakeAt, reason } }
   }
   const { report, error } = outcome
@@ -340,7 +342,10 @@ const recordSchema = z.strictObject({
   parked: z
     .strictObject({
       wakeAt: time,
-      reason: z.strictObject({ code: text(MAX_FIELD), tool: text(MAX_FIELD), callId: text(MAX_FIELD), waitMs: time }),
+      reason: z.union([
+        z.strictObject({ code: text(MAX_FIELD), tool: text(MAX_FIELD), callId: text(MAX_FIELD), waitMs: time }),
+        z.strictObject({ code: text(MAX_FIELD), model: text(MAX_FIELD), waitMs: time }),
+      ]),
     })
     .optional(),
 })

@@ -29,7 +29,7 @@ import { leaveRun, pendingOf, resumeLine } from './leave-run.js'
 import { lineReader } from './line-reader.js'
 import { type McpServerSpec, type McpServers, startMcpServers } from './mcp-servers.js'
 import { resolveModel } from './model-spec.js'
-import { EXIT_PARKED, parkedLines, parkedWhy } from './park.js'
+import { EXIT_PARKED, parkedLines, parkedWhy, parkingModelStack, waiterOf } from './park.js'
 import { withNote } from './resume-note.js'
 import { type RunArgs, readRunArgs } from './run-args.js'
 import { splitCommand } from './split-command.js'
@@ -209,7 +209,7 @@ function parkedRunOf(
     )
   if (mode === 'resume' && snapshot?.status === 'parked' && typeof snapshot.parked?.wakeAt === 'number') {
     const { wakeAt, reason } = snapshot.parked
-    return { wakeAt, why: `${reason.tool} answered ${reason.code}` }
+    return { wakeAt, why: `${waiterOf(reason, false)} answered ${reason.code}` }
   }
   return undefined
 }
@@ -247,7 +247,9 @@ function liveAgent(o: {
     secrets: [...resolved.secrets],
   })
   const printer = timelinePrinter(waits.out)
-  const provider = aiSdkModel(resolved.model, { stream: run.values.stream === true, errors: { secrets: [...resolved.secrets] } })
+  // A provider's Retry-After is handed on as it came (up to a day): the model retry and --park-after decide on it.
+  const errors = { secrets: [...resolved.secrets], maxRetryAfterMs: 86_400_000 }
+  const provider = aiSdkModel(resolved.model, { stream: run.values.stream === true, errors })
   // Each model call carries the transcript so far, so the previous turn (with its results) is printed as it starts.
   const live: ModelAdapter = {
     // The report, the events and the prices name the model by these: without them it is "model".
@@ -274,7 +276,7 @@ function liveAgent(o: {
     ...(io.clock === undefined ? {} : { clock: io.clock }),
     ...(park === undefined ? {} : { park }),
     // A run asks its model through the default model stack unless the config file lists its own layers.
-    modelMiddleware: modelLayers ?? defaultModelMiddleware(),
+    modelMiddleware: modelLayers ?? defaultModelMiddleware(parkingModelStack(park)),
   })
   agent.stack.on((event) => {
     events.push(event)

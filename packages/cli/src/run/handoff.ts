@@ -1,6 +1,7 @@
 import type { ParkingOutcome } from '@shallot/agent'
 import type { Message } from '@shallot/core'
 import { sanitize } from '@shallot/core'
+import { waiterOf } from './park.js'
 
 /** Options of {@link handoffOf}. */
 export interface HandoffOptions {
@@ -102,8 +103,12 @@ function pendingSection(clean: Clean, outcome: ParkingOutcome): string[] {
   const next = outcome.turns + 1
   if (outcome.status === 'completed') return []
   if (outcome.status === 'parked') {
-    const { tool, callId, code, waitMs } = outcome.reason
-    const text = `turn ${next}: the call ${callId} to ${tool} waits until ${new Date(outcome.wakeAt).toISOString()} (${code}, ${waitMs} ms); the turn's other calls are kept and not made again`
+    const { reason } = outcome
+    const until = `waits until ${new Date(outcome.wakeAt).toISOString()} (${reason.code}, ${reason.waitMs} ms)`
+    const text =
+      'model' in reason
+        ? `turn ${next}: the model call to ${reason.model} ${until}; the model is asked for the turn again`
+        : `turn ${next}: the call ${reason.callId} to ${reason.tool} ${until}; the turn's other calls are kept and not made again`
     return ['## Pending step', '', block(clean, text, HANDOFF_LIMITS.error)]
   }
   const { pending } = outcome.report
@@ -136,7 +141,7 @@ function blockersSection(clean: Clean, outcome: ParkingOutcome): string[] {
       typeof error.details.failure === 'string' && !error.message.includes(error.details.failure) ? `\n${error.details.failure}` : ''
     lines.push('', `The stop, ${inline(clean, error.kind, 64)}:`, '', block(clean, `${error.message}${failure}`, HANDOFF_LIMITS.error))
   } else if (outcome.status === 'parked') {
-    lines.push('', `The wait: ${inline(clean, outcome.reason.tool, 128)} answered ${inline(clean, outcome.reason.code, 64)}.`)
+    lines.push('', `The wait: ${inline(clean, waiterOf(outcome.reason, false), 128)} answered ${inline(clean, outcome.reason.code, 64)}.`)
   }
   // Each tool whose latest result in the completed turns is a failure, with what it said last.
   const last = new Map<string, ToolMessage>()

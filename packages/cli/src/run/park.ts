@@ -1,5 +1,6 @@
-import type { ParkedOutcome } from '@shallot/agent'
+import type { ParkedOutcome, ParkReason } from '@shallot/agent'
 import type { Clock } from '@shallot/core'
+import type { DefaultModelMiddlewareOptions } from 'shallot'
 import { UsageError } from '../usage.js'
 
 /** The longest park: core's default `park.maxWaitMs`, one day. */
@@ -38,12 +39,27 @@ export function parkOf(value: string | undefined, checkpoints: string | undefine
   return { afterMs, wallNow: () => wallStart + (clock.now() - clockStart) }
 }
 
+/**
+ * The default model stack's options under `--park-after MS`: the model retry waits out a `Retry-After`
+ * shorter than MS in this process and gives a longer one back at once, so the run parks on it.
+ */
+export function parkingModelStack(park: CliPark | undefined): DefaultModelMiddlewareOptions {
+  return park === undefined ? {} : { retry: { maxRetryAfterMs: park.afterMs - 1 } }
+}
+
 const secondsOf = (ms: number) => `${Math.max(0, Math.ceil(ms / 1000))} s`
 
-/** What the parked run waits on, in one line: the call, the tool, its code and the wait. */
+/** What waits, in words: the tool (and its call, unless `call` is false), or the model. */
+export function waiterOf(reason: ParkReason, call = true): string {
+  if ('model' in reason) return `the model ${reason.model}`
+  return call ? `${reason.tool} (call ${reason.callId})` : reason.tool
+}
+
+/** What the parked run waits on, in one line: the call and its tool, or the model; its code and the wait. */
 export function parkedWhy(outcome: ParkedOutcome): string {
-  const { tool, code, waitMs, callId } = outcome.reason
-  return `${tool} (call ${callId}) answered ${code}: it may be called again after ${secondsOf(waitMs)}`
+  const { reason } = outcome
+  const again = 'model' in reason ? 'asked' : 'called'
+  return `${waiterOf(reason)} answered ${reason.code}: it may be ${again} again after ${secondsOf(reason.waitMs)}`
 }
 
 /**
@@ -54,7 +70,7 @@ export function parkedLines(outcome: ParkedOutcome, resume: string, nowMs: numbe
   const at = new Date(outcome.wakeAt).toISOString()
   return [
     `parked until ${at} (in ${secondsOf(outcome.wakeAt - nowMs)}): ${parkedWhy(outcome)}`,
-    `  nothing runs until you resume it at or after ${at}; the calls already done are kept, the waiting one runs again`,
+    `  nothing runs until you resume it at or after ${at}; the calls already done are kept, ${'model' in outcome.reason ? 'and the model is asked again' : 'the waiting one runs again'}`,
     `  resume: ${resume}`,
   ]
 }

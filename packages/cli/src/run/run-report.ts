@@ -1,5 +1,6 @@
 import type { ParkingOutcome } from '@shallot/agent'
 import { escapeControls } from '@shallot/core/kit'
+import { waiterOf } from './park.js'
 
 /**
  * The `--report` file: for a stopped run, core's failure report (task, completed calls, what failed,
@@ -22,8 +23,13 @@ function reportText(outcome: ParkingOutcome, resume: string | undefined, otherAn
   }
   if (outcome.status === 'parked') {
     const at = new Date(outcome.wakeAt).toISOString()
-    const { tool, callId, code, waitMs } = outcome.reason
-    return `# Run ${outcome.runId}: parked until ${at}\n\nTask: ${task}\n\n${spent}.\n\n${tool} (call ${callId}) answered ${code} and may be called again after ${Math.ceil(waitMs / 1000)} s. Nothing runs until the run is resumed; the calls of the parked turn that completed are kept, the waiting one runs again.\n\nResume it at or after ${at}:\n\n    ${resume ?? '(no command: the run has no checkpoints file)'}\n`
+    const { reason } = outcome
+    const byModel = 'model' in reason
+    const again = byModel ? 'may be asked again after' : 'may be called again after'
+    const then = byModel
+      ? 'the turns that completed are kept, and the model is asked again'
+      : 'the calls of the parked turn that completed are kept, the waiting one runs again'
+    return `# Run ${outcome.runId}: parked until ${at}\n\nTask: ${task}\n\n${spent}.\n\n${waiterOf(reason)} answered ${reason.code} and ${again} ${Math.ceil(reason.waitMs / 1000)} s. Nothing runs until the run is resumed; ${then}.\n\nResume it at or after ${at}:\n\n    ${resume ?? '(no command: the run has no checkpoints file)'}\n`
   }
   const how =
     resume === undefined

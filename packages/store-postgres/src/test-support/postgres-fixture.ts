@@ -1,7 +1,7 @@
 import pg from 'pg'
 import { afterAll, beforeAll } from 'vitest'
 import { type PostgresStoresOptions, postgresStores } from '../index.js'
-import { type PostgresServer, startPostgresServer } from './postgres-server.js'
+import { type PostgresServer, type PostgresServerOptions, startPostgresServer } from './postgres-server.js'
 
 /** A test file's private PostgreSQL: its server, a pool, and fresh migrated stores on their own table prefix. */
 export interface PostgresFixture {
@@ -17,7 +17,7 @@ let prefixes = 0
  * Starts a private PostgreSQL and a pool before the file's tests and stops both after them, even
  * when a test failed. Call it at the top level of a test file.
  */
-export function usePostgres(): PostgresFixture {
+export function usePostgres(options: PostgresServerOptions = {}): PostgresFixture {
   const fixture = {
     async stores(options = {}) {
       // A generous deadline unless the test is about deadlines: a loaded CI machine must not turn into store_unavailable.
@@ -27,7 +27,7 @@ export function usePostgres(): PostgresFixture {
     },
   } as PostgresFixture & { server: PostgresServer; pool: pg.Pool }
   beforeAll(async () => {
-    fixture.server = await startPostgresServer()
+    fixture.server = await startPostgresServer(options)
     fixture.pool = new pg.Pool({ connectionString: fixture.server.url, max: 20, connectionTimeoutMillis: 2000 })
     // A server stopped mid-test fails the idle connections; the pool replaces them.
     fixture.pool.on('error', () => {})

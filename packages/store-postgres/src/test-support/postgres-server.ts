@@ -21,6 +21,12 @@ export interface PostgresServer {
   close(): Promise<void>
 }
 
+/** What {@link startPostgresServer} accepts. */
+export interface PostgresServerOptions {
+  /** Server settings on top of the defaults, as `-c name=value` (e.g. `{ shared_preload_libraries: 'pg_stat_statements' }`). */
+  settings?: Record<string, string>
+}
+
 const DIR_PREFIX = 'shallot-pg-'
 
 function binDir(): string {
@@ -105,7 +111,7 @@ function reapLeftovers(): void {
  * const pg = await startPostgresServer()
  * afterAll(() => pg.close())
  */
-export async function startPostgresServer(): Promise<PostgresServer> {
+export async function startPostgresServer(options: PostgresServerOptions = {}): Promise<PostgresServer> {
   reapLeftovers()
   const dir = mkdtempSync(join(tmpdir(), DIR_PREFIX))
   writeFileSync(join(dir, 'owner'), String(process.pid))
@@ -117,8 +123,9 @@ export async function startPostgresServer(): Promise<PostgresServer> {
   const data = join(dir, 'data')
   const port = await freePort()
   await run('initdb', ['-D', data, '-U', 'shallot', '-A', 'trust', '-E', 'UTF8', '--no-sync', '--no-instructions'])
-  const options = `-c listen_addresses=127.0.0.1 -c port=${port} -c unix_socket_directories=${dir} -c max_connections=100 -c shared_buffers=32MB`
-  const start = () => run('pg_ctl', ['start', '-D', data, '-l', join(dir, 'server.log'), '-o', options, '-w', '-t', '30'])
+  const settings = Object.entries(options.settings ?? {}).map(([name, value]) => ` -c ${name}=${value}`)
+  const serverOptions = `-c listen_addresses=127.0.0.1 -c port=${port} -c unix_socket_directories=${dir} -c max_connections=100 -c shared_buffers=32MB${settings.join('')}`
+  const start = () => run('pg_ctl', ['start', '-D', data, '-l', join(dir, 'server.log'), '-o', serverOptions, '-w', '-t', '30'])
   let running = false
   // A test process that exits without afterAll must not leave a server behind.
   const reap = () => {

@@ -1,0 +1,2 @@
+// ai 6 (the `ai` devDependency); the same cases run on ai 7 in shallot-model.node22.test.ts.
+import './shallot-model.cases.js'
