@@ -5,7 +5,7 @@ import { CONTENDERS } from './contenders/index.js'
 import { reconcilerOf, searchReconcilerOf } from './contenders/shallot-agent.js'
 import { startEndpoint } from './endpoint.js'
 import { runEpisode } from './episode.js'
-import { hashSeed, mixedSchedule, singleFaultSchedule } from './faults.js'
+import { ALL_FAULTS, hashSeed, MODEL_OUTAGES, mixedSchedule, singleFaultSchedule } from './faults.js'
 import { type BenchTool, TASKS } from './tasks.js'
 import { clock, drive, installVirtualTime, uninstallVirtualTime } from './virtual-time.js'
 import { World } from './world.js'
@@ -15,7 +15,9 @@ describe('the agent bench, one seed', () => {
   afterAll(() => uninstallVirtualTime())
 
   it('runs every contender on every task under the mixed schedule and the matrix, and each succeeds somewhere', async () => {
-    const result = await runBench({ seed: 1, episodes: 1, matrixEpisodes: 1 })
+    // The one-request faults: the outage rows (minutes of virtual time each) have tests of their own below.
+    const faults = ALL_FAULTS.filter((kind) => !MODEL_OUTAGES.includes(kind) && kind !== 'write_timeout_after_effect_x2')
+    const result = await runBench({ seed: 1, episodes: 1, matrixEpisodes: 1, faults })
     expect(result.mixed.map((s) => s.contender)).toEqual(CONTENDERS.map((c) => c.id))
     for (const contender of CONTENDERS) {
       const runs = result.runs.filter((r) => r.contender === contender.id)
@@ -209,5 +211,77 @@ describe("issue 34's bar, one episode each, as the bench runs it", () => {
     expect(full.toolExecutions).toBeLessThan(bare.toolExecutions)
     expect(full.virtualMs).toBeLessThan(bare.virtualMs)
     expect(full.trace.some((line) => line.text.includes('get_forecast_mirror'))).toBe(true)
+  }, 60_000)
+})
+
+describe('the outage faults', () => {
+  const refund = TASKS.find((t) => t.id === 'refund')?.faultTargets ?? { reads: [], writes: [], mirrored: [] }
+
+  it('put three 429s in a row on the model, and two landed-then-timed-out requests on the write', () => {
+    expect(singleFaultSchedule('model_429_x3', 1, refund)?.model).toEqual([undefined, 'model_429', 'model_429', 'model_429'])
+    expect(singleFaultSchedule('write_timeout_after_effect_x2', 1, refund)?.tools).toEqual({
+      refund_payment: ['write_timeout_after_effect', 'write_timeout_after_effect'],
+    })
+  })
+
+  it('keep the mixed schedule as it was: no outage is drawn there', () => {
+    const many = Array.from({ length: 200 }, (_, i) => mixedSchedule(hashSeed(i), refund).model)
+    expect(many.flat().some((fault) => fault === 'model_503_30s' || fault === 'model_429_ra120')).toBe(false)
+  })
+
+  it('a 503 outage answers every model request for 30 s from its first, then lets them through', () => {
+    let now = 0
+    const world = new World({ tools: {}, model: [undefined, 'model_503_30s'], dead: [] }, () => now)
+    expect(world.nextModelFault().fault).toBeUndefined()
+    expect(world.nextModelFault().fault).toBe('model_503')
+    now = 29_999
+    expect(world.nextModelFault().fault).toBe('model_503')
+    now = 30_001
+    expect(world.nextModelFault().fault).toBeUndefined()
+  })
+
+  it('a 429 with Retry-After 120 s means it: every request inside the window is refused with what is left of it', () => {
+    let now = 0
+    const world = new World({ tools: {}, model: ['model_429_ra120'], dead: [] }, () => now)
+    expect(world.nextModelFault()).toMatchObject({ fault: 'model_429_ra120', retryAfterSeconds: 120 })
+    now = 60_500
+    expect(world.nextModelFault()).toMatchObject({ fault: 'model_429_ra120', retryAfterSeconds: 60 })
+    now = 120_000
+    expect(world.nextModelFault().fault).toBeUndefined()
+  })
+})
+
+describe('the outage rows, one episode each, as the bench runs them', () => {
+  beforeAll(() => installVirtualTime())
+  afterAll(() => uninstallVirtualTime())
+
+  async function episode(contenderId: string, taskId: string, kind: Parameters<typeof scheduleOf>[0]) {
+    const contender = CONTENDERS.find((c) => c.id === contenderId)
+    const task = TASKS.find((t) => t.id === taskId)
+    const schedule = task && scheduleOf(kind, 1, task, 0)
+    if (contender === undefined || task === undefined || schedule === undefined) throw new Error(`no ${contenderId} ${taskId} ${kind}`)
+    const endpoint = await startEndpoint()
+    try {
+      return await runEpisode(endpoint, contender, task, schedule)
+    } finally {
+      await endpoint.close()
+    }
+  }
+
+  it.each(['model_429_x3', 'model_503_30s'] as const)(
+    'every shallot row completes the refund through %s; the AI SDK alone does not',
+    async (kind) => {
+      expect((await episode('ai-sdk', 'refund', kind)).status).not.toBe('success')
+      for (const id of ['shallot', 'shallot+reconcile', 'shallot-full']) {
+        expect(await episode(id, 'refund', kind), id).toMatchObject({ status: 'success', duplicates: 0 })
+      }
+    },
+    120_000,
+  )
+
+  it('the used-fully row completes a keyed refund that landed and then timed out twice: once, through its lookup', async () => {
+    const result = await episode('shallot-full', 'refund', 'write_timeout_after_effect_x2')
+    expect(result).toMatchObject({ status: 'success', duplicates: 0, effects: 1 })
+    expect(result.trace.some((line) => line.text.includes('found the write under that key'))).toBe(true)
   }, 60_000)
 })

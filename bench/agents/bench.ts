@@ -16,6 +16,8 @@ export interface BenchOptions {
   /** Episodes per fault kind, task and contender in the matrix (0: no matrix). */
   readonly matrixEpisodes: number
   readonly contenders?: readonly Contender[]
+  /** The matrix's fault kinds; default every one. */
+  readonly faults?: readonly FaultKind[]
   readonly tasks?: readonly Task[]
   readonly onProgress?: (done: number, total: number) => void
 }
@@ -40,7 +42,7 @@ export function scheduleOf(kind: 'mixed' | FaultKind, seed: number, task: Task, 
 export async function runBench(options: BenchOptions): Promise<BenchResult> {
   const contenders = options.contenders ?? CONTENDERS
   const tasks = options.tasks ?? TASKS
-  const kinds: Array<'mixed' | FaultKind> = ['mixed', ...(options.matrixEpisodes > 0 ? ALL_FAULTS : [])]
+  const kinds: Array<'mixed' | FaultKind> = ['mixed', ...(options.matrixEpisodes > 0 ? (options.faults ?? ALL_FAULTS) : [])]
   const plan: Array<{ kind: 'mixed' | FaultKind; task: Task; episode: number; schedule: FaultSchedule }> = []
   for (const kind of kinds)
     for (const task of tasks)

@@ -23,10 +23,14 @@ export interface Endpoint {
 
 function answer(episode: EpisodeModel, request: FakeRequest): FakeTurn {
   const { world, task } = episode
-  const { k, fault } = world.nextModelFault()
+  const { k, fault, retryAfterSeconds } = world.nextModelFault()
   if (fault === 'model_429') {
     world.note(`model #${k} ← fault model_429 (Retry-After: 1)`)
     return { fault: 'rate_limit', retryAfterSeconds: 1 }
+  }
+  if (fault === 'model_429_ra120') {
+    world.note(`model #${k} ← fault model_429 (Retry-After: ${retryAfterSeconds ?? 120})`)
+    return { fault: 'rate_limit', retryAfterSeconds: retryAfterSeconds ?? 120 }
   }
   if (fault === 'model_503') {
     world.note(`model #${k} ← fault model_503`)

@@ -14,13 +14,22 @@ export type ToolFault =
   | 'write_reset_after_effect' // the write landed, then the connection was reset
   | 'write_refused' // connection refused: the write never started
 
-/** What can happen to a request that reaches the model. */
-export type ModelFault = 'malformed_json' | 'model_429' | 'model_503'
+/**
+ * What can happen to a request that reaches the model. `model_503_30s` starts an outage: that request and every
+ * one in the 30 s after it answer 503 (no Retry-After). `model_429_ra120` answers 429 with Retry-After: 120.
+ */
+export type ModelFault = 'malformed_json' | 'model_429' | 'model_503' | 'model_503_30s' | 'model_429_ra120'
 
 /** A whole upstream down for the episode; the task's mirror still answers. */
 export type EpisodeFault = 'dead_upstream'
 
-export type FaultKind = ToolFault | ModelFault | EpisodeFault
+/**
+ * A fault repeated on consecutive requests: three model requests in a row answer 429 with Retry-After: 1 (a
+ * minute-boundary rate limit), or a write's first two requests land and then time out.
+ */
+export type RunFault = 'model_429_x3' | 'write_timeout_after_effect_x2'
+
+export type FaultKind = ToolFault | ModelFault | EpisodeFault | RunFault
 
 export const READ_FAULTS: readonly ToolFault[] = ['transient_503', 'rate_limited_429', 'reset', 'hang']
 export const WRITE_FAULTS: readonly ToolFault[] = [
@@ -31,7 +40,10 @@ export const WRITE_FAULTS: readonly ToolFault[] = [
   'write_reset_after_effect',
   'write_refused',
 ]
+/** The model faults of the mixed schedule: one request each. The outages are matrix rows of their own. */
 export const MODEL_FAULTS: readonly ModelFault[] = ['malformed_json', 'model_429', 'model_503']
+/** Model faults that last: a matrix row each, never in the mixed schedule (whose figures stay comparable). */
+export const MODEL_OUTAGES: readonly FaultKind[] = ['model_429_x3', 'model_503_30s', 'model_429_ra120']
 export const ALL_FAULTS: readonly FaultKind[] = [
   'transient_503',
   'rate_limited_429',
@@ -44,6 +56,10 @@ export const ALL_FAULTS: readonly FaultKind[] = [
   'malformed_json',
   'model_429',
   'model_503',
+  'model_429_x3',
+  'model_503_30s',
+  'model_429_ra120',
+  'write_timeout_after_effect_x2',
 ]
 
 export interface FaultSchedule {
@@ -105,14 +121,22 @@ export function mixedSchedule(
 
 /**
  * One fault kind, once: it hits the first request of the first tool it applies to (for a model
- * fault, the model request `1 + seed % 3`). `undefined` when the kind does not apply to the task.
+ * fault, the model request `1 + seed % 3`; a repeated fault, that many requests in a row from there).
+ * `undefined` when the kind does not apply to the task.
  */
 export function singleFaultSchedule(kind: FaultKind, seed: number, tools: ScheduleTools): FaultSchedule | undefined {
   if (kind === 'dead_upstream')
     return tools.mirrored.length === 0 ? undefined : { tools: {}, model: [], dead: [tools.mirrored[0] as string] }
-  if ((MODEL_FAULTS as readonly string[]).includes(kind)) {
+  if (kind === 'write_timeout_after_effect_x2') {
+    const write = tools.writes[0]
+    return write === undefined
+      ? undefined
+      : { tools: { [write]: ['write_timeout_after_effect', 'write_timeout_after_effect'] }, model: [], dead: [] }
+  }
+  if (kind === 'model_429_x3' || (MODEL_FAULTS as readonly string[]).includes(kind) || MODEL_OUTAGES.includes(kind)) {
     const model: Array<ModelFault | undefined> = []
-    model[seed % 3] = kind as ModelFault
+    const times = kind === 'model_429_x3' ? 3 : 1
+    for (let i = 0; i < times; i++) model[(seed % 3) + i] = kind === 'model_429_x3' ? 'model_429' : (kind as ModelFault)
     return { tools: {}, model, dead: [] }
   }
   const fault = kind as ToolFault

@@ -40,20 +40,24 @@ export function matrix(
   return [head, rule, ...lines].join('\n')
 }
 
-/** The fault kinds issue 34 names, shown row by row with their cost. */
+/** The fault kinds shown row by row with their cost: the writes, the dead upstream, the model's outages. */
 export const FOCUS: ReadonlyArray<{ readonly kind: string; readonly label: string }> = [
   { kind: 'write_refused', label: 'write failed before anything happened (connection refused)' },
   { kind: 'write_timeout_after_effect', label: 'write landed, then timed out' },
+  { kind: 'write_timeout_after_effect_x2', label: 'write landed, then timed out ×2' },
   { kind: 'dead_upstream', label: 'dead upstream (the mirror answers)' },
+  { kind: 'model_429_x3', label: 'model 429 ×3 (Retry-After 1 s)' },
+  { kind: 'model_503_30s', label: 'model 503 for 30 s' },
+  { kind: 'model_429_ra120', label: 'model 429, Retry-After 120 s' },
 ]
 
 /** One fault kind alone, one row per contender: outcomes and what they cost in requests and time. */
 export function focus(label: string, rows: readonly Summary[]): string {
-  const head = `| ${label} | runs | clean success | duplicated a write | hung | tool execs / run | mean time | p95 |`
-  const rule = '|---|---:|---:|---:|---:|---:|---:|---:|'
+  const head = `| ${label} | runs | clean success | duplicated a write | stopped | hung | tool execs / run | model reqs / run | mean time | p95 |`
+  const rule = '|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|'
   const lines = rows.map(
     (r) =>
-      `| ${r.contender} | ${r.runs} | ${pct(r.cleanSuccess)} | ${pct(r.duplicated)} | ${pct(r.hung)} | ${perRun(r.toolExecutions, r.runs)} | ${r.meanS.toFixed(1)} s | ${r.p95s.toFixed(1)} s |`,
+      `| ${r.contender} | ${r.runs} | ${pct(r.cleanSuccess)} | ${pct(r.duplicated)} | ${pct(r.stopped)} | ${pct(r.hung)} | ${perRun(r.toolExecutions, r.runs)} | ${perRun(r.modelRequests, r.runs)} | ${r.meanS.toFixed(1)} s | ${r.p95s.toFixed(1)} s |`,
   )
   return [head, rule, ...lines].join('\n')
 }

@@ -1,5 +1,5 @@
 /**
- * `pnpm bench:agents [--seed=1] [--episodes=20] [--matrix=3] [--docs]`: the table on stdout, JSON
+ * `pnpm bench:agents [--seed=1] [--episodes=20] [--matrix=3] [--contenders=a,b] [--faults=a,b] [--docs]`: the table on stdout, JSON
  * and an SVG chart under bench/agents/results; with `--docs`, the generated sections of
  * docs/benchmarks.md is rewritten from this run (the README summarises it by hand and links it).
  * `pnpm bench:agents trace <contender> <task> [--seed=1] [--episode=0] [--fault=mixed|<kind>]`
@@ -9,7 +9,7 @@ import { mkdirSync, readFileSync, writeFileSync } from 'node:fs'
 import { dirname, join } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { type BenchResult, runBench, scheduleOf } from './bench.js'
-import { CONTENDERS } from './contenders/index.js'
+import { CONTENDERS, type Contender } from './contenders/index.js'
 import { startEndpoint } from './endpoint.js'
 import { runEpisode } from './episode.js'
 import { ALL_FAULTS, type FaultKind } from './faults.js'
@@ -25,6 +25,24 @@ const repoDir = dirname(dirname(agentsDir))
 function flag(args: readonly string[], name: string, fallback: string): string {
   const found = args.find((arg) => arg.startsWith(`--${name}=`))
   return found === undefined ? fallback : found.slice(name.length + 3)
+}
+
+/** `--contenders=a,b`: those contenders only, in the bench's order; empty: all of them. */
+function contendersOf(list: string): readonly Contender[] {
+  if (list === '') return CONTENDERS
+  const ids = list.split(',')
+  const unknown = ids.filter((id) => !CONTENDERS.some((c) => c.id === id))
+  if (unknown.length > 0) throw new Error(`--contenders: unknown ${unknown.join(', ')}; use ${CONTENDERS.map((c) => c.id).join(', ')}`)
+  return CONTENDERS.filter((c) => ids.includes(c.id))
+}
+
+/** `--faults=a,b`: the matrix's fault kinds; empty: all of them. */
+function faultsOf(list: string): readonly FaultKind[] {
+  if (list === '') return ALL_FAULTS
+  const kinds = list.split(',')
+  const unknown = kinds.filter((kind) => !ALL_FAULTS.includes(kind as FaultKind))
+  if (unknown.length > 0) throw new Error(`--faults: unknown ${unknown.join(', ')}; use ${ALL_FAULTS.join(', ')}`)
+  return kinds as FaultKind[]
 }
 
 function render(result: BenchResult): string {
@@ -57,6 +75,8 @@ async function bench(args: readonly string[]): Promise<void> {
   const seed = Number(flag(args, 'seed', '1'))
   const episodes = Number(flag(args, 'episodes', '20'))
   const matrixEpisodes = Number(flag(args, 'matrix', '3'))
+  const contenders = contendersOf(flag(args, 'contenders', ''))
+  const faults = faultsOf(flag(args, 'faults', ''))
   const started = performance.now()
   installVirtualTime()
   let result: BenchResult
@@ -65,6 +85,8 @@ async function bench(args: readonly string[]): Promise<void> {
       seed,
       episodes,
       matrixEpisodes,
+      contenders,
+      faults,
       onProgress: (done, total) => {
         if (done % 200 === 0 || done === total) process.stderr.write(`  ${done}/${total} episodes\n`)
       },

@@ -28,6 +28,10 @@ export interface TraceLine {
 
 const LATENCY_MS = 150
 const CLIENT_TIMEOUT_MS = 30_000
+/** How long a `model_503_30s` outage lasts, from its first request. */
+const MODEL_OUTAGE_MS = 30_000
+/** How long a `model_429_ra120` rate limit lasts, as its Retry-After says. */
+const MODEL_RATE_WINDOW_MS = 120_000
 
 class UpstreamHttpError extends Error {
   constructor(
@@ -94,10 +98,26 @@ export class World {
     this.trace.push({ at: this.now(), text })
   }
 
-  /** The model fault of the k-th model request (1-based), counting it. */
-  nextModelFault(): { k: number; fault: string | undefined } {
+  /** Until when (episode ms) every model request answers 503: a `model_503_30s` outage under way. */
+  #modelDownUntil = Number.NEGATIVE_INFINITY
+  /** Until when (episode ms) the provider refuses with 429: the window a `model_429_ra120` announced. */
+  #modelLimitedUntil = Number.NEGATIVE_INFINITY
+
+  /**
+   * The model fault of the k-th model request (1-based), counting it. Inside an outage, a 503; inside a rate-limit
+   * window, a 429 whose Retry-After is what is left of the window (the provider means what it said).
+   */
+  nextModelFault(): { k: number; fault: string | undefined; retryAfterSeconds?: number } {
     this.modelRequests++
-    return { k: this.modelRequests, fault: this.schedule.model[this.modelRequests - 1] }
+    const k = this.modelRequests
+    const scheduled = this.schedule.model[k - 1]
+    const now = this.now()
+    if (scheduled === 'model_503_30s') this.#modelDownUntil = now + MODEL_OUTAGE_MS
+    if (scheduled === 'model_429_ra120') this.#modelLimitedUntil = now + MODEL_RATE_WINDOW_MS
+    if (now < this.#modelLimitedUntil)
+      return { k, fault: 'model_429_ra120', retryAfterSeconds: Math.ceil((this.#modelLimitedUntil - now) / 1000) }
+    if (now < this.#modelDownUntil) return { k, fault: 'model_503' }
+    return { k, fault: scheduled }
   }
 
   /** One request to a tool's upstream: the schedule decides its fate; `apply` is the effect and its answer. */

@@ -26,6 +26,8 @@ import {
   defineTool,
   fallback,
   type Middleware,
+  memoryCheckpoints,
+  type ParkingOutcome,
   type Stack,
 } from 'shallot'
 import { type BenchTool, MIRRORS } from '../tasks.js'
@@ -121,11 +123,42 @@ async function runAgent(setup: EpisodeSetup, use: Use): Promise<RunEnd> {
     model: aiSdkModel(openai.chat(setup.model)),
     ...(stack === undefined ? { tools, middleware: defaultMiddleware() } : { stack }),
     modelMiddleware: defaultModelMiddleware(),
+    // Used fully, a wait of a minute or more parks the run (docs/topics/fleet.md) and a worker resumes it at its wake time.
+    ...(use === 'full' ? { checkpoints: memoryCheckpoints(), park: { afterMs: PARK_AFTER_MS } } : {}),
   })
-  const outcome = await agent.run({ input: setup.task.prompt, signal: setup.signal })
+  // Typed for every agent here; only the used-fully one is given park, so only it can answer parked.
+  let outcome = (await agent.run({ input: setup.task.prompt, signal: setup.signal })) as ParkingOutcome
+  for (let resumes = 0; outcome.status === 'parked' && resumes < MAX_RESUMES; resumes++) {
+    await sleepUntil(outcome.wakeAt, setup.signal)
+    outcome = (await agent.resume(outcome.runId, { signal: setup.signal })) as ParkingOutcome
+  }
   if (outcome.status === 'completed') return { kind: 'answered', text: String(outcome.output) }
   if (outcome.status === 'stopped') return { kind: 'stopped', reason: outcome.report.text.split('\n')[0] ?? 'stopped' }
   return { kind: 'stopped', reason: 'parked' }
+}
+
+/** The wait a parked run's worker sleeps past, for the used-fully row: a minute. */
+const PARK_AFTER_MS = 60_000
+/** Resumes of one episode's run before the harness calls it stuck. */
+const MAX_RESUMES = 10
+
+/** What a worker does with a parked run: sleeps (virtual time) until its wake time, or until the episode is abandoned. */
+function sleepUntil(wakeAt: number, signal: AbortSignal): Promise<void> {
+  return new Promise((resolve, reject) => {
+    if (signal.aborted) return reject(signal.reason)
+    const onAbort = () => {
+      clearTimeout(timer)
+      reject(signal.reason)
+    }
+    const timer = setTimeout(
+      () => {
+        signal.removeEventListener('abort', onAbort)
+        resolve()
+      },
+      Math.max(0, wakeAt - Date.now()),
+    )
+    signal.addEventListener('abort', onAbort, { once: true })
+  })
 }
 
 export const shallotAgent: Contender = {

@@ -77,10 +77,10 @@ const because = (base: string, failure: string) => (failure.startsWith(base) ? f
  * A model provider's refusal that a person must fix: its adapter or classifier says so (`reason`), quoting the
  * provider when it said anything — a bare 401 with an empty body is still the credentials, not a tool.
  */
-function providerRefusal(error: LoopError): 'credentials' | 'quota' | undefined {
+function providerRefusal(error: LoopError): 'credentials' | 'quota' | 'certificate' | undefined {
   const { reason, tool } = error.details
   if (error.kind !== 'user_input_required' || tool !== undefined) return undefined
-  return reason === 'credentials' || reason === 'quota' ? reason : undefined
+  return reason === 'credentials' || reason === 'quota' || reason === 'certificate' ? reason : undefined
 }
 
 /** The "why": the kind's reason, and the failure behind it when the error names one. */
@@ -132,6 +132,8 @@ function nextSteps(error: LoopError, runId: string, pending: readonly PendingCal
       if (providerRefusal(error) === 'credentials')
         return `Check the model provider's credentials (the API key, and its access to this model), ${resume}.`
       if (providerRefusal(error) === 'quota') return `Add credit or raise the quota at the model provider, ${resume}.`
+      if (providerRefusal(error) === 'certificate')
+        return `Fix the TLS trust for the model provider (the base URL, or the proxy's CA in NODE_EXTRA_CA_CERTS), ${resume}.`
       return `Provide what the tool asks for (for example credentials or a confirmation), ${resume}.`
     case 'fatal':
       return `Fix the cause outside the agent (permissions, configuration, a missing resource), ${resume}.`

@@ -25,7 +25,7 @@ describe('classifyModelError: Retry-After', () => {
     [{ 'retry-after': new Date(NOW + 4_000).toUTCString() }, 4000],
     // A date already past asks for no wait: read as none, as @shallot/error-classifier's one parser does (decision 510).
     [{ 'retry-after': new Date(NOW - 60_000).toUTCString() }, undefined],
-    [{ 'retry-after': '3600' }, 60_000],
+    [{ 'retry-after': '3600' }, 3_600_000],
     [{ 'retry-after': 'NaN' }, undefined],
     [{ 'retry-after': '-5' }, undefined],
     [{ 'retry-after': '1e3' }, undefined],
@@ -33,7 +33,7 @@ describe('classifyModelError: Retry-After', () => {
     [{ 'retry-after': 'Infinity' }, undefined],
     [{ 'retry-after': 'Mon, 99 Foo 2026' }, undefined],
     [{ 'retry-after-ms': 'soon', 'retry-after': '1' }, 1000],
-    [{ 'retry-after-ms': '9'.repeat(400) }, 60_000],
+    [{ 'retry-after-ms': '9'.repeat(400) }, 86_400_000],
   ])('reads %j as retryAfterMs %s, a floor that is finite, not negative and clamped', (headers, retryAfterMs) => {
     const error = classifyModelError(apiError(429, headers), at)
     expect(ToolError.is(error)).toBe(true)

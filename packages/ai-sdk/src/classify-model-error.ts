@@ -3,13 +3,17 @@ import type { SanitizeOptions } from '@shallot/core/kit'
 import { modelRunEnding, modelRunEndingError, retryAfterFromHeaders } from '@shallot/error-classifier'
 import { type ModelErrorFacts, modelErrorFacts } from './model-error-facts.js'
 
-/** Longest server pushback a model error carries by default: past this the run's own ceiling decides. */
-const DEFAULT_MAX_RETRY_AFTER_MS = 60_000
+/**
+ * Longest server pushback a model error carries by default: a day, so the pushback reaches the layers as the provider
+ * said it and retry's own `maxRetryAfterMs` decides (a 120 s `Retry-After` read as 60 s would be re-sent early, and a
+ * run that should park on it would wait instead).
+ */
+const DEFAULT_MAX_RETRY_AFTER_MS = 24 * 3600 * 1000
 
 export interface ClassifyModelErrorOptions {
   /** Wall-clock epoch ms, for a `Retry-After` given as an HTTP date. Default `Date.now`. */
   wallNow?: () => number
-  /** Longest `retryAfterMs` handed on; a longer pushback is clamped to it. Default 60 000. */
+  /** Longest `retryAfterMs` handed on; a longer pushback is clamped to it. Default a day (86 400 000). */
   maxRetryAfterMs?: number
   /** Your own secrets, redacted from the provider's message before it is quoted. */
   secrets?: SanitizeOptions['secrets']
@@ -98,7 +102,7 @@ export function classifyModelError(error: unknown, options: ClassifyModelErrorOp
   for (const key of Object.keys(details)) if (details[key] === undefined) delete details[key]
 
   // The failures that end the run: @shallot/error-classifier's one table, shared with errorClassifier()'s model side (decision 525).
-  const ending = modelRunEnding({ status: facts.status, labels: [facts.code, facts.type], text: facts.message })
+  const ending = modelRunEnding({ status: facts.status, labels: [facts.code, facts.type], text: facts.message, codes: facts.chain })
   if (ending !== undefined) {
     return modelRunEndingError(ending, { status: facts.status, label: facts.code ?? facts.type, quote, details, cause: error })
   }

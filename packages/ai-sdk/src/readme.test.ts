@@ -91,7 +91,8 @@ describe('README', () => {
     const down = new MockLanguageModelV3({ doGenerate: async () => Promise.reject(rateLimited()) })
     const payments: Payments = { refund: async () => 'never', findRefund: async () => undefined }
     const pending = refunds(down, payments)('pay_1')
-    await vi.advanceTimersByTimeAsync(10_000)
+    // The default model stack rides a provider's outage out for two minutes before the run stops.
+    await vi.advanceTimersByTimeAsync(130_000)
     const report = await pending
     expect(report).toMatch(/^Run .* stopped: model_failed\nTask: Refund payment pay_1\n/)
     expect(report).toContain('generate again with the conversation so far')

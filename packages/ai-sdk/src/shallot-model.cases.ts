@@ -94,8 +94,10 @@ describe.each(formats)('shallotModel, $name', (format: Format) => {
     const model = shallotModel(format.model(p), { clock, random: () => 0, onEvent: onEvent() })
     const { error } = await settled(generateText({ model, prompt: 'hi', maxRetries: 2 }))
     expect(LoopError.is(error) && error.kind).toBe('model_failed')
-    expect((error as LoopError).message).toMatch(/after 3 attempts/)
-    expect(p.requests).toHaveLength(3)
+    // The default model stack rides the outage out for two minutes (at most 21 requests); every request is one of its attempts.
+    expect((error as LoopError).message).toMatch(new RegExp(`after ${p.requests.length} attempts`))
+    expect(p.requests.length).toBeGreaterThan(3)
+    expect(p.requests.length).toBeLessThanOrEqual(21)
   })
 
   it('never repeats a stream that failed after its first chunk: the caller sees its text, then the error', async () => {

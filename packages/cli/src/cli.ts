@@ -8,7 +8,7 @@ import { runDemo } from './demo/run-demo.js'
 import { helpOf, isHelpTopic, USAGE } from './help.js'
 import { runReport, writeRunFiles } from './report/command.js'
 import { RUN_FLAGS } from './run/flags.js'
-import { defaultStacks, type NamedStack, NO_RETRY, parseSimFlags, runHerd, runSim } from './sim/command.js'
+import { defaultStacks, type NamedStack, NO_RETRY, parseSimFlags, runHerd, runOutage, runSim } from './sim/command.js'
 import { configStack } from './sim/config-stack.js'
 import { progressLines } from './sim/progress.js'
 import { terminalIO } from './terminal-text.js'
@@ -105,6 +105,10 @@ export async function main(
         const { values, positionals } = parseArgs({ args: rest, options: SIM_FLAGS, strict: true, allowPositionals: true })
         if (positionals[0] === 'herd') {
           await runHerd(values, io.out)
+          return 0
+        }
+        if (positionals[0] === 'outage') {
+          await runOutage(values, io.out)
           return 0
         }
         const simFlags = parseSimFlags(values)

@@ -89,6 +89,7 @@ const COMMANDS: Readonly<Record<HelpTopic, Command>> = {
       '--compare A B               two config files side by side',
       '--plot FILE.svg             write a chart of success rate by steps',
       'herd [--clients 100]        (sim herd) N clients contending for one resource, with each backoff',
+      'outage [--runs 500]         (sim outage) model calls through a provider outage: 3 attempts vs a 2-minute budget',
     ],
   },
   check: { usage: 'check FILE', about: 'validate a config file (JSON or YAML); exit code 1 on error', options: [] },

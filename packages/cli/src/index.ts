@@ -17,5 +17,6 @@ export { HANDOFF_LIMITS, type HandoffOptions, handoffOf } from './run/handoff.js
 export { shellQuote } from './run/shell-quote.js'
 export type { StatusStream } from './run/waits.js'
 export { type HerdBackoff, type HerdOptions, type HerdResult, herd } from './sim/herd.js'
+export { type OutageOptions, type OutageResult, type OutageRetry, outage } from './sim/outage.js'
 export { plotSvg, type Series } from './sim/plot.js'
 export { type SimOptions, type SimResult, type StackEnv, simulate } from './sim/simulate.js'

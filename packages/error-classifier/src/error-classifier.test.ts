@@ -114,8 +114,13 @@ const table: Row[] = [
   ['EAI_AGAIN', () => errno('EAI_AGAIN'), neverConnected],
   ['UND_ERR_CONNECT_TIMEOUT', () => errno('UND_ERR_CONNECT_TIMEOUT', 'Connect Timeout Error'), neverConnected],
   [
-    'a TLS failure before sending',
+    'a certificate that fails verification: nothing sent, and no wait mends it',
     () => new TypeError('fetch failed', { cause: errno('CERT_HAS_EXPIRED', 'certificate has expired') }),
+    { code: 'certificate_error', category: 'user', retryable: false, safeToRepeat: true },
+  ],
+  [
+    'a TLS handshake that timed out before sending: it heals',
+    () => new TypeError('fetch failed', { cause: errno('ERR_TLS_HANDSHAKE_TIMEOUT', 'TLS handshake timeout') }),
     neverConnected,
   ],
   ['ECONNRESET', () => errno('ECONNRESET', 'read ECONNRESET'), connectionLost],

@@ -208,6 +208,20 @@ const rows: Row[] = [
     ends: 'core ends it as model_failed',
   },
   {
+    name: 'fetch failed: the provider’s certificate has expired',
+    error: () =>
+      new TypeError('fetch failed', { cause: Object.assign(new Error('certificate has expired'), { code: 'CERT_HAS_EXPIRED' }) }),
+    expect: { kind: 'user_input_required', reason: 'certificate' },
+    refines: 'core calls every connection failure transient; a certificate that fails verification is fixed by a person, not by a wait',
+  },
+  {
+    name: 'fetch failed: a self-signed certificate in the chain (an intercepting proxy)',
+    error: () =>
+      new TypeError('fetch failed', { cause: Object.assign(new Error('self-signed certificate'), { code: 'SELF_SIGNED_CERT_IN_CHAIN' }) }),
+    expect: { kind: 'user_input_required', reason: 'certificate' },
+    refines: 'the same: no retry helps',
+  },
+  {
     name: 'Anthropic SDK: 403 permission',
     error: () => thrownBy('anthropic', { fault: 'permission_denied' }),
     expect: { kind: 'user_input_required', reason: 'credentials' },

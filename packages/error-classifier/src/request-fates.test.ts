@@ -2,6 +2,7 @@
 import { REQUEST_FATES } from '@shallot/core'
 import { describe, expect, it } from 'vitest'
 import { classify } from './classify.js'
+import { CERTIFICATE_CODES } from './model-run-ending.js'
 
 // Each row of core's table as a tool would throw it: a status (with or without Retry-After) or a fetch failure whose cause has the code.
 function thrownFor(row: (typeof REQUEST_FATES)[number]): unknown {
@@ -19,8 +20,12 @@ describe('errorClassifier reads safeToRepeat from the one table (decision 405)',
     },
   )
 
-  it('classifies every code of the table as a network error, so none of them reads as a bug in the tool', () => {
-    for (const row of REQUEST_FATES.filter((r) => r.code !== undefined)) expect(classify(thrownFor(row)).code).toBe('network_error')
+  it('classifies every code of the table as a network error, or a certificate error that will not heal, never as a bug in the tool', () => {
+    for (const row of REQUEST_FATES.filter((r) => r.code !== undefined)) {
+      const classified = classify(thrownFor(row))
+      if (CERTIFICATE_CODES.includes(row.code as string)) expect(classified).toMatchObject({ code: 'certificate_error', retryable: false })
+      else expect(classified).toMatchObject({ code: 'network_error', retryable: true })
+    }
   })
 
   it('lets a rule that says safeToRepeat overrule the table', () => {

@@ -1,6 +1,7 @@
 // biome-ignore-all lint/suspicious/noThenProperty: rules are { match, then } (docs/errors.md); `then` is data, never callable, so no rule is a thenable
 import { REQUEST_FATES, type RequestFate } from '@shallot/core'
 import { z } from 'zod'
+import { CERTIFICATE_CODES } from './model-run-ending.js'
 
 const httpStatus = z.number().int().min(100).max(599)
 const oneOrMore = z.union([z.string().min(1).max(200), z.array(z.string().min(1).max(200)).min(1).max(100)])
@@ -86,6 +87,8 @@ const FETCH_FAILED = [
   'error sending request for url',
 ]
 const UNREACHABLE_HINT = 'the service could not be reached; try again shortly'
+const CERTIFICATE_HINT =
+  "the service's TLS certificate could not be verified (expired, self-signed, or for another host); waiting will not help: a person has to fix the certificate, the trust store or the URL"
 // OpenAI sends `insufficient_quota` as a 429 that its SDK retries; Anthropic an `invalid_request_error` 400.
 const QUOTA_CODES = ['insufficient_quota', 'billing_hard_limit_reached', 'billing_not_active']
 const QUOTA_HINT = "the account's quota or credit is used up; waiting will not help, a person has to raise it"
@@ -171,6 +174,12 @@ export const builtinRules: readonly ClassifierRule[] = frozen([
   { id: 'http_5xx', match: { status: [500, 502, 503, 504] }, then: { code: 'upstream_error', category: 'transient' } },
   { id: 'http_4xx', match: { status: '4xx' }, then: { code: 'http_error', category: 'recoverable' } },
   { id: 'http_5xx_other', match: { status: '5xx' }, then: { code: 'upstream_error', category: 'transient' } },
+  // Before never_connected: no byte was sent either, but no wait mends a certificate; a person has to.
+  {
+    id: 'tls_certificate',
+    match: { code: [...CERTIFICATE_CODES] },
+    then: { code: 'certificate_error', category: 'user', hint: CERTIFICATE_HINT },
+  },
   {
     id: 'never_connected',
     match: { code: NEVER_CONNECTED },

@@ -11,6 +11,16 @@ import {
 import { describeModelFailure, isTransientModelError } from '@shallot/core/kit'
 import { z } from 'zod'
 
+declare module '@shallot/core' {
+  interface ModelContext {
+    /**
+     * Set by the model side of `fallback()` on every model it asks: true while a spare would be asked should this
+     * model fail. A retry inside then bounds the call by its attempts instead of riding out this model's outage.
+     */
+    spareModel?: boolean
+  }
+}
+
 const OWNER = 'fallback()'
 /** The most spare models a chain lists. */
 export const MAX_MODELS = 10
@@ -156,6 +166,7 @@ export function modelFallback(models: readonly (ModelAdapter | string)[], resolv
       ctx.emit({ type: 'model.fallback', at: ctx.clock.now(), runId: ctx.run.id, turn: ctx.turn, from: from.model, to: model.name, reason })
       ctx.model = model
       ctx.attempt = first
+      ctx.spareModel = model !== chain[chain.length - 1]
       ;(ctx as { circuit?: unknown }).circuit = undefined
       try {
         await next()
@@ -172,6 +183,7 @@ export function modelFallback(models: readonly (ModelAdapter | string)[], resolv
   return async function fallbackOfModels(ctx, next) {
     const first = ctx.attempt
     ;(ctx as { circuit?: unknown }).circuit = undefined
+    ctx.spareModel = spares.some((s) => s.adapter !== ctx.model.adapter && s.name !== ctx.model.name)
     try {
       await next()
     } catch (err) {

@@ -5,7 +5,7 @@ import { claimKey } from './claim-key.js'
 import { type Claimed, type Guarded, type Layer, Reclaim, refuse, replay, storeFailed } from './guarded-call.js'
 import { complete, settleAs, settleFailure } from './record-outcome.js'
 import { notTakenEffect, outcomeUnknown, stillUnknown } from './refusals.js'
-import { settleAction } from './settle-action.js'
+import { mayHaveLanded, settleAction } from './settle-action.js'
 import type { SharedOutcome } from './shared-calls.js'
 
 type InFlight = Flight<SharedOutcome | undefined>
@@ -69,7 +69,7 @@ function proceed(layer: Layer, ctx: ToolContext, next: Next, call: Guarded, flig
     () => succeeded(layer, ctx, call, flight, claim),
     (err: unknown) => {
       const reachedTool = ctx.executions !== executionsBefore
-      if (call.reconcilable && !LoopError.is(err) && !ctx.signal.aborted && settleAction(call.effect, err, reachedTool) === 'unknown')
+      if (call.reconcilable && !LoopError.is(err) && !ctx.signal.aborted && mayHaveLanded(err, reachedTool))
         return reconcileFailure(layer, ctx, call, { flight, token: claim, sentAt }, err)
       // The call's own error is what propagates, whatever settling it did.
       const rethrow = () => {
@@ -116,7 +116,8 @@ async function askOrSettleUnknown(
  * A write failed and left its outcome unknown, and its tool can reconcile: asks while the call
  * still owns the record. Applied: the call succeeds with that result, stored. Not applied: the
  * record is released and the error says repeating is safe. Unknown: recorded as such, the error
- * saying what was tried.
+ * saying what was tried — except for a keyed (`idempotent`) tool, whose record is released, as its
+ * key makes the repeat safe.
  */
 async function reconcileFailure(
   layer: Layer,
@@ -131,9 +132,9 @@ async function reconcileFailure(
     ctx.result = { value: JSON.parse(reconciled.json) }
     return succeeded(layer, ctx, call, flight, token)
   }
-  await settleAs(layer, ctx, call, token, reconciled.outcome === 'not_applied' ? 'release' : 'unknown')
+  await settleAs(layer, ctx, call, token, reconciled.outcome === 'not_applied' ? 'release' : settleAction(call.effect, err, true))
   flight.land(undefined)
-  throw reconciled.outcome === 'not_applied' ? notTakenEffect(err) : stillUnknown(err, reconciled)
+  throw reconciled.outcome === 'not_applied' ? notTakenEffect(err) : stillUnknown(err, reconciled, call.effect === 'idempotent')
 }
 
 /**

@@ -62,21 +62,27 @@ export function notTakenEffect(error: unknown): unknown {
   })
 }
 
+/** What a keyed write may do when nobody can tell whether it took effect: the identical call, never new arguments. */
+const REPEAT_KEYED =
+  'repeating the identical call is safe: it carries the same idempotency key, so the service answers it from the first request if that one landed; do not change the arguments (that would be a new request)'
+
 /**
  * A write's own error after its `reconcile` could not tell whether it took effect: the same error,
  * not to be repeated (identical calls are refused while the record says unknown), with the hint
- * saying what was tried and the next step that can work. A foreign throw is returned as is.
+ * saying what was tried and the next step that can work. A keyed write (`keyed`: an `idempotent`
+ * tool, its key forwarded upstream) is told the identical repeat is safe instead. A foreign throw
+ * is returned as is.
  *
  * @example
  * throw stillUnknown(err, { attempts: 3, hint: undefined })
  */
-export function stillUnknown(error: unknown, tried: Tried): unknown {
+export function stillUnknown(error: unknown, tried: Tried, keyed = false): unknown {
   if (!ToolError.is(error)) return error
   return new ToolError(error.code, error.message, {
     category: error.category,
     retryable: false,
     safeToRepeat: false,
-    hint: `checked ${times(tried.attempts)} whether it took effect and could not tell: ${tried.hint ?? LOOK_IT_UP}`,
+    hint: `checked ${times(tried.attempts)} whether it took effect and could not tell: ${keyed ? REPEAT_KEYED : (tried.hint ?? LOOK_IT_UP)}`,
     details: { ...error.details, reconciled: 'unknown', attempts: tried.attempts },
     cause: error,
   })

@@ -17,3 +17,17 @@ export function settleAction(effect: ToolEffect, error: unknown, reachedTool: bo
   if (!reachedTool || effect !== 'write') return 'release'
   return ToolError.is(error) && error.safeToRepeat ? 'release' : 'unknown'
 }
+
+/**
+ * Whether a failed call may have reached the world, so nobody knows if it took effect: it reached the tool, and the
+ * error does not prove otherwise (`safeToRepeat`). For a `write` the record then says unknown; for an `idempotent`
+ * tool the record is released (its key makes a repeat safe), yet its outcome is just as open. Either way a tool
+ * with `reconcile` is asked.
+ *
+ * @example
+ * mayHaveLanded(new ToolError('timeout', 'timed out'), true)  // true
+ * mayHaveLanded(new ToolError('rate_limited', '429', { safeToRepeat: true }), true) // false
+ */
+export function mayHaveLanded(error: unknown, reachedTool: boolean): boolean {
+  return reachedTool && !(ToolError.is(error) && error.safeToRepeat)
+}

@@ -89,6 +89,8 @@ describe('ChatAnthropic: deadline and backoff on model calls', () => {
     await clock.advance(4999)
     expect(server.requests).toHaveLength(1)
     await clock.advance(1)
+    // Riding out an outage, the default model stack waits at least half its first 250 ms ceiling (equal jitter).
+    await clock.advance(125)
     const { messages } = await invocation
     expect(messages.at(-1)?.text).toBe('done')
     expect(server.requests).toHaveLength(2)

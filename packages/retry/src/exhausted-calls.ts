@@ -1,4 +1,4 @@
-import { type Json, type RunContext, ToolError, type ToolErrorJSON } from '@shallot/core'
+import type { Json, RunContext, ToolErrorJSON } from '@shallot/core'
 
 /** Where the calls whose retries ran out live in `run.state`: plain JSON, so a checkpointed run keeps them. */
 export const EXHAUSTED_STATE_KEY = 'shallot.retry.exhausted'
@@ -6,19 +6,38 @@ export const EXHAUSTED_STATE_KEY = 'shallot.retry.exhausted'
 /** The most calls kept per run; the oldest is forgotten first. */
 const MAX_REMEMBERED = 256
 
-/**
- * How long an exhausted call is answered from its failure without a request (decision 410). Past it the
- * model's repeat gets one request and no retries again (decision 407): the upstream may have come back.
- */
-export const ANSWER_FROM_FAILURE_MS = 60_000
+/** The cooldown after two failed requests; it doubles with each further failure (see {@link probeCooldownMs}). */
+export const PROBE_BASE_MS = 1_000
+
+/** The longest cooldown, however many requests failed: past it an upstream that came back is found within this long. */
+export const MAX_PROBE_COOLDOWN_MS = 10 * 60_000
 
 /**
- * One call whose retries ran out: when, and the error every attempt gave. No error when the attempts failed in
- * different ways (a 503, then a hang: not a dead upstream) or in a run checkpointed before decision 410.
+ * How long after the last failed request of a call its identical repeat waits before it may be sent again: a
+ * cooldown that doubles with each failed request (1 s after 2, 2 s after 3, 4 s after 4, … up to
+ * {@link MAX_PROBE_COOLDOWN_MS}), never shorter than the last failure's `Retry-After`. The breaker's half-open
+ * idea for one call: a run of failures the world heals from costs one request per cooldown, and a dead upstream
+ * is asked less and less often.
+ *
+ * @example
+ * probeCooldownMs(3, undefined) // 2000
+ * probeCooldownMs(3, 5000)      // 5000: the service said when
+ */
+export function probeCooldownMs(failures: number, retryAfterMs: number | undefined): number {
+  const grown = Math.min(MAX_PROBE_COOLDOWN_MS, PROBE_BASE_MS * 2 ** Math.max(0, Math.min(failures, 30) - 2))
+  return retryAfterMs !== undefined && retryAfterMs > grown ? Math.min(retryAfterMs, MAX_PROBE_COOLDOWN_MS) : grown
+}
+
+/**
+ * One call whose retries ran out. `sentAt`: when its last failed request was sent (the cooldown runs from there:
+ * at most one request per cooldown reaches an upstream that keeps failing, however long each took to fail).
+ * `failures`: its failed requests in a row, probes included. `error`: the failure every request gave; none when
+ * they failed in different ways (a 503, then a hang: not a dead upstream), so the repeat is sent at once.
  */
 export interface ExhaustedCall {
   readonly fingerprint: string
-  readonly at: number
+  readonly sentAt: number
+  readonly failures: number
   readonly error?: ToolErrorJSON
 }
 
@@ -30,15 +49,26 @@ function isErrorJson(value: unknown): value is ToolErrorJSON {
   return typeof code === 'string' && /^[a-z][a-z0-9_]*$/.test(code) && typeof message === 'string' && CATEGORIES.has(category)
 }
 
+/** The stored failure, read field by field: only the facts a repeat is answered from. */
+function errorOf(error: ToolErrorJSON): ToolErrorJSON {
+  const { code, category, message, safeToRepeat, retryAfterMs } = error
+  const wait = typeof retryAfterMs === 'number' && Number.isFinite(retryAfterMs) && retryAfterMs > 0 ? { retryAfterMs } : {}
+  return { code, category, message, retryable: false, safeToRepeat: safeToRepeat === true, ...wait }
+}
+
+// A run checkpointed before the cooldown grew holds `at` (when the call ran out) and no count: read as retry's default 3 attempts.
+const LEGACY_FAILURES = 3
+
 function entryOf(item: unknown): ExhaustedCall | undefined {
-  // A run checkpointed under decision 407 holds bare fingerprints: remembered, with no failure to answer from.
-  if (typeof item === 'string') return { fingerprint: item, at: Number.NEGATIVE_INFINITY }
+  // A run checkpointed under an older release holds bare fingerprints: remembered, with no failure to answer from.
+  if (typeof item === 'string') return { fingerprint: item, sentAt: Number.NEGATIVE_INFINITY, failures: 1 }
   if (typeof item !== 'object' || item === null || Array.isArray(item)) return undefined
-  const { fingerprint, at, error } = item as Record<string, unknown>
-  if (typeof fingerprint !== 'string' || typeof at !== 'number' || !Number.isFinite(at)) return undefined
-  if (!isErrorJson(error)) return { fingerprint, at }
-  const { code, category, message } = error
-  return { fingerprint, at, error: { code, category, message, retryable: false, safeToRepeat: false } }
+  const { fingerprint, sentAt, at, failures, error } = item as Record<string, unknown>
+  const when = sentAt ?? at
+  if (typeof fingerprint !== 'string' || typeof when !== 'number' || !Number.isFinite(when)) return undefined
+  const count = typeof failures === 'number' && Number.isInteger(failures) && failures >= 1 ? Math.min(failures, 1000) : LEGACY_FAILURES
+  const entry = { fingerprint, sentAt: when, failures: count }
+  return isErrorJson(error) ? { ...entry, error: errorOf(error) } : entry
 }
 
 function listOf(run: RunContext): ExhaustedCall[] {
@@ -48,49 +78,11 @@ function listOf(run: RunContext): ExhaustedCall[] {
   return value.map(entryOf).filter((entry): entry is ExhaustedCall => entry !== undefined)
 }
 
-function stored(entry: ExhaustedCall): Json {
-  return (entry.error === undefined ? { fingerprint: entry.fingerprint, at: entry.at } : { ...entry }) as unknown as Json
-}
+const stored = (entry: ExhaustedCall): Json => ({ ...entry }) as unknown as Json
 
 /**
- * Rebuilds the failure a call was answered with, for the model's identical repeat: the same code and
- * message, not retryable (nothing outside may repeat it), and a hint that names what was done and what can work.
- */
-export function failureFrom(entry: ExhaustedCall & { error: ToolErrorJSON }, tool: string, sinceMs: number): ToolError {
-  const { error } = entry
-  return new ToolError(error.code, error.message, {
-    category: error.category,
-    retryable: false,
-    safeToRepeat: false,
-    hint:
-      `${tool} failed every retry with these arguments ${Math.round(sinceMs / 1000)} s ago in this run, so this repeat was ` +
-      'not sent to the upstream. Use another tool or source, change the arguments, or tell the user it is unavailable.',
-    details: { answeredFromFailure: true, exhaustedAt: entry.at },
-  })
-}
-
-/**
- * The error a call ends with when every attempt failed the same way and its identical repeat will be answered
- * from this failure (decision 410): the same code, message and `safeToRepeat`, but no `retryAfterMs` and a hint
- * that does not invite the repeat — the model is told one thing, and the stack does what it said.
- */
-export function ranOutOn(error: ToolError, tool: string, attempts: number): ToolError {
-  return new ToolError(error.code, error.message, {
-    category: error.category,
-    retryable: false,
-    safeToRepeat: error.safeToRepeat,
-    hint:
-      `${tool} failed all ${attempts} attempts with these arguments (${error.code}); the identical call will not be sent ` +
-      'again for a minute. Use another tool or source, change the arguments, or tell the user it is unavailable.',
-    ...(error.details === undefined ? {} : { details: error.details }),
-    cause: error,
-  })
-}
-
-/**
- * Calls of one run whose retries ran out (identified by `ctx.fingerprint`: tool + canonical arguments).
- * An identical call later in the run is answered from that failure for {@link ANSWER_FROM_FAILURE_MS}, then
- * gets one request and no retries.
+ * Calls of one run whose retries ran out (identified by `ctx.fingerprint`: tool + canonical arguments), for the
+ * model's identical repeat: answered from the failure within its cooldown, then sent once (a probe).
  *
  * @example
  * const exhausted = exhaustedCalls(ctx.run)
@@ -101,16 +93,9 @@ export function exhaustedCalls(run: RunContext) {
     get(fingerprint: string): ExhaustedCall | undefined {
       return listOf(run).find((entry) => entry.fingerprint === fingerprint)
     },
-    has(fingerprint: string): boolean {
-      return listOf(run).some((entry) => entry.fingerprint === fingerprint)
-    },
-    add(fingerprint: string, at: number, error: ToolError | undefined): void {
-      const list = listOf(run).filter((entry) => entry.fingerprint !== fingerprint)
-      if (error === undefined) list.push({ fingerprint, at })
-      else {
-        const { code, category, message } = error
-        list.push({ fingerprint, at, error: { code, category, message, retryable: false, safeToRepeat: false } })
-      }
+    set(entry: ExhaustedCall): void {
+      const list = listOf(run).filter((other) => other.fingerprint !== entry.fingerprint)
+      list.push(entry.error === undefined ? entry : { ...entry, error: errorOf(entry.error) })
       run.state[EXHAUSTED_STATE_KEY] = list.slice(-MAX_REMEMBERED).map(stored)
     },
     delete(fingerprint: string): void {

@@ -53,6 +53,8 @@ export interface RetryFacts {
   readonly previousMs: number | undefined
   /** The longest `Retry-After` waited for; a longer one stops the call (`retry_after_too_long`). Default: the backoff's cap. */
   readonly maxRetryAfterMs?: number | undefined
+  /** Calls past which nothing repeats (`recovery_ceiling`). Default {@link MAX_TOTAL_CALLS}; a model call riding out an outage is bounded by time instead. */
+  readonly ceiling?: number | undefined
 }
 
 /** Repeat after `delayMs`, or stop for `reason`. */
@@ -91,6 +93,6 @@ export function planRetry(backoff: Backoff, facts: RetryFacts, random: () => num
     if (retryAfterMs > delayMs) delayMs = retryAfterMs
   }
   if (delayMs > remainingMs) return stopFor('max_elapsed')
-  if (facts.totalCalls >= MAX_TOTAL_CALLS) return stopFor('recovery_ceiling')
+  if (facts.totalCalls >= (facts.ceiling ?? MAX_TOTAL_CALLS)) return stopFor('recovery_ceiling')
   return { retry: true, delayMs }
 }

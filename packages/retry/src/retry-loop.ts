@@ -1,7 +1,8 @@
 import { abortReason, LoopError, type Next, type ToolContext, ToolError } from '@shallot/core'
-import { forgetExhausted, ranOutBefore, rememberExhausted } from './answer-from-failure.js'
+import { forgetExhausted, nextRepeat, rememberExhausted } from './answer-from-failure.js'
 import type { Backoff } from './backoff/backoff.js'
-import { ranOutOn } from './exhausted-calls.js'
+import type { ExhaustedCall } from './exhausted-calls.js'
+import { mayHaveLanded, ranOutOn } from './exhausted-hints.js'
 import { MAX_TOTAL_CALLS, planRetry, type RetryStopReason } from './plan-retry.js'
 import type { RetryBudgetStore } from './retry-budget-store.js'
 import {
@@ -28,6 +29,8 @@ export interface RetrySettings {
   /** Whether `maxElapsedMs` is finite: only then is the clock read when a call starts. */
   readonly timed: boolean
   readonly maxRetryAfterMs: number | undefined
+  /** The longest `Retry-After` waited for: `maxRetryAfterMs`, else the backoff's cap. */
+  readonly longestWaitMs: number
   readonly costs: { readonly retry: number; readonly timeout: number }
   readonly store: RetryBudgetStore | undefined
   /** Tokens a success gives back: 0 without a store. */
@@ -45,8 +48,10 @@ export interface FailedCall {
   readonly next: Next
   /** The signal the call came with: waits, hooks and repeats follow it, whatever deadline an inner layer set. */
   readonly signal: AbortSignal
-  /** When the call started, on the clock; read only when `maxElapsedMs` is set. */
+  /** When the call started, on the clock; read only when `maxElapsedMs` is set or the call is a probe. */
   readonly started: number
+  /** The remembered call this one repeats, when its retries ran out earlier in the run: this call is its one probe. */
+  readonly probe: ExhaustedCall | undefined
 }
 
 /** One failed call while retry repeats it: the layer's settings, the call, and its repeats so far. */
@@ -54,6 +59,8 @@ interface Retrying extends FailedCall {
   readonly s: RetrySettings
   /** Calls this layer made, the failed ones included. */
   calls: number
+  /** When the last request was sent, on the clock: a call that runs out is remembered from there. */
+  sentAt: number
   previousMs: number | undefined
   /** One code on every attempt (503, 503, 503) reads as a dead upstream; mixed codes (a 503, then a hang) do not. */
   readonly codes: Set<string>
@@ -67,8 +74,9 @@ export function retrySucceeded(s: RetrySettings, ctx: ToolContext): void {
 
 /** After a failed call: decides, waits and calls again until a call succeeds or the retries stop. */
 export async function retryAfter(s: RetrySettings, call: FailedCall, failure: unknown): Promise<void> {
-  const { ctx, next, signal, started } = call
-  const r: Retrying = { s, ctx, next, signal, started, calls: 1, previousMs: undefined, codes: new Set() }
+  const { ctx, started } = call
+  const r: Retrying = { ...call, s, calls: 1, sentAt: started, previousMs: undefined, codes: new Set() }
+  const { next, signal } = r
   let err = failure
   for (;;) {
     if (!ToolError.is(err)) throw err
@@ -84,6 +92,7 @@ export async function retryAfter(s: RetrySettings, call: FailedCall, failure: un
     ctx.attempt = attempt
     ctx.signal = signal
     ctx.result = undefined
+    r.sentAt = ctx.clock.now()
     try {
       await next()
     } catch (again) {
@@ -114,8 +123,8 @@ async function delayOrStop(r: Retrying, err: ToolError): Promise<number> {
     ctx.random,
   )
   if (!plan.retry) return stopPlanned(r, err, plan.reason)
-  // The upstream failed every retry of this very call long enough ago that it may be back: one request, no retries.
-  if (r.calls === 1 && ranOutBefore(ctx)) return stop(r, err, 'exhausted_in_run')
+  // This call probes one whose retries ran out: one request, no retries, and the cooldown grows if it failed too.
+  if (r.calls === 1 && r.probe !== undefined) return probeFailed(r, r.probe, err)
   if (ctx.run.budget.remaining <= 0) {
     await giveUp(r, err, 'step_budget')
     throw stepBudgetExhausted(ctx, err)
@@ -134,15 +143,42 @@ const elapsedMs = (r: Retrying): number => (r.s.timed ? r.ctx.clock.now() - r.st
 /** Stops that mean the call's retries ran out against a failing upstream (not a policy or budget saying no). */
 const RAN_OUT: ReadonlySet<RetryStopReason> = new Set(['max_attempts', 'max_elapsed', 'backoff_stop'])
 
-/** The policy said stop: remembers a call that ran out, and past the ceiling ends the run. */
+/**
+ * The policy said stop: remembers a call that ran out, and past the ceiling ends the run. A call whose every
+ * attempt failed alike (a dead upstream, or one not yet back), or a keyed write whose outcome is open, ends with a
+ * hint that says what the identical repeat will get.
+ */
 async function stopPlanned(r: Retrying, err: ToolError, reason: RetryStopReason): Promise<never> {
   const { ctx } = r
   const ranOut = r.calls > 1 && RAN_OUT.has(reason)
-  const deadUpstream = ranOut && r.codes.size === 1
-  if (ranOut) rememberExhausted(ctx, deadUpstream ? err : undefined)
+  const alike = ranOut && r.codes.size === 1
+  const entry = ranOut
+    ? rememberExhausted(ctx, { sentAt: r.sentAt, failures: r.calls, ...(alike ? { error: err.toJSON() } : {}) })
+    : undefined
   await giveUp(r, err, reason)
   if (reason === 'recovery_ceiling') throw recoveryExhausted(ctx, err)
-  return stopSoftly(ctx, deadUpstream ? ranOutOn(err, ctx.call.name, r.calls) : err, reason)
+  const told = entry !== undefined && (alike || mayHaveLanded(ctx.tool?.effect, err))
+  return stopSoftly(ctx, told ? endedOn(r, err, entry) : err, reason)
+}
+
+/** The error a call that ran out ends with: its own, with the hint of what the identical repeat will get. */
+function endedOn(r: Retrying, err: ToolError, entry: ExhaustedCall): ToolError {
+  const { ctx } = r
+  const next = nextRepeat(ctx, entry, r.s.longestWaitMs)
+  return ranOutOn(err, { tool: ctx.call.name, attempts: r.calls, effect: ctx.tool?.effect, next })
+}
+
+/** A probe failed: the call stays remembered, one failure more (a longer cooldown), the failure kept only if it is the same. */
+async function probeFailed(r: Retrying, probe: ExhaustedCall, err: ToolError): Promise<never> {
+  const { ctx } = r
+  const alike = probe.error?.code === err.code
+  const entry = rememberExhausted(ctx, { sentAt: r.sentAt, failures: probe.failures + 1, ...(alike ? { error: err.toJSON() } : {}) })
+  await giveUp(r, err, 'exhausted_in_run')
+  const told = entry !== undefined && (alike || mayHaveLanded(ctx.tool?.effect, err))
+  const next = entry === undefined ? undefined : nextRepeat(ctx, entry, r.s.longestWaitMs)
+  const error =
+    told && next !== undefined ? ranOutOn(err, { tool: ctx.call.name, attempts: probe.failures + 1, effect: ctx.tool?.effect, next }) : err
+  return stopSoftly(ctx, error, 'exhausted_in_run')
 }
 
 async function stop(r: Retrying, err: ToolError, reason: RetryStopReason, why?: string): Promise<never> {
@@ -204,7 +240,8 @@ function scheduledFields(err: ToolError, attempt: number, delayMs: number, maxAt
   return fields
 }
 
-async function wait(ctx: ToolContext, ms: number, signal: AbortSignal): Promise<void> {
+/** Waits `ms` on the call's signal; a cancel while waiting ends the call with the run's reason. */
+export async function wait(ctx: ToolContext, ms: number, signal: AbortSignal): Promise<void> {
   try {
     if (ms > 0) await ctx.clock.sleep(ms, signal)
   } catch (err) {

@@ -32,6 +32,9 @@ export const maxAttemptsSchema = z.union([z.number().int().min(1), z.literal(Num
 
 const costSchema = z.number().min(0).max(1_000_000)
 
+/** The longest outage budget a model call may be given: a day. */
+const MAX_OUTAGE_BUDGET_MS = 24 * 3600 * 1000
+
 /** The fields a policy shares with `retry()`'s options; `retryOptionsSchema` widens `backoff` to accept objects. */
 export const retryPolicyShape = {
   /** Which backoff; `constant` waits `baseMs` every time, `none` never repeats. */
@@ -49,6 +52,16 @@ export const retryPolicyShape = {
   maxRetryAfterMs: delayMsSchema.optional(),
   /** Gives up (softly) rather than start a wait that would end past this many ms since the first attempt. Default: no limit. */
   maxElapsedMs: z.number().min(0).optional(),
+  /**
+   * Model calls only: ride out an outage for this long. A transient failure is repeated past `maxAttempts` (only
+   * `perCode` and this budget bound it) while each wait ends within this many ms of the first attempt; a
+   * `Retry-After` that would not is given up at once. Default, and `0`: none (attempts alone bound a model call).
+   */
+  outageBudgetMs: z
+    .number()
+    .min(0)
+    .max(MAX_OUTAGE_BUDGET_MS, { error: `must be at most ${MAX_OUTAGE_BUDGET_MS} ms (a day): a longer outage is for parking the run` })
+    .optional(),
   /** `maxAttempts` per error code. Default `{ timeout: { maxAttempts: 2 } }` (never more than `maxAttempts`). */
   perCode: z.record(z.string(), z.object({ maxAttempts: maxAttemptsSchema }).strict()).default({}),
   /** Retry budget prices, after the AWS SDK's standard mode: tokens per retry, per timeout retry, and given back per success. */

@@ -182,7 +182,7 @@ describe('retry: counted executions through a real stack', () => {
     })
   })
 
-  it('does not invite the repeat it will answer from the failure: every attempt 503 drops retryAfterMs and says why (decision 410)', async () => {
+  it('says what the identical repeat will get: every attempt 503 drops retryAfterMs, and the repeat waits the service out', async () => {
     const busy = () => new ToolError('upstream_error', 'still 503', { hint: 'try later', retryAfterMs: 2000 })
     const { dispatch } = setup('read', [busy(), busy(), busy()])
     const result = await dispatch()
@@ -190,10 +190,20 @@ describe('retry: counted executions through a real stack', () => {
       code: 'upstream_error',
       category: 'transient',
       message: 'still 503',
-      hint: expect.stringMatching(/failed all 3 attempts .* will not be sent again for a minute\. Use another tool or source/),
+      hint: expect.stringMatching(
+        /failed all 3 attempts .* the identical call will wait 2 s and be sent once more\. Use another tool or source/,
+      ),
       retryable: false,
       safeToRepeat: false,
     })
+  })
+
+  it('without pushback says how long the identical repeat will be answered from the failure', async () => {
+    const down = () => new ToolError('upstream_error', 'HTTP 503', { category: 'transient' })
+    const { dispatch } = setup('read', [down(), down(), down()])
+    const result = await dispatch()
+    expect(result.error?.hint).toMatch(/failed all 3 attempts .* the identical call will not be sent again for 2 s\. Use another tool/)
+    expect(result.error?.retryAfterMs).toBeUndefined()
   })
 })
 

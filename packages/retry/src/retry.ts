@@ -1,14 +1,14 @@
 import type { Layer, Middleware, ModelMiddleware, Next, ToolContext } from '@shallot/core'
 import { optionsParser } from '@shallot/core/kit'
 import { z } from 'zod'
-import { answerFromFailure } from './answer-from-failure.js'
-import type { Backoff } from './backoff/backoff.js'
+import { repeatPlan } from './answer-from-failure.js'
+import { type Backoff, MAX_DELAY_MS } from './backoff/backoff.js'
 import { backoffFromPolicy } from './backoff-from-policy.js'
 import { EXHAUSTED_STATE_KEY } from './exhausted-calls.js'
 import { memoryRetryBudget } from './memory-retry-budget.js'
 import { isRetryBudgetStore, type RetryBudgetStore } from './retry-budget-store.js'
 import type { RetryGiveUpInfo } from './retry-hooks.js'
-import { type OnRetry, type RetrySettings, retryAfter, retrySucceeded } from './retry-loop.js'
+import { type OnRetry, type RetrySettings, retryAfter, retrySucceeded, wait } from './retry-loop.js'
 import { modelRetryOf } from './retry-model.js'
 import { BACKOFF_NAMES, checkPolicy, retryPolicyShape, unknownBackoffMessage } from './retry-policy.js'
 
@@ -95,6 +95,7 @@ function retrySettings(parsed: ParsedRetryOptions, backoff: Backoff): RetrySetti
     maxElapsedMs,
     timed: maxElapsedMs !== Number.POSITIVE_INFINITY,
     maxRetryAfterMs: parsed.maxRetryAfterMs,
+    longestWaitMs: parsed.maxRetryAfterMs ?? backoff.capMs ?? MAX_DELAY_MS,
     costs: parsed.retryBudgetCosts,
     store,
     refund: store === undefined ? 0 : parsed.retryBudgetCosts.success,
@@ -149,21 +150,26 @@ export function retry(options?: RetryOptions | Backoff): RetryLayer {
   })
 }
 
-/** The tool side: the first call goes through as it is; only a failure enters the retry loop. */
+/**
+ * The tool side: the first call goes through as it is; only a failure enters the retry loop. A repeat of a call
+ * whose retries ran out in this run is answered from that failure inside its cooldown, or sent once (a probe).
+ */
 function toolRetryOf(settings: RetrySettings): Middleware {
-  const { timed } = settings
+  const { timed, longestWaitMs } = settings
   return async function retry(ctx: ToolContext, next: Next): Promise<void> {
-    if (ctx.run.state[EXHAUSTED_STATE_KEY] !== undefined) {
-      const answered = answerFromFailure(ctx)
-      if (answered !== undefined) throw answered
-    }
     // Inner layers may swap ctx.signal for their own deadline; waits and repeats use the signal this call came with.
     const signal = ctx.signal
-    const started = timed ? ctx.clock.now() : 0
+    const plan = ctx.run.state[EXHAUSTED_STATE_KEY] === undefined ? undefined : repeatPlan(ctx, longestWaitMs)
+    if (plan?.kind === 'answer') throw plan.error
+    if (plan?.kind === 'wait') {
+      ctx.emit('retry.scheduled', { attempt: ctx.attempt, delayMs: plan.ms, code: plan.entry.error?.code, probe: true })
+      await wait(ctx, plan.ms, signal)
+    }
+    const started = timed || plan !== undefined ? ctx.clock.now() : 0
     try {
       await next()
     } catch (err) {
-      return retryAfter(settings, { ctx, next, signal, started }, err)
+      return retryAfter(settings, { ctx, next, signal, started, probe: plan?.entry }, err)
     }
     retrySucceeded(settings, ctx)
   }

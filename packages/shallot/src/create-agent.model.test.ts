@@ -104,7 +104,7 @@ describe('model-call retries', () => {
     expect(clock.sleeps).toEqual([2000, 2000])
   })
 
-  it('names the real cause in the report when the retries are spent', async () => {
+  it('names the real cause in the report when the retries are spent (a two-minute outage budget of 429s)', async () => {
     const clock = virtualClock()
     const m = model(undefined, [rateLimited(2000)], clock)
     const outcome = await createAgent({ model: m, tools: [write], clock, random: () => 0, modelMiddleware: defaultModelMiddleware() }).run({
@@ -115,7 +115,8 @@ describe('model-call retries', () => {
     expect(outcome.error.kind).toBe('model_failed')
     expect(outcome.report.why).toBe('the model call failed: 429 rate limited by the provider (slow down), Retry-After 2 s')
     expect(outcome.report.text).not.toMatch(/did not answer within/)
-    expect(m.requests).toHaveLength(3)
+    expect(m.requests.length).toBeGreaterThan(3)
+    expect(m.requests.length).toBeLessThanOrEqual(21)
   })
 
   it('gives up at once on a Retry-After past retry.maxRetryAfterMs rather than re-send early', async () => {
@@ -189,7 +190,7 @@ describe('a fallback chain', () => {
     const clock = virtualClock()
     const checkpoints = memoryCheckpoints()
     const primary = model('gpt-4o-mini', [overloaded()], clock)
-    const secondary = model('claude-sonnet-4-5', [rateLimited(1000)], clock)
+    const secondary = model('claude-sonnet-4-5', [overloaded()], clock)
     const agent = createAgent({
       model: primary,
       modelMiddleware: withSpare(secondary),
@@ -203,25 +204,26 @@ describe('a fallback chain', () => {
     if (outcome.status !== 'stopped') return
     expect(outcome.error.kind).toBe('fallback_exhausted')
     expect(outcome.error.message).toBe('every model of the chain was unavailable (gpt-4o-mini, claude-sonnet-4-5)')
+    // The primary gets its 3 attempts (a spare waits); the last model of the chain rides out its outage's two minutes.
+    const ridden = secondary.requests.length
+    expect(ridden).toBeGreaterThan(3)
+    expect(ridden).toBeLessThanOrEqual(21)
     expect(outcome.error.details.models).toEqual([
       { model: 'gpt-4o-mini', attempts: 3, circuit: 'open', error: '529 the provider is overloaded (Overloaded); circuit open' },
-      {
-        model: 'claude-sonnet-4-5',
-        attempts: 3,
-        circuit: 'open',
-        error: '429 rate limited by the provider (slow down), Retry-After 1 s; circuit open',
-      },
+      { model: 'claude-sonnet-4-5', attempts: ridden, circuit: 'open', error: '529 the provider is overloaded (Overloaded); circuit open' },
     ])
     expect(outcome.report.why).toBe(
       'every model in the fallback chain was unavailable: gpt-4o-mini: 529 the provider is overloaded (Overloaded); circuit open; ' +
-        'claude-sonnet-4-5: 429 rate limited by the provider (slow down), Retry-After 1 s; circuit open',
+        'claude-sonnet-4-5: 529 the provider is overloaded (Overloaded); circuit open',
     )
     expect(outcome.report.nextSteps).toContain("agent.resume('both-down')")
     expect((await checkpoints.load('both-down'))?.status).toBe('stopped')
-    // While both circuits are open, a run asks neither.
+    // The primary's cooldown ran out while the spare's outage was ridden out: the next run probes it; the spare's
+    // circuit, open since, skips it without a request.
     const again = await agent.run({ input: 'y' })
     expect(again).toMatchObject({ status: 'stopped', error: { kind: 'fallback_exhausted' } })
-    expect(primary.requests.length + secondary.requests.length).toBe(6)
+    expect(secondary.requests).toHaveLength(ridden)
+    expect(primary.requests).toHaveLength(6)
   })
 
   it('a LoopError of the primary ends the run; it does not fall back', async () => {

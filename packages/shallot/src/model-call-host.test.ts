@@ -11,20 +11,34 @@ const adapter: ModelAdapter = { generate: () => Promise.reject(new Error('the ho
 const model = { name: 'primary', adapter }
 const status = (code: number) => Object.assign(new Error(`HTTP ${code}`), { status: code })
 
+/** Moves the manual clock until `pending` settles: the default model stack waits between its attempts. */
+async function driven<T>(clock: ReturnType<typeof manualClock>, pending: Promise<T>): Promise<T> {
+  let settled = false
+  pending.then(
+    () => (settled = true),
+    () => (settled = true),
+  )
+  while (!settled) await clock.runAll()
+  return pending
+}
+
 describe('modelCallHost', () => {
   it('retries a 503 twice through the default model stack and returns the answer, with model.retry events', async () => {
     const clock = manualClock()
     const events: string[] = []
     const host = modelCallHost({ modelMiddleware: defaultModelMiddleware(), clock, random: () => 0, onEvent: (e) => events.push(e.type) })
     let asked = 0
-    const answer = await host.call({
-      model,
-      ask: async () => {
-        asked++
-        if (asked < 3) throw status(503)
-        return 'hello'
-      },
-    })
+    const answer = await driven(
+      clock,
+      host.call({
+        model,
+        ask: async () => {
+          asked++
+          if (asked < 3) throw status(503)
+          return 'hello'
+        },
+      }),
+    )
     expect(answer).toBe('hello')
     expect(asked).toBe(3)
     expect(events.filter((t) => t === 'model.retry')).toHaveLength(2)
@@ -97,23 +111,27 @@ describe('modelCallHost', () => {
   })
 
   it('goes on when an event listener throws', async () => {
+    const clock = manualClock()
     const host = modelCallHost({
       modelMiddleware: defaultModelMiddleware(),
-      clock: manualClock(),
+      clock,
       random: () => 0,
       onEvent: () => {
         throw new Error('listener bug')
       },
     })
     let asked = 0
-    const answer = await host.call({
-      model,
-      ask: async () => {
-        asked++
-        if (asked === 1) throw status(503)
-        return 42
-      },
-    })
+    const answer = await driven(
+      clock,
+      host.call({
+        model,
+        ask: async () => {
+          asked++
+          if (asked === 1) throw status(503)
+          return 42
+        },
+      }),
+    )
     expect(answer).toBe(42)
   })
 

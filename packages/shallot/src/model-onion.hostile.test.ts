@@ -257,7 +257,8 @@ describe('an adapter that never settles, under timeout', () => {
   it('the default model stack: each of 3 attempts times out, the run stops as model_failed, no timer is left', async () => {
     const model = stalling('slow', false)
     const rec = recorder()
-    const modelMiddleware = defaultModelMiddleware({ timeout: { ms: 7_777 } })
+    // Attempts alone bound the call (no outage budget): three deadlines, not two minutes of them.
+    const modelMiddleware = defaultModelMiddleware({ timeout: { ms: 7_777 }, retry: { outageBudgetMs: 0 } })
     const agent = createAgent({ model, tools: [], modelMiddleware, onEvent: rec.onEvent })
     const running = agent.run({ input: 'go' })
     await vi.runAllTimersAsync()

@@ -455,8 +455,10 @@ describe('shallot run: bad usage is one line on stderr and exit 2, before any mo
       expect(code).toBe(0)
       const waits = out.split('\n').filter((l) => l.startsWith('wait'))
       expect(waits).toHaveLength(2)
-      expect(waits[0]).toMatch(/^wait {2}0\.\d s before attempt 2 \(of 3\) of the model openai:m: 429 rate limited .*, Retry-After 0\.2 s$/)
-      expect(waits[1]).toMatch(/^wait {2}0\.\d s before attempt 3 \(of 3\) of the model openai:m: 503 /)
+      expect(waits[0]).toMatch(
+        /^wait {2}0\.\d s before attempt 2 of the model openai:m: 429 rate limited .*, Retry-After 0\.2 s; within a 120 s outage budget$/,
+      )
+      expect(waits[1]).toMatch(/^wait {2}0\.\d s before attempt 3 of the model openai:m: 503 .*; within a 120 s outage budget$/)
       expect(out).not.toContain('\x1b')
     } finally {
       await fake.close()

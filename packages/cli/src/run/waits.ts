@@ -45,6 +45,11 @@ export interface WaitLinesOptions {
 
 /** ` (of 3)` for an event that names the attempts allowed; nothing for one that does not, or a value that is no count. */
 const ofMax = (max: unknown) => (typeof max === 'number' && Number.isInteger(max) && max > 0 ? ` (of ${max})` : '')
+/** The outage budget a model retry is riding out, when its event names one; last on the line, the first part a narrow terminal cuts. */
+const budgetOf = (budgetMs: unknown) =>
+  typeof budgetMs === 'number' && Number.isFinite(budgetMs) && budgetMs > 0
+    ? `; within a ${Math.round(budgetMs / 1000)} s outage budget`
+    : ''
 
 const secondsOf = (ms: number) => `${(Math.max(0, ms) / 1000).toFixed(ms < 10_000 ? 1 : 0)} s`
 
@@ -107,9 +112,10 @@ export function waitLines(options: WaitLinesOptions): WaitLines {
       if (event.type === 'model.retry') {
         const until = clock.now() + event.delayMs
         // The countdown comes first: a narrow terminal cuts the end of the line, never the part that moves.
-        // retry()'s model event names the attempts allowed; core's own does not (yet).
-        const of = ofMax((event as { maxAttempts?: unknown }).maxAttempts)
-        const why = `before attempt ${event.attempt + 1}${of} of the model ${clean(options.model ?? event.model)}: ${clean(event.error)}`
+        // retry()'s model event names its bound (attempts, or an outage budget); core's own does not (yet).
+        const bound = event as { maxAttempts?: unknown; outageBudgetMs?: unknown }
+        const of = ofMax(bound.maxAttempts)
+        const why = `before attempt ${event.attempt + 1}${of} of the model ${clean(options.model ?? event.model)}: ${clean(event.error)}${budgetOf(bound.outageBudgetMs)}`
         start('model', (now) => `${secondsOf(until - now)} ${why}`, until)
       } else if (event.type === 'model.call' || event.type === 'model.fallback' || event.type === 'run.finished') {
         end('model')

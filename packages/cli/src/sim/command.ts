@@ -4,6 +4,7 @@ import type { FaultKind } from '@shallot/testing'
 import { defaultMiddleware, errorClassifier, panicCatcher, timeout } from 'shallot'
 import { UsageError } from '../usage.js'
 import { HERD_BACKOFFS, herd } from './herd.js'
+import { OUTAGE_SECONDS, type OutageResult, outage } from './outage.js'
 import { plotSvg, type Series } from './plot.js'
 import type { Progress } from './progress.js'
 import { type SimOptions, type SimResult, type StackEnv, simulate } from './simulate.js'
@@ -220,4 +221,39 @@ export async function runHerd(values: Record<string, string | boolean | undefine
     const result = await herd(backoff, { clients, baseMs: 10, capMs: 10_000, slotMs: 10, seed })
     print(`  ${[backoff, String(result.calls), `${(result.completionMs / 1000).toFixed(2)} s`].map((c) => c.padStart(22)).join('')}`)
   }
+}
+
+/**
+ * `shallot sim outage`: model calls arriving at a random moment of a provider outage of each length, through the
+ * default model stack with attempt-bounded retry (3 attempts) and with time-bounded retry (its two-minute budget).
+ */
+export async function runOutage(
+  values: Record<string, string | boolean | undefined>,
+  print: (line: string) => void,
+): Promise<OutageResult[]> {
+  const runs = number(
+    'runs',
+    typeof values.runs === 'string' ? values.runs : undefined,
+    500,
+    (n) => Number.isInteger(n) && n > 0 && n <= 100_000,
+    'a whole number 1–100000',
+  )
+  const seed = number('seed', typeof values.seed === 'string' ? values.seed : undefined, 1, Number.isInteger, 'a whole number')
+  print(
+    `shallot sim outage: ${runs} model calls per cell, each arriving at a random moment of a provider outage (503s, no Retry-After), seed ${seed}`,
+  )
+  print(`  ${'outage'.padStart(8)}${'3 attempts'.padStart(36)}${'2-minute budget'.padStart(36)}`)
+  const heads = ['success', 'requests', 'p95 time'].map((h) => h.padStart(12)).join('')
+  print(`  ${''.padStart(8)}${heads}${heads}`)
+  const results: OutageResult[] = []
+  for (const seconds of OUTAGE_SECONDS) {
+    const row = [
+      await outage({ outageMs: seconds * 1000, runs, retry: 'attempts', seed }),
+      await outage({ outageMs: seconds * 1000, runs, retry: 'time', seed }),
+    ]
+    results.push(...row)
+    const cells = row.flatMap((r) => [pct(r.successRate), r.requestsPerCall.toFixed(1), `${(r.p95Ms / 1000).toFixed(1)} s`])
+    print(`  ${`${seconds} s`.padStart(8)}${cells.map((c) => c.padStart(12)).join('')}`)
+  }
+  return results
 }
