@@ -92,7 +92,7 @@ async function driveRun(r: AgentRun): Promise<ParkingOutcome> {
           }
           results = [result]
         } else {
-          results = await dispatchTurn(stack, calls, run, stopRun, limits.maxParallelToolCalls)
+          results = await dispatchTurn({ stack, run, stopRun, maxParallel: limits.maxParallelToolCalls }, calls)
         }
       }
       // Awaited only where there is something to wait for: an agent without park or checkpoints never suspends here.
@@ -116,7 +116,8 @@ async function replayTurn(r: AgentRun, replay: PendingTurn): Promise<ParkedOutco
   r.replay = undefined
   r.run.turn = turn
   r.inFlight = { turn, response }
-  const replayed = await dispatchTurn(stack, response.toolCalls, r.run, r.stopRun, limits.maxParallelToolCalls, kept)
+  const place = { stack, run: r.run, stopRun: r.stopRun, maxParallel: limits.maxParallelToolCalls }
+  const replayed = await dispatchTurn(place, response.toolCalls, kept)
   const parkedAgain = park === undefined ? undefined : await r.parkIfLong(turn, response, replayed)
   if (parkedAgain !== undefined) return parkedAgain
   const saving = r.commitTurn(turn, response, replayed)

@@ -131,6 +131,8 @@ export function createAgent(options: AgentOptions): Agent<ParkingOutcome> {
       : (snapshot: RunSnapshot, signal: AbortSignal | undefined, resumed: boolean) =>
           within({ type: 'run', at: settings.clock.now(), runId: snapshot.runId }, () => loop(snapshot, signal, resumed))
 
+  const held: HeldAgent | undefined = checkpoints === undefined ? undefined : { settings, drive, checkpoints }
+
   return {
     stack,
     // Not async: a run with nothing to hold is drive's own promise, with no frame or promise of run()'s in front of it
@@ -144,16 +146,15 @@ export function createAgent(options: AgentOptions): Agent<ParkingOutcome> {
       }
       const { signal, runId } = options
       // A run with a given id is held like a resume, so a resume of it cannot start while it goes.
-      if (checkpoints === undefined) return drive(snapshot, signal, false)
-      return startHeld(settings, drive, checkpoints, snapshot, runId === undefined, signal)
+      if (held === undefined) return drive(snapshot, signal, false)
+      return startHeld(held, snapshot, { anonymous: runId === undefined, signal })
     },
     async resume(runId, options = {}) {
-      const { signal, approvals } = resumeOptions(options)
-      if (checkpoints === undefined)
-        throw new TypeError('agent.resume(): this agent has no checkpoints store; pass createAgent({ checkpoints })')
-      const release = await hold(checkpoints, runId, 'agent.resume()', settings.logger)
+      const answers = resumeOptions(options)
+      if (held === undefined) throw new TypeError('agent.resume(): this agent has no checkpoints store; pass createAgent({ checkpoints })')
+      const release = await hold(held.checkpoints, runId, 'agent.resume()', settings.logger)
       try {
-        return await resumeHeld(settings, drive, checkpoints, runId, signal, approvals)
+        return await resumeHeld(held, runId, answers)
       } finally {
         await release()
       }
@@ -163,6 +164,13 @@ export function createAgent(options: AgentOptions): Agent<ParkingOutcome> {
 
 /** One run of the agent's loop, inside the listener's context when there is one. */
 type Drive = (snapshot: RunSnapshot, signal: AbortSignal | undefined, resumed: boolean) => Promise<ParkingOutcome>
+
+/** What every run of an agent with checkpoints shares: its settings, its loop and its store. */
+interface HeldAgent {
+  readonly settings: AgentSettings
+  readonly drive: Drive
+  readonly checkpoints: CheckpointStore
+}
 
 function parkedOutcome(snapshot: RunSnapshot, record: ParkRecord): ParkedOutcome {
   return {
@@ -202,12 +210,9 @@ function newRun(options: { input: string; runId?: string }): RunSnapshot {
 
 /** A run on a checkpoint store: its first checkpoint, and a hold on its id when the caller named it. */
 async function startHeld(
-  settings: AgentSettings,
-  drive: Drive,
-  store: CheckpointStore,
+  { settings, drive, checkpoints: store }: HeldAgent,
   snapshot: RunSnapshot,
-  anonymous: boolean,
-  signal: AbortSignal | undefined,
+  { anonymous, signal }: { readonly anonymous: boolean; readonly signal: AbortSignal | undefined },
 ): Promise<ParkingOutcome> {
   const { seal } = settings
   const release = anonymous ? undefined : await hold(store, snapshot.runId, 'agent.run()', settings.logger)
@@ -259,12 +264,9 @@ async function earlyWake(
 }
 
 async function resumeHeld(
-  settings: AgentSettings,
-  drive: Drive,
-  checkpoints: CheckpointStore,
+  { settings, drive, checkpoints }: HeldAgent,
   runId: string,
-  signal: AbortSignal | undefined,
-  approvals: ReadonlyMap<string, ApprovalAnswer> | undefined,
+  { signal, approvals }: { readonly signal?: AbortSignal; readonly approvals?: ReadonlyMap<string, ApprovalAnswer> },
 ): Promise<ParkingOutcome> {
   const { seal, stack } = settings
   // Loaded only once the run is held: what another resume saved before it let go is what this one continues.

@@ -76,25 +76,24 @@ function terminalOf(env: ModelCallEnv, settings: ModelOnionSettings) {
     const signal = own === undefined ? ctx.signal : own.signalSource()
     if (signal.aborted) throw abortReason(signal)
     env.budget.spend('model')
-    const link = linkOf(settings, ctx.model)
-    // Read only for someone to tell: a log line, an event, a listener's scope.
-    const started = observed(env) ? env.clock.now() : 0
+    // The start is read only for someone to tell: a log line, an event, a listener's scope.
+    const facts = { link: linkOf(settings, ctx.model), attempt: ctx.attempt, started: observed(env) ? env.clock.now() : 0 }
     let response: ModelResponse
     try {
       // The attempt follows the context's signal: an outer layer's deadline or the run's cancellation.
-      response = await askOnce(link, ctx.attempt, started, ctx.request, env, signal)
+      response = await askOnce(env, facts, ctx.request, signal)
       const fault = responseFault(response)
       if (fault !== undefined) throw new TypeError(`the model adapter returned ${fault}`)
     } catch (err) {
       // Told unless the call was cancelled: read as the layers left it (a deadline's layer has given its signal back).
       const now = own === undefined ? ctx.signal : own.signalSource()
-      if (!now.aborted && !own?.settled) called(link, ctx.attempt, started, env, undefined, err)
+      if (!now.aborted && !own?.settled) called(env, facts, undefined, err)
       throw err
     }
     // An attempt a layer left running (next() twice at once) that answers after the call settled: nobody reads it.
     if (own?.settled) throw afterSettled()
     ctx.response = response
-    called(link, ctx.attempt, started, env, response, undefined)
+    called(env, facts, response)
   }
 }
 

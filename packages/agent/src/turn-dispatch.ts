@@ -67,6 +67,14 @@ function waitingStop(stops: ReadonlyArray<readonly [LoopError, string]>, settled
   return stop
 }
 
+/** Where a turn's calls go: the stack, the run they spend, its stop (if the caller can cancel it), and how many at once. */
+export interface TurnPlace {
+  readonly stack: Stack
+  readonly run: MutableRun
+  readonly stopRun: SignalLink | undefined
+  readonly maxParallel: number
+}
+
 const NOTHING_KEPT: Readonly<Record<string, SettledCall>> = Object.freeze({})
 
 /**
@@ -92,11 +100,8 @@ export function aloneStop(err: unknown, stopRun: SignalLink | undefined, callId:
  * itself and its rejection mapped by {@link aloneStop}: it has no siblings to stop.
  */
 export async function dispatchTurn(
-  stack: Stack,
+  { stack, run, stopRun, maxParallel }: TurnPlace,
   calls: readonly ToolCall[],
-  run: MutableRun,
-  stopRun: SignalLink | undefined,
-  maxParallel: number,
   kept: Readonly<Record<string, SettledCall>> = NOTHING_KEPT,
 ): Promise<ToolResult[]> {
   const isKept = (call: ToolCall) => Object.hasOwn(kept, call.id)
