@@ -197,17 +197,16 @@ export class AgentRun {
     await this.save('parked', undefined, waiting, parked)
     const { runId, turns, run, usage, transcript } = this
     this.log.info({ outcome: 'parked', turn, wakeAt: parked.wakeAt, ...reason }, 'run parked')
-    this.emit({
-      type: 'run.finished',
-      at: this.settings.clock.now(),
-      runId,
-      status: 'parked',
-      turns: turns.length,
-      steps: run.budget.used,
-      usage,
-      durationMs: this.settings.clock.now() - this.startedAt,
-    })
+    this.finished('parked', turns.length)
     return { status: 'parked', runId, wakeAt: parked.wakeAt, reason, turns: turns.length, steps: run.budget.used, transcript, usage }
+  }
+
+  /** The `run.finished` event (`kind`: the stop's), built only for a listener. */
+  private finished(status: 'completed' | 'stopped' | 'parked', turns: number, kind?: string): void {
+    if (!this.listened) return
+    const at = this.settings.clock.now()
+    const fields = { at, runId: this.runId, status, turns, steps: this.run.budget.used, usage: this.usage, durationMs: at - this.startedAt }
+    this.emit(kind === undefined ? { type: 'run.finished', ...fields } : { type: 'run.finished', ...fields, kind })
   }
 
   private turnCompleted(turn: number, calls: number, failed: number): void {
@@ -252,17 +251,7 @@ export class AgentRun {
   completed(turn: number, output: string): RunOutcome {
     const { runId, run, usage, transcript } = this
     if (this.logging) this.log.info({ outcome: 'completed', turns: turn, steps: run.budget.used, ...usage }, 'run completed')
-    if (this.listened)
-      this.emit({
-        type: 'run.finished',
-        at: this.settings.clock.now(),
-        runId,
-        status: 'completed',
-        turns: turn,
-        steps: run.budget.used,
-        usage,
-        durationMs: this.settings.clock.now() - this.startedAt,
-      })
+    this.finished('completed', turn)
     return { status: 'completed', runId, output, turns: turn, steps: run.budget.used, transcript, usage }
   }
 
@@ -299,17 +288,7 @@ export class AgentRun {
       },
       'run stopped',
     )
-    this.emit({
-      type: 'run.finished',
-      at: this.settings.clock.now(),
-      runId,
-      status: 'stopped',
-      kind: error.kind,
-      turns: turns.length,
-      steps: run.budget.used,
-      usage,
-      durationMs: this.settings.clock.now() - this.startedAt,
-    })
+    this.finished('stopped', turns.length, error.kind)
     const report = buildReport(runId, this.snapshot.input, turns, error)
     return { status: 'stopped', runId, error, report, usage, turns: turns.length, steps: run.budget.used, transcript: this.transcript }
   }

@@ -1,16 +1,10 @@
-import type { ApprovalAnswer, Logger, Stack } from '@shallot/core'
+import type { ApprovalAnswer, Stack } from '@shallot/core'
 import { newRunId } from '@shallot/core/kit'
 import { agentEvents, agentScope, noScope } from './agent-events.js'
 import { agentLoop, type ParkedOutcome, type ParkingOutcome, type RunOutcome } from './agent-loop.js'
 import { type AgentOptions, type AgentSettings, agentSettings } from './agent-options.js'
-import {
-  type CheckpointStore,
-  checkPendingTurn,
-  checkpointSaveFailed,
-  type ParkRecord,
-  ResumeError,
-  type RunSnapshot,
-} from './checkpoints.js'
+import { type CheckpointStore, checkPendingTurn, checkpointSaveFailed, type ParkRecord, type RunSnapshot } from './checkpoints.js'
+import { hold } from './hold-run.js'
 import { DEFAULT_MAX_PARK_MS, ParkedError, parkRecordOf } from './park.js'
 import { resumeOptions, withApprovals } from './resume-approvals.js'
 import { usageOfSnapshot } from './usage-budget.js'
@@ -47,52 +41,6 @@ export interface ResumeOptions {
   readonly signal?: AbortSignal
   /** Answers to the pending calls of a run stopped for approval, by call id (`outcome.report.pending`). */
   readonly approvals?: Readonly<Record<string, ApprovalAnswer>>
-}
-
-// The runs being driven in this process, by store: two agents on one store must not drive one run at once.
-const active = new WeakMap<CheckpointStore, Set<string>>()
-
-/**
- * Takes the run for this drive: in this process, and through the store's `claim` across processes.
- * Resolves to the release, or throws `ResumeError('run_in_progress')`.
- */
-async function hold(
-  checkpoints: CheckpointStore,
-  runId: string,
-  owner: 'agent.run()' | 'agent.resume()',
-  logger: Logger,
-): Promise<() => Promise<void>> {
-  let runs = active.get(checkpoints)
-  if (runs === undefined) {
-    runs = new Set()
-    active.set(checkpoints, runs)
-  }
-  const busy = () =>
-    new ResumeError(
-      'run_in_progress',
-      runId,
-      `${owner}: run "${runId}" is being driven by another run() or resume() right now; nothing ran. Wait for that one's outcome, then resume again if it is still stopped`,
-    )
-  if (runs.has(runId)) throw busy()
-  runs.add(runId)
-  const held = runs
-  let release: (() => void | Promise<void>) | undefined
-  try {
-    if (checkpoints.claim !== undefined) {
-      release = await checkpoints.claim(runId)
-      if (release === undefined) throw busy()
-    }
-  } catch (err) {
-    held.delete(runId)
-    throw err
-  }
-  return async () => {
-    held.delete(runId)
-    // The outcome is in hand; a store that cannot take the claim back must not turn it into a rejection.
-    await Promise.resolve()
-      .then(release)
-      .catch((err: unknown) => logger.error({ err, runId }, 'could not release the claim on the run; it lapses with its lease'))
-  }
 }
 
 /**
