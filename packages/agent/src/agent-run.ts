@@ -72,8 +72,6 @@ export class AgentRun {
    */
   readonly stopRun: SignalLink | undefined
   readonly run: MutableRun
-  /** One for every call of the run: the stack only reads it. */
-  readonly dispatchOptions: { readonly run: RunContext }
   /** Nothing is built for a silent logger or an agent without onEvent: the task's sanitizing pass included. */
   readonly logging: boolean
   readonly listened: boolean
@@ -111,7 +109,6 @@ export class AgentRun {
       signal: stopRun?.signal,
     })
     this.run = run
-    this.dispatchOptions = { run }
     this.logging = log !== silentLogger
     this.listened = emit !== noAgentEvents
     this.startedAt = this.listened ? clock.now() : 0
@@ -209,16 +206,11 @@ export class AgentRun {
     this.emit(kind === undefined ? { type: 'run.finished', ...fields } : { type: 'run.finished', ...fields, kind })
   }
 
-  private turnCompleted(turn: number, calls: number, failed: number): void {
-    if (this.logging) this.log.info({ turn, calls, failed, steps: this.run.budget.used }, 'turn completed')
-  }
-
   /**
    * The transcript gets the assistant message and all its results at once, in call order, only
-   * when the turn completes: the model never reads half a turn. Not async: a run without
-   * checkpoints saves nothing, and an await per turn for nothing is time per turn.
+   * when the turn completes: the model never reads half a turn.
    */
-  commitTurn(turn: number, response: SentTurn, results: readonly ToolResult[]): Promise<void> | undefined {
+  async commitTurn(turn: number, response: SentTurn, results: readonly ToolResult[]): Promise<void> {
     this.inFlight = undefined
     const { transcript } = this
     const calls = response.toolCalls
@@ -237,9 +229,8 @@ export class AgentRun {
     )
     // Layers that watch the run (convergence) see the turn before it is checkpointed; a LoopError ends the run.
     this.settings.stack.observeTurn?.({ turn, text: response.text, calls, results }, this.run)
-    if (this.settings.checkpoints !== undefined) return this.save('running').then(() => this.turnCompleted(turn, results.length, failed))
-    this.turnCompleted(turn, results.length, failed)
-    return undefined
+    await this.save('running')
+    if (this.logging) this.log.info({ turn, calls: results.length, failed, steps: this.run.budget.used }, 'turn completed')
   }
 
   /** The model's final answer, in the transcript and the turns (checkpointed by the caller, then {@link completed}). */

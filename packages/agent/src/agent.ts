@@ -83,15 +83,8 @@ export function createAgent(options: AgentOptions): Agent<ParkingOutcome> {
 
   return {
     stack,
-    // Not async: a run with nothing to hold is drive's own promise, with no frame or promise of run()'s in front of it
-    // (an async function returning a promise costs two resolving functions and a reaction per run).
-    run(options) {
-      let snapshot: RunSnapshot
-      try {
-        snapshot = newRun(options)
-      } catch (err) {
-        return Promise.reject(err)
-      }
+    async run(options) {
+      const snapshot = newRun(options)
       const { signal, runId } = options
       // A run with a given id is held like a resume, so a resume of it cannot start while it goes.
       if (held === undefined) return drive(snapshot, signal, false)

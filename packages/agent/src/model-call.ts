@@ -141,7 +141,8 @@ export function askOnce(
   return env.within(provider === undefined ? scope : { ...scope, provider }, ask)
 }
 
-function providerOf(link: ModelLink): string | undefined {
+/** The provider the adapter names (`openai`, `anthropic`), if it names one. */
+export function providerOf(link: ModelLink): string | undefined {
   const provider = (link.adapter as { provider?: unknown }).provider
   return typeof provider === 'string' && provider !== '' ? provider : undefined
 }

@@ -13,19 +13,15 @@ import {
 } from '@shallot/core'
 import { describeModelFailure, type SignalLink, untilAborted } from '@shallot/core/kit'
 import { type AgentEvent, noAgentEvents } from './agent-events.js'
-import { askOnce, called, type ModelCallEnv, observed } from './model-call.js'
+import { askOnce, called, type ModelCallEnv, observed, providerOf } from './model-call.js'
 import type { ModelLink, ModelPrice } from './model-link.js'
 
 /** A composed model onion, as `compose` returns it. */
 export type ModelOnion = (ctx: ModelContext, last: ModelNext) => Promise<void>
 
-const plural = (n: number, word: string) => `${n} ${word}${n === 1 ? '' : 's'}`
-
 function infoOf(link: ModelLink): ModelInfo {
-  const provider = (link.adapter as { provider?: unknown }).provider
-  return typeof provider === 'string' && provider !== ''
-    ? { name: link.name, provider, adapter: link.adapter }
-    : { name: link.name, adapter: link.adapter }
+  const provider = providerOf(link)
+  return provider === undefined ? { name: link.name, adapter: link.adapter } : { name: link.name, provider, adapter: link.adapter }
 }
 
 /** The agent's link for the model a layer left in the context; another model (a spare) is priced by its name from `prices`. */
@@ -104,7 +100,7 @@ function hardFailure(err: unknown, ctx: ModelContext, env: ModelCallEnv): unknow
   // Without a classifier layer the adapter's raw throw lands here: a throwing getter or a revoked proxy must
   // still end the run as the model's failure, not as a crash of the loop.
   const message = readable(() => (err instanceof Error ? err.message : String(err)), 'an error that could not be read')
-  return new LoopError('model_failed', `the model call failed after ${plural(ctx.attempt, 'attempt')}: ${message}`, {
+  return new LoopError('model_failed', `the model call failed after ${ctx.attempt} attempt${ctx.attempt === 1 ? '' : 's'}: ${message}`, {
     cause: err,
     details: { model: ctx.model.name, attempts: ctx.attempt, failure: readable(() => describeModelFailure(err), message) },
   })
