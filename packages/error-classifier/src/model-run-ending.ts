@@ -36,10 +36,11 @@ const QUOTA: ModelRunEnding = { kind: 'user_input_required', reason: 'quota' }
 const CREDENTIALS: ModelRunEnding = { kind: 'user_input_required', reason: 'credentials' }
 
 /**
- * The one table of model failures that end the run (decision 525): a request that does not fit the window (a
- * 429 that mentions tokens is a rate limit on tokens per minute, not a request too long), a used-up quota or
- * billing (402, `insufficient_quota` even as a 429, "credit balance is too low"), refused credentials (401, 403,
- * `authentication_error`, `permission_error`). No retry and no other model helps these. `undefined` for the rest.
+ * The one table of model failures that end the run, wherever the model is asked from: a request that does not
+ * fit the window (a 429 that mentions tokens is a rate limit on tokens per minute, not a request too long), a
+ * used-up quota or billing (402, `insufficient_quota` even as a 429, "credit balance is too low"), refused
+ * credentials (401, 403, `authentication_error`, `permission_error`). No retry and no other model helps these.
+ * `undefined` for the rest.
  *
  * @example
  * modelRunEnding({ status: 429, labels: ['insufficient_quota'], text: 'You exceeded your current quota' })

@@ -7,14 +7,15 @@ export const EXHAUSTED_STATE_KEY = 'shallot.retry.exhausted'
 const MAX_REMEMBERED = 256
 
 /**
- * How long an exhausted call is answered from its failure without a request (decision 410). Past it the
- * model's repeat gets one request and no retries again (decision 407): the upstream may have come back.
+ * How long an exhausted call is answered from its failure without a request, so a model that repeats it does
+ * not hammer an upstream that just failed every attempt. Past it the model's repeat gets one request and no
+ * retries again: the upstream may have come back.
  */
 export const ANSWER_FROM_FAILURE_MS = 60_000
 
 /**
  * One call whose retries ran out: when, and the error every attempt gave. No error when the attempts failed in
- * different ways (a 503, then a hang: not a dead upstream) or in a run checkpointed before decision 410.
+ * different ways (a 503, then a hang: not a dead upstream) or in a run checkpointed before failures were kept.
  */
 export interface ExhaustedCall {
   readonly fingerprint: string
@@ -31,7 +32,7 @@ function isErrorJson(value: unknown): value is ToolErrorJSON {
 }
 
 function entryOf(item: unknown): ExhaustedCall | undefined {
-  // A run checkpointed under decision 407 holds bare fingerprints: remembered, with no failure to answer from.
+  // A run checkpointed by an earlier release holds bare fingerprints: remembered, with no failure to answer from.
   if (typeof item === 'string') return { fingerprint: item, at: Number.NEGATIVE_INFINITY }
   if (typeof item !== 'object' || item === null || Array.isArray(item)) return undefined
   const { fingerprint, at, error } = item as Record<string, unknown>
@@ -71,7 +72,7 @@ export function failureFrom(entry: ExhaustedCall & { error: ToolErrorJSON }, too
 
 /**
  * The error a call ends with when every attempt failed the same way and its identical repeat will be answered
- * from this failure (decision 410): the same code, message and `safeToRepeat`, but no `retryAfterMs` and a hint
+ * from this failure: the same code, message and `safeToRepeat`, but no `retryAfterMs` and a hint
  * that does not invite the repeat — the model is told one thing, and the stack does what it said.
  */
 export function ranOutOn(error: ToolError, tool: string, attempts: number): ToolError {

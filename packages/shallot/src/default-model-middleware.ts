@@ -29,7 +29,7 @@ const schema = z.strictObject({ circuitBreaker: entry, retry: entry, errorClassi
  * (full jitter, Retry-After as a floor), the provider's failure classified once, and a deadline per attempt —
  * with the figures core's own model path uses (3 attempts from 250 ms to 4 s, a circuit open after 3 failures
  * for 30 s, 60 s per attempt), so `createAgent({ modelMiddleware: defaultModelMiddleware() })` behaves as
- * today's agent does, through layers a config file and a third party can reach (issue 35, decision 500).
+ * today's agent does, through layers a config file and a third party can reach.
  * Every call builds fresh layers (fresh breaker and budget state).
  *
  * @example
