@@ -9,7 +9,7 @@ import type { ModelLink } from './model-link.js'
 import { callModelOnion } from './model-onion.js'
 import { modelToolsOf } from './model-tools.js'
 import { modelPark } from './park.js'
-import { aloneStop, dispatchTurn } from './turn-dispatch.js'
+import { dispatchTurn } from './turn-dispatch.js'
 import { addUsage, usageExhausted } from './usage-budget.js'
 
 export type { ParkedOutcome, ParkingOutcome, RunOutcome } from './agent-outcome.js'
@@ -34,14 +34,8 @@ export function agentLoop(
     modelTools: modelToolsOf(stack),
     budgeted: limits.maxTokens !== undefined || limits.maxCostUsd !== undefined,
   }
-  return function drive(snapshot, signal, resumed) {
-    let run: AgentRun
-    try {
-      run = new AgentRun(shared, snapshot, signal, resumed)
-    } catch (err) {
-      return Promise.reject(err)
-    }
-    return driveRun(run)
+  return async function drive(snapshot, signal, resumed) {
+    return driveRun(new AgentRun(shared, snapshot, signal, resumed))
   }
 }
 
@@ -83,24 +77,11 @@ async function driveRun(r: AgentRun): Promise<ParkingOutcome> {
       else {
         r.inFlight = { turn, response: sent }
         // The stack escalates fatal/user soft errors itself (its `escalate` policy): they reject here.
-        if (calls.length === 1) {
-          // Most turns: the call dispatched here, with no promise between the stack and this loop.
-          let result: ToolResult
-          try {
-            result = await stack.dispatch(calls[0] as ToolCall, r.dispatchOptions)
-          } catch (err) {
-            throw aloneStop(err, stopRun, (calls[0] as ToolCall).id)
-          }
-          results = [result]
-        } else {
-          results = await dispatchTurn(stack, calls, run, stopRun, limits.maxParallelToolCalls)
-        }
+        results = await dispatchTurn({ stack, run, stopRun, maxParallel: limits.maxParallelToolCalls }, calls)
       }
-      // Awaited only where there is something to wait for: an agent without park or checkpoints never suspends here.
       const parked = park === undefined ? undefined : await r.parkIfLong(turn, sent, results)
       if (parked !== undefined) return parked
-      const saving = r.commitTurn(turn, sent, results)
-      if (saving !== undefined) await saving
+      await r.commitTurn(turn, sent, results)
     }
   } catch (err) {
     // The model call waits long with no turn begun (none in flight): parked, it is asked again on wake.
@@ -119,11 +100,11 @@ async function replayTurn(r: AgentRun, replay: PendingTurn): Promise<ParkedOutco
   r.replay = undefined
   r.run.turn = turn
   r.inFlight = { turn, response }
-  const replayed = await dispatchTurn(stack, response.toolCalls, r.run, r.stopRun, limits.maxParallelToolCalls, kept)
+  const place = { stack, run: r.run, stopRun: r.stopRun, maxParallel: limits.maxParallelToolCalls }
+  const replayed = await dispatchTurn(place, response.toolCalls, kept)
   const parkedAgain = park === undefined ? undefined : await r.parkIfLong(turn, response, replayed)
   if (parkedAgain !== undefined) return parkedAgain
-  const saving = r.commitTurn(turn, response, replayed)
-  if (saving !== undefined) await saving
+  await r.commitTurn(turn, response, replayed)
   return undefined
 }
 

@@ -143,6 +143,9 @@ export interface AgentSettings {
   readonly modelOnion: ModelOnionSettings
 }
 
+/** The refusal of one option of `createAgent()`, at `path`. */
+const refused = (path: string, message: string) => new OptionsError('createAgent()', [{ path, message }])
+
 /** Checks `modelMiddleware` and composes it; without it, the onion is the one attempt. */
 function modelOnionOf(given: unknown, model: ModelLink, prices: ReadonlyMap<string, ModelPrice>): ModelOnionSettings {
   const list: readonly unknown[] = given === undefined ? [] : Array.isArray(given) ? given : [given]
@@ -151,7 +154,7 @@ function modelOnionOf(given: unknown, model: ModelLink, prices: ReadonlyMap<stri
       return modelSideOf(entry, Array.isArray(given) ? `modelMiddleware[${i}]` : 'modelMiddleware')
     } catch (err) {
       const path = Array.isArray(given) ? `modelMiddleware.${i}` : 'modelMiddleware'
-      throw new OptionsError('createAgent()', [{ path, message: (err as Error).message.replace(/^[^:]*: /, '') }])
+      throw refused(path, (err as Error).message.replace(/^[^:]*: /, ''))
     }
   })
   return { onion: compose(layers), model, prices, stackKey: Object.freeze({}) }
@@ -190,16 +193,14 @@ const MOVED_TO_LAYERS: Readonly<Record<string, string>> = {
 function refuseUnknown(options: object): void {
   const limits = (options as { limits?: unknown }).limits
   if (typeof limits === 'object' && limits !== null && 'modelTimeoutMs' in limits) {
-    throw new OptionsError('createAgent()', [
-      { path: 'limits', message: `unknown option "modelTimeoutMs"; ${MOVED_TO_LAYERS.modelTimeoutMs}` },
-    ])
+    throw refused('limits', `unknown option "modelTimeoutMs"; ${MOVED_TO_LAYERS.modelTimeoutMs}`)
   }
   for (const key of Object.keys(options)) {
     if ((KNOWN as readonly string[]).includes(key)) continue
     const moved = Object.hasOwn(MOVED_TO_LAYERS, key) ? MOVED_TO_LAYERS[key] : undefined
     const guess = moved === undefined ? closest(key, KNOWN) : undefined
     const fix = moved ?? (guess === undefined ? `known options: ${KNOWN.join(', ')}` : `did you mean '${guess}'?`)
-    throw new OptionsError('createAgent()', [{ path: '', message: `unknown option "${key}"; ${fix}` }])
+    throw refused('', `unknown option "${key}"; ${fix}`)
   }
 }
 
@@ -208,20 +209,13 @@ function checkpointSealOf(key: unknown, checkpoints: CheckpointStore | undefined
   if (key === undefined) return undefined
   const bytes = checkpointKeyBytes(key)
   if (bytes === undefined) {
-    throw new OptionsError('createAgent()', [
-      {
-        path: 'checkpointKey',
-        message: `must be a secret of at least ${MIN_CHECKPOINT_KEY_BYTES} bytes (a string or a Uint8Array), e.g. 32 random bytes from your secret store`,
-      },
-    ])
+    throw refused(
+      'checkpointKey',
+      `must be a secret of at least ${MIN_CHECKPOINT_KEY_BYTES} bytes (a string or a Uint8Array), e.g. 32 random bytes from your secret store`,
+    )
   }
   if (checkpoints === undefined) {
-    throw new OptionsError('createAgent()', [
-      {
-        path: 'checkpointKey',
-        message: 'needs a checkpoints store whose checkpoints it seals; pass createAgent({ checkpoints, checkpointKey })',
-      },
-    ])
+    throw refused('checkpointKey', 'needs a checkpoints store whose checkpoints it seals; pass createAgent({ checkpoints, checkpointKey })')
   }
   return checkpointSeal(bytes)
 }
@@ -237,31 +231,25 @@ export function agentSettings(options: AgentOptions): AgentSettings {
   })
   const checkpoints = options.checkpoints
   if (checkpoints !== undefined && (typeof checkpoints?.save !== 'function' || typeof checkpoints?.load !== 'function')) {
-    throw new OptionsError('createAgent()', [
-      { path: 'checkpoints', message: 'must be a checkpoint store { save(snapshot), load(runId) }, e.g. memoryCheckpoints()' },
-    ])
+    throw refused('checkpoints', 'must be a checkpoint store { save(snapshot), load(runId) }, e.g. memoryCheckpoints()')
   }
   const seal = checkpointSealOf(options.checkpointKey, checkpoints)
   if (park !== undefined && checkpoints === undefined) {
     // A parked run lives only in its checkpoint: without a store it could never wake.
-    throw new OptionsError('createAgent()', [
-      { path: 'park', message: 'needs a checkpoints store to park runs in; pass createAgent({ checkpoints, park })' },
-    ])
+    throw refused('park', 'needs a checkpoints store to park runs in; pass createAgent({ checkpoints, park })')
   }
   if (options.onEvent !== undefined && typeof options.onEvent !== 'function') {
-    throw new OptionsError('createAgent()', [{ path: 'onEvent', message: 'must be a function (event) => void' }])
+    throw refused('onEvent', 'must be a function (event) => void')
   }
   const within = (options.onEvent as { within?: unknown } | undefined)?.within
   if (within !== undefined && typeof within !== 'function') {
-    throw new OptionsError('createAgent()', [{ path: 'onEvent.within', message: 'must be a function (scope, fn) => fn()' }])
+    throw refused('onEvent.within', 'must be a function (scope, fn) => fn()')
   }
   const { link, prices } = modelLink(options.model, options.prices, limits.maxCostUsd !== undefined, options.modelMiddleware !== undefined)
   if (options.stack === undefined && options.tools === undefined) throw new TypeError('createAgent(): pass either stack or tools')
   if (options.stack !== undefined && options.escalate !== undefined) {
     // Silently ignoring it would leave a run going on that the caller asked to stop.
-    throw new OptionsError('createAgent()', [
-      { path: 'escalate', message: 'belongs to the stack; with `stack`, pass it to createStack({ escalate })' },
-    ])
+    throw refused('escalate', 'belongs to the stack; with `stack`, pass it to createStack({ escalate })')
   }
   const stack =
     options.stack ??

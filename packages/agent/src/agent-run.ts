@@ -71,8 +71,6 @@ export class AgentRun {
    */
   readonly stopRun: SignalLink | undefined
   readonly run: MutableRun
-  /** One for every call of the run: the stack only reads it. */
-  readonly dispatchOptions: { readonly run: RunContext }
   /** Nothing is built for a silent logger or an agent without onEvent: the task's sanitizing pass included. */
   readonly logging: boolean
   readonly listened: boolean
@@ -110,7 +108,6 @@ export class AgentRun {
       signal: stopRun?.signal,
     })
     this.run = run
-    this.dispatchOptions = { run }
     this.logging = log !== silentLogger
     this.listened = emit !== noAgentEvents
     this.startedAt = this.listened ? clock.now() : 0
@@ -204,29 +201,23 @@ export class AgentRun {
     await this.save('parked', undefined, waiting, parked)
     const { runId, turns, run, usage, transcript } = this
     this.log.info({ outcome: 'parked', turn, wakeAt: parked.wakeAt, ...reason }, 'run parked')
-    this.emit({
-      type: 'run.finished',
-      at: this.settings.clock.now(),
-      runId,
-      status: 'parked',
-      turns: turns.length,
-      steps: run.budget.used,
-      usage,
-      durationMs: this.settings.clock.now() - this.startedAt,
-    })
+    this.finished('parked', turns.length)
     return { status: 'parked', runId, wakeAt: parked.wakeAt, reason, turns: turns.length, steps: run.budget.used, transcript, usage }
   }
 
-  private turnCompleted(turn: number, calls: number, failed: number): void {
-    if (this.logging) this.log.info({ turn, calls, failed, steps: this.run.budget.used }, 'turn completed')
+  /** The `run.finished` event (`kind`: the stop's), built only for a listener. */
+  private finished(status: 'completed' | 'stopped' | 'parked', turns: number, kind?: string): void {
+    if (!this.listened) return
+    const at = this.settings.clock.now()
+    const fields = { at, runId: this.runId, status, turns, steps: this.run.budget.used, usage: this.usage, durationMs: at - this.startedAt }
+    this.emit(kind === undefined ? { type: 'run.finished', ...fields } : { type: 'run.finished', ...fields, kind })
   }
 
   /**
    * The transcript gets the assistant message and all its results at once, in call order, only
-   * when the turn completes: the model never reads half a turn. Not async: a run without
-   * checkpoints saves nothing, and an await per turn for nothing is time per turn.
+   * when the turn completes: the model never reads half a turn.
    */
-  commitTurn(turn: number, response: SentTurn, results: readonly ToolResult[]): Promise<void> | undefined {
+  async commitTurn(turn: number, response: SentTurn, results: readonly ToolResult[]): Promise<void> {
     this.inFlight = undefined
     const { transcript } = this
     const calls = response.toolCalls
@@ -245,9 +236,8 @@ export class AgentRun {
     )
     // Layers that watch the run (convergence) see the turn before it is checkpointed; a LoopError ends the run.
     this.settings.stack.observeTurn?.({ turn, text: response.text, calls, results }, this.run)
-    if (this.settings.checkpoints !== undefined) return this.save('running').then(() => this.turnCompleted(turn, results.length, failed))
-    this.turnCompleted(turn, results.length, failed)
-    return undefined
+    await this.save('running')
+    if (this.logging) this.log.info({ turn, calls: results.length, failed, steps: this.run.budget.used }, 'turn completed')
   }
 
   /** The model's final answer, in the transcript and the turns (checkpointed by the caller, then {@link completed}). */
@@ -259,17 +249,7 @@ export class AgentRun {
   completed(turn: number, output: string): RunOutcome {
     const { runId, run, usage, transcript } = this
     if (this.logging) this.log.info({ outcome: 'completed', turns: turn, steps: run.budget.used, ...usage }, 'run completed')
-    if (this.listened)
-      this.emit({
-        type: 'run.finished',
-        at: this.settings.clock.now(),
-        runId,
-        status: 'completed',
-        turns: turn,
-        steps: run.budget.used,
-        usage,
-        durationMs: this.settings.clock.now() - this.startedAt,
-      })
+    this.finished('completed', turn)
     return { status: 'completed', runId, output, turns: turn, steps: run.budget.used, transcript, usage }
   }
 
@@ -306,17 +286,7 @@ export class AgentRun {
       },
       'run stopped',
     )
-    this.emit({
-      type: 'run.finished',
-      at: this.settings.clock.now(),
-      runId,
-      status: 'stopped',
-      kind: error.kind,
-      turns: turns.length,
-      steps: run.budget.used,
-      usage,
-      durationMs: this.settings.clock.now() - this.startedAt,
-    })
+    this.finished('stopped', turns.length, error.kind)
     const report = buildReport(runId, this.snapshot.input, turns, error)
     return { status: 'stopped', runId, error, report, usage, turns: turns.length, steps: run.budget.used, transcript: this.transcript }
   }

@@ -1,16 +1,10 @@
-import type { ApprovalAnswer, Logger, Stack } from '@shallot/core'
+import type { ApprovalAnswer, Stack } from '@shallot/core'
 import { newRunId } from '@shallot/core/kit'
 import { agentEvents, agentScope, noScope } from './agent-events.js'
 import { agentLoop, type ParkedOutcome, type ParkingOutcome, type RunOutcome } from './agent-loop.js'
 import { type AgentOptions, type AgentSettings, agentSettings } from './agent-options.js'
-import {
-  type CheckpointStore,
-  checkPendingTurn,
-  checkpointSaveFailed,
-  type ParkRecord,
-  ResumeError,
-  type RunSnapshot,
-} from './checkpoints.js'
+import { type CheckpointStore, checkPendingTurn, checkpointSaveFailed, type ParkRecord, type RunSnapshot } from './checkpoints.js'
+import { hold } from './hold-run.js'
 import { DEFAULT_MAX_PARK_MS, ParkedError, parkRecordOf } from './park.js'
 import { resumeOptions, withApprovals } from './resume-approvals.js'
 import { usageOfSnapshot } from './usage-budget.js'
@@ -49,52 +43,6 @@ export interface ResumeOptions {
   readonly approvals?: Readonly<Record<string, ApprovalAnswer>>
 }
 
-// The runs being driven in this process, by store: two agents on one store must not drive one run at once.
-const active = new WeakMap<CheckpointStore, Set<string>>()
-
-/**
- * Takes the run for this drive: in this process, and through the store's `claim` across processes.
- * Resolves to the release, or throws `ResumeError('run_in_progress')`.
- */
-async function hold(
-  checkpoints: CheckpointStore,
-  runId: string,
-  owner: 'agent.run()' | 'agent.resume()',
-  logger: Logger,
-): Promise<() => Promise<void>> {
-  let runs = active.get(checkpoints)
-  if (runs === undefined) {
-    runs = new Set()
-    active.set(checkpoints, runs)
-  }
-  const busy = () =>
-    new ResumeError(
-      'run_in_progress',
-      runId,
-      `${owner}: run "${runId}" is being driven by another run() or resume() right now; nothing ran. Wait for that one's outcome, then resume again if it is still stopped`,
-    )
-  if (runs.has(runId)) throw busy()
-  runs.add(runId)
-  const held = runs
-  let release: (() => void | Promise<void>) | undefined
-  try {
-    if (checkpoints.claim !== undefined) {
-      release = await checkpoints.claim(runId)
-      if (release === undefined) throw busy()
-    }
-  } catch (err) {
-    held.delete(runId)
-    throw err
-  }
-  return async () => {
-    held.delete(runId)
-    // The outcome is in hand; a store that cannot take the claim back must not turn it into a rejection.
-    await Promise.resolve()
-      .then(release)
-      .catch((err: unknown) => logger.error({ err, runId }, 'could not release the claim on the run; it lapses with its lease'))
-  }
-}
-
 /**
  * An agent: asks the model, dispatches its tool calls through the stack, appends the results, and
  * repeats until the model answers without tool calls or a hard error stops the run.
@@ -131,29 +79,23 @@ export function createAgent(options: AgentOptions): Agent<ParkingOutcome> {
       : (snapshot: RunSnapshot, signal: AbortSignal | undefined, resumed: boolean) =>
           within({ type: 'run', at: settings.clock.now(), runId: snapshot.runId }, () => loop(snapshot, signal, resumed))
 
+  const held: HeldAgent | undefined = checkpoints === undefined ? undefined : { settings, drive, checkpoints }
+
   return {
     stack,
-    // Not async: a run with nothing to hold is drive's own promise, with no frame or promise of run()'s in front of it
-    // (an async function returning a promise costs two resolving functions and a reaction per run).
-    run(options) {
-      let snapshot: RunSnapshot
-      try {
-        snapshot = newRun(options)
-      } catch (err) {
-        return Promise.reject(err)
-      }
+    async run(options) {
+      const snapshot = newRun(options)
       const { signal, runId } = options
       // A run with a given id is held like a resume, so a resume of it cannot start while it goes.
-      if (checkpoints === undefined) return drive(snapshot, signal, false)
-      return startHeld(settings, drive, checkpoints, snapshot, runId === undefined, signal)
+      if (held === undefined) return drive(snapshot, signal, false)
+      return startHeld(held, snapshot, { anonymous: runId === undefined, signal })
     },
     async resume(runId, options = {}) {
-      const { signal, approvals } = resumeOptions(options)
-      if (checkpoints === undefined)
-        throw new TypeError('agent.resume(): this agent has no checkpoints store; pass createAgent({ checkpoints })')
-      const release = await hold(checkpoints, runId, 'agent.resume()', settings.logger)
+      const answers = resumeOptions(options)
+      if (held === undefined) throw new TypeError('agent.resume(): this agent has no checkpoints store; pass createAgent({ checkpoints })')
+      const release = await hold(held.checkpoints, runId, 'agent.resume()', settings.logger)
       try {
-        return await resumeHeld(settings, drive, checkpoints, runId, signal, approvals)
+        return await resumeHeld(held, runId, answers)
       } finally {
         await release()
       }
@@ -163,6 +105,13 @@ export function createAgent(options: AgentOptions): Agent<ParkingOutcome> {
 
 /** One run of the agent's loop, inside the listener's context when there is one. */
 type Drive = (snapshot: RunSnapshot, signal: AbortSignal | undefined, resumed: boolean) => Promise<ParkingOutcome>
+
+/** What every run of an agent with checkpoints shares: its settings, its loop and its store. */
+interface HeldAgent {
+  readonly settings: AgentSettings
+  readonly drive: Drive
+  readonly checkpoints: CheckpointStore
+}
 
 function parkedOutcome(snapshot: RunSnapshot, record: ParkRecord): ParkedOutcome {
   return {
@@ -202,12 +151,9 @@ function newRun(options: { input: string; runId?: string }): RunSnapshot {
 
 /** A run on a checkpoint store: its first checkpoint, and a hold on its id when the caller named it. */
 async function startHeld(
-  settings: AgentSettings,
-  drive: Drive,
-  store: CheckpointStore,
+  { settings, drive, checkpoints: store }: HeldAgent,
   snapshot: RunSnapshot,
-  anonymous: boolean,
-  signal: AbortSignal | undefined,
+  { anonymous, signal }: { readonly anonymous: boolean; readonly signal: AbortSignal | undefined },
 ): Promise<ParkingOutcome> {
   const { seal } = settings
   const release = anonymous ? undefined : await hold(store, snapshot.runId, 'agent.run()', settings.logger)
@@ -259,12 +205,9 @@ async function earlyWake(
 }
 
 async function resumeHeld(
-  settings: AgentSettings,
-  drive: Drive,
-  checkpoints: CheckpointStore,
+  { settings, drive, checkpoints }: HeldAgent,
   runId: string,
-  signal: AbortSignal | undefined,
-  approvals: ReadonlyMap<string, ApprovalAnswer> | undefined,
+  { signal, approvals }: { readonly signal?: AbortSignal; readonly approvals?: ReadonlyMap<string, ApprovalAnswer> },
 ): Promise<ParkingOutcome> {
   const { seal, stack } = settings
   // Loaded only once the run is held: what another resume saved before it let go is what this one continues.

@@ -21,7 +21,8 @@ class AdapterRequest {
     Object.defineProperty(this, 'signal', { get: AdapterRequest.#signal, enumerable: true, configurable: true })
   }
 
-  // One getter for every request: an accessor written in an object literal made a new one, and a new shape, per call.
+  // One getter shared by every request: a getter written per request, in an object literal, made an agent run in the
+  // bench (bench/, agent run row) more than twice as slow.
   static readonly #signal = function signal(this: AdapterRequest): AbortSignal {
     return this.#own.signal
   }
@@ -66,19 +67,20 @@ export function observed(env: ModelCallEnv): boolean {
   return env.log !== silentLogger || env.emit !== noAgentEvents || env.within !== noScope
 }
 
-/** The line and the `model.call` event of one attempt, answered or failed. */
-export function called(
-  link: ModelLink,
-  attempt: number,
-  started: number,
-  env: ModelCallEnv,
-  response: ModelResponse | undefined,
-  failure: unknown,
-): void {
+/** One attempt on one model: which model, which try of the call, and when it started (0 when nobody is told). */
+export interface AttemptFacts {
+  readonly link: ModelLink
+  readonly attempt: number
+  readonly started: number
+}
+
+/** The line and the `model.call` event of one attempt: answered with `response`, or failed with `failure`. */
+export function called(env: ModelCallEnv, facts: AttemptFacts, response: ModelResponse | undefined, failure?: unknown): void {
   const logging = env.log !== silentLogger
   if (!logging && env.emit === noAgentEvents) return
+  const { link, attempt } = facts
   const at = env.clock.now()
-  const durationMs = at - started
+  const durationMs = at - facts.started
   const usage = response?.usage
   const toolCalls = response?.toolCalls?.length ?? 0
   const provider = providerOf(link)
@@ -122,33 +124,26 @@ export function called(
   env.emit(event)
 }
 
-/** One attempt inside the listener's `within`, with the scope it is told about. */
-function attemptWithin(
-  link: ModelLink,
-  attempt: number,
-  started: number,
-  request: Omit<ModelRequest, 'signal'>,
+/**
+ * One attempt on `facts.link`, in the listener's scope when there is one: what a model onion's terminal asks.
+ * `signal`: the context's, the run's or a link an outer layer (a deadline) set.
+ */
+export function askOnce(
   env: ModelCallEnv,
-  signal: AbortSignal | SignalLink = env.signal,
+  facts: AttemptFacts,
+  request: Omit<ModelRequest, 'signal'>,
+  signal: AbortSignal | SignalLink,
 ): Promise<ModelResponse> {
+  const { link, attempt, started } = facts
+  const ask = () => once(link.adapter, request, signal)
+  if (env.within === noScope) return ask()
   const provider = providerOf(link)
   const scope = { type: 'model.call' as const, at: started, runId: env.runId, turn: env.turn, model: link.name, attempt }
-  return env.within(provider === undefined ? scope : { ...scope, provider }, () => once(link.adapter, request, signal))
+  return env.within(provider === undefined ? scope : { ...scope, provider }, ask)
 }
 
-/** One attempt on `link`, with the deadline and in the listener's scope: what a model onion's terminal asks. `signal`: the context's, if a layer set one. */
-export function askOnce(
-  link: ModelLink,
-  attempt: number,
-  started: number,
-  request: Omit<ModelRequest, 'signal'>,
-  env: ModelCallEnv,
-  signal: AbortSignal | SignalLink = env.signal,
-): Promise<ModelResponse> {
-  return env.within === noScope ? once(link.adapter, request, signal) : attemptWithin(link, attempt, started, request, env, signal)
-}
-
-function providerOf(link: ModelLink): string | undefined {
+/** The provider the adapter names (`openai`, `anthropic`), if it names one. */
+export function providerOf(link: ModelLink): string | undefined {
   const provider = (link.adapter as { provider?: unknown }).provider
   return typeof provider === 'string' && provider !== '' ? provider : undefined
 }

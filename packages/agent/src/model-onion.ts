@@ -13,19 +13,15 @@ import {
 } from '@shallot/core'
 import { describeModelFailure, type SignalLink, untilAborted } from '@shallot/core/kit'
 import { type AgentEvent, noAgentEvents } from './agent-events.js'
-import { askOnce, called, type ModelCallEnv, observed } from './model-call.js'
+import { askOnce, called, type ModelCallEnv, observed, providerOf } from './model-call.js'
 import type { ModelLink, ModelPrice } from './model-link.js'
 
 /** A composed model onion, as `compose` returns it. */
 export type ModelOnion = (ctx: ModelContext, last: ModelNext) => Promise<void>
 
-const plural = (n: number, word: string) => `${n} ${word}${n === 1 ? '' : 's'}`
-
 function infoOf(link: ModelLink): ModelInfo {
-  const provider = (link.adapter as { provider?: unknown }).provider
-  return typeof provider === 'string' && provider !== ''
-    ? { name: link.name, provider, adapter: link.adapter }
-    : { name: link.name, adapter: link.adapter }
+  const provider = providerOf(link)
+  return provider === undefined ? { name: link.name, adapter: link.adapter } : { name: link.name, provider, adapter: link.adapter }
 }
 
 /** The agent's link for the model a layer left in the context; another model (a spare) is priced by its name from `prices`. */
@@ -76,25 +72,24 @@ function terminalOf(env: ModelCallEnv, settings: ModelOnionSettings) {
     const signal = own === undefined ? ctx.signal : own.signalSource()
     if (signal.aborted) throw abortReason(signal)
     env.budget.spend('model')
-    const link = linkOf(settings, ctx.model)
-    // Read only for someone to tell: a log line, an event, a listener's scope.
-    const started = observed(env) ? env.clock.now() : 0
+    // The start is read only for someone to tell: a log line, an event, a listener's scope.
+    const facts = { link: linkOf(settings, ctx.model), attempt: ctx.attempt, started: observed(env) ? env.clock.now() : 0 }
     let response: ModelResponse
     try {
       // The attempt follows the context's signal: an outer layer's deadline or the run's cancellation.
-      response = await askOnce(link, ctx.attempt, started, ctx.request, env, signal)
+      response = await askOnce(env, facts, ctx.request, signal)
       const fault = responseFault(response)
       if (fault !== undefined) throw new TypeError(`the model adapter returned ${fault}`)
     } catch (err) {
       // Told unless the call was cancelled: read as the layers left it (a deadline's layer has given its signal back).
       const now = own === undefined ? ctx.signal : own.signalSource()
-      if (!now.aborted && !own?.settled) called(link, ctx.attempt, started, env, undefined, err)
+      if (!now.aborted && !own?.settled) called(env, facts, undefined, err)
       throw err
     }
     // An attempt a layer left running (next() twice at once) that answers after the call settled: nobody reads it.
     if (own?.settled) throw afterSettled()
     ctx.response = response
-    called(link, ctx.attempt, started, env, response, undefined)
+    called(env, facts, response)
   }
 }
 
@@ -105,7 +100,7 @@ function hardFailure(err: unknown, ctx: ModelContext, env: ModelCallEnv): unknow
   // Without a classifier layer the adapter's raw throw lands here: a throwing getter or a revoked proxy must
   // still end the run as the model's failure, not as a crash of the loop.
   const message = readable(() => (err instanceof Error ? err.message : String(err)), 'an error that could not be read')
-  return new LoopError('model_failed', `the model call failed after ${plural(ctx.attempt, 'attempt')}: ${message}`, {
+  return new LoopError('model_failed', `the model call failed after ${ctx.attempt} attempt${ctx.attempt === 1 ? '' : 's'}: ${message}`, {
     cause: err,
     details: { model: ctx.model.name, attempts: ctx.attempt, failure: readable(() => describeModelFailure(err), message) },
   })

@@ -67,36 +67,36 @@ function waitingStop(stops: ReadonlyArray<readonly [LoopError, string]>, settled
   return stop
 }
 
+/** Where a turn's calls go: the stack, the run they spend, its stop (if the caller can cancel it), and how many at once. */
+export interface TurnPlace {
+  readonly stack: Stack
+  readonly run: MutableRun
+  readonly stopRun: SignalLink | undefined
+  readonly maxParallel: number
+}
+
 const NOTHING_KEPT: Readonly<Record<string, SettledCall>> = Object.freeze({})
 
-/**
- * What a turn of one call (most turns; the loop dispatches it itself) rejects with when the stack
- * rejected: the stop that waits for a person, or the run's reason once the run's signal is aborted.
- */
-export function aloneStop(err: unknown, stopRun: SignalLink | undefined, callId: string): unknown {
-  if (isWaiting(err)) return waitingStop([[err as LoopError, callId]], [])
+/** What a turn of one call rejects with when the stack rejected: the run's reason once its signal is aborted. */
+function aloneStop(err: unknown, stopRun: SignalLink | undefined): unknown {
   if (stopRun === undefined) return abortReason({ reason: err })
   stopRun.abort(err)
   return abortReason(stopRun)
 }
 
 /**
- * Dispatches one turn's calls on the run's own signal. One hard
- * error (the stack's rejection, escalations included) ends the run, so it aborts that signal, which
- * stops the sibling calls; the turn then rejects with the run's reason. A run nobody can cancel has
- * no signal of its own (`stopRun` undefined): a turn of several calls then gets one for itself. A
- * stop that waits for a person (`user_input_required` naming `pending` calls) does not abort: the
- * siblings finish, and the turn rejects with one stop naming every waiting call, the settled
- * results beside it (`settledBeside`). Calls in `kept` settled in an earlier attempt at this turn
- * and are not dispatched again. A new turn of one call, the common case, is dispatched by the loop
- * itself and its rejection mapped by {@link aloneStop}: it has no siblings to stop.
+ * Dispatches one turn's calls on the run's own signal. One hard error (the stack's rejection,
+ * escalations included) ends the run, so it aborts that signal, which stops the sibling calls; the
+ * turn then rejects with the run's reason. A run nobody can cancel has no signal of its own
+ * (`stopRun` undefined): a turn of several calls then gets one for itself. A stop that waits for a
+ * person (`user_input_required` naming `pending` calls) does not abort: the siblings finish, and the
+ * turn rejects with one stop naming every waiting call, the settled results beside it
+ * (`settledBeside`). Calls in `kept` settled in an earlier attempt at this turn and are not
+ * dispatched again.
  */
 export async function dispatchTurn(
-  stack: Stack,
+  { stack, run, stopRun, maxParallel }: TurnPlace,
   calls: readonly ToolCall[],
-  run: MutableRun,
-  stopRun: SignalLink | undefined,
-  maxParallel: number,
   kept: Readonly<Record<string, SettledCall>> = NOTHING_KEPT,
 ): Promise<ToolResult[]> {
   const isKept = (call: ToolCall) => Object.hasOwn(kept, call.id)
@@ -107,7 +107,7 @@ export async function dispatchTurn(
     try {
       settled.set(call, { status: 'fulfilled', value: await stack.dispatch(call, { run }) })
     } catch (err) {
-      if (!isWaiting(err)) throw aloneStop(err, stopRun, call.id)
+      if (!isWaiting(err)) throw aloneStop(err, stopRun)
       settled.set(call, { status: 'rejected', reason: err })
     }
   } else if (fresh.length > 1) {

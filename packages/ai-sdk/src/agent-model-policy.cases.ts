@@ -86,7 +86,7 @@ describe.each(formats)('createAgent over aiSdkModel, $name', (format) => {
       expect(await agent.run({ input: 'hi' })).toMatchObject({ status: 'completed', output: 'ok' })
       const [first, second] = p.requests
       expect([first?.outcome, second?.outcome]).toEqual(['faulted', 'replied'])
-      // The 1000 ms of pushback is a floor under the backoff's draw (half of 250 ms): decision 510's one rule.
+      // The 1000 ms the server asked for is a floor under the backoff's draw (half of 250 ms): the longer wait wins.
       expect((second?.at ?? 0) - (first?.at ?? 0)).toBe(1000)
       expect(events).toMatchObject([
         {

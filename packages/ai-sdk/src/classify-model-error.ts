@@ -101,7 +101,7 @@ export function classifyModelError(error: unknown, options: ClassifyModelErrorOp
   const details: Record<string, unknown> = { status: facts.status, type: facts.type, code: facts.code, providerMessage: quote }
   for (const key of Object.keys(details)) if (details[key] === undefined) delete details[key]
 
-  // The failures that end the run: @shallot/error-classifier's one table, shared with errorClassifier()'s model side (decision 525).
+  // The failures that end the run: @shallot/error-classifier's one table, shared with errorClassifier()'s model side.
   const ending = modelRunEnding({ status: facts.status, labels: [facts.code, facts.type], text: facts.message, codes: facts.chain })
   if (ending !== undefined) {
     return modelRunEndingError(ending, { status: facts.status, label: facts.code ?? facts.type, quote, details, cause: error })

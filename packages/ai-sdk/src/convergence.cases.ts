@@ -8,8 +8,9 @@ import { z } from 'zod'
 import { aiSdkModel, shallotTools } from './index.js'
 import { formats } from './wire-formats.test-helper.js'
 
-// Convergence (stuck-loop's turn hook, decision 322) under the AI SDK's own loop: shallotTools' stopOnHardError shows
-// each step with tool calls to the stack's observeTurn, as createAgent does after each turn (decision 525). Shared by
+// Convergence (stuck-loop's turn hook: a model whose turns bring nothing new is stopped) under the AI SDK's own loop:
+// shallotTools' stopOnHardError shows each step with tool calls to the stack's observeTurn, as createAgent does after
+// each turn. Shared by
 // ai 6 (convergence.test.ts) and ai 7 with its providers (convergence.node22.test.ts).
 
 let provider: FakeProvider | undefined
@@ -138,7 +139,7 @@ describe('convergence under the AI SDK: hostile cases', () => {
     broken.observeTurn = () => {
       throw new Error('a bug in a third-party observer')
     }
-    // After stuck-loop: core's compose stops at the first observer that throws (decision 525, "Left").
+    // After stuck-loop: every observer sees the turn, the broken one's throw is logged, and stuck-loop's stop ends the run.
     const { thrown, requests } = await generate(deployment(), 1, [stuckLoop({ convergence: {} }), broken], () => {
       throw new Error('listener bug')
     })

@@ -9,10 +9,9 @@ export {
   type RecordedEvent,
   type RecordedTurn,
   type RunRecord,
-  type RunRecorder,
   readRecord,
-  recordRun,
 } from './report/record.js'
+export { type RunRecorder, recordRun } from './report/record-run.js'
 export { HANDOFF_LIMITS, type HandoffOptions, handoffOf } from './run/handoff.js'
 export { shellQuote } from './run/shell-quote.js'
 export type { StatusStream } from './run/waits.js'

@@ -17,7 +17,8 @@ export type CoalesceScopeFunction = (ctx: ToolContext) => string
 export const coalesceDataShape = {
   /**
    * Also coalesce `idempotent` tools. Default false: the shared execution carries the first caller's
-   * call id and idempotency key, so the others' keys never reach the upstream (decision 596).
+   * call id and idempotency key, so the others' keys never reach the upstream: an upstream that dedupes by key
+   * would see one key where its callers sent several.
    */
   idempotent: z.boolean().default(false),
 }
@@ -98,8 +99,8 @@ export function coalesce(options?: CoalesceOptions): Middleware {
 
   /**
    * Starts the shared execution: this caller's inner layers and tool, on the flight's own signal,
-   * which aborts only once every caller has left. The layer hands that signal inward and stops
-   * waiting itself (each caller races its own signal), so the terminal need not watch it (decision 211).
+   * which aborts only once every caller has left: one caller who gives up does not cancel the
+   * others' answer. Each caller races its own signal, so it leaves the moment it is cancelled.
    */
   function lead(ctx: ToolContext, next: Next, flights: SingleFlight<ToolOutput>, key: string): Flight<ToolOutput> {
     const flight = flights.lead(key)

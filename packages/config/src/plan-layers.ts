@@ -3,20 +3,23 @@ import { closest } from '@shallot/core/kit'
 import type { ConfigIssue } from './config-error.js'
 import { type ConfigDocument, entryParts, OFF, type SlotValue } from './config-schema.js'
 import type { PathKey } from './config-source.js'
-import { issuesFromZod, makeIssue } from './describe-issue.js'
-import { jsonSchemaOf } from './describe-schema.js'
+import { makeIssue } from './describe-issue.js'
 import { planModelLayers } from './plan-model-layers.js'
+import {
+  type Broken,
+  check,
+  type LayerVariant,
+  type LineOf,
+  lookup,
+  override,
+  type Planning,
+  readAs,
+  slot,
+  without,
+} from './plan-options.js'
 import { unusedPolicies } from './unused-policies.js'
 
-/** One set of options for one layer, checked by its middleware's schema. */
-export interface LayerVariant {
-  /** The options as written: the named policy looked up, a tool's override merged over the stack's options. */
-  readonly raw: Readonly<Record<string, unknown>>
-  /** The options after the middleware's schema (defaults filled in); what `create` receives. */
-  readonly parsed: unknown
-  /** Where the option at a path inside `raw` was written in the document. */
-  readonly place: (path: readonly PathKey[]) => readonly PathKey[]
-}
+export type { Broken, LayerVariant } from './plan-options.js'
 
 /** One layer of the stack, with the variants some tools get instead of the stack's own. */
 export interface LayerPlan {
@@ -38,22 +41,6 @@ export interface Plan {
   readonly issues: readonly ConfigIssue[]
 }
 
-type LineOf = (path: readonly PathKey[]) => number | undefined
-
-/** Parts of the document whose own problems are already reported: nothing that refers to them is reported again. */
-export interface Broken {
-  /** Indexes of stack entries that failed the structure check. */
-  readonly entries: ReadonlySet<number>
-  /** Indexes of `modelMiddleware` entries that failed the structure check. */
-  readonly modelEntries?: ReadonlySet<number>
-  /** Policies that failed the structure check. */
-  readonly policies: ReadonlySet<string>
-  /** True when `policies` itself is unusable, so any name may have been meant. */
-  readonly allPolicies: boolean
-  /** True when `stack` itself is unusable, so no override can be matched to a layer. */
-  readonly stack: boolean
-}
-
 const NOTHING_BROKEN: Broken = { entries: new Set(), policies: new Set(), allPolicies: false, stack: false }
 
 /** A stack entry's layer, valid or not: overrides are checked against its definition either way. */
@@ -64,11 +51,6 @@ interface Candidate {
   readonly place: LayerVariant['place']
   readonly layer: (LayerPlan & { readonly tools: Map<string, LayerVariant | typeof OFF> }) | undefined
 }
-
-type Written = Omit<LayerVariant, 'parsed'>
-type Checked =
-  | { readonly variant: LayerVariant; readonly badKeys?: undefined }
-  | { readonly variant?: undefined; readonly badKeys: Set<string> }
 
 /**
  * Checks every layer's options with its middleware's own schema, after looking up named policies and
@@ -103,17 +85,6 @@ export async function planLayers(
   })
   await checkUnusedPolicies(p)
   return { layers, modelLayers, effects, issues: unique(issues) }
-}
-
-/** What every step of planning reads, and the issues they all add to. */
-interface Planning {
-  readonly document: ConfigDocument
-  readonly registry: ReadonlyMap<string, MiddlewareDefinition>
-  readonly lineOf: LineOf
-  readonly broken: Broken
-  readonly issues: ConfigIssue[]
-  readonly policies: ConfigDocument['policies']
-  readonly policyNames: readonly string[]
 }
 
 /** The stack's entries, each checked by its middleware: the layers, and a candidate per name for the tools' overrides. */
@@ -249,86 +220,12 @@ async function readAsMeant(p: Planning, name: string, value: SlotValue, at: read
     await readAs(p, definition, written, `read as ${definition.name} options: "${name}" is likely ${definition.name} misspelt`)
 }
 
-/** Checks options no layer of the stack will use, by the definition they were meant for; each problem's hint says so. */
-async function readAs(p: Planning, definition: MiddlewareDefinition, written: Written, note: string): Promise<void> {
-  const { issues } = p
-  const before = issues.length
-  await check(p, definition, written)
-  for (const [i, issue] of issues.entries())
-    if (i >= before) issues[i] = { ...issue, hint: issue.hint === undefined ? note : `${issue.hint} (${note})` }
-}
-
-function lookup(p: Planning, ref: string, at: readonly PathKey[], inTools: boolean): Written | undefined {
-  const { issues, lineOf, policies, policyNames, broken } = p
-  if (ref === OFF) {
-    issues.push(
-      makeIssue(at, lineOf, {
-        message: `"${OFF}" turns a layer off for one tool, under tools:; to drop the layer from every call, remove it from stack`,
-        received: ref,
-        allowed: 'an object of options or the name of a policy',
-      }),
-    )
-    return undefined
-  }
-  // Own properties only: "toString" or "__proto__" must never find something on Object.prototype.
-  if (!Object.hasOwn(policies, ref)) {
-    if (broken.allPolicies || broken.policies.has(ref)) return undefined
-    const guess = closest(ref, policyNames)
-    const allowed =
-      policyNames.length === 0 ? 'an object of options (no policies are defined)' : `one of the policies: ${policyNames.join(', ')}`
-    issues.push(
-      makeIssue(at, lineOf, {
-        message: `unknown policy "${ref}"`,
-        received: ref,
-        allowed: inTools ? `${allowed}, or "${OFF}"` : allowed,
-        hint:
-          guess === undefined
-            ? policyNames.length === 0
-              ? 'define it under policies:'
-              : `known policies: ${policyNames.join(', ')}`
-            : `did you mean '${guess}'?`,
-      }),
-    )
-    return undefined
-  }
-  return { raw: policies[ref] as Record<string, unknown>, place: (path) => ['policies', ref, ...path] }
-}
-
-async function check(p: Planning, definition: MiddlewareDefinition, written: Written): Promise<Checked> {
-  const { issues, lineOf } = p
-  let parsed: Awaited<ReturnType<typeof definition.options.safeParseAsync>>
-  try {
-    // defineMiddleware asks only for safeParse; a zod schema also parses async refinements.
-    const schema = definition.options
-    parsed = typeof schema.safeParseAsync === 'function' ? await schema.safeParseAsync(written.raw) : schema.safeParse(written.raw)
-  } catch (err) {
-    issues.push(makeIssue(written.place([]), lineOf, { message: `the options schema of "${definition.name}" threw: ${String(err)}` }))
-    return { badKeys: new Set(Object.keys(written.raw)) }
-  }
-  if (parsed.success) return { variant: { ...written, parsed: parsed.data } }
-  const schema = jsonSchemaOf(definition.options)
-  issues.push(...issuesFromZod(parsed.error, { input: written.raw, schema, place: written.place, lineOf }))
-  const badKeys = new Set<string>()
-  for (const issue of parsed.error.issues) {
-    const first = issue.path[0]
-    if (first !== undefined) badKeys.add(String(first))
-    else if (issue.code === 'unrecognized_keys') for (const key of issue.keys) badKeys.add(key)
-  }
-  return { badKeys }
-}
-
 /** The middleware name of a stack entry that failed the structure check, when it has one. */
 function brokenName(entry: unknown): string | undefined {
   if (typeof entry === 'string') return entry
   if (typeof entry !== 'object' || entry === null || Array.isArray(entry)) return undefined
   const keys = Object.keys(entry)
   return keys.length === 1 ? keys[0] : undefined
-}
-
-function without(raw: Readonly<Record<string, unknown>>, keys: ReadonlySet<string>): Record<string, unknown> {
-  const kept: Record<string, unknown> = {}
-  for (const [key, value] of Object.entries(raw)) if (!keys.has(key)) kept[key] = value
-  return kept
 }
 
 /** One issue per place and message: a policy named by several layers is wrong once. */
@@ -340,26 +237,4 @@ function unique(issues: readonly ConfigIssue[]): ConfigIssue[] {
     seen.add(key)
     return true
   })
-}
-
-type Lookup = (ref: string, at: readonly PathKey[], inTools: boolean) => Written | undefined
-
-function slot(value: SlotValue, at: readonly PathKey[], lookup: Lookup): Written | undefined {
-  if (typeof value === 'string') return lookup(value, at, false)
-  return { raw: value ?? {}, place: (path) => [...at, ...path] }
-}
-
-/** A tool's options: a policy replaces the stack entry's options; an object is merged over them, key by key. */
-function override(
-  base: Pick<Candidate, 'raw' | 'place'>,
-  value: SlotValue,
-  at: readonly PathKey[],
-  lookup: (ref: string, at: readonly PathKey[]) => Written | undefined,
-): Written | undefined {
-  if (typeof value === 'string') return lookup(value, at)
-  const own = value ?? {}
-  return {
-    raw: { ...base.raw, ...own },
-    place: (path) => (path.length > 0 && Object.hasOwn(own, path[0] as PathKey) ? [...at, ...path] : base.place(path)),
-  }
 }

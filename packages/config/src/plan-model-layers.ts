@@ -3,12 +3,7 @@ import type { ConfigIssue } from './config-error.js'
 import { type ConfigDocument, entryParts, type SlotValue } from './config-schema.js'
 import type { PathKey } from './config-source.js'
 import { makeIssue } from './describe-issue.js'
-
-/** Options as written (plan-layers' `Written`), kept structural so this file imports nothing back from plan-layers. */
-interface Written {
-  readonly raw: Readonly<Record<string, unknown>>
-  readonly place: (path: readonly PathKey[]) => readonly PathKey[]
-}
+import type { Written } from './plan-options.js'
 
 /** A model layer's plan: plan-layers' `LayerPlan` with no per-tool variants. */
 export interface ModelLayerPlan<Variant> {

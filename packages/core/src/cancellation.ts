@@ -48,7 +48,6 @@ class Waiters {
     this.#callbacks.set(off, callback)
     if (!this.#listening) {
       this.#listening = true
-      // Not `once`: it costs more, and #fire removes the listener itself.
       this.#signal.addEventListener('abort', this.#fire)
     }
     return off

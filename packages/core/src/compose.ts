@@ -98,7 +98,7 @@ export function compose<Ctx = ToolContext>(middleware: readonly ((ctx: Ctx, next
   const count = layers.length
 
   // Every layer, built-in or not, runs under this guard. `caller` is the call of the layer whose next() this is:
-  // the reaction that settles this call also marks the caller's next() settled, so a layer costs one reaction.
+  // the reaction that settles this call also marks the caller's next() settled.
   function run(ctx: ToolContext, last: Next | undefined, i: number, caller: LayerCall | undefined): Promise<void> {
     if (i >= count) {
       const end = callLast(last, ctx)

@@ -1,7 +1,8 @@
 /**
  * `@shallot/core/kit`: the author kit. Everything a middleware, host or store author needs from core
  * beyond the main entry, and exactly what shallot's own layers use: none of them imports anything
- * else. Every name is documented, with a sample that runs, in docs/author-kit.md (decision 535).
+ * else, so a third-party layer can do all a built-in does. Every name is documented, with a sample
+ * that runs, in docs/author-kit.md.
  * Same semver as the main entry.
  *
  * @example

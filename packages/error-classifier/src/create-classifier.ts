@@ -144,7 +144,7 @@ export function createClassifier(options: ParsedOptions): Classifier {
     if (facts.status !== undefined) details.status = facts.status
     if (facts.codes.length > 0) details.errorCodes = facts.codes
     const retryAfterMs = retryAfterOf(facts)
-    // A rule may say; otherwise the one table of what each failure means for a write (decision 405) decides.
+    // A rule may say; otherwise core's table of what each failure means for a write (was it processed?) decides.
     const notProcessed =
       safeToRepeat ?? requestFate({ status: facts.status, retryAfter: retryAfterMs !== undefined, codes: facts.codes }) === 'not_processed'
     const init: ToolErrorOptions = {

@@ -65,7 +65,7 @@ const CERTIFICATE: ModelRunEnding = { kind: 'user_input_required', reason: 'cert
 const CERTIFICATES: ReadonlySet<string> = new Set(CERTIFICATE_CODES)
 
 /**
- * The one table of model failures that end the run (decision 525): a request that does not fit the window (a
+ * The one table of model failures that end the run: a request that does not fit the window (a
  * 429 that mentions tokens is a rate limit on tokens per minute, not a request too long), a used-up quota or
  * billing (402, `insufficient_quota` even as a 429, "credit balance is too low"), refused credentials (401, 403,
  * `authentication_error`, `permission_error`), a TLS certificate that fails verification ({@link CERTIFICATE_CODES},

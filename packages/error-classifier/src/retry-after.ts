@@ -57,7 +57,7 @@ export function parseRetryAfterMs(value: unknown, maxMs: number): number | undef
  * Reads a `Headers` object (its `get`) or a plain record, case-insensitively. `undefined` when
  * neither header holds a usable wait (missing, negative, `NaN`, `0x10`, a date in the past).
  * shallot's one Retry-After parser: the classifier, `@shallot/ai-sdk` and `@shallot/langchain` read
- * provider pushback with it (decision 510).
+ * provider pushback with it, so one header means one wait wherever the model is asked from.
  *
  * @example
  * retryAfterFromHeaders(new Headers({ 'retry-after': '7' }), { now: Date.now(), maxMs: 60_000 }) // 7000

@@ -179,7 +179,6 @@ export function modelFallback(models: readonly (ModelAdapter | string)[], resolv
     throw exhausted(tried)
   }
 
-  // The happy path (the agent's own model answers) allocates nothing here.
   return async function fallbackOfModels(ctx, next) {
     const first = ctx.attempt
     ;(ctx as { circuit?: unknown }).circuit = undefined

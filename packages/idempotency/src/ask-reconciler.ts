@@ -45,15 +45,16 @@ function heard(answer: unknown): Heard {
   return { answer: 'applied', json: canonicalJson(result) }
 }
 
+/** One question to the reconciler: the key, which question this is, how long it may take, and when the attempt was sent. */
+interface Question {
+  readonly key: string
+  readonly attempt: number
+  readonly timeoutMs: number
+  readonly sentAt: number | undefined
+}
+
 /** Asks once, bounded by `timeoutMs` and the call's signal. Throws only the call's own abort reason. */
-async function askOnce(
-  ctx: ToolContext,
-  tool: AnyTool,
-  key: string,
-  attempt: number,
-  timeoutMs: number,
-  sentAt: number | undefined,
-): Promise<Heard> {
+async function askOnce(ctx: ToolContext, tool: AnyTool, { key, attempt, timeoutMs, sentAt }: Question): Promise<Heard> {
   const reconcile = tool.reconcile
   if (reconcile === undefined) return { answer: 'malformed', problem: 'the tool has no reconcile' }
   const outer = ctx.signal
@@ -125,7 +126,7 @@ export async function askReconciler(
     if (left <= 0) break
     ctx.run.budget.spend(`reconcile:${tool.name}`)
     attempts = attempt
-    const said = await askOnce(ctx, tool, key, attempt, Math.min(limits.timeoutMs, left), sentAt)
+    const said = await askOnce(ctx, tool, { key, attempt, timeoutMs: Math.min(limits.timeoutMs, left), sentAt })
     const { json: _json, ...fields } = said as { json?: string }
     ctx.emit('idempotency.reconcile_attempt', { key, attempt, ...fields })
     if (said.answer !== 'applied' && said.answer !== 'not_applied') {

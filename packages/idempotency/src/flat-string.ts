@@ -1,8 +1,7 @@
 /**
- * `text`, made one flat string in place. A string built by concatenation is a tree of its pieces
- * (a sliced hash holding its whole digest, say) until something reads its characters: then V8
- * copies it flat once, and the garbage collector drops the pieces. A key that is hashed and
- * compared on every call, or a record kept for hours, is cheaper as one flat string.
+ * `text`, made one flat string in place. A string built by concatenation keeps every piece it was
+ * built from (a sliced hash keeps its whole digest) until its characters are read once: a store
+ * that holds records for hours would hold those pieces too.
  *
  * @example
  * const storeKey = flat(`${scope} ${key}`)

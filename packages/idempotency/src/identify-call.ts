@@ -13,7 +13,15 @@ function scopeOf(layer: Layer, ctx: ToolContext, tool: string): string {
   return scope
 }
 
-function keyOf(layer: Layer, ctx: ToolContext, tool: string, scope: string, argsHash: string, args: unknown): string {
+/** What a call's key is made from: its tool, scope, parsed arguments and their hash. */
+interface KeySource {
+  readonly tool: string
+  readonly scope: string
+  readonly args: unknown
+  readonly argsHash: string
+}
+
+function keyOf(layer: Layer, ctx: ToolContext, { tool, scope, args, argsHash }: KeySource): string {
   const { opts } = layer
   let key: unknown
   let source: string
@@ -50,7 +58,7 @@ export function identify(layer: Layer, ctx: ToolContext, tool: AnyTool): Guarded
   const scope = scopeOf(layer, ctx, tool.name)
   // The call's one identity (tool + canonical parsed arguments), the one stuck-loop counts by too.
   const argsHash = ctx.fingerprint
-  const key = keyOf(layer, ctx, tool.name, scope, argsHash, args)
+  const key = keyOf(layer, ctx, { tool: tool.name, scope, args, argsHash })
   ctx.idempotencyKey = key
   const reconcilable = tool.reconcile !== undefined
   return { tool: tool.name, effect: tool.effect, key, storeKey: storeKeyOf(layer.scopeInStore(ctx, scope), key), argsHash, reconcilable }

@@ -3,7 +3,7 @@ import { callNext, canonicalJson, type Flight } from '@shallot/core/kit'
 import { askReconciler, type Reconciled } from './ask-reconciler.js'
 import { claimKey } from './claim-key.js'
 import { type Claimed, type Guarded, type Layer, Reclaim, refuse, replay, storeFailed } from './guarded-call.js'
-import { complete, settleAs, settleFailure } from './record-outcome.js'
+import { complete, settleAs } from './record-outcome.js'
 import { notTakenEffect, outcomeUnknown, stillUnknown } from './refusals.js'
 import { mayHaveLanded, settleAction } from './settle-action.js'
 import type { SharedOutcome } from './shared-calls.js'
@@ -24,6 +24,15 @@ export async function waitThenLead(layer: Layer, ctx: ToolContext, next: Next, c
   await lead(layer, ctx, next, call)
 }
 
+/** A call this process leads: the layer, the call's context and inner layers, the call as guarded, and its flight. */
+interface Lead {
+  readonly layer: Layer
+  readonly ctx: ToolContext
+  readonly next: Next
+  readonly call: Guarded
+  readonly flight: InFlight
+}
+
 /**
  * Leads the call, the one owner of its key in this process until it settles: claims the key, runs
  * the inner layers, settles the record, and tells waiting duplicates what to see.
@@ -36,7 +45,7 @@ export async function lead(layer: Layer, ctx: ToolContext, next: Next, call: Gua
   } catch (err) {
     throw notClaimed(call, flight, err)
   }
-  return proceed(layer, ctx, next, call, flight, claim)
+  return proceed({ layer, ctx, next, call, flight }, claim)
 }
 
 /** Ends the flight of a call whose claim threw: a refusal is what waiting duplicates share. */
@@ -46,8 +55,9 @@ function notClaimed(call: Guarded, flight: InFlight, err: unknown): unknown {
 }
 
 /** Replays a stored result, or runs the inner layers under the claimed token and settles the record. */
-function proceed(layer: Layer, ctx: ToolContext, next: Next, call: Guarded, flight: InFlight, claim: Claimed): Promise<void> {
-  if (claim instanceof Reclaim) return takeOver(layer, ctx, next, call, flight, claim.reason)
+function proceed(l: Lead, claim: Claimed): Promise<void> {
+  if (claim instanceof Reclaim) return takeOver(l, claim.reason)
+  const { layer, ctx, call, flight } = l
   if (typeof claim !== 'string') {
     let outcome: SharedOutcome | undefined
     try {
@@ -65,24 +75,25 @@ function proceed(layer: Layer, ctx: ToolContext, next: Next, call: Guarded, flig
   const executionsBefore = ctx.executions
   // Wall-clock, as the service a reconciler searches keeps its own records: no attempt of this call was sent before it.
   const sentAt = Date.now()
-  return callNext(next).then(
-    () => succeeded(layer, ctx, call, flight, claim),
+  return callNext(l.next).then(
+    () => succeeded(l, claim),
     (err: unknown) => {
       const reachedTool = ctx.executions !== executionsBefore
       if (call.reconcilable && !LoopError.is(err) && !ctx.signal.aborted && mayHaveLanded(err, reachedTool))
-        return reconcileFailure(layer, ctx, call, { flight, token: claim, sentAt }, err)
+        return reconcileFailure(l, { token: claim, sentAt }, err)
+      const action = settleAction(call.effect, err, reachedTool)
       // The call's own error is what propagates, whatever settling it did.
       const rethrow = () => {
         flight.land(undefined)
         throw err
       }
-      return settleFailure(layer, ctx, call, claim, err, reachedTool).then(rethrow, rethrow)
+      return settleAs(layer, ctx, call, claim, action).then(rethrow, rethrow)
     },
   )
 }
 
 /** Stores a success and lands the flight: waiting duplicates replay the result from the text the store got. */
-async function succeeded(layer: Layer, ctx: ToolContext, call: Guarded, flight: InFlight, token: string): Promise<void> {
+async function succeeded({ layer, ctx, call, flight }: Lead, token: string): Promise<void> {
   let json: string | undefined
   try {
     const value = ctx.result?.value
@@ -97,12 +108,7 @@ async function succeeded(layer: Layer, ctx: ToolContext, call: Guarded, flight: 
 }
 
 /** Asks the tool's reconciler; a stop while asking (cancellation, a hard error) leaves the record unknown, then propagates. */
-async function askOrSettleUnknown(
-  layer: Layer,
-  ctx: ToolContext,
-  call: Guarded,
-  { flight, token, sentAt }: { flight: InFlight; token: string; sentAt?: number },
-): Promise<Reconciled> {
+async function askOrSettleUnknown({ layer, ctx, call, flight }: Lead, token: string, sentAt?: number): Promise<Reconciled> {
   try {
     return await askReconciler(ctx, ctx.tool as AnyTool, call.key, layer.limits, sentAt)
   } catch (stop) {
@@ -119,18 +125,12 @@ async function askOrSettleUnknown(
  * saying what was tried — except for a keyed (`idempotent`) tool, whose record is released, as its
  * key makes the repeat safe.
  */
-async function reconcileFailure(
-  layer: Layer,
-  ctx: ToolContext,
-  call: Guarded,
-  owned: { flight: InFlight; token: string; sentAt: number },
-  err: unknown,
-): Promise<void> {
-  const { flight, token } = owned
-  const reconciled = await askOrSettleUnknown(layer, ctx, call, owned)
+async function reconcileFailure(l: Lead, { token, sentAt }: { token: string; sentAt: number }, err: unknown): Promise<void> {
+  const { layer, ctx, call, flight } = l
+  const reconciled = await askOrSettleUnknown(l, token, sentAt)
   if (reconciled.outcome === 'applied') {
     ctx.result = { value: JSON.parse(reconciled.json) }
-    return succeeded(layer, ctx, call, flight, token)
+    return succeeded(l, token)
   }
   await settleAs(layer, ctx, call, token, reconciled.outcome === 'not_applied' ? 'release' : settleAction(call.effect, err, true))
   flight.land(undefined)
@@ -142,14 +142,8 @@ async function reconcileFailure(
  * (the store's `reclaim`), then asks. Applied: replays that result, now stored. Not applied: runs the
  * call under the record. Unknown: records it as such again and refuses, saying what was tried.
  */
-async function takeOver(
-  layer: Layer,
-  ctx: ToolContext,
-  next: Next,
-  call: Guarded,
-  flight: InFlight,
-  reason: Reclaim['reason'],
-): Promise<void> {
+async function takeOver(l: Lead, reason: Reclaim['reason']): Promise<void> {
+  const { layer, ctx, call, flight } = l
   let token: unknown
   try {
     token = await layer.store.reclaim?.(call.storeKey, call.argsHash, layer.leaseMs, layer.ttlMs)
@@ -166,16 +160,16 @@ async function takeOver(
       throw notClaimed(call, flight, err)
     }
     if (claim instanceof Reclaim) throw notClaimed(call, flight, refuse(ctx, call, outcomeUnknown(call.tool, claim.reason, call.key)))
-    return proceed(layer, ctx, next, call, flight, claim)
+    return proceed(l, claim)
   }
   ctx.emit('idempotency.reclaimed', { key: call.key, reason })
   // The attempt in question was sent by an earlier call, perhaps in another process: its send time is not known here.
-  const reconciled = await askOrSettleUnknown(layer, ctx, call, { flight, token })
+  const reconciled = await askOrSettleUnknown(l, token)
   if (reconciled.outcome === 'applied') {
     ctx.result = { value: JSON.parse(reconciled.json), replayed: true }
-    return succeeded(layer, ctx, call, flight, token)
+    return succeeded(l, token)
   }
-  if (reconciled.outcome === 'not_applied') return proceed(layer, ctx, next, call, flight, token)
+  if (reconciled.outcome === 'not_applied') return proceed(l, token)
   await settleAs(layer, ctx, call, token, 'unknown')
   throw notClaimed(call, flight, refuse(ctx, call, outcomeUnknown(call.tool, reason, call.key, reconciled)))
 }

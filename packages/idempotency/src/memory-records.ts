@@ -218,7 +218,7 @@ export class MemoryRecords {
 
   /**
    * Makes room for one more record: least recently used done records first, then expired ones wherever
-   * they are. Answers a done record it evicted for the new one to reuse: a full store allocates no record.
+   * they are. Answers a done record it evicted, for the new one to reuse.
    */
   private makeRoom(at: number): Entry | undefined {
     const { byKey, maxEntries } = this

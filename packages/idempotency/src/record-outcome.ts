@@ -1,18 +1,6 @@
 import type { Json, ToolContext } from '@shallot/core'
 import { type Guarded, isPromise, type Layer, storeFailed } from './guarded-call.js'
-import { type SettleAction, settleAction } from './settle-action.js'
-
-/** Settles the record of a call that failed; never throws, so the call's own error is what propagates. */
-export function settleFailure(
-  layer: Layer,
-  ctx: ToolContext,
-  call: Guarded,
-  token: string,
-  error: unknown,
-  reachedTool: boolean,
-): Promise<void> {
-  return settleAs(layer, ctx, call, token, settleAction(call.effect, error, reachedTool))
-}
+import type { SettleAction } from './settle-action.js'
 
 /** Releases the record or records its outcome as unknown; never throws. */
 export async function settleAs(layer: Layer, ctx: ToolContext, call: Guarded, token: string, action: SettleAction): Promise<void> {

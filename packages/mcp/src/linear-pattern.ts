@@ -49,7 +49,7 @@ function classEnd(source: string, at: number): number {
 }
 
 /**
- * Whether a regular expression from an untrusted schema runs in linear time in V8's backtracking
+ * Whether a regular expression from an untrusted schema runs in linear time in JavaScript's backtracking
  * engine, by a conservative reading of its source: anchored at the start (`^`), no alternation
  * outside a group, no backreference or lookaround, no quantified group, at most one unbounded
  * quantifier (`*`, `+`, `{n,}`) and at most 256 combinations of bounded ones. `^[a-z0-9_]+$` and

@@ -197,7 +197,7 @@ function httpError(status: number, error: Error, site: McpCallSite, details: Det
   }
   return new ToolError('upstream_error', `${server} failed on ${site.tool} (HTTP ${status})`, {
     category: 'transient',
-    // What the status means for a write is core's one table (decision 405): a 503 without Retry-After may have run.
+    // What the status means for a write is core's one table of request fates: a 503 without Retry-After may have run.
     safeToRepeat: requestFate({ status }) === 'not_processed',
     cause: error,
     details,

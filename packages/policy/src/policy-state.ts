@@ -9,7 +9,8 @@ import { APPROVALS_STATE_KEY, approvalBinding } from '@shallot/core/kit'
  * - `counts[ruleId]`: calls that met a `maxPerRun` rule's conditions and went through, or hold a slot while
  *   they are being decided;
  * - `asked[callId]`: the rule that stopped the run for this call (`{ turn, tool, digest, rule, fingerprint }`),
- *   so an answer given for it stands on resume only while the same rule, as configured, asks (decision 600).
+ *   so an answer given for it stands on resume only while the same rule, as configured, asks: a person who
+ *   approved a call under one rule has not approved it under a stricter one.
  */
 export const POLICY_STATE_KEY: typeof APPROVALS_STATE_KEY = APPROVALS_STATE_KEY
 
@@ -91,7 +92,7 @@ export function recordAsked(run: RunContext, call: ToolCall, rule: AskedBy): voi
 /**
  * The rule that asked about this very call (same turn, tool and arguments), or undefined when no
  * stop recorded one for it: an answer put in by a host (`putApproval`) or a checkpoint written
- * before decision 600. A record that is not a well-formed one for this call is `unreadable`.
+ * before stops recorded their rule. A record that is not a well-formed one for this call is `unreadable`.
  */
 export function askedFor(run: RunContext, call: ToolCall): AskedBy | 'unreadable' | undefined {
   const record = peek(run, 'asked', call.id)

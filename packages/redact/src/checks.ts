@@ -3,8 +3,8 @@ import { isIPv6 } from 'node:net'
 /**
  * The card number in a run of digits and single separators, from its start: the longest prefix of
  * 13 to 19 digits, ending on a digit, that starts with 2 to 6 (the card networks' ranges) and passes
- * Luhn. Returns its length in characters, or 0. One pass, no allocation: Luhn's sum of every prefix
- * comes from two running sums (every even, or every odd, position doubled).
+ * Luhn. Returns its length in characters, or 0. One pass: Luhn's sum of every prefix comes from two
+ * running sums (every even, or every odd, position doubled).
  */
 export function cardLength(text: string): number {
   const first = text.charCodeAt(0)

@@ -20,7 +20,7 @@ export interface WalkLimits {
 const MIN_CARD_DIGITS = 13
 
 function define(target: Record<string, unknown>, key: string, value: unknown): void {
-  // Defined, not assigned: a `__proto__` key stays an own data key and changes no prototype (decision 380).
+  // Defined, not assigned: a `__proto__` key in a tool's output stays an own data key and changes no prototype.
   Object.defineProperty(target, key, { value, enumerable: true, writable: true, configurable: true })
 }
 

@@ -86,7 +86,7 @@ export function planRetry(backoff: Backoff, facts: RetryFacts, random: () => num
   let delayMs = Math.min(Math.max(decision, 0), MAX_DELAY_MS)
   const remainingMs = facts.maxElapsedMs - facts.elapsedMs
   const retryAfterMs = error.retryAfterMs
-  // One rule for tool and model calls (decision 510): wait max(the backoff's draw, Retry-After), the pushback a floor.
+  // One rule for tool and model calls: wait max(the backoff's draw, Retry-After), so a server that asks for longer is obeyed.
   if (retryAfterMs !== undefined && retryAfterMs > 0) {
     const longestMs = facts.maxRetryAfterMs ?? backoff.capMs ?? MAX_DELAY_MS
     if (retryAfterMs > longestMs || retryAfterMs > remainingMs) return stopFor('retry_after_too_long')

@@ -1,5 +1,5 @@
-/** The process's deadline queues for @shallot/timeout (moved from core, decision 601: state of one layer lives in its package). */
-/** Something with a deadline in a {@link DeadlineQueue}: linked in place, so joining and leaving cost no allocation. */
+/** The process's deadline queues for @shallot/timeout: every deadline of one duration shares one timer. */
+/** Something with a deadline in a {@link DeadlineQueue}: linked in place, so joining and leaving are constant time. */
 export interface Expiring {
   /** `performance.now()` at which it expires. */
   deadline: number

@@ -8,7 +8,8 @@ import { describe, expect, it } from 'vitest'
 import { z } from 'zod'
 import { main } from '../cli.js'
 import { renderHtml } from './html.js'
-import { MAX_RECORD_BYTES, parseRecord, RecordError, readRecord, recordRun } from './record.js'
+import { MAX_RECORD_BYTES, parseRecord, RecordError, readRecord } from './record.js'
+import { recordRun } from './record-run.js'
 
 const dir = mkdtempSync(join(tmpdir(), 'shallot-record-'))
 

@@ -2,7 +2,7 @@ import { fileURLToPath } from 'node:url'
 import { fakeProvider } from '@shallot/testing'
 import { afterEach, describe, expect, it } from 'vitest'
 import { UsageError } from '../usage.js'
-import { inheritOf } from './command.js'
+import { inheritOf } from './command-setup.js'
 import { startMcpServers, usefulStderr } from './mcp-servers.js'
 import { mainHere } from './run.test-helper.js'
 

@@ -18,7 +18,7 @@ const isThenable = (value: unknown): value is PromiseLike<unknown> => typeof (va
 
 /**
  * Whether a failed attempt may have reached the service: a 429 and a refused connection were not
- * processed (decision 405); a timeout, a reset or a 5xx may have been, and half of those did.
+ * processed (core's request fates); a timeout, a reset or a 5xx may have been, and half of those did.
  */
 function mayHaveLanded(err: unknown): boolean {
   const { status, code } = (typeof err === 'object' && err !== null ? err : {}) as { status?: unknown; code?: unknown }

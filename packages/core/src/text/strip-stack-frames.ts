@@ -1,4 +1,4 @@
-// A V8 frame: "    at fn (/path/file.js:1:2)", "    at /path/file.js:1:2", "    at async Promise.all (index 0)",
+// A stack frame as Node prints it: "    at fn (/path/file.js:1:2)", "    at /path/file.js:1:2", "    at async Promise.all (index 0)",
 // "    at new Foo (<anonymous>)". Indented, "at ", and ending in a location; "  at least 3 items" is prose.
 const FRAME_END = /(?::\d+:\d+\)?|\((?:<anonymous>|native|index \d+)\))$/
 
