@@ -94,7 +94,27 @@ export function agentWorker(options: AgentWorkerOptions): AgentWorker {
   const lockMs = opts.lockDuration ?? 30_000
   const storeWaitMs = Math.min(lockMs, 5000)
 
+  /**
+   * BullMQ renews a running job's lock when its wall clock says a renewal is due: on a host whose clock
+   * steps back, the renewals stop for as long as the step, and another worker's stalled-job check hands
+   * the run on while it runs here. A timer, which no wall clock moves, renews the lock as well.
+   */
   async function runJob(job: Job<RunJob>, token?: string): Promise<RunJobResult> {
+    const keeper =
+      token === undefined
+        ? undefined
+        : setInterval(() => {
+            job.extendLock(token, lockMs).catch(() => {})
+          }, lockMs / 2)
+    keeper?.unref()
+    try {
+      return await driveJob(job, token)
+    } finally {
+      clearInterval(keeper)
+    }
+  }
+
+  async function driveJob(job: Job<RunJob>, token?: string): Promise<RunJobResult> {
     const parsed = runJobSchema.safeParse(job.data)
     if (!parsed.success) throw new UnrecoverableError(`job ${job.id} is not a run: ${parsed.error.issues[0]?.message ?? 'invalid'}`)
     const { runId, input } = parsed.data
