@@ -102,7 +102,8 @@ export function soakAgents(options: AgentsOptions): {
       ],
       checkpoints: plant === 'ignore_claim' ? driving(false) : honouring,
       clock,
-      modelMiddleware: [retry({ maxAttempts: 4, baseMs: 50, capMs: 200 }), timeout({ ms: 2000 })],
+      // The planted run whose drives wait for each other at their first model request gets longer to answer.
+      modelMiddleware: [retry({ maxAttempts: 4, baseMs: 50, capMs: 200 }), timeout({ ms: plant === 'ignore_claim' ? 15_000 : 2000 })],
       park: { afterMs: parkMs, wallNow },
     })
   }

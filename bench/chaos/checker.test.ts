@@ -227,10 +227,14 @@ describe('the soak schedule', () => {
     }
   })
 
-  it('spaces worker deaths by the time a run takes to recover from one', () => {
+  it('kills and pauses workers in bursts ten locks apart, each worker at most once a burst', () => {
     const deaths = soakSchedule(shape).faults.filter((f) => f.kind === 'worker_kill' || f.kind === 'worker_pause')
-    expect(deaths.length).toBeGreaterThanOrEqual(2)
-    deaths.slice(1).forEach((death, i) => expect(death.at - (deaths[i] as { at: number }).at).toBeGreaterThanOrEqual(5 * shape.lockMs))
+    const bursts = new Map<number, typeof deaths>()
+    for (const death of deaths) bursts.set(death.at, [...(bursts.get(death.at) ?? []), death])
+    expect(bursts.size).toBeGreaterThanOrEqual(2)
+    const times = [...bursts.keys()]
+    times.slice(1).forEach((at, i) => expect(at - (times[i] as number)).toBeGreaterThanOrEqual(10 * shape.lockMs))
+    for (const burst of bursts.values()) expect(new Set(burst.map((f) => f.worker)).size).toBe(burst.length)
   })
 
   it('plants each misbehaviour in one run named after it, and two jobs for the run whose worker ignores the claim', () => {
@@ -239,5 +243,11 @@ describe('the soak schedule', () => {
     for (const run of planted) expect(run.runId).toContain(`-plant-${run.plant}-`)
     expect(planted.find((r) => r.plant === 'ignore_claim')?.duplicate).toBe('own_id')
     expect(soakSchedule({ ...shape, plant: false }).runs.some((r) => r.plant !== undefined)).toBe(false)
+  })
+
+  it('fails PostgreSQL over only once the plants are done writing, so no plant is rolled back', () => {
+    const failovers = soakSchedule(shape).faults.filter((f) => f.kind === 'postgres_failover')
+    expect(failovers.length).toBeGreaterThan(0)
+    for (const failover of failovers) expect(failover.at).toBeGreaterThanOrEqual(0.35 * shape.spanMs + 10_000)
   })
 })

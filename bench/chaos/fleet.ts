@@ -60,10 +60,8 @@ export class Fleet {
 
   static async start(workers: number, configOf: (slot: number, skewMs: number) => WorkerConfig, skews: readonly number[]): Promise<Fleet> {
     const fleet = new Fleet(configOf, [...skews])
-    for (let slot = 0; slot < workers; slot++) {
-      fleet.ready[slot] = fleet.spawn(slot)
-      await fleet.ready[slot]
-    }
+    for (let slot = 0; slot < workers; slot++) fleet.ready[slot] = fleet.spawn(slot)
+    await Promise.all(fleet.ready)
     return fleet
   }
 

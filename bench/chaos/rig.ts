@@ -21,7 +21,7 @@ export interface Rig {
   readonly pgProxy: FaultProxy
   readonly fleet: Fleet
   readonly queue: string
-  /** With planted runs: two workers of their own on a queue of their own, so no plant's crash reaches the fleet's runs. */
+  /** With planted runs: a worker of their own on a queue of their own, so no plant's crash reaches the fleet's runs. */
   readonly planted?: { readonly fleet: Fleet; readonly queue: string }
   close(): Promise<void>
 }
@@ -69,10 +69,10 @@ async function setUp(url: string): Promise<void> {
  * const rig = await startRig({ queue: 'chaos1', workers: 3, skews: [0, 0, 0], concurrency: 16, lockMs: 2000, claimMs: 8000, plant: false })
  */
 export async function startRig(options: RigOptions): Promise<Rig> {
-  const [redis, cluster] = await Promise.all([startRedisServer({ persist: true }), startPgCluster()])
+  const redis = await startRedisServer({ persist: true })
   await relaxFsync(redis.port)
-  const [redisProxy, pgProxy] = await Promise.all([startProxy(redis.port), startProxy(cluster.primary.port)])
-  await setUp(cluster.primary.url)
+  // The workers start while PostgreSQL does: they reach it through its proxy, pointed at the primary once it is up.
+  const [redisProxy, pgProxy] = await Promise.all([startProxy(redis.port), startProxy(0)])
   const config = (skewMs: number, queue = options.queue, concurrency = options.concurrency): WorkerConfig => ({
     redisPort: redisProxy.port,
     pgUrl: `postgres://shallot@127.0.0.1:${pgProxy.port}/shallot`,
@@ -87,10 +87,20 @@ export async function startRig(options: RigOptions): Promise<Rig> {
     holdMs: 100,
     skewMs,
   })
-  const fleet = await Fleet.start(options.workers, (_slot, skewMs) => config(skewMs), options.skews)
   const plantedQueue = `${options.queue}p`
-  const plantedConfig = () => ({ ...config(0, plantedQueue, 4), maxStalledCount: 5 })
-  const planted = options.plant ? { fleet: await Fleet.start(2, plantedConfig, [0, 0]), queue: plantedQueue } : undefined
+  // One worker for the planted runs: the plants that kill it are taken over by its replacement, as soon as
+  // its job lock and run claim lapse (the claim lasts one lock here: no plant pauses its worker).
+  const plantedConfig = () => ({ ...config(0, plantedQueue, 4), claimMs: options.lockMs, maxStalledCount: 5 })
+  const [cluster, fleet, plantedFleet] = await Promise.all([
+    startPgCluster().then(async (started) => {
+      pgProxy.retarget(started.primary.port)
+      await setUp(started.primary.url)
+      return started
+    }),
+    Fleet.start(options.workers, (_slot, skewMs) => config(skewMs), options.skews),
+    options.plant ? Fleet.start(1, plantedConfig, [0]) : undefined,
+  ])
+  const planted = plantedFleet === undefined ? undefined : { fleet: plantedFleet, queue: plantedQueue }
   return {
     redis,
     cluster,

@@ -113,7 +113,8 @@ export function soakSchedule(shape: SoakShape): Schedule {
     const at = Math.floor(shape.spanMs * (0.05 + 0.85 * random()))
     return { at, kind, worker: pick(shape.workers), ms: faultLength(kind, shape.lockMs, random), latencyMs: 20 + pick(180) }
   })
-  spaceDeaths(faults, shape)
+  burstDeaths(faults, shape)
+  if (shape.plant === true) failOverAfterPlants(faults, shape)
   faults.sort((a, b) => a.at - b.at)
   const skews = Array.from({ length: shape.workers }, () => Math.round((random() - 0.5) * 4000))
   return { runs, faults, skews }
@@ -124,28 +125,52 @@ const DEATHS: ReadonlySet<FaultKind> = new Set(['worker_kill', 'worker_pause'])
 
 /**
  * BullMQ counts a job's stalls over its whole life and, by default, fails it at the second. A fleet
- * loses a worker far less often than a run takes to recover from one loss (the run claim's lease of
- * three job locks, and two more), so the soak spaces worker deaths by that time: a run that fails then has met
- * something other than two deaths drawn into its few seconds. Deaths that do not fit become
- * graceful stops (SIGTERM), which stall nothing.
+ * loses workers far less often than a run takes to recover from a loss, so the soak's worker deaths
+ * come in bursts (several hosts at once, as a zone outage takes them), each worker at most once a
+ * burst, the bursts ten job locks apart: a run that fails then has met something other than two
+ * deaths drawn into its few seconds. Deaths that do not fit become graceful stops (SIGTERM), which
+ * stall nothing.
  */
-function spaceDeaths(faults: Fault[], shape: SoakShape): void {
-  const gapMs = 5 * shape.lockMs
-  const deaths = faults.filter((f) => DEATHS.has(f.kind))
-  const room = Math.floor((0.9 * shape.spanMs) / gapMs) + 1
-  deaths.forEach((death, i) => {
-    const index = faults.indexOf(death)
-    faults[index] = i < room ? { ...death, at: Math.floor(0.05 * shape.spanMs + i * gapMs) } : { ...death, kind: 'worker_term', ms: 0 }
+function burstDeaths(faults: Fault[], shape: SoakShape): void {
+  const gapMs = 10 * shape.lockMs
+  const bursts = Math.floor((0.9 * shape.spanMs) / gapMs) + 1
+  let placed = 0
+  faults.forEach((fault, index) => {
+    if (!DEATHS.has(fault.kind)) return
+    const burst = Math.floor(placed / shape.workers)
+    if (burst >= bursts) {
+      faults[index] = { ...fault, kind: 'worker_term', ms: 0 }
+      return
+    }
+    faults[index] = { ...fault, at: Math.floor(0.05 * shape.spanMs + burst * gapMs), worker: placed % shape.workers }
+    placed++
+  })
+}
+
+/** Where in the window each plant's run is enqueued, in the order of {@link PLANTS}. */
+const PLANTED_AT: Readonly<Record<Plant, number>> = { own_key: 0.05, ignore_claim: 0.15, key_on_resume: 0.25, forgetful_store: 0.35 }
+
+/**
+ * A failover rolls back the last commits, a planted run's writes among them: no failover comes while a
+ * plant is still writing (its last is enqueued at 35 % of the window; a plant that kills its worker
+ * writes again once its replacement takes the run over, within about ten seconds).
+ */
+function failOverAfterPlants(faults: Fault[], shape: SoakShape): void {
+  const after = Math.max(...Object.values(PLANTED_AT)) * shape.spanMs + 10_000
+  const end = 0.95 * shape.spanMs
+  faults.forEach((fault, index) => {
+    if (fault.kind !== 'postgres_failover' || fault.at >= after || after >= end) return
+    faults[index] = { ...fault, at: Math.floor(after + (fault.at / after) * (end - after)) }
   })
 }
 
 /**
- * One run per misbehaviour, spread over the window in the order of {@link PLANTS} (the two that kill
+ * One run per misbehaviour, early in the window in the order of {@link PLANTS} (the two that kill
  * their worker last, so neither kills another plant's drive), plain otherwise, its id naming the plant.
  */
 function plantRuns(runs: RunPlan[], shape: SoakShape): void {
-  PLANTS.forEach((plant, k) => {
-    const index = Math.floor(((k + 0.5) / PLANTS.length) * runs.length)
+  PLANTS.forEach((plant) => {
+    const index = Math.floor(PLANTED_AT[plant] * runs.length)
     const plain = runs[index] as RunPlan
     const base = {
       runId: `s${shape.seed}-plant-${plant}-${index}`,

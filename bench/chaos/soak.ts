@@ -17,7 +17,7 @@ export interface SoakResult {
   readonly stalled: number
   /** Each job's events (`<seconds> active|delayed|stalled|completed|failed`), as the queue reported them. */
   readonly timelines: ReadonlyMap<string, readonly string[]>
-  /** Worker processes that died on their own (the planted crashes) and were replaced. */
+  /** Worker processes that died on their own (the planted ones, whose plant kills them) and were replaced. */
   readonly crashes: number
   /** Graceful stops (SIGTERM, rolling restarts) that outlasted their grace and were SIGKILLed. */
   readonly forcedStops: number
@@ -34,7 +34,7 @@ export interface SoakOptions extends SoakShape {
 
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms))
 /** A graceful stop's grace before SIGKILL: longer than any tool or model deadline. */
-const GRACE_MS = 8000
+const GRACE_MS = 20_000
 
 async function until(check: () => Promise<boolean>, deadline: number): Promise<boolean> {
   while (Date.now() < deadline) {
@@ -145,7 +145,7 @@ export async function runSoak(options: SoakOptions): Promise<SoakResult> {
       failovers,
       stalled: main.stalled(),
       timelines,
-      crashes: rig.fleet.crashes,
+      crashes: rig.fleet.crashes + (rig.planted?.fleet.crashes ?? 0),
       forcedStops: rig.fleet.forced,
       repeatedModelTurns,
       wallMs: Date.now() - started,

@@ -100,21 +100,10 @@ const report = (outcome: ParkingOutcome) => {
   return outcome
 }
 
-/** Runs being driven in this process: the shutdown hook waits for them. */
-let inFlight = 0
-async function counted<T>(work: () => Promise<T>): Promise<T> {
-  inFlight++
-  try {
-    return await work()
-  } finally {
-    inFlight--
-  }
-}
-
 const agent: Agent<ParkingOutcome> = {
   stack: agentFor('').stack,
-  run: (options) => counted(async () => report(await answer(await agentFor(options.runId ?? '').run(options)))),
-  resume: (runId, options) => counted(async () => report(await answer(await agentFor(runId).resume(runId, options)))),
+  run: async (options) => report(await answer(await agentFor(options.runId ?? '').run(options))),
+  resume: async (runId, options) => report(await answer(await agentFor(runId).resume(runId, options))),
 }
 
 const worker = agentWorker({
@@ -134,17 +123,11 @@ createInterface({ input: process.stdin }).on('line', (line) => {
   if (typeof command.jump === 'number') offset += command.jump
   if (typeof command.step === 'number') wallOffset += command.step
 })
-// A deployment's shutdown hook: stop taking jobs and let the running ones finish. BullMQ's close() can
-// wait forever on its blocking connection after Redis restarted, so the hook also exits once no run has
-// been in flight here for a second (time for BullMQ to record the last one's end).
+// A deployment's shutdown hook: stop taking jobs, let the running ones finish, exit. (The fleet's
+// supervisor SIGKILLs a worker that has not exited within its grace.)
 process.on('SIGTERM', () => {
-  let idleSince = Number.POSITIVE_INFINITY
   const exit = () => process.exit(0)
   void worker.close().then(exit, exit)
-  setInterval(() => {
-    idleSince = inFlight > 0 ? Number.POSITIVE_INFINITY : Math.min(idleSince, performance.now())
-    if (performance.now() - idleSince > 1000) exit()
-  }, 100)
 })
 if (process.env.CHAOS_DEBUG) {
   setInterval(() => {

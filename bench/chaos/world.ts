@@ -137,6 +137,19 @@ export function worldTools(world: WorldOptions): AnyTool[] {
   return [lookup, quote, writeTool(world, 'charge_card'), writeTool(world, 'refund_payment')]
 }
 
+/** Resolves once two drives asked the model for `runId`'s first turn, or after ten seconds. */
+async function bothAsked({ pool, prefix }: WorldOptions, runId: string): Promise<void> {
+  const sql = `SELECT count(DISTINCT driver)::int AS n FROM ${prefix}acts WHERE run_id = $1 AND what = 'model'`
+  for (let waited = 0; waited < 10_000; waited += 100) {
+    const asked = await pool.query<{ n: number }>(sql, [runId]).then(
+      ({ rows }) => rows[0]?.n ?? 0,
+      () => 0,
+    )
+    if (asked >= 2) return
+    await new Promise((resolve) => setTimeout(resolve, 100))
+  }
+}
+
 /** The run's plan, which is its input: the model reads it from the first message. */
 export function planOf(messages: ModelRequest['messages']): RunPlan {
   const first = messages.find((m) => m.role === 'user')
@@ -175,8 +188,8 @@ export function worldModel(world: WorldOptions): ModelAdapter {
       // before the answer, so the drive's next request comes after it; a request the database cannot
       // record is answered all the same (the history then misses it, which can hide an overlap, never make one).
       await pool.query(actSql, [order, world.driverOf(order), turn]).catch(() => {})
-      // Planted: a slow model, so the two drives of a run whose worker ignores the claim overlap.
-      if (plant === 'ignore_claim') await new Promise((resolve) => setTimeout(resolve, 300))
+      // Planted: the first answer waits until both drives of a run whose worker ignores the claim have asked, so they overlap.
+      if (plant === 'ignore_claim' && turn === 1) await bothAsked(world, order)
       if (results.length === 0) {
         const calls = [
           { id: 'lookup', name: 'lookup_order', args: plan.hangTool === true ? { order, hang: true } : { order } },
