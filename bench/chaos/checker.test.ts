@@ -244,10 +244,4 @@ describe('the soak schedule', () => {
     expect(planted.find((r) => r.plant === 'ignore_claim')?.duplicate).toBe('own_id')
     expect(soakSchedule({ ...shape, plant: false }).runs.some((r) => r.plant !== undefined)).toBe(false)
   })
-
-  it('fails PostgreSQL over only once the plants are done writing, so no plant is rolled back', () => {
-    const failovers = soakSchedule(shape).faults.filter((f) => f.kind === 'postgres_failover')
-    expect(failovers.length).toBeGreaterThan(0)
-    for (const failover of failovers) expect(failover.at).toBeGreaterThanOrEqual(0.35 * shape.spanMs + 10_000)
-  })
 })

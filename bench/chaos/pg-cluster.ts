@@ -154,28 +154,33 @@ export async function startPgCluster(): Promise<PgCluster> {
   const stream = await startProxy(primary.port)
   let made = 0
 
-  async function cloneReplica(): Promise<PgNode> {
+  async function cloneOnce(): Promise<PgNode> {
     const node = await PgNode.make(root, `n${++made}`)
-    nodes.push(node)
     stream.retarget(primary.port)
-    await run('pg_basebackup', [
-      '-h',
-      '127.0.0.1',
-      '-p',
-      String(stream.port),
-      '-U',
-      'shallot',
-      '-D',
-      node.dir,
-      '-R',
-      '-X',
-      'stream',
-      '-c',
-      'fast',
-    ])
-    await node.start()
+    const args = ['-h', '127.0.0.1', '-p', String(stream.port), '-U', 'shallot', '-D', node.dir, '-R', '-X', 'stream', '-c', 'fast']
+    await run('pg_basebackup', args)
+    nodes.push(node)
+    try {
+      await node.start()
+    } catch (err) {
+      nodes.splice(nodes.indexOf(node), 1)
+      throw err
+    }
     return node
   }
+
+  /** A new replica of the primary; tried again while a fault on the primary breaks the copy (a crash mid-backup). */
+  async function cloneReplica(): Promise<PgNode> {
+    for (let attempt = 1; ; attempt++) {
+      try {
+        return await cloneOnce()
+      } catch (err) {
+        if (attempt >= 10) throw err
+        await new Promise((resolve) => setTimeout(resolve, 500))
+      }
+    }
+  }
+
   let replica = await cloneReplica()
   let nextReplica = Promise.resolve(replica)
 

@@ -89,8 +89,8 @@ export async function startRig(options: RigOptions): Promise<Rig> {
   })
   const plantedQueue = `${options.queue}p`
   // One worker for the planted runs: the plants that kill it are taken over by its replacement, as soon as
-  // its job lock and run claim lapse (the claim lasts one lock here: no plant pauses its worker).
-  const plantedConfig = () => ({ ...config(0, plantedQueue, 4), claimMs: options.lockMs, maxStalledCount: 5 })
+  // its job lock and run claim lapse (2 s each: a harness for the checker, not the fleet under test).
+  const plantedConfig = () => ({ ...config(0, plantedQueue, 4), lockMs: 2000, claimMs: 2000, stalledMs: 1000, maxStalledCount: 5 })
   const [cluster, fleet, plantedFleet] = await Promise.all([
     startPgCluster().then(async (started) => {
       pgProxy.retarget(started.primary.port)

@@ -42,8 +42,8 @@ const shape: SoakShape =
         workers,
         lockMs: 4000,
         plant: flag('plant') !== undefined,
-        ...(quick ? { runs: count('runs', 300), spanMs: 24_000 } : { runs: count('runs', 2400), spanMs: 100_000 }),
-        faults: flag('faults') === '0' ? 0 : count('faults', quick ? 20 : 60),
+        ...(quick ? { runs: count('runs', 240), spanMs: 18_000 } : { runs: count('runs', 2400), spanMs: 100_000 }),
+        faults: flag('faults') === '0' ? 0 : count('faults', quick ? 16 : 60),
       }
 
 const result = await runSoak({ ...shape, boundMs: 60_000, concurrency: 16, log: (line) => console.error(line) })

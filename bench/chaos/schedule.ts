@@ -114,7 +114,6 @@ export function soakSchedule(shape: SoakShape): Schedule {
     return { at, kind, worker: pick(shape.workers), ms: faultLength(kind, shape.lockMs, random), latencyMs: 20 + pick(180) }
   })
   burstDeaths(faults, shape)
-  if (shape.plant === true) failOverAfterPlants(faults, shape)
   faults.sort((a, b) => a.at - b.at)
   const skews = Array.from({ length: shape.workers }, () => Math.round((random() - 0.5) * 4000))
   return { runs, faults, skews }
@@ -147,22 +146,8 @@ function burstDeaths(faults: Fault[], shape: SoakShape): void {
   })
 }
 
-/** Where in the window each plant's run is enqueued, in the order of {@link PLANTS}. */
+/** Where in the window each plant's run is enqueued at the earliest (the soak runs them one after another). */
 const PLANTED_AT: Readonly<Record<Plant, number>> = { own_key: 0.05, ignore_claim: 0.15, key_on_resume: 0.25, forgetful_store: 0.35 }
-
-/**
- * A failover rolls back the last commits, a planted run's writes among them: no failover comes while a
- * plant is still writing (its last is enqueued at 35 % of the window; a plant that kills its worker
- * writes again once its replacement takes the run over, within about ten seconds).
- */
-function failOverAfterPlants(faults: Fault[], shape: SoakShape): void {
-  const after = Math.max(...Object.values(PLANTED_AT)) * shape.spanMs + 10_000
-  const end = 0.95 * shape.spanMs
-  faults.forEach((fault, index) => {
-    if (fault.kind !== 'postgres_failover' || fault.at >= after || after >= end) return
-    faults[index] = { ...fault, at: Math.floor(after + (fault.at / after) * (end - after)) }
-  })
-}
 
 /**
  * One run per misbehaviour, early in the window in the order of {@link PLANTS} (the two that kill

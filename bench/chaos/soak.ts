@@ -1,7 +1,7 @@
 // The soak: the rig started, runs enqueued (some twice) and faults injected on the seeded schedule,
 // then, once every run is over, the history gathered for the checker.
 import { agentQueue } from '@shallot/bullmq'
-import { type ConnectionOptions, QueueEvents } from 'bullmq'
+import { type ConnectionOptions, type Queue, QueueEvents } from 'bullmq'
 import type { History } from './checker.js'
 import { gather } from './gather.js'
 import { type FailoverLoss, inject, laneOf } from './inject.js'
@@ -48,7 +48,7 @@ async function until(check: () => Promise<boolean>, deadline: number): Promise<b
 type Enqueue = (plan: RunPlan, how: 'first' | 'again' | 'own_id') => Promise<unknown>
 
 /** Enqueues each run (and its duplicates) and injects each fault at its time; resolves when every fault is over. */
-async function drive(rig: Rig, schedule: Schedule, enqueue: Enqueue, log: (line: string) => void) {
+async function drive(rig: Rig, schedule: Schedule, enqueue: Enqueue, apart: Exclusive, log: (line: string) => void) {
   const start = Date.now()
   const counts = Object.fromEntries(FAULT_KINDS.map((kind) => [kind, 0])) as Record<FaultKind, number>
   const failovers: FailoverLoss[] = []
@@ -56,26 +56,32 @@ async function drive(rig: Rig, schedule: Schedule, enqueue: Enqueue, log: (line:
   const pending: Promise<unknown>[] = []
   const later = (ms: number, act: () => Promise<unknown>) => pending.push(sleep(ms).then(act))
   const timeline = [
-    ...schedule.runs.map((plan) => ({
-      at: plan.enqueueAt,
-      act: () => {
-        pending.push(enqueue(plan, 'first'))
-        // A producer's retry: the same run id again (one job), or under a job id of its own at once (two jobs of one run).
-        if (plan.duplicate === 'same_id') later(500, () => enqueue(plan, 'again'))
-        if (plan.duplicate === 'own_id') pending.push(enqueue(plan, 'own_id'))
-      },
-    })),
+    ...schedule.runs
+      .filter((plan) => plan.plant === undefined)
+      .map((plan) => ({
+        at: plan.enqueueAt,
+        act: () => {
+          pending.push(enqueue(plan, 'first'))
+          // A producer's retry: the same run id again (one job), or under a job id of its own at once (two jobs of one run).
+          if (plan.duplicate === 'same_id') later(500, () => enqueue(plan, 'again'))
+          if (plan.duplicate === 'own_id') pending.push(enqueue(plan, 'own_id'))
+        },
+      })),
     ...schedule.faults.map((fault) => ({
       at: fault.at,
       act: () => {
         const lane = laneOf(fault)
         const next = (lane === undefined ? Promise.resolve() : (lanes.get(lane) ?? Promise.resolve())).then(async () => {
-          counts[fault.kind]++
-          log(
-            `${((Date.now() - start) / 1000).toFixed(1)} s: ${fault.kind}${lane === undefined ? ` worker ${fault.worker % rig.fleet.size}` : ''} ${fault.ms} ms`,
-          )
-          const loss = await inject(rig, fault, GRACE_MS)
-          if (loss !== undefined) failovers.push(loss)
+          const faultNow = async () => {
+            counts[fault.kind]++
+            log(
+              `${((Date.now() - start) / 1000).toFixed(1)} s: ${fault.kind}${lane === undefined ? ` worker ${fault.worker % rig.fleet.size}` : ''} ${fault.ms} ms`,
+            )
+            const loss = await inject(rig, fault, GRACE_MS)
+            if (loss !== undefined) failovers.push(loss)
+          }
+          // A failover rolls back the last commits: never while a planted run writes, whose writes the checker must find.
+          await (fault.kind === 'postgres_failover' ? apart(faultNow) : faultNow())
         })
         if (lane !== undefined) lanes.set(lane, next)
         pending.push(next)
@@ -89,6 +95,36 @@ async function drive(rig: Rig, schedule: Schedule, enqueue: Enqueue, log: (line:
   }
   await Promise.all(pending)
   return { counts, failovers }
+}
+
+/** Runs `work` while no other work of the same exclusion runs. */
+type Exclusive = (work: () => Promise<void>) => Promise<void>
+
+function exclusion(): Exclusive {
+  let tail = Promise.resolve()
+  return (work) => {
+    const turn = tail.then(work)
+    tail = turn.catch(() => {})
+    return turn
+  }
+}
+
+/**
+ * The planted runs, one after another (each enqueued at its time, once the one before has finished),
+ * each apart from the failovers: a plant that kills its worker must not kill another plant's drive,
+ * and a failover must not roll a plant's writes back.
+ */
+async function plantInTurn(plans: readonly RunPlan[], enqueue: Enqueue, queue: Queue, apart: Exclusive, start: number): Promise<void> {
+  const over = async (jobId: string) => ['completed', 'failed'].includes(await queue.getJobState(jobId).catch(() => 'unknown'))
+  for (const plan of plans) {
+    await sleep(start + plan.enqueueAt - Date.now())
+    await apart(async () => {
+      await enqueue(plan, 'first')
+      if (plan.duplicate === 'own_id') await enqueue(plan, 'own_id')
+      const jobs = plan.duplicate === 'own_id' ? [plan.runId, `${plan.runId}.again`] : [plan.runId]
+      await until(async () => (await Promise.all(jobs.map(over))).every(Boolean), Date.now() + 60_000)
+    })
+  }
 }
 
 /**
@@ -121,7 +157,10 @@ export async function runSoak(options: SoakOptions): Promise<SoakResult> {
       if (how !== 'own_id') return runs.enqueue(run)
       return runs.queue.add('run', run, { attempts: 3, backoff: { type: 'exponential', delay: 1000 }, jobId: `${plan.runId}.again` })
     }
-    const { counts, failovers } = await drive(rig, schedule, enqueue, options.log)
+    const plants = schedule.runs.filter((plan) => plan.plant !== undefined)
+    const apart = exclusion()
+    const plantsDone = planted === undefined ? Promise.resolve() : plantInTurn(plants, enqueue, planted.runs.queue, apart, Date.now())
+    const [{ counts, failovers }] = await Promise.all([drive(rig, schedule, enqueue, apart, options.log), plantsDone])
     const jobs = schedule.runs.length + schedule.runs.filter((p) => p.duplicate === 'own_id').length
     const settled = await until(async () => {
       let finished = 0
