@@ -187,6 +187,23 @@ describe('the chaos checker', () => {
     ])
   })
 
+  it('holds a refund to an approval that a failover rolled back as to one the database kept', () => {
+    const refund: LedgerRow = {
+      run_id: 'r1',
+      tool: 'refund_payment',
+      call_id: 'refund',
+      idem_key: 'k',
+      args: '{"order":"r1","cents":300}',
+      driver: 'd1',
+    }
+    const answer = { run_id: 'r1', call_id: 'refund', tool: 'refund_payment', args: '{"order":"r1","cents":300}', answer: 'approve' }
+    const base = { ledger: [refund], issued: [{ run_id: 'r1', tool: 'refund_payment', args: refund.args, idem_key: 'k' }] }
+    expect(said(checkHistory(history({ ...base, forgottenApprovals: [answer] })))).toEqual([])
+    expect(said(checkHistory(history(base)))).toEqual([
+      'unapproved_refund r1: refund_payment {"order":"r1","cents":300} ran without an approval of those arguments',
+    ])
+  })
+
   it('flags a write for a run that was never planned, even one named __proto__', () => {
     const verdict = checkHistory(
       history({ ledger: [charge('r1', 'k1'), charge('__proto__', 'k2')], issued: [issued('r1', 'k1'), issued('__proto__', 'k2')] }),

@@ -77,6 +77,8 @@ export interface History {
    * an acknowledged commit, counted apart, not a success the ledger never saw.
    */
   readonly forgotten?: readonly LedgerRow[]
+  /** The operator's answers a failover rolled back the same way: the answer was given, the database forgot it. */
+  readonly forgottenApprovals?: readonly ApprovalRow[]
   /** A run must reach its terminal state within this many ms of being enqueued. */
   readonly boundMs: number
 }
@@ -145,8 +147,9 @@ function terminalOf(runId: string, job: JobFinal | undefined, boundMs: number, a
 }
 
 function checkApprovals(history: History, anomalies: Anomaly[]): void {
+  const answers = [...history.approvals, ...(history.forgottenApprovals ?? [])]
   for (const row of history.ledger.filter((r) => r.tool === 'refund_payment')) {
-    const given = history.approvals.filter(
+    const given = answers.filter(
       (a) => a.run_id === row.run_id && a.tool === row.tool && a.answer === 'approve' && canonicalArgs(a.args) === canonicalArgs(row.args),
     )
     if (given.length === 0) {

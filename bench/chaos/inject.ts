@@ -1,17 +1,18 @@
 // One fault of the schedule, done to the rig. Faults on one server never overlap: the soak chains
 // them by lane.
 import pg from 'pg'
-import type { LedgerRow } from './checker.js'
+import type { ApprovalRow, LedgerRow } from './checker.js'
 import { PREFIX, type Rig, relaxFsync } from './rig.js'
 import type { Fault } from './schedule.js'
 
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms))
 
-/** What a failover lost: the WAL the promoted replica never received, the world's requests and writes in it. */
+/** What a failover lost: the WAL the promoted replica never received, the world's requests, writes and the operator's answers in it. */
 export interface FailoverLoss {
   readonly lostWalBytes: number
   readonly lostActs: number
   readonly lostWrites: readonly LedgerRow[]
+  readonly lostApprovals: readonly ApprovalRow[]
 }
 
 async function query<T extends pg.QueryResultRow>(url: string, sql: string, values: unknown[] = []): Promise<T[]> {
@@ -27,13 +28,15 @@ async function query<T extends pg.QueryResultRow>(url: string, sql: string, valu
 
 /** Fails over, and reads from the old primary what the promoted replica never had. */
 async function failover(rig: Rig, lagMs: number): Promise<FailoverLoss> {
-  let kept = { ledger: 0, acts: 0 }
+  let kept = { ledger: 0, acts: 0, approvals: 0 }
   let lostActs = 0
   let lostWrites: LedgerRow[] = []
-  const maxIds = `SELECT coalesce((SELECT max(id) FROM ${PREFIX}ledger), 0)::int AS ledger, coalesce((SELECT max(id) FROM ${PREFIX}acts), 0)::int AS acts`
+  let lostApprovals: ApprovalRow[] = []
+  const max = (table: string) => `coalesce((SELECT max(id) FROM ${PREFIX}${table}), 0)::int AS ${table}`
+  const maxIds = `SELECT ${max('ledger')}, ${max('acts')}, ${max('approvals')}`
   const lostWalBytes = await rig.cluster.failover(lagMs, rig.pgProxy, {
     async survived(url) {
-      kept = (await query<{ ledger: number; acts: number }>(url, maxIds))[0] ?? kept
+      kept = (await query<typeof kept>(url, maxIds))[0] ?? kept
     },
     async lost(url) {
       lostWrites = await query<LedgerRow>(
@@ -42,9 +45,14 @@ async function failover(rig: Rig, lagMs: number): Promise<FailoverLoss> {
         [kept.ledger],
       )
       lostActs = (await query<{ n: number }>(url, `SELECT count(*)::int AS n FROM ${PREFIX}acts WHERE id > $1`, [kept.acts]))[0]?.n ?? 0
+      lostApprovals = await query<ApprovalRow>(
+        url,
+        `SELECT run_id, call_id, tool, args, answer FROM ${PREFIX}approvals WHERE id > $1 ORDER BY id`,
+        [kept.approvals],
+      )
     },
   })
-  return { lostWalBytes, lostActs, lostWrites }
+  return { lostWalBytes, lostActs, lostWrites, lostApprovals }
 }
 
 /** The lane a fault waits in: a server's (faults on one server never overlap), or none (worker faults overlap as they may). */

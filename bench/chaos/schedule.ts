@@ -107,9 +107,11 @@ export function soakSchedule(shape: SoakShape): Schedule {
     return { ...plan, ...(hangTool ? { hangTool } : {}), ...(hangModel ? { hangModel } : {}), ...(duplicate ? { duplicate } : {}) }
   })
   if (shape.plant === true) plantRuns(runs, shape)
-  // Every kind at least once (the first faults cycle through them), the rest drawn.
+  // Every kind at least once (the first faults cycle through them), the rest drawn from all but the
+  // rolling restart, which a fleet meets once a deploy and which restarts every worker.
+  const drawn = FAULT_KINDS.filter((kind) => kind !== 'rolling_restart')
   const faults = Array.from({ length: shape.faults }, (_, i): Fault => {
-    const kind = i < FAULT_KINDS.length ? (FAULT_KINDS[i] as FaultKind) : (FAULT_KINDS[pick(FAULT_KINDS.length)] as FaultKind)
+    const kind = i < FAULT_KINDS.length ? (FAULT_KINDS[i] as FaultKind) : (drawn[pick(drawn.length)] as FaultKind)
     const at = Math.floor(shape.spanMs * (0.05 + 0.85 * random()))
     return { at, kind, worker: pick(shape.workers), ms: faultLength(kind, shape.lockMs, random), latencyMs: 20 + pick(180) }
   })
@@ -125,8 +127,8 @@ const DEATHS: ReadonlySet<FaultKind> = new Set(['worker_kill', 'worker_pause'])
 /**
  * BullMQ counts a job's stalls over its whole life and, by default, fails it at the second. A fleet
  * loses workers far less often than a run takes to recover from a loss, so the soak's worker deaths
- * come in bursts (several hosts at once, as a zone outage takes them), each worker at most once a
- * burst, the bursts ten job locks apart: a run that fails then has met something other than two
+ * come in bursts (several hosts at once, as a zone outage takes them, one left standing), each worker
+ * at most once a burst, the bursts ten job locks apart: a run that fails then has met something other than two
  * deaths drawn into its few seconds. Deaths that do not fit become graceful stops (SIGTERM), which
  * stall nothing.
  */
@@ -136,12 +138,14 @@ function burstDeaths(faults: Fault[], shape: SoakShape): void {
   let placed = 0
   faults.forEach((fault, index) => {
     if (!DEATHS.has(fault.kind)) return
-    const burst = Math.floor(placed / shape.workers)
+    // One worker of the fleet outlives each burst.
+    const perBurst = Math.max(1, shape.workers - 1)
+    const burst = Math.floor(placed / perBurst)
     if (burst >= bursts) {
       faults[index] = { ...fault, kind: 'worker_term', ms: 0 }
       return
     }
-    faults[index] = { ...fault, at: Math.floor(0.05 * shape.spanMs + burst * gapMs), worker: placed % shape.workers }
+    faults[index] = { ...fault, at: Math.floor(0.05 * shape.spanMs + burst * gapMs), worker: placed % perBurst }
     placed++
   })
 }

@@ -80,8 +80,8 @@ async function drive(rig: Rig, schedule: Schedule, enqueue: Enqueue, apart: Excl
             const loss = await inject(rig, fault, GRACE_MS)
             if (loss !== undefined) failovers.push(loss)
           }
-          // A failover rolls back the last commits: never while a planted run writes, whose writes the checker must find.
-          await (fault.kind === 'postgres_failover' ? apart(faultNow) : faultNow())
+          // A planted run must meet no server fault: a failover would roll its writes back, an outage cut its drives short.
+          await (lane === undefined ? faultNow() : apart(faultNow))
         })
         if (lane !== undefined) lanes.set(lane, next)
         pending.push(next)
@@ -111,8 +111,8 @@ function exclusion(): Exclusive {
 
 /**
  * The planted runs, one after another (each enqueued at its time, once the one before has finished),
- * each apart from the failovers: a plant that kills its worker must not kill another plant's drive,
- * and a failover must not roll a plant's writes back.
+ * each apart from the server faults: a plant that kills its worker must not kill another plant's drive,
+ * a failover must not roll a plant's writes back, and an outage must not cut a plant's drives short.
  */
 async function plantInTurn(plans: readonly RunPlan[], enqueue: Enqueue, queue: Queue, apart: Exclusive, start: number): Promise<void> {
   const over = async (jobId: string) => ['completed', 'failed'].includes(await queue.getJobState(jobId).catch(() => 'unknown'))
@@ -179,7 +179,12 @@ export async function runSoak(options: SoakOptions): Promise<SoakResult> {
     const timelines = new Map([...main.timelines, ...(planted?.timelines ?? [])])
     return {
       schedule,
-      history: { ...history, forgotten: failovers.flatMap((f) => f.lostWrites), boundMs: options.boundMs },
+      history: {
+        ...history,
+        forgotten: failovers.flatMap((f) => f.lostWrites),
+        forgottenApprovals: failovers.flatMap((f) => f.lostApprovals),
+        boundMs: options.boundMs,
+      },
       faults: counts,
       failovers,
       stalled: main.stalled(),

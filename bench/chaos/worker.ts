@@ -38,8 +38,8 @@ const realNow = Date.now
 let wallOffset = config.skewMs
 Date.now = () => realNow() + wallOffset
 
-// A connection for each run in flight and a few for the claims' renewals.
-const pool = new pg.Pool({ connectionString: config.pgUrl, max: config.concurrency + 4, connectionTimeoutMillis: 5000 })
+// Runs wait for a connection when all are busy; PostgreSQL serves a connection per process, so not one per run.
+const pool = new pg.Pool({ connectionString: config.pgUrl, max: Math.min(config.concurrency + 4, 24), connectionTimeoutMillis: 5000 })
 pool.on('error', () => {})
 // The job's lock detects a dead worker quickly; the run's claim outlasts a worker frozen past that lock, so
 // the worker that takes the job over waits for the frozen one instead of driving the run beside it.
@@ -69,9 +69,23 @@ async function answer(outcome: ParkingOutcome): Promise<ParkingOutcome> {
       // Recorded before it is given: the checker holds every refund in the ledger to an approval here.
       await record(outcome.runId, call, plan.approve)
     }
-    outcome = await agentFor(outcome.runId).resume(outcome.runId, { approvals })
+    outcome = await resumeWith(outcome.runId, approvals)
   }
   return outcome
+}
+
+/**
+ * Resumes with the operator's answers. Two jobs of one run (a duplicate enqueue, a take-over) can both
+ * find it waiting and both answer: the second finds the answered call no longer pending, and the agent
+ * refuses its answers with a TypeError. The run has gone on without them; this job resumes it as it is.
+ */
+async function resumeWith(runId: string, approvals: Record<string, ApprovalAnswer>): Promise<ParkingOutcome> {
+  try {
+    return await agentFor(runId).resume(runId, { approvals })
+  } catch (err) {
+    if (!(err instanceof TypeError && /waits for no approval|is not pending in run/.test(err.message))) throw err
+    return agentFor(runId).resume(runId)
+  }
 }
 
 /** The operator's answer, in its table; a database that is down fails the job's attempt (retried), never the run. */
