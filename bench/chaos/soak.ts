@@ -1,122 +1,28 @@
-// The soak: private Redis (AOF on) and PostgreSQL on loopback ports, a fleet of worker processes,
-// runs enqueued and faults injected on the seeded schedule, then the history gathered for the checker.
-import { agentQueue, type RunJobResult } from '@shallot/bullmq'
-import { postgresStores } from '@shallot/store-postgres'
-import { QueueEvents } from 'bullmq'
-import pg from 'pg'
-import { type PostgresServer, startPostgresServer } from '../../packages/store-postgres/src/test-support/postgres-server.js'
-import { type RedisServer, startRedisServer } from '../../packages/store-redis/src/test-support/redis-server.js'
-import type { ApprovalRow, History, JobFinal, LedgerRow, ToolOutcome } from './checker.js'
-import { type FleetProcess, killProcess, startProcess, stopProcess } from './fleet.js'
-import { type Fault, type FaultKind, type SoakShape, soakSchedule } from './schedule.js'
-import type { WorkerConfig } from './worker.js'
-import { worldTables } from './world.js'
+// The soak: the rig started, runs enqueued (some twice) and faults injected on the seeded schedule,
+// then, once every run is over, the history gathered for the checker.
+import { agentQueue } from '@shallot/bullmq'
+import { type ConnectionOptions, type Queue, QueueEvents } from 'bullmq'
+import type { History } from './checker.js'
+import { gather } from './gather.js'
+import { type FailoverLoss, inject, laneOf } from './inject.js'
+import { type Rig, startRig } from './rig.js'
+import { FAULT_KINDS, type FaultKind, type RunPlan, type Schedule, type SoakShape, soakSchedule } from './schedule.js'
 
 export interface SoakResult {
+  readonly schedule: Schedule
   readonly history: History
   readonly faults: Readonly<Record<FaultKind, number>>
+  /** Per failover: the WAL, the world's requests and the writes the promoted replica never had. */
+  readonly failovers: readonly FailoverLoss[]
   readonly stalled: number
-  /** Turns whose model call was answered more than once (a redone turn, or two workers on one run). */
+  /** Each job's events (`<seconds> active|delayed|stalled|completed|failed`), as the queue reported them. */
+  readonly timelines: ReadonlyMap<string, readonly string[]>
+  /** Worker processes that died on their own (the planted ones, whose plant kills them) and were replaced. */
+  readonly crashes: number
+  /** Graceful stops (SIGTERM, rolling restarts) that outlasted their grace and were SIGKILLed. */
+  readonly forcedStops: number
   readonly repeatedModelTurns: number
   readonly wallMs: number
-}
-
-const PREFIX = 'chaos_'
-const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms))
-
-async function until(check: () => Promise<boolean>, deadline: number): Promise<boolean> {
-  while (Date.now() < deadline) {
-    if (await check().catch(() => false)) return true
-    await sleep(250)
-  }
-  return false
-}
-
-function gone(pid: number): boolean {
-  try {
-    process.kill(pid, 0)
-    return false
-  } catch {
-    return true
-  }
-}
-
-interface Rig {
-  readonly redis: RedisServer
-  readonly postgres: PostgresServer
-  readonly fleet: FleetProcess[]
-  readonly config: WorkerConfig
-}
-
-/** One fault; server faults of one kind never overlap (the caller chains them). */
-async function inject(rig: Rig, fault: Fault): Promise<void> {
-  const index = fault.worker % rig.fleet.length
-  const proc = rig.fleet[index] as FleetProcess
-  switch (fault.kind) {
-    case 'worker_kill':
-      await killProcess(proc)
-      rig.fleet[index] = await startProcess(rig.config)
-      return
-    case 'worker_pause':
-      proc.child.kill('SIGSTOP')
-      await sleep(fault.ms)
-      proc.child.kill('SIGCONT')
-      return
-    case 'clock_jump':
-      proc.child.stdin.write(`${JSON.stringify({ jump: fault.ms })}\n`)
-      return
-    case 'redis_kill': {
-      const pid = rig.redis.pid
-      process.kill(pid, 'SIGKILL')
-      await until(async () => gone(pid), Date.now() + 10_000)
-      await sleep(fault.ms)
-      await rig.redis.restart()
-      return
-    }
-    case 'postgres_stop':
-      await rig.postgres.stop('immediate')
-      await sleep(fault.ms)
-      await rig.postgres.start()
-      return
-  }
-}
-
-async function gather(rig: Rig, shape: SoakShape, plans: History['plans']): Promise<Omit<History, 'boundMs'>> {
-  const pool = new pg.Pool({ connectionString: rig.postgres.url, max: 4 })
-  pool.on('error', () => {})
-  const connection = { host: '127.0.0.1', port: rig.redis.port, maxRetriesPerRequest: null }
-  const runs = agentQueue({ name: `chaos${shape.seed}`, connection })
-  runs.queue.on('error', () => {})
-  const stores = postgresStores({ pool, tablePrefix: PREFIX })
-  try {
-    const jobs = new Map<string, JobFinal>()
-    const outcomes = new Map<string, ToolOutcome[]>()
-    for (const plan of plans) {
-      const job = await runs.queue.getJob(plan.runId)
-      if (job !== undefined) {
-        const state = await job.getState()
-        const result = job.returnvalue as RunJobResult | null
-        jobs.set(plan.runId, {
-          state,
-          ...(result === null || result === undefined
-            ? {}
-            : { status: result.status, kind: result.status === 'stopped' ? result.kind : null }),
-          ...(job.failedReason ? { failedReason: job.failedReason } : {}),
-          enqueuedAt: job.timestamp,
-          ...(job.finishedOn === undefined ? {} : { finishedAt: job.finishedOn }),
-        })
-      }
-      const snapshot = await stores.checkpoints.load(plan.runId)
-      const tools = (snapshot?.transcript ?? []).flatMap((m) => (m.role === 'tool' ? [{ name: m.name, ok: m.ok, content: m.content }] : []))
-      outcomes.set(plan.runId, tools)
-    }
-    const ledger = (await pool.query<LedgerRow>(`SELECT run_id, tool, call_id, idem_key, args FROM ${PREFIX}ledger ORDER BY id`)).rows
-    const approvals = (await pool.query<ApprovalRow>(`SELECT run_id, call_id, tool, args, answer FROM ${PREFIX}approvals ORDER BY id`)).rows
-    return { plans, jobs, ledger, approvals, outcomes }
-  } finally {
-    await runs.close()
-    await pool.end()
-  }
 }
 
 export interface SoakOptions extends SoakShape {
@@ -126,113 +32,58 @@ export interface SoakOptions extends SoakShape {
   readonly log: (line: string) => void
 }
 
-/**
- * Runs one soak from its seed and returns its history and what was injected; the checker judges it.
- *
- * @example
- * const result = await runSoak({ seed: 1, runs: 60, workers: 3, spanMs: 30_000, faults: 6, lockMs: 2000, boundMs: 60_000, concurrency: 8, log: console.log })
- */
-export async function runSoak(options: SoakOptions): Promise<SoakResult> {
-  const started = Date.now()
-  const { runs: plans, faults } = soakSchedule(options)
-  const [redis, postgres] = await Promise.all([startRedisServer({ persist: true }), startPostgresServer()])
-  const fleet: FleetProcess[] = []
-  const rig: Rig = {
-    redis,
-    postgres,
-    fleet,
-    config: {
-      redisPort: redis.port,
-      pgUrl: postgres.url,
-      prefix: PREFIX,
-      queue: `chaos${options.seed}`,
-      concurrency: options.concurrency,
-      lockMs: options.lockMs,
-      stalledMs: Math.floor(options.lockMs / 2),
-      leaseMs: 1500,
-      parkMs: 1000,
-      holdMs: 100,
-    },
+const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms))
+/** A graceful stop's grace before SIGKILL: longer than any tool or model deadline. */
+const GRACE_MS = 20_000
+
+async function until(check: () => Promise<boolean>, deadline: number): Promise<boolean> {
+  while (Date.now() < deadline) {
+    if (await check().catch(() => false)) return true
+    await sleep(250)
   }
-  const connection = { host: '127.0.0.1', port: redis.port, maxRetriesPerRequest: null }
-  let events: QueueEvents | undefined
-  const runs = agentQueue({ name: rig.config.queue, connection, jobOptions: { attempts: 30, backoff: { type: 'fixed', delay: 1000 } } })
-  // Redis is killed on purpose: its clients reconnect, and their 'error' events must not print or crash.
-  runs.queue.on('error', () => {})
-  try {
-    await setUp(rig)
-    for (let i = 0; i < options.workers; i++) fleet.push(await startProcess(rig.config))
-    events = new QueueEvents(rig.config.queue, { connection })
-    let stalled = 0
-    events.on('stalled', () => stalled++)
-    events.on('error', () => {})
-    const counts = await drive(rig, runs.enqueue, plans, faults, options)
-    const deadline = Date.now() + options.boundMs
-    const settled = await until(async () => {
-      const c = await runs.queue.getJobCounts('completed', 'failed')
-      return (c.completed ?? 0) + (c.failed ?? 0) >= plans.length
-    }, deadline)
-    if (!settled) options.log(`not every run was terminal ${options.boundMs} ms after the last enqueue`)
-    const gathered = await gather(rig, options, plans)
-    const repeatedModelTurns = await repeatedTurns(postgres.url)
-    return { history: { ...gathered, boundMs: options.boundMs }, faults: counts, stalled, repeatedModelTurns, wallMs: Date.now() - started }
-  } finally {
-    await events?.close().catch(() => {})
-    await runs.close().catch(() => {})
-    await Promise.all(fleet.map((proc) => stopProcess(proc, 5000)))
-    await Promise.all([redis.close(), postgres.close()])
-  }
+  return false
 }
 
-async function setUp(rig: Rig): Promise<void> {
-  const pool = new pg.Pool({ connectionString: rig.postgres.url, max: 2 })
-  try {
-    await postgresStores({ pool, tablePrefix: PREFIX }).migrate()
-    for (const sql of worldTables(PREFIX)) await pool.query(sql)
-  } finally {
-    await pool.end()
-  }
-}
+/** Adds a run's job: its first, the same run id again, or the run under a job id of its own. */
+type Enqueue = (plan: RunPlan, how: 'first' | 'again' | 'own_id') => Promise<unknown>
 
-async function repeatedTurns(url: string): Promise<number> {
-  const pool = new pg.Pool({ connectionString: url, max: 1 })
-  try {
-    const { rows } = await pool.query<{ n: string }>(
-      `SELECT count(*) AS n FROM (SELECT 1 FROM ${PREFIX}model_calls GROUP BY run_id, turn HAVING count(*) > 1) t`,
-    )
-    return Number(rows[0]?.n ?? 0)
-  } finally {
-    await pool.end()
-  }
-}
-
-/** Enqueues each run and injects each fault at its time; resolves when every fault is over. */
-async function drive(
-  rig: Rig,
-  enqueue: (run: { input: string; runId: string }) => Promise<string>,
-  plans: History['plans'],
-  faults: readonly Fault[],
-  options: SoakOptions,
-): Promise<Record<FaultKind, number>> {
+/** Enqueues each run (and its duplicates) and injects each fault at its time; resolves when every fault is over. */
+async function drive(rig: Rig, schedule: Schedule, enqueue: Enqueue, apart: Exclusive, log: (line: string) => void) {
   const start = Date.now()
-  const counts: Record<FaultKind, number> = { worker_kill: 0, worker_pause: 0, redis_kill: 0, postgres_stop: 0, clock_jump: 0 }
-  const chains = new Map<string, Promise<void>>()
+  const counts = Object.fromEntries(FAULT_KINDS.map((kind) => [kind, 0])) as Record<FaultKind, number>
+  const failovers: FailoverLoss[] = []
+  const lanes = new Map<string, Promise<unknown>>()
   const pending: Promise<unknown>[] = []
+  const later = (ms: number, act: () => Promise<unknown>) => pending.push(sleep(ms).then(act))
   const timeline = [
-    ...plans.map((plan) => ({ at: plan.enqueueAt, act: () => pending.push(enqueue({ runId: plan.runId, input: JSON.stringify(plan) })) })),
-    ...faults.map((fault) => ({
+    ...schedule.runs
+      .filter((plan) => plan.plant === undefined)
+      .map((plan) => ({
+        at: plan.enqueueAt,
+        act: () => {
+          pending.push(enqueue(plan, 'first'))
+          // A producer's retry: the same run id again (one job), or under a job id of its own at once (two jobs of one run).
+          if (plan.duplicate === 'same_id') later(500, () => enqueue(plan, 'again'))
+          if (plan.duplicate === 'own_id') pending.push(enqueue(plan, 'own_id'))
+        },
+      })),
+    ...schedule.faults.map((fault) => ({
       at: fault.at,
       act: () => {
-        // Faults on one server or one worker slot wait for the previous one there to be over.
-        const lane = fault.kind === 'redis_kill' || fault.kind === 'postgres_stop' ? fault.kind : `worker${fault.worker % rig.fleet.length}`
-        const next = (chains.get(lane) ?? Promise.resolve()).then(() => {
-          counts[fault.kind]++
-          options.log(
-            `${((Date.now() - start) / 1000).toFixed(1)} s: ${fault.kind} ${fault.kind.startsWith('worker') || fault.kind === 'clock_jump' ? `worker ${fault.worker % rig.fleet.length} ` : ''}${fault.ms} ms`,
-          )
-          return inject(rig, fault)
+        const lane = laneOf(fault)
+        const next = (lane === undefined ? Promise.resolve() : (lanes.get(lane) ?? Promise.resolve())).then(async () => {
+          const faultNow = async () => {
+            counts[fault.kind]++
+            log(
+              `${((Date.now() - start) / 1000).toFixed(1)} s: ${fault.kind}${lane === undefined ? ` worker ${fault.worker % rig.fleet.size}` : ''} ${fault.ms} ms`,
+            )
+            const loss = await inject(rig, fault, GRACE_MS)
+            if (loss !== undefined) failovers.push(loss)
+          }
+          // A planted run must meet no server fault: a failover would roll its writes back, an outage cut its drives short.
+          await (lane === undefined ? faultNow() : apart(faultNow))
         })
-        chains.set(lane, next)
+        if (lane !== undefined) lanes.set(lane, next)
         pending.push(next)
       },
     })),
@@ -243,5 +94,137 @@ async function drive(
     event.act()
   }
   await Promise.all(pending)
-  return counts
+  return { counts, failovers }
+}
+
+/** Runs `work` while no other work of the same exclusion runs. */
+type Exclusive = (work: () => Promise<void>) => Promise<void>
+
+function exclusion(): Exclusive {
+  let tail = Promise.resolve()
+  return (work) => {
+    const turn = tail.then(work)
+    tail = turn.catch(() => {})
+    return turn
+  }
+}
+
+/**
+ * The planted runs, one after another (each enqueued at its time, once the one before has finished),
+ * each apart from the server faults: a plant that kills its worker must not kill another plant's drive,
+ * a failover must not roll a plant's writes back, and an outage must not cut a plant's drives short.
+ */
+async function plantInTurn(plans: readonly RunPlan[], enqueue: Enqueue, queue: Queue, apart: Exclusive, start: number): Promise<void> {
+  const over = async (jobId: string) => ['completed', 'failed'].includes(await queue.getJobState(jobId).catch(() => 'unknown'))
+  for (const plan of plans) {
+    await sleep(start + plan.enqueueAt - Date.now())
+    await apart(async () => {
+      await enqueue(plan, 'first')
+      if (plan.duplicate === 'own_id') await enqueue(plan, 'own_id')
+      const jobs = plan.duplicate === 'own_id' ? [plan.runId, `${plan.runId}.again`] : [plan.runId]
+      await until(async () => (await Promise.all(jobs.map(over))).every(Boolean), Date.now() + 60_000)
+    })
+  }
+}
+
+/**
+ * Runs one soak from its seed and returns its history and what was injected; the checker judges it.
+ *
+ * @example
+ * const result = await runSoak({ seed: 1, runs: 300, workers: 3, spanMs: 15_000, faults: 20, lockMs: 2000, boundMs: 60_000, concurrency: 16, log: console.error })
+ */
+export async function runSoak(options: SoakOptions): Promise<SoakResult> {
+  const started = Date.now()
+  const schedule = soakSchedule(options)
+  const rig = await startRig({
+    queue: `chaos${options.seed}`,
+    workers: options.workers,
+    skews: schedule.skews,
+    concurrency: options.concurrency,
+    lockMs: options.lockMs,
+    claimMs: 3 * options.lockMs,
+    plant: options.plant === true,
+  })
+  const connection = { host: '127.0.0.1', port: rig.redis.port, maxRetriesPerRequest: null }
+  const t0 = Date.now()
+  const main = producer(rig.queue, connection, t0)
+  const planted = rig.planted === undefined ? undefined : producer(rig.planted.queue, connection, t0)
+  const queueOf = (plan: RunPlan) => (plan.plant === undefined || planted === undefined ? main : planted)
+  try {
+    const enqueue: Enqueue = (plan, how) => {
+      const run = { runId: plan.runId, input: JSON.stringify(plan) }
+      const { runs } = queueOf(plan)
+      if (how !== 'own_id') return runs.enqueue(run)
+      return runs.queue.add('run', run, { attempts: 3, backoff: { type: 'exponential', delay: 1000 }, jobId: `${plan.runId}.again` })
+    }
+    const plants = schedule.runs.filter((plan) => plan.plant !== undefined)
+    const apart = exclusion()
+    const plantsDone = planted === undefined ? Promise.resolve() : plantInTurn(plants, enqueue, planted.runs.queue, apart, Date.now())
+    const [{ counts, failovers }] = await Promise.all([drive(rig, schedule, enqueue, apart, options.log), plantsDone])
+    const jobs = schedule.runs.length + schedule.runs.filter((p) => p.duplicate === 'own_id').length
+    const settled = await until(async () => {
+      let finished = 0
+      for (const { runs } of planted === undefined ? [main] : [main, planted]) {
+        const c = await runs.queue.getJobCounts('completed', 'failed')
+        finished += (c.completed ?? 0) + (c.failed ?? 0)
+      }
+      return finished >= jobs
+    }, Date.now() + options.boundMs)
+    if (!settled) options.log(`not every run was terminal ${options.boundMs} ms after the last enqueue`)
+    const { repeatedModelTurns, ...history } = await gather({
+      queueOf: (plan) => queueOf(plan).runs.queue,
+      pgUrl: rig.cluster.primary.url,
+      plans: schedule.runs,
+    })
+    const timelines = new Map([...main.timelines, ...(planted?.timelines ?? [])])
+    return {
+      schedule,
+      history: {
+        ...history,
+        forgotten: failovers.flatMap((f) => f.lostWrites),
+        forgottenApprovals: failovers.flatMap((f) => f.lostApprovals),
+        boundMs: options.boundMs,
+      },
+      faults: counts,
+      failovers,
+      stalled: main.stalled(),
+      timelines,
+      crashes: rig.fleet.crashes + (rig.planted?.fleet.crashes ?? 0),
+      forcedStops: rig.fleet.forced,
+      repeatedModelTurns,
+      wallMs: Date.now() - started,
+    }
+  } finally {
+    await Promise.all([main.close(), planted?.close()])
+    await rig.close()
+  }
+}
+
+/** The producer of one queue, and each of its jobs' life as the queue reported it (soak time, seconds). */
+function producer(name: string, connection: ConnectionOptions, t0: number) {
+  // The producer uses agentQueue's default job options (3 attempts), as a deployment would.
+  const runs = agentQueue({ name, connection })
+  // Redis is killed on purpose: its clients reconnect, and their 'error' events must not print or crash.
+  runs.queue.on('error', () => {})
+  const events = new QueueEvents(name, { connection })
+  events.on('error', () => {})
+  const timelines = new Map<string, string[]>()
+  let stalled = 0
+  for (const event of ['active', 'delayed', 'stalled', 'completed', 'failed'] as const) {
+    events.on(event, ({ jobId }: { jobId: string }) => {
+      if (event === 'stalled') stalled++
+      const line = timelines.get(jobId) ?? []
+      line.push(`${((Date.now() - t0) / 1000).toFixed(1)} ${event}`)
+      timelines.set(jobId, line)
+    })
+  }
+  return {
+    runs,
+    timelines,
+    stalled: () => stalled,
+    async close() {
+      await events.close().catch(() => {})
+      await runs.close().catch(() => {})
+    },
+  }
 }

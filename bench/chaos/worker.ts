@@ -1,18 +1,16 @@
 // One worker process of the soak: a BullMQ worker of agent runs on the built packages, as a
-// deployment runs them. Usage: node --import resolve-hook.js worker.js '<json config>'.
-// Prints "ready", then one JSON line per outcome. Reads JSON lines on stdin: { "jump": ms } moves
-// this process's clock (the agent's monotonic clock and its wall clock for parks) forward.
+// deployment runs them, with BullMQ's default stall limit. Usage: node --import resolve-hook.js
+// worker.js '<json config>'. Prints "ready", then one JSON line per outcome. Reads JSON lines on
+// stdin: { "jump": ms } moves the agent's clock forward; { "step": ms } steps this host's wall clock
+// (Date.now, which BullMQ and the park read) by ms, back when negative. SIGTERM closes gracefully.
 import { createInterface } from 'node:readline'
-import { type Agent, createAgent, type ParkingOutcome } from '@shallot/agent'
+import type { Agent, ParkingOutcome } from '@shallot/agent'
 import { agentWorker } from '@shallot/bullmq'
 import { type ApprovalAnswer, type Clock, systemClock, ToolError } from '@shallot/core'
-import { idempotency } from '@shallot/idempotency'
-import { policy } from '@shallot/policy'
-import { retry } from '@shallot/retry'
 import { postgresStores } from '@shallot/store-postgres'
-import { timeout } from '@shallot/timeout'
 import pg from 'pg'
-import { planOf, worldModel, worldTools } from './world.js'
+import { soakAgents } from './agents.js'
+import { planOf } from './world.js'
 
 export interface WorkerConfig {
   readonly redisPort: number
@@ -21,36 +19,43 @@ export interface WorkerConfig {
   readonly queue: string
   readonly concurrency: number
   readonly lockMs: number
+  /** The run claim's lease (postgresStores' claimLeaseMs). */
+  readonly claimMs: number
   readonly stalledMs: number
   readonly leaseMs: number
   readonly parkMs: number
   readonly holdMs: number
+  /** This host's wall clock, ms ahead of the soak's (behind when negative). */
+  readonly skewMs: number
+  /** Only the planted runs' workers, whose own crashes are the plant, tolerate more than BullMQ's one stall. */
+  readonly maxStalledCount?: number
 }
 
 const config = JSON.parse(process.argv[2] ?? '{}') as WorkerConfig
-const pool = new pg.Pool({ connectionString: config.pgUrl, max: 10, connectionTimeoutMillis: 5000 })
+
+// A host whose clock is off: everything that reads the wall clock here (BullMQ, the park) reads it skewed.
+const realNow = Date.now
+let wallOffset = config.skewMs
+Date.now = () => realNow() + wallOffset
+
+// Runs wait for a connection when all are busy; PostgreSQL serves a connection per process, so not one per run.
+const pool = new pg.Pool({ connectionString: config.pgUrl, max: Math.min(config.concurrency + 4, 24), connectionTimeoutMillis: 5000 })
 pool.on('error', () => {})
-// A worker's claim on a run lapses with its job lock: a killed worker's runs go on elsewhere without waiting longer.
-const stores = postgresStores({ pool, tablePrefix: config.prefix, timeoutMs: 5000, claimLeaseMs: config.lockMs })
-const world = { pool, prefix: config.prefix, holdMs: config.holdMs, retryAfterMs: config.parkMs * 2 }
+// The job's lock detects a dead worker quickly; the run's claim outlasts a worker frozen past that lock, so
+// the worker that takes the job over waits for the frozen one instead of driving the run beside it.
+const stores = postgresStores({ pool, tablePrefix: config.prefix, timeoutMs: 5000, claimLeaseMs: config.claimMs })
 
 let offset = 0
 const clock: Clock = { ...systemClock, now: () => systemClock.now() + offset }
-
-const inner = createAgent({
-  model: worldModel(world),
-  tools: worldTools(world),
-  middleware: [
-    policy({ rules: [{ action: 'approve', tools: 'refund_payment', reason: 'refunds need a person' }] }),
-    idempotency({ store: stores.idempotency, leaseMs: config.leaseMs, waitMs: config.leaseMs * 2 }),
-    // Waits out pushback up to 200 ms; a longer Retry-After goes back to the agent, which parks.
-    retry({ capMs: 200, baseMs: 50, retryBudget: false }),
-  ],
-  checkpoints: stores.checkpoints,
+const { agentFor } = soakAgents({
+  pool,
+  stores,
+  prefix: config.prefix,
+  leaseMs: config.leaseMs,
+  parkMs: config.parkMs,
+  holdMs: config.holdMs,
   clock,
-  // Core's createAgent asks the model only through its onion: the retry and deadline of model calls are layers.
-  modelMiddleware: [retry({ maxAttempts: 4, baseMs: 50, capMs: 200 }), timeout({ ms: 60_000 })],
-  park: { afterMs: config.parkMs, wallNow: () => Date.now() + offset },
+  wallNow: () => Date.now(),
 })
 
 /** The scripted operator: answers each pending approval as the run's plan says, records the answer, then resumes. */
@@ -64,9 +69,23 @@ async function answer(outcome: ParkingOutcome): Promise<ParkingOutcome> {
       // Recorded before it is given: the checker holds every refund in the ledger to an approval here.
       await record(outcome.runId, call, plan.approve)
     }
-    outcome = await inner.resume(outcome.runId, { approvals })
+    outcome = await resumeWith(outcome.runId, approvals)
   }
   return outcome
+}
+
+/**
+ * Resumes with the operator's answers. Two jobs of one run (a duplicate enqueue, a take-over) can both
+ * find it waiting and both answer: the second finds the answered call no longer pending, and the agent
+ * refuses its answers with a TypeError. The run has gone on without them; this job resumes it as it is.
+ */
+async function resumeWith(runId: string, approvals: Record<string, ApprovalAnswer>): Promise<ParkingOutcome> {
+  try {
+    return await agentFor(runId).resume(runId, { approvals })
+  } catch (err) {
+    if (!(err instanceof TypeError && /waits for no approval|is not pending in run/.test(err.message))) throw err
+    return agentFor(runId).resume(runId)
+  }
 }
 
 /** The operator's answer, in its table; a database that is down fails the job's attempt (retried), never the run. */
@@ -96,9 +115,9 @@ const report = (outcome: ParkingOutcome) => {
 }
 
 const agent: Agent<ParkingOutcome> = {
-  stack: inner.stack,
-  run: async (options) => report(await answer(await inner.run(options))),
-  resume: async (runId, options) => report(await answer(await inner.resume(runId, options))),
+  stack: agentFor('').stack,
+  run: async (options) => report(await answer(await agentFor(options.runId ?? '').run(options))),
+  resume: async (runId, options) => report(await answer(await agentFor(runId).resume(runId, options))),
 }
 
 const worker = agentWorker({
@@ -109,18 +128,26 @@ const worker = agentWorker({
   concurrency: config.concurrency,
   lockDuration: config.lockMs,
   stalledInterval: config.stalledMs,
-  maxStalledCount: 50,
+  ...(config.maxStalledCount === undefined ? {} : { maxStalledCount: config.maxStalledCount }),
 })
 await worker.worker.waitUntilReady()
 
 createInterface({ input: process.stdin }).on('line', (line) => {
-  const command = JSON.parse(line) as { jump?: number }
+  const command = JSON.parse(line) as { jump?: number; step?: number }
   if (typeof command.jump === 'number') offset += command.jump
+  if (typeof command.step === 'number') wallOffset += command.step
 })
+// A deployment's shutdown hook: stop taking jobs, let the running ones finish, exit. (The fleet's
+// supervisor SIGKILLs a worker that has not exited within its grace.)
 process.on('SIGTERM', () => {
-  void worker
-    .close()
-    .then(() => pool.end())
-    .finally(() => process.exit(0))
+  const exit = () => process.exit(0)
+  void worker.close().then(exit, exit)
 })
+if (process.env.CHAOS_DEBUG) {
+  setInterval(() => {
+    process.stderr.write(
+      `${process.pid} ${((realNow() % 1e6) / 1000).toFixed(1)} pool total ${pool.totalCount} idle ${pool.idleCount} waiting ${pool.waitingCount}\n`,
+    )
+  }, 2000).unref()
+}
 process.stdout.write('ready\n')

@@ -28,7 +28,7 @@ export interface AgentQueue {
   close(): Promise<void>
 }
 
-// A store error or a first checkpoint that failed is worth another attempt; BullMQ's backoff spaces them.
+// A checkpoint that could not be saved is worth another attempt (a store that is down waits without one); BullMQ's backoff spaces them.
 const DEFAULT_JOB_OPTIONS: JobsOptions = { attempts: 3, backoff: { type: 'exponential', delay: 1000 } }
 
 /**

@@ -1,11 +1,11 @@
 // A store blip while a run parks: a private PostgreSQL (checkpoints and idempotency records) is
-// stopped at the moment the run must save its parked checkpoint, and started again when BullMQ
-// reports the failed attempt. The job is retried with agentQueue's default attempts and backoff,
-// resumes from the last good checkpoint, parks, wakes and completes; the write ran once. Real time is
+// stopped at the moment the run must save its parked checkpoint, and started again when the worker
+// reports that the store is unavailable. The job waits without spending an attempt, resumes from the
+// last good checkpoint, parks, wakes and completes; the write ran once. Real time is
 // BullMQ's and the servers' (nothing here can share a fake clock): the test waits on job events.
 
 import { createAgent } from '@shallot/agent'
-import { defineTool, type ModelAdapter, ToolError } from '@shallot/core'
+import { defineTool, type ModelAdapter, silentLogger, ToolError } from '@shallot/core'
 import { idempotency } from '@shallot/idempotency'
 import { QueueEvents } from 'bullmq'
 import pg from 'pg'
@@ -50,7 +50,7 @@ const model: ModelAdapter = {
 }
 
 describe('agentWorker when the checkpoint store restarts as a run parks', () => {
-  it('retries the job; the run resumes from its last good checkpoint, parks, wakes and completes, and the write ran once', async () => {
+  it('the job waits without spending an attempt; the run resumes from its last good checkpoint, parks, wakes and completes, and the write ran once', async () => {
     const effects = { charges: 0, quotes: 0 }
     const charge = defineTool({
       name: 'charge',
@@ -75,7 +75,8 @@ describe('agentWorker when the checkpoint store restarts as a run parks', () => 
         return '1.08'
       },
     })
-    const stores = postgresStores({ pool, tablePrefix: 'blip_', timeoutMs: 5000 })
+    // The claim the failed save could not give back lapses in 2 s, not the default 30.
+    const stores = postgresStores({ pool, tablePrefix: 'blip_', timeoutMs: 5000, claimLeaseMs: 2000 })
     const agent = createAgent({
       model,
       tools: [charge, quote],
@@ -86,13 +87,20 @@ describe('agentWorker when the checkpoint store restarts as a run parks', () => 
       park: { afterMs: 100 },
     })
     const connection = { host: '127.0.0.1', port: redis.port, maxRetriesPerRequest: null }
-    const worker = agentWorker({ name: 'blip', connection, agent, checkpoints: stores.checkpoints })
+    const waits: string[] = []
+    const logger = {
+      ...silentLogger,
+      warn(fields: object, message?: string) {
+        if (message?.includes('store the run needs is unavailable') !== true) return
+        waits.push(String((fields as { err?: Error }).err?.message))
+        // The server comes back while the job waits.
+        if (waits.length === 1) void postgres.start()
+      },
+    }
+    // A lock of 1 s: a job whose store is down waits a second before it tries again.
+    const worker = agentWorker({ name: 'blip', connection, agent, checkpoints: stores.checkpoints, logger, lockDuration: 1000 })
     const failures: string[] = []
-    worker.worker.on('failed', (_job, err) => {
-      failures.push(err.message)
-      // The server comes back while BullMQ waits out its backoff.
-      if (failures.length === 1) void postgres.start()
-    })
+    worker.worker.on('failed', (_job, err) => failures.push(err.message))
     const runs = agentQueue({ name: 'blip', connection })
     const events = new QueueEvents('blip', { connection })
     open.push(worker, runs, events)
@@ -102,7 +110,8 @@ describe('agentWorker when the checkpoint store restarts as a run parks', () => 
     const result = await (await runs.queue.getJob(runId))?.waitUntilFinished(events, 60_000)
 
     expect(result).toMatchObject({ status: 'completed', runId, output: 'charged 500 | 1.08', turns: 2 })
-    expect(failures[0]).toMatch(/failed to save the parked checkpoint of run "blip-1"/)
+    expect(waits[0]).toMatch(/failed to save the parked checkpoint of run "blip-1"/)
+    expect(failures).toEqual([])
     expect(effects).toEqual({ charges: 1, quotes: 3 })
     expect(await stores.checkpoints.load(runId)).toMatchObject({ status: 'completed', output: 'charged 500 | 1.08' })
   }, 90_000)

@@ -64,7 +64,7 @@ function world() {
   return { effects, tools: [charge, quote], script }
 }
 
-function setup(options: { checkpoints?: CheckpointStore; concurrency?: number; asyncListener?: boolean } = {}) {
+function setup(options: { checkpoints?: CheckpointStore; concurrency?: number; asyncListener?: boolean; lockDuration?: number } = {}) {
   const name = `q${++queues}`
   const w = world()
   const checkpoints = options.checkpoints ?? memoryCheckpoints()
@@ -76,6 +76,7 @@ function setup(options: { checkpoints?: CheckpointStore; concurrency?: number; a
     agent,
     checkpoints,
     ...(options.concurrency === undefined ? {} : { concurrency: options.concurrency }),
+    ...(options.lockDuration === undefined ? {} : { lockDuration: options.lockDuration }),
     onOutcome: options.asyncListener
       ? async (outcome) => {
           outcomes.push(outcome.status)
@@ -167,7 +168,7 @@ describe('agentWorker', () => {
     expect(effects).toEqual({ charges: 0, quotes: 0 })
   })
 
-  it('retries a job whose checkpoint store was down, through BullMQ attempts', async () => {
+  it('puts a job whose checkpoint store was down back for a lock duration, spending no attempt', async () => {
     const inner = memoryCheckpoints()
     let downFor = 1
     const flaky: CheckpointStore = {
@@ -177,16 +178,16 @@ describe('agentWorker', () => {
         return inner.load(id)
       },
     }
-    const { runs, events } = setup({ checkpoints: flaky })
+    const { runs, events } = setup({ checkpoints: flaky, lockDuration: 300 })
     await events.waitUntilReady()
-    await runs.queue.add('run', { runId: 'flaky-1', input: 'x' }, { jobId: 'flaky-1', attempts: 2, backoff: 1 })
+    await runs.queue.add('run', { runId: 'flaky-1', input: 'x' }, { jobId: 'flaky-1', attempts: 1 })
     const result = await (await runs.queue.getJob('flaky-1'))?.waitUntilFinished(events)
     expect(result).toMatchObject({ status: 'completed' })
-    // The attempt that met the store down, and the one that completed.
-    expect((await runs.queue.getJob('flaky-1'))?.attemptsMade).toBe(2)
+    // One attempt, the one that completed: the wait for the store spent none.
+    expect((await runs.queue.getJob('flaky-1'))?.attemptsMade).toBe(1)
   })
 
-  it('retries a job whose parked checkpoint could not be saved; the run completes and its write ran once', async () => {
+  it('puts back a job whose parked checkpoint could not be saved; the run completes and its write ran once', async () => {
     const inner = memoryCheckpoints()
     let parkFailures = 1
     const flaky: CheckpointStore = {
@@ -212,16 +213,16 @@ describe('agentWorker', () => {
       park: { afterMs: 100 },
     })
     const name = `q${++queues}`
-    const worker = agentWorker({ name, connection, agent, checkpoints: flaky })
+    const worker = agentWorker({ name, connection, agent, checkpoints: flaky, lockDuration: 300 })
     const runs = agentQueue({ name, connection })
     const events = new QueueEvents(name, { connection })
     open.push(worker, runs, events)
     await events.waitUntilReady()
-    await runs.queue.add('run', { runId: 'park-blip', input: 'x' }, { jobId: 'park-blip', attempts: 3, backoff: 1 })
+    await runs.queue.add('run', { runId: 'park-blip', input: 'x' }, { jobId: 'park-blip', attempts: 1 })
     const result = await (await runs.queue.getJob('park-blip'))?.waitUntilFinished(events)
     expect(result).toMatchObject({ status: 'completed', output: 'done' })
-    // The attempt that met the store down while parking, and the one that resumed from the turn before and completed.
-    expect((await runs.queue.getJob('park-blip'))?.attemptsMade).toBe(2)
+    // One attempt: the job that met the store down while parking waited, resumed from the turn before and completed.
+    expect((await runs.queue.getJob('park-blip'))?.attemptsMade).toBe(1)
     expect(w.effects.charges).toBe(1)
     expect(await inner.load('park-blip')).toMatchObject({ status: 'completed' })
   })

@@ -63,10 +63,16 @@ function resultOf(outcome: RunOutcome): RunJobResult {
   return { status: 'stopped', runId: outcome.runId, kind: outcome.error.kind, message: outcome.error.message, turns: outcome.turns }
 }
 
-/** A store that may answer again later (down, slow) is worth a BullMQ retry; a corrupt record or a bad job never is. */
-function worthRetrying(err: unknown): boolean {
+const isCheckpointFailure = (err: unknown): err is LoopError =>
+  LoopError.is(err) && err.kind === 'fatal' && typeof err.details.checkpoint === 'string'
+
+/**
+ * A store the run needs is down or did not answer in time (`store_unavailable` and other transient
+ * errors, or a checkpoint that could not be saved because of one): the run is fine, its store is not.
+ */
+function storeDown(err: unknown): boolean {
   if (ToolError.is(err)) return err.category === 'transient'
-  return LoopError.is(err) && err.kind === 'fatal' && typeof err.details.checkpoint === 'string'
+  return isCheckpointFailure(err) && ToolError.is(err.cause) && err.cause.category === 'transient'
 }
 
 /**
@@ -86,8 +92,29 @@ export function agentWorker(options: AgentWorkerOptions): AgentWorker {
   const { agent, checkpoints, onOutcome } = opts
   const log = opts.logger ?? silentLogger
   const lockMs = opts.lockDuration ?? 30_000
+  const storeWaitMs = Math.min(lockMs, 5000)
 
+  /**
+   * BullMQ renews a running job's lock when its wall clock says a renewal is due: on a host whose clock
+   * steps back, the renewals stop for as long as the step, and another worker's stalled-job check hands
+   * the run on while it runs here. A timer, which no wall clock moves, renews the lock as well.
+   */
   async function runJob(job: Job<RunJob>, token?: string): Promise<RunJobResult> {
+    const keeper =
+      token === undefined
+        ? undefined
+        : setInterval(() => {
+            job.extendLock(token, lockMs).catch(() => {})
+          }, lockMs / 2)
+    keeper?.unref()
+    try {
+      return await driveJob(job, token)
+    } finally {
+      clearInterval(keeper)
+    }
+  }
+
+  async function driveJob(job: Job<RunJob>, token?: string): Promise<RunJobResult> {
     const parsed = runJobSchema.safeParse(job.data)
     if (!parsed.success) throw new UnrecoverableError(`job ${job.id} is not a run: ${parsed.error.issues[0]?.message ?? 'invalid'}`)
     const { runId, input } = parsed.data
@@ -108,7 +135,15 @@ export function agentWorker(options: AgentWorkerOptions): AgentWorker {
         await job.moveToDelayed(Date.now() + lockMs, token)
         throw new DelayedError()
       }
-      if (worthRetrying(err)) throw err
+      if (storeDown(err)) {
+        // Waiting spends none of the job's attempts: three attempts 1 and 2 s apart would end runs for
+        // good in a three-second database restart. The run resumes from its last saved checkpoint.
+        log.warn({ runId, err }, 'a store the run needs is unavailable; its job waits and tries again')
+        await job.moveToDelayed(Date.now() + storeWaitMs, token)
+        throw new DelayedError()
+      }
+      // A checkpoint that could not be saved otherwise may save on another attempt; a corrupt record or a bad job never will.
+      if (isCheckpointFailure(err)) throw err
       const message = err instanceof Error ? err.message : String(err)
       log.warn({ runId, err }, 'run cannot go on; its job fails without retries')
       throw new UnrecoverableError(`run "${runId}": ${message}`)
