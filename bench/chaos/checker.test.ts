@@ -250,7 +250,7 @@ describe('the soak schedule', () => {
     for (const death of deaths) bursts.set(death.at, [...(bursts.get(death.at) ?? []), death])
     expect(bursts.size).toBeGreaterThanOrEqual(2)
     const times = [...bursts.keys()]
-    times.slice(1).forEach((at, i) => expect(at - (times[i] as number)).toBeGreaterThanOrEqual(10 * shape.lockMs))
+    for (const [i, at] of times.slice(1).entries()) expect(at - (times[i] as number)).toBeGreaterThanOrEqual(10 * shape.lockMs)
     for (const burst of bursts.values()) expect(new Set(burst.map((f) => f.worker)).size).toBe(burst.length)
   })
 
