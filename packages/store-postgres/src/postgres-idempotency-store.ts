@@ -67,15 +67,15 @@ function tokenOf(rows: Array<Record<string, unknown>>): string {
  * const { idempotency: store } = postgresStores({ pool })
  * createStack({ tools, middleware: [idempotency({ store, scope: 'tenant-a' })] })
  */
+function corrupt(log: PostgresStoreContext['log'], key: string, problem: string): BeginResult {
+  log.warn({ key, problem }, 'idempotency record in PostgreSQL is corrupt; identical calls are refused until it expires or is deleted')
+  return { status: 'unknown', reason: 'corrupt', problem }
+}
+
 export function postgresIdempotencyStore(context: PostgresStoreContext): IdempotencyStore {
   const { pool, tables, bounded, log, nowParam } = context
   const { claimSql, lockSql, replaceSql, lapseSql, retakeSql, sweepSql, completeSql, unknownSql, releaseSql } = idempotencySql(tables)
   const sweepNow = sweeper(context, sweepSql)
-
-  function corrupt(key: string, problem: string): BeginResult {
-    log.warn({ key, problem }, 'idempotency record in PostgreSQL is corrupt; identical calls are refused until it expires or is deleted')
-    return { status: 'unknown', reason: 'corrupt', problem }
-  }
 
   /** Decides on the locked row of `key`; `undefined` when the row vanished between claim and lock. */
   async function decide(query: Query, key: string, argsHash: string, leaseMs: number, ttlMs: number): Promise<BeginResult | undefined> {
@@ -92,15 +92,15 @@ export function postgresIdempotencyStore(context: PostgresStoreContext): Idempot
       return { status: 'new', token: tokenOf(replaced.rows) }
     }
     const row = checked(idempotencyRowSchema, raw)
-    if ('problem' in row) return corrupt(key, row.problem)
+    if ('problem' in row) return corrupt(log, key, row.problem)
     const record = row.value
     // Only a done row holds a result; one elsewhere means another writer had a hand in this row.
-    if (record.state !== 'done' && record.result !== null) return corrupt(key, `a ${record.state} row holds a result`)
+    if (record.state !== 'done' && record.result !== null) return corrupt(log, key, `a ${record.state} row holds a result`)
     if (record.args_hash !== argsHash) return { status: 'mismatch' }
     switch (record.state) {
       case 'done': {
         const stored = parseStoredResult(record.result)
-        return 'result' in stored ? { status: 'done', result: stored.result } : corrupt(key, stored.problem)
+        return 'result' in stored ? { status: 'done', result: stored.result } : corrupt(log, key, stored.problem)
       }
       case 'unknown':
         return { status: 'unknown', reason: 'recorded' }
