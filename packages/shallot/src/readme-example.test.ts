@@ -15,7 +15,8 @@ import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from 'vitest
 // API fails there. The README's parking block runs in this process on a scripted model.
 
 const ROOT = resolve(fileURLToPath(new URL('../../..', import.meta.url)))
-const RUN_DIR = join(ROOT, 'packages', 'shallot', '.docs-run', `readme-example-${process.pid}`)
+// Under @shallot/ai-sdk's folder: the Example imports it, and it depends on shallot (so this package cannot devDepend on it).
+const RUN_DIR = join(ROOT, 'packages', 'ai-sdk', '.docs-run', `readme-example-${process.pid}`)
 
 /** The ts blocks of a markdown file, optionally only those under one `## heading` (up to the next one). */
 function tsBlocks(doc: string, section?: string): string[] {
