@@ -279,6 +279,15 @@ describe('the outage rows, one episode each, as the bench runs them', () => {
     120_000,
   )
 
+  it('a 120 s Retry-After: the used-fully row parks and completes after the resume, sending nothing until it ends; the plain row stops', async () => {
+    const full = await episode('shallot-full', 'refund', 'model_429_ra120')
+    expect(full).toMatchObject({ status: 'success', duplicates: 0 })
+    const models = full.trace.filter((line) => line.text.startsWith('model #'))
+    const pushedBack = models.findIndex((line) => line.text.includes('Retry-After: 120'))
+    expect(models[pushedBack + 1]?.at).toBeGreaterThanOrEqual((models[pushedBack]?.at ?? 0) + 120_000)
+    expect((await episode('shallot', 'refund', 'model_429_ra120')).status).toBe('stopped')
+  }, 60_000)
+
   it('the used-fully row completes a keyed refund that landed and then timed out twice: once, through its lookup', async () => {
     const result = await episode('shallot-full', 'refund', 'write_timeout_after_effect_x2')
     expect(result).toMatchObject({ status: 'success', duplicates: 0, effects: 1 })
