@@ -23,6 +23,7 @@ function soak(args: string[]): Promise<{ code: number | null; stdout: string; st
   child.stdout.on('data', (chunk: Buffer) => (stdout += chunk.toString()))
   child.stderr.on('data', (chunk: Buffer) => {
     stderr += chunk.toString()
+    // CHAOS_SHOW=1 prints the soak's log as it runs.
     if (process.env.CHAOS_SHOW) process.stderr.write(chunk)
   })
   return new Promise((resolve) => child.once('close', (code) => resolve({ code, stdout, stderr })))

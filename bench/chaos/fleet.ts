@@ -22,7 +22,6 @@ function startProcess(config: WorkerConfig): Promise<FleetProcess> {
   const proc: FleetProcess = { child, exited: new Promise((resolve) => child.once('close', () => resolve())), stderr: '' }
   child.stderr.on('data', (chunk: Buffer) => {
     proc.stderr = (proc.stderr + chunk.toString()).slice(-4000)
-    if (process.env.CHAOS_DEBUG) process.stderr.write(chunk)
   })
   // A worker killed while the soak writes to it must not crash the soak with EPIPE.
   child.stdin.on('error', () => {})

@@ -43,7 +43,7 @@ const shape: SoakShape =
         lockMs: 4000,
         plant: flag('plant') !== undefined,
         ...(quick ? { runs: count('runs', 240), spanMs: 18_000 } : { runs: count('runs', 2400), spanMs: 100_000 }),
-        faults: flag('faults') === '0' ? 0 : count('faults', quick ? 16 : 24),
+        faults: flag('faults') === '0' ? 0 : count('faults', quick ? 16 : 20),
       }
 
 const result = await runSoak({ ...shape, boundMs: 90_000, concurrency: 48, log: (line) => console.error(line) })
