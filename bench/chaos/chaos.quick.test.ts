@@ -3,7 +3,7 @@
 // (vitest's global setup builds them and bench/chaos before any test file starts: .ci/vitest-build.ts),
 // judged by the checker. Real processes and servers share no fake clock, so this one test takes real
 // time (about 45 s); it waits on the soak's exit, never a sleep.
-import { spawn } from 'node:child_process'
+import { type ChildProcess, spawn } from 'node:child_process'
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
@@ -13,11 +13,17 @@ import { FAULT_KINDS, PLANTS } from './schedule.js'
 
 const root = fileURLToPath(new URL('../..', import.meta.url))
 const dir = mkdtempSync(join(tmpdir(), 'shallot-chaos-'))
-afterAll(() => rmSync(dir, { recursive: true, force: true }))
+const children: ChildProcess[] = []
+afterAll(() => {
+  // A soak still running (the test timed out) is stopped: it would run on, its servers and workers with it.
+  for (const child of children) if (child.exitCode === null && child.signalCode === null) child.kill('SIGTERM')
+  rmSync(dir, { recursive: true, force: true })
+})
 
 function soak(args: string[]): Promise<{ code: number | null; stdout: string; stderr: string }> {
   const hook = join(root, 'bench/chaos/dist/bench/chaos/resolve-hook.js')
   const child = spawn(process.execPath, ['--import', hook, join(root, 'bench/chaos/dist/bench/chaos/run.js'), ...args], { cwd: dir })
+  children.push(child)
   let stdout = ''
   let stderr = ''
   child.stdout.on('data', (chunk: Buffer) => (stdout += chunk.toString()))

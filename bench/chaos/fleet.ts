@@ -69,7 +69,8 @@ export class Fleet {
   }
 
   private async spawn(slot: number): Promise<void> {
-    for (;;) {
+    // A worker that cannot start (its servers unreachable) is tried again, less and less often.
+    for (let backoffMs = 250; ; backoffMs = Math.min(2 * backoffMs, 5000)) {
       try {
         const proc = await startProcess(this.configOf(slot, this.skews[slot] ?? 0))
         this.procs[slot] = proc
@@ -81,7 +82,7 @@ export class Fleet {
         return
       } catch {
         if (this.closing) return
-        await sleep(250)
+        await sleep(backoffMs)
       }
     }
   }
