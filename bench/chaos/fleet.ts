@@ -22,7 +22,6 @@ function startProcess(config: WorkerConfig): Promise<FleetProcess> {
   const proc: FleetProcess = { child, exited: new Promise((resolve) => child.once('close', () => resolve())), stderr: '' }
   child.stderr.on('data', (chunk: Buffer) => {
     proc.stderr = (proc.stderr + chunk.toString()).slice(-4000)
-    if (process.env.CHAOS_DEBUG) process.stderr.write(chunk)
   })
   // A worker killed while the soak writes to it must not crash the soak with EPIPE.
   child.stdin.on('error', () => {})
@@ -70,7 +69,8 @@ export class Fleet {
   }
 
   private async spawn(slot: number): Promise<void> {
-    for (;;) {
+    // A worker that cannot start (its servers unreachable) is tried again, less and less often.
+    for (let backoffMs = 250; ; backoffMs = Math.min(2 * backoffMs, 5000)) {
       try {
         const proc = await startProcess(this.configOf(slot, this.skews[slot] ?? 0))
         this.procs[slot] = proc
@@ -82,7 +82,7 @@ export class Fleet {
         return
       } catch {
         if (this.closing) return
-        await sleep(250)
+        await sleep(backoffMs)
       }
     }
   }

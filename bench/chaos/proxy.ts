@@ -63,6 +63,17 @@ export async function startProxy(targetPort: number): Promise<FaultProxy> {
     }
   }
 
+  /** Forwards a chunk now when nothing holds the leg, else in its turn. */
+  function pass(leg: Leg, chunk: Buffer): void {
+    const out = leg.to()
+    if (out !== undefined && !partitioned && latencyMs === 0 && leg.held.length === 0) {
+      out.write(chunk)
+      return
+    }
+    leg.held.push({ at: Date.now() + latencyMs, chunk })
+    flush(leg)
+  }
+
   function accept(client: Socket): void {
     const pair: Pair = { client, legs: [], open: () => {} }
     const up: Leg = { to: () => pair.upstream, held: [] }
@@ -77,26 +88,22 @@ export async function startProxy(targetPort: number): Promise<FaultProxy> {
     pair.open = () => {
       if (pair.upstream !== undefined || client.destroyed) return
       const upstream = new Socket()
+      // Requests and answers are small and each waits for the other: no Nagle delay on either leg.
+      upstream.setNoDelay(true)
       pair.upstream = upstream
-      upstream.on('data', (chunk: Buffer) => {
-        down.held.push({ at: Date.now() + latencyMs, chunk })
-        flush(down)
-      })
+      upstream.on('data', (chunk: Buffer) => pass(down, chunk))
       upstream.on('error', end)
       upstream.on('close', end)
       upstream.connect(target, '127.0.0.1')
     }
-    client.on('data', (chunk: Buffer) => {
-      up.held.push({ at: Date.now() + latencyMs, chunk })
-      flush(up)
-    })
+    client.on('data', (chunk: Buffer) => pass(up, chunk))
     client.on('error', end)
     client.on('close', end)
     pairs.add(pair)
     if (!partitioned) pair.open()
   }
 
-  const server: Server = createServer(accept)
+  const server: Server = createServer({ noDelay: true }, accept)
   await new Promise<void>((resolve, reject) => {
     server.once('error', reject)
     server.listen(0, '127.0.0.1', () => resolve())

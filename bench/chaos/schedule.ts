@@ -128,12 +128,12 @@ const DEATHS: ReadonlySet<FaultKind> = new Set(['worker_kill', 'worker_pause'])
  * BullMQ counts a job's stalls over its whole life and, by default, fails it at the second. A fleet
  * loses workers far less often than a run takes to recover from a loss, so the soak's worker deaths
  * come in bursts (several hosts at once, as a zone outage takes them, one left standing), each worker
- * at most once a burst, the bursts ten job locks apart: a run that fails then has met something other than two
+ * at most once a burst, the bursts fifteen job locks apart: a run that fails then has met something other than two
  * deaths drawn into its few seconds. Deaths that do not fit become graceful stops (SIGTERM), which
  * stall nothing.
  */
 function burstDeaths(faults: Fault[], shape: SoakShape): void {
-  const gapMs = 10 * shape.lockMs
+  const gapMs = 15 * shape.lockMs
   const bursts = Math.floor((0.9 * shape.spanMs) / gapMs) + 1
   let placed = 0
   faults.forEach((fault, index) => {

@@ -145,6 +145,10 @@ export async function runSoak(options: SoakOptions): Promise<SoakResult> {
     claimMs: 3 * options.lockMs,
     plant: options.plant === true,
   })
+  // Stopped from outside (Ctrl-C, a test's timeout), the soak takes its servers and workers down with it.
+  const interrupted = () => void rig.close().finally(() => process.exit(130))
+  process.once('SIGINT', interrupted)
+  process.once('SIGTERM', interrupted)
   const connection = { host: '127.0.0.1', port: rig.redis.port, maxRetriesPerRequest: null }
   const t0 = Date.now()
   const main = producer(rig.queue, connection, t0)
@@ -195,6 +199,8 @@ export async function runSoak(options: SoakOptions): Promise<SoakResult> {
       wallMs: Date.now() - started,
     }
   } finally {
+    process.off('SIGINT', interrupted)
+    process.off('SIGTERM', interrupted)
     await Promise.all([main.close(), planted?.close()])
     await rig.close()
   }

@@ -143,11 +143,4 @@ process.on('SIGTERM', () => {
   const exit = () => process.exit(0)
   void worker.close().then(exit, exit)
 })
-if (process.env.CHAOS_DEBUG) {
-  setInterval(() => {
-    process.stderr.write(
-      `${process.pid} ${((realNow() % 1e6) / 1000).toFixed(1)} pool total ${pool.totalCount} idle ${pool.idleCount} waiting ${pool.waitingCount}\n`,
-    )
-  }, 2000).unref()
-}
 process.stdout.write('ready\n')
