@@ -1,9 +1,8 @@
 import type { CheckpointStore, RunSnapshot } from '@shallot/agent'
 import { parseOptions, ToolError } from '@shallot/core'
-import Database from 'better-sqlite3'
 import { z } from 'zod'
-import { type SqliteClaims, sqliteClaims } from './sqlite-claims.js'
-import type { SqliteDatabase } from './sqlite-store.js'
+import { sqliteClaims } from './sqlite-claims.js'
+import { connectionShape, exactlyOnePlace, openConnection, type SqliteDatabase } from './sqlite-connection.js'
 
 /**
  * Options of {@link sqliteCheckpoints}: give `path` or an open `database`, not both.
@@ -13,19 +12,8 @@ import type { SqliteDatabase } from './sqlite-store.js'
  */
 export const sqliteCheckpointsOptionsSchema = z
   .object({
-    /** The database file, created when missing (its folder must exist). */
-    path: z.string().min(1).optional(),
-    /** An open better-sqlite3 connection instead of `path`; `close()` leaves it open. */
-    database: z
-      .custom<SqliteDatabase>((v) => typeof (v as SqliteDatabase | null)?.prepare === 'function', 'must be an open better-sqlite3 Database')
-      .optional(),
-    /** The table of snapshots, created when missing. Default `shallot_checkpoints`. */
-    tableName: z
-      .string()
-      .regex(/^[A-Za-z_][A-Za-z0-9_]{0,62}$/, 'must be a plain SQL identifier: letters, digits and "_", not starting with a digit')
-      .default('shallot_checkpoints'),
-    /** How long a statement waits for another process's write lock before failing. Default 5000 ms. */
-    busyTimeoutMs: z.number().int().nonnegative().default(5000),
+    /** `path` or `database`, the table of snapshots (default `shallot_checkpoints`), `busyTimeoutMs`: see connectionShape. */
+    ...connectionShape('shallot_checkpoints'),
     /**
      * How long a claim on a run lasts without renewal; its holder renews it every third of this while
      * the run is driven. A claim also lapses at once when its process is gone. Default 60000 ms.
@@ -33,10 +21,7 @@ export const sqliteCheckpointsOptionsSchema = z
     claimLeaseMs: z.number().int().min(100).max(86_400_000).default(60_000),
   })
   .strict()
-  .refine((o) => (o.path === undefined) !== (o.database === undefined), {
-    message: 'give either path or database (exactly one)',
-    path: ['path'],
-  })
+  .refine(...exactlyOnePlace())
 
 export type SqliteCheckpointsOptions = z.input<typeof sqliteCheckpointsOptionsSchema>
 
@@ -116,24 +101,22 @@ function readSnapshot(text: unknown, runId: string): RunSnapshot | string {
  */
 export function sqliteCheckpoints(options: SqliteCheckpointsOptions): SqliteCheckpoints {
   const opts = parseOptions('sqliteCheckpoints()', sqliteCheckpointsOptionsSchema, options)
-  const owned = opts.database === undefined
-  const db = opts.database ?? new Database(opts.path as string)
   const table = `"${opts.tableName}"`
-  let claims: SqliteClaims
-  try {
-    db.exec(`PRAGMA busy_timeout = ${opts.busyTimeoutMs}`)
-    db.exec('PRAGMA journal_mode = WAL')
-    if (owned) db.exec('PRAGMA synchronous = FULL')
-    db.exec(`CREATE TABLE IF NOT EXISTS ${table} (
-      run_id TEXT PRIMARY KEY NOT NULL,
-      snapshot TEXT NOT NULL,
-      saved_at INTEGER NOT NULL
-    ) WITHOUT ROWID`)
-    claims = sqliteClaims(db, `"${opts.tableName}_claims"`, opts.claimLeaseMs)
-  } catch (err) {
-    if (owned) db.close()
-    throw err
-  }
+  const {
+    db,
+    owned,
+    made: claims,
+  } = openConnection(opts, {
+    durable: true,
+    tables: (db) => {
+      db.exec(`CREATE TABLE IF NOT EXISTS ${table} (
+        run_id TEXT PRIMARY KEY NOT NULL,
+        snapshot TEXT NOT NULL,
+        saved_at INTEGER NOT NULL
+      ) WITHOUT ROWID`)
+      return sqliteClaims(db, `"${opts.tableName}_claims"`, opts.claimLeaseMs)
+    },
+  })
   const upsert = db.prepare<[string, string, number]>(
     `INSERT INTO ${table} (run_id, snapshot, saved_at) VALUES (?, ?, ?)
      ON CONFLICT (run_id) DO UPDATE SET snapshot = excluded.snapshot, saved_at = excluded.saved_at`,

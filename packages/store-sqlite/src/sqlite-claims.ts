@@ -1,4 +1,4 @@
-import type { SqliteDatabase } from './sqlite-store.js'
+import type { SqliteDatabase } from './sqlite-connection.js'
 
 /** Whether process `pid` on this machine is still running (EPERM: it runs, as another user). */
 function alive(pid: unknown): boolean {

@@ -1,9 +1,8 @@
 import { parseOptions } from '@shallot/core'
 import { refineWallNow, wallNowOf, wallNowShape } from '@shallot/core/kit'
 import { MAX_PUSHBACK_MS, type PushbackStore } from '@shallot/rate-limit'
-import Database from 'better-sqlite3'
 import { z } from 'zod'
-import type { SqliteDatabase } from './sqlite-store.js'
+import { connectionShape, exactlyOnePlace, openConnection } from './sqlite-connection.js'
 
 /**
  * Options of {@link sqlitePushbackStore}: give `path` or an open `database`, not both.
@@ -13,28 +12,14 @@ import type { SqliteDatabase } from './sqlite-store.js'
  */
 export const sqlitePushbackStoreOptionsSchema = z
   .object({
-    /** The database file, created when missing. Every process that shares it shares the holds. */
-    path: z.string().min(1).optional(),
-    /** An open better-sqlite3 connection instead of `path`; the store never closes it. */
-    database: z
-      .custom<SqliteDatabase>((v) => typeof (v as SqliteDatabase | null)?.prepare === 'function', 'must be an open better-sqlite3 Database')
-      .optional(),
-    /** The table of holds, created when missing. Default `shallot_pushback`. */
-    tableName: z
-      .string()
-      .regex(/^[A-Za-z_][A-Za-z0-9_]{0,62}$/, 'must be a plain SQL identifier: letters, digits and "_", not starting with a digit')
-      .default('shallot_pushback'),
+    /** `path` or `database`, the table of holds (default `shallot_pushback`), `busyTimeoutMs`: see connectionShape. */
+    ...connectionShape('shallot_pushback'),
     /** `wallNow`: wall-clock milliseconds, the one clock all processes on the file share. Default `Date.now`. */
     ...wallNowShape,
-    /** How long a statement waits for another process's write lock before failing. Default 5000 ms. */
-    busyTimeoutMs: z.number().int().nonnegative().default(5000),
   })
   .strict()
   .superRefine(refineWallNow)
-  .refine((o) => (o.path === undefined) !== (o.database === undefined), {
-    message: 'give either path or database (exactly one)',
-    path: ['path'],
-  })
+  .refine(...exactlyOnePlace())
 
 /** What {@link sqlitePushbackStore} accepts. */
 export type SqlitePushbackStoreOptions = z.input<typeof sqlitePushbackStoreOptionsSchema>
@@ -59,18 +44,13 @@ export interface SqlitePushbackStore extends PushbackStore {
  */
 export function sqlitePushbackStore(options: SqlitePushbackStoreOptions): SqlitePushbackStore {
   const opts = parseOptions('sqlitePushbackStore()', sqlitePushbackStoreOptionsSchema, options)
-  const owned = opts.database === undefined
-  const db = opts.database ?? new Database(opts.path as string)
   const now = wallNowOf(opts) ?? Date.now
   const table = `"${opts.tableName}"`
-  try {
-    db.exec(`PRAGMA busy_timeout = ${opts.busyTimeoutMs}`)
-    db.exec('PRAGMA journal_mode = WAL')
-    db.exec(`CREATE TABLE IF NOT EXISTS ${table} (key TEXT PRIMARY KEY NOT NULL, ends_at REAL NOT NULL) WITHOUT ROWID`)
-  } catch (err) {
-    if (owned) db.close()
-    throw err
-  }
+  // A hold is a hint the fleet can lose: no flush per commit.
+  const { db, owned } = openConnection(opts, {
+    durable: false,
+    tables: (db) => db.exec(`CREATE TABLE IF NOT EXISTS ${table} (key TEXT PRIMARY KEY NOT NULL, ends_at REAL NOT NULL) WITHOUT ROWID`),
+  })
   const upsert = db.prepare<{ key: string; ends: number; now: number; longest: number }>(
     `INSERT INTO ${table} (key, ends_at) VALUES (@key, @ends) ON CONFLICT (key) DO UPDATE SET ends_at = CASE
       WHEN typeof(ends_at) IN ('real', 'integer') AND ends_at >= excluded.ends_at AND ends_at - @now <= @longest

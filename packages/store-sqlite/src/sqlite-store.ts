@@ -2,18 +2,10 @@ import { randomUUID } from 'node:crypto'
 import { parseOptions } from '@shallot/core'
 import { refineWallNow, wallNowOf, wallNowShape } from '@shallot/core/kit'
 import { type BeginResult, parseStoredResult, type SyncIdempotencyStore } from '@shallot/idempotency'
-import Database from 'better-sqlite3'
 import { z } from 'zod'
+import { connectionShape, exactlyOnePlace, openConnection, type SqliteDatabase } from './sqlite-connection.js'
 
-/** An open better-sqlite3 connection (an interface, so declarations can name it). */
-export interface SqliteDatabase extends Database.Database {}
-
-const isFunction = (value: unknown) => typeof value === 'function'
-const isDatabase = (value: unknown) =>
-  typeof value === 'object' &&
-  value !== null &&
-  isFunction((value as SqliteDatabase).prepare) &&
-  isFunction((value as SqliteDatabase).pragma)
+export type { SqliteDatabase } from './sqlite-connection.js'
 
 /**
  * Options of {@link sqliteStore}: give `path` or an open `database`, not both.
@@ -23,26 +15,14 @@ const isDatabase = (value: unknown) =>
  */
 export const sqliteStoreOptionsSchema = z
   .object({
-    /** The database file, created when missing. Every process that shares it shares the records. */
-    path: z.string().min(1).optional(),
-    /** An open better-sqlite3 connection instead of `path`; the store never closes it. */
-    database: z.custom<SqliteDatabase>(isDatabase, 'must be an open better-sqlite3 Database').optional(),
-    /** The table of records, created when missing. Default `shallot_idempotency`. */
-    tableName: z
-      .string()
-      .regex(/^[A-Za-z_][A-Za-z0-9_]{0,62}$/, 'must be a plain SQL identifier: letters, digits and "_", not starting with a digit')
-      .default('shallot_idempotency'),
+    /** `path` or `database`, the table of records (default `shallot_idempotency`), `busyTimeoutMs`: see connectionShape. */
+    ...connectionShape('shallot_idempotency'),
     /** `wallNow`: wall-clock milliseconds for leases and TTLs, the one clock all processes on the file share. Default `Date.now`. */
     ...wallNowShape,
-    /** How long a statement waits for another process's write lock before failing. Default 5000 ms. */
-    busyTimeoutMs: z.number().int().nonnegative().default(5000),
   })
   .strict()
   .superRefine(refineWallNow)
-  .refine((o) => (o.path === undefined) !== (o.database === undefined), {
-    message: 'give either path or database (exactly one)',
-    path: ['path'],
-  })
+  .refine(...exactlyOnePlace())
 
 export type SqliteStoreOptions = z.input<typeof sqliteStoreOptionsSchema>
 
@@ -110,30 +90,24 @@ const SWEEP_BATCH = 16
  */
 export function sqliteStore(options: SqliteStoreOptions): SqliteStore {
   const opts = parseOptions('sqliteStore()', sqliteStoreOptionsSchema, options)
-  const owned = opts.database === undefined
-  const db = opts.database ?? new Database(opts.path as string)
   const now = wallNowOf(opts) ?? Date.now
   const table = `"${opts.tableName}"`
-  try {
-    db.exec(`PRAGMA busy_timeout = ${opts.busyTimeoutMs}`)
-    db.exec('PRAGMA journal_mode = WAL')
-    if (owned) db.exec('PRAGMA synchronous = FULL')
-    db.exec(
-      `CREATE TABLE IF NOT EXISTS ${table} (
-        key TEXT PRIMARY KEY NOT NULL,
-        args_hash TEXT NOT NULL,
-        state TEXT NOT NULL CHECK (state IN ('pending', 'done', 'unknown')),
-        token TEXT NOT NULL,
-        lease_until INTEGER NOT NULL,
-        expires_at INTEGER NOT NULL,
-        result TEXT
-      ) WITHOUT ROWID;
-      CREATE INDEX IF NOT EXISTS "${opts.tableName}_expires_at" ON ${table} (expires_at);`,
-    )
-  } catch (err) {
-    if (owned) db.close()
-    throw err
-  }
+  const { db, owned } = openConnection(opts, {
+    durable: true,
+    tables: (db) =>
+      db.exec(
+        `CREATE TABLE IF NOT EXISTS ${table} (
+          key TEXT PRIMARY KEY NOT NULL,
+          args_hash TEXT NOT NULL,
+          state TEXT NOT NULL CHECK (state IN ('pending', 'done', 'unknown')),
+          token TEXT NOT NULL,
+          lease_until INTEGER NOT NULL,
+          expires_at INTEGER NOT NULL,
+          result TEXT
+        ) WITHOUT ROWID;
+        CREATE INDEX IF NOT EXISTS "${opts.tableName}_expires_at" ON ${table} (expires_at);`,
+      ),
+  })
 
   const select = db.prepare<[string], Row>(`SELECT args_hash, state, token, lease_until, expires_at, result FROM ${table} WHERE key = ?`)
   const insert = db.prepare<[string, string, string, number, number]>(
